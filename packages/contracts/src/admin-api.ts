@@ -1,0 +1,278 @@
+/**
+ * Wire shapes of the admin REST API (`/api/v2`, legacy `/api/v1/mcp`): request bodies and resource
+ * objects, as JSON Schema with their static types. Fields are snake_case; every resource has `id`.
+ */
+import { Type, type Static, type TSchema } from 'typebox';
+import { OPERATION_TYPES } from './operations.ts';
+import { SLUG_PATTERN, TOOL_NAME_PATTERN } from './naming.ts';
+
+const Timestamp = Type.String({ format: 'date-time' });
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** Any JSON value (table data, JSON Schemas, configs). */
+export const JsonValue = Type.Unknown({ description: 'Any JSON value' });
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+
+export const OperationTypeSchema = Type.Enum(OPERATION_TYPES, { description: 'One of the ten prebuilt operations' });
+export const ToolName = Type.String({ pattern: TOOL_NAME_PATTERN, description: 'MCP tool name, unique in an AEI' });
+export const Slug = Type.String({ pattern: SLUG_PATTERN, maxLength: 64 });
+
+/** `{items, next_cursor}`: every list answer. */
+export const Page = <T extends TSchema>(item: T) =>
+  Type.Object({ items: Type.Array(item), next_cursor: Nullable(Type.String()) });
+
+export const PageQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'next_cursor of the previous page' })),
+});
+export type PageQuery = Static<typeof PageQuery>;
+
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+export const ForceQuery = Type.Object({
+  force: Type.Optional(Type.Boolean({ default: false, description: 'also remove what depends on it' })),
+});
+
+// users ---------------------------------------------------------------------------------------
+export const CreateUserBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
+export const CreatedUser = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  token: Type.String({ description: 'the new user’s admin token; shown only in this answer' }),
+});
+export const User = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  is_root: Type.Boolean(),
+  created_at: Timestamp,
+});
+export type User = Static<typeof User>;
+
+// projects ------------------------------------------------------------------------------------
+export const CreateProjectBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    slug: Type.Optional(Slug),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+  },
+  { additionalProperties: false },
+);
+export type CreateProjectBody = Static<typeof CreateProjectBody>;
+export const UpdateProjectBody = Type.Partial(CreateProjectBody, { additionalProperties: false, minProperties: 1 });
+export type UpdateProjectBody = Static<typeof UpdateProjectBody>;
+export const Project = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  slug: Type.String(),
+  description: Nullable(Type.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Project = Static<typeof Project>;
+
+// tables --------------------------------------------------------------------------------------
+export const CreateTableBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    project_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    data: Type.Optional(JsonValue),
+  },
+  { additionalProperties: false },
+);
+export type CreateTableBody = Static<typeof CreateTableBody>;
+export const UpdateTableBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    project_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateTableBody = Static<typeof UpdateTableBody>;
+export const TableSummary = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  project_id: Nullable(Type.String()),
+  version: Type.Integer({ description: 'bumped by every write to data' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type TableSummary = Static<typeof TableSummary>;
+export const Table = Type.Intersect([TableSummary, Type.Object({ data: JsonValue })]);
+export type Table = Static<typeof Table>;
+export const TableListQuery = Type.Intersect([
+  PageQuery,
+  Type.Object({ project_id: Type.Optional(Type.String({ maxLength: 64 })) }),
+]);
+
+// adis ----------------------------------------------------------------------------------------
+export const CreateAdiBody = Type.Object(
+  {
+    table_id: Type.String({ maxLength: 64 }),
+    json_path: Type.String({ maxLength: 2048, description: 'RFC 6901 JSON Pointer of the context; "" = whole table' }),
+    operation_type: OperationTypeSchema,
+    name: Type.Optional(
+      Type.String({
+        pattern: TOOL_NAME_PATTERN,
+        description: 'the tool name bindings inherit; default {op}_{short_hash}',
+      }),
+    ),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
+    category: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    config: Type.Optional(JsonObject),
+  },
+  { additionalProperties: false },
+);
+export type CreateAdiBody = Static<typeof CreateAdiBody>;
+export const UpdateAdiBody = Type.Object(
+  {
+    json_path: Type.Optional(Type.String({ maxLength: 2048 })),
+    name: Type.Optional(Type.String({ pattern: TOOL_NAME_PATTERN })),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
+    category: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    config: Type.Optional(JsonObject),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateAdiBody = Static<typeof UpdateAdiBody>;
+export const Adi = Type.Object({
+  id: Type.String(),
+  table_id: Type.String(),
+  project_id: Nullable(Type.String()),
+  json_path: Type.String(),
+  operation_type: OperationTypeSchema,
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  category: Nullable(Type.String()),
+  config: JsonObject,
+  input_schema: JsonObject,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Adi = Static<typeof Adi>;
+export const AdiListQuery = Type.Intersect([
+  PageQuery,
+  Type.Object({ table_id: Type.Optional(Type.String({ maxLength: 64 })) }),
+]);
+
+// aeis ----------------------------------------------------------------------------------------
+export const AeiStatus = Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]);
+export const ExposureMode = Type.Union([Type.Literal('direct'), Type.Literal('progressive')]);
+export const CreateAeiBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    type: Type.Optional(Type.Literal('mcp')),
+    exposure_mode: Type.Optional(ExposureMode),
+    status: Type.Optional(AeiStatus),
+  },
+  { additionalProperties: false },
+);
+export type CreateAeiBody = Static<typeof CreateAeiBody>;
+export const UpdateAeiBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    exposure_mode: Type.Optional(ExposureMode),
+    status: Type.Optional(AeiStatus),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateAeiBody = Static<typeof UpdateAeiBody>;
+export const Aei = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  type: Type.Literal('mcp'),
+  status: AeiStatus,
+  exposure_mode: ExposureMode,
+  api_key_prefix: Type.String({ description: 'the first characters of the api_key, for recognising it' }),
+  config_version: Type.Integer({ description: 'bumped by every change to what this AEI exposes' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Aei = Static<typeof Aei>;
+export const AeiWithKey = Type.Intersect([
+  Aei,
+  Type.Object({ api_key: Type.String({ description: 'shown only in this answer; store it now' }) }),
+]);
+
+// bindings ------------------------------------------------------------------------------------
+export const CreateBindingItem = Type.Object(
+  {
+    adi_id: Type.String({ maxLength: 64 }),
+    tool_name: Type.Optional(ToolName),
+    tool_description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
+    input_schema: Type.Optional(Nullable(JsonObject)),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type CreateBindingItem = Static<typeof CreateBindingItem>;
+export const CreateBindingsBody = Type.Union([
+  CreateBindingItem,
+  Type.Array(CreateBindingItem, { minItems: 1, maxItems: 500 }),
+]);
+export const UpdateBindingBody = Type.Object(
+  {
+    tool_name: Type.Optional(Nullable(ToolName)),
+    tool_description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
+    input_schema: Type.Optional(Nullable(JsonObject)),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateBindingBody = Static<typeof UpdateBindingBody>;
+export const Binding = Type.Object({
+  id: Type.String(),
+  aei_id: Type.String(),
+  adi_id: Type.String(),
+  tool_name: Type.String(),
+  tool_name_inherited: Type.Boolean({ description: 'true while the name follows the ADI’s name' }),
+  tool_description: Nullable(Type.String()),
+  input_schema: Nullable(JsonObject),
+  enabled: Type.Boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Binding = Static<typeof Binding>;
+export const BindingParams = Type.Object({ id: Type.String({ maxLength: 64 }), bid: Type.String({ maxLength: 64 }) });
+
+/** One MCP tool as `tools/list` will show it. */
+export const ToolPreview = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  inputSchema: JsonObject,
+});
+export type ToolPreview = Static<typeof ToolPreview>;
+export const ToolList = Type.Object({ tools: Type.Array(ToolPreview) });
+
+// legacy v1 instances -------------------------------------------------------------------------
+export const LegacyToolDefinition = Type.Object(
+  {
+    name: ToolName,
+    operation_type: OperationTypeSchema,
+    description: Type.Optional(Type.String({ maxLength: 4000 })),
+  },
+  { additionalProperties: false },
+);
+export type LegacyToolDefinition = Static<typeof LegacyToolDefinition>;
+export const CreateMcpInstanceBody = Type.Object(
+  {
+    table_id: Type.String({ maxLength: 64 }),
+    json_pointer: Type.String({ maxLength: 2048 }),
+    tools_definition: Type.Optional(Nullable(Type.Array(LegacyToolDefinition, { minItems: 1, maxItems: 50 }))),
+    preview_keys: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type CreateMcpInstanceBody = Static<typeof CreateMcpInstanceBody>;
+export const McpInstance = Type.Object({
+  id: Type.String(),
+  table_id: Type.String(),
+  json_pointer: Type.String(),
+  tools_definition: Type.Array(LegacyToolDefinition),
+  preview_keys: Type.Array(Type.String()),
+  status: AeiStatus,
+  api_key_prefix: Type.String(),
+  created_at: Timestamp,
+});
+export type McpInstance = Static<typeof McpInstance>;
+export const McpInstanceWithKey = Type.Intersect([McpInstance, Type.Object({ api_key: Type.String() })]);

@@ -1,0 +1,54 @@
+/**
+ * Error codes shared by every Bindery surface (REST bodies, MCP `isError` results), DESIGN.md §8.
+ */
+import { Type, type Static } from 'typebox';
+
+export const ERROR_CODES = [
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'CONFLICT',
+  'VALIDATION_FAILED',
+  'INVALID_QUERY',
+  'RESULT_TOO_LARGE',
+  'PAYLOAD_TOO_LARGE',
+  'PRECONDITION_FAILED',
+  'RATE_LIMITED',
+  'SESSION_NOT_INITIALIZED',
+  'UPSTREAM_FAILED',
+  'TIMEOUT',
+  'INTERNAL',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** HTTP status for each code; exhaustive so a new code cannot ship without one. */
+export const ERROR_STATUS: Record<ErrorCode, number> = {
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  VALIDATION_FAILED: 400,
+  INVALID_QUERY: 400,
+  RESULT_TOO_LARGE: 422,
+  PAYLOAD_TOO_LARGE: 413,
+  PRECONDITION_FAILED: 412,
+  RATE_LIMITED: 429,
+  SESSION_NOT_INITIALIZED: 400,
+  UPSTREAM_FAILED: 502,
+  TIMEOUT: 504,
+  INTERNAL: 500,
+};
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.Enum(ERROR_CODES),
+      message: Type.String(),
+      details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      request_id: Type.Optional(Type.String()),
+    }),
+  },
+  { description: 'The one error body of every REST answer.' },
+);
+export type ErrorBody = Static<typeof ErrorBody>;

@@ -1,0 +1,82 @@
+/**
+ * The control plane as a Fastify plugin tree: OpenAPI, the error handler, the admin API under
+ * `/api/v2` and the legacy admin API under `/api/v1`. `server.ts` only opens the database and
+ * listens; tests build the app themselves on their own database.
+ */
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { Config } from './config.ts';
+import type { DomainContext } from './domain/context.ts';
+import type { AdminApp } from './http/admin-app.ts';
+import { requireAdmin } from './http/auth.ts';
+import { registerErrorHandler } from './http/error-handler.ts';
+import { adiRoutes } from './routes/adis.ts';
+import { aeiRoutes } from './routes/aeis.ts';
+import { bindingRoutes } from './routes/bindings.ts';
+import { healthRoutes } from './routes/health.ts';
+import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
+import { projectRoutes } from './routes/projects.ts';
+import { tableRoutes } from './routes/tables.ts';
+import { userRoutes } from './routes/users.ts';
+
+export interface AppOptions {
+  config: Pick<Config, 'bodyLimitBytes' | 'logLevel'>;
+  domain: DomainContext;
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** Builds the control-plane app (not listening). */
+export async function buildApp(options: AppOptions): Promise<AdminApp> {
+  const app = Fastify({
+    logger: options.logger ?? { level: options.config.logLevel },
+    bodyLimit: options.config.bodyLimitBytes,
+    ajv: {
+      // Unknown fields are refused with a clear error rather than silently dropped.
+      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.decorate('domain', options.domain);
+  registerErrorHandler(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Bindery control plane',
+        version: '0.1.0',
+        description:
+          'Admin API: contexts (tables), tools (ADIs), exposures (AEIs) and their bindings. ' +
+          'Errors are always {"error": {"code", "message", "details", "request_id"}}.',
+      },
+      components: {
+        securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'an admin token' } },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes);
+  await app.register(
+    async (v2: AdminApp) => {
+      requireAdmin(v2);
+      await v2.register(userRoutes);
+      await v2.register(projectRoutes);
+      await v2.register(tableRoutes);
+      await v2.register(adiRoutes);
+      await v2.register(aeiRoutes);
+      await v2.register(bindingRoutes);
+    },
+    { prefix: '/api/v2' },
+  );
+  await app.register(
+    async (v1: AdminApp) => {
+      requireAdmin(v1);
+      await v1.register(legacyInstanceRoutes);
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

@@ -1,0 +1,25 @@
+/**
+ * What every domain service is handed: the database and the listener told when an AEI's exposed
+ * configuration changed (the gateway cache invalidation hangs off it).
+ */
+import type { PrismaClient } from '../generated/prisma/client.ts';
+import type { TransactionClient } from '../generated/prisma/internal/prismaNamespace.ts';
+
+/** A Prisma client or an open transaction, so services compose inside one transaction. */
+export type Db = PrismaClient | TransactionClient;
+
+export interface ConfigChangeListener {
+  /** Called after commit with the AEIs whose config_version was bumped. */
+  configChanged(aeiIds: readonly string[]): void;
+}
+
+export interface DomainContext {
+  prisma: PrismaClient;
+  listener: ConfigChangeListener;
+}
+
+/** The authenticated caller of the admin API. */
+export interface Principal {
+  userId: string;
+  isRoot: boolean;
+}

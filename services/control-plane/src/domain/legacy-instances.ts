@@ -1,0 +1,107 @@
+/**
+ * Legacy (v1) MCP instances: one api_key for one context, kept working until migrated to
+ * ADI + AEI + bindings. Without a tools_definition an instance exposes every prebuilt operation
+ * under its legacy tool name.
+ */
+import {
+  OPERATION_TYPES,
+  type CreateMcpInstanceBody,
+  type LegacyToolDefinition,
+  type McpInstance as McpInstanceBody,
+  type OperationType,
+  type PageQuery,
+} from '@bindery/contracts';
+import { parsePointer } from '@bindery/context-ops';
+import { Prisma, type McpInstance } from '../generated/prisma/client.ts';
+import { DomainError, fromOpError, notFound } from '../errors.ts';
+import { newCredential, newId } from '../secrets.ts';
+import type { Db, Principal } from './context.ts';
+import { pageWindow, toPage } from './pagination.ts';
+import { findOwnTable } from './tables.ts';
+
+/** The tool names v1 instances used for each operation. */
+export const LEGACY_TOOL_NAMES: Record<OperationType, string> = {
+  get_all: 'get_all_data',
+  get_schema: 'get_data_schema',
+  preview: 'preview_data',
+  select: 'select_data',
+  query: 'query_data',
+  create: 'create_data',
+  update: 'update_data',
+  delete: 'delete_data',
+  move: 'move_data',
+  copy: 'copy_data',
+};
+
+export const DEFAULT_LEGACY_TOOLS: LegacyToolDefinition[] = OPERATION_TYPES.map((op) => ({
+  name: LEGACY_TOOL_NAMES[op],
+  operation_type: op,
+}));
+
+export function instanceBody(i: McpInstance): McpInstanceBody {
+  return {
+    id: i.id,
+    table_id: i.tableId,
+    json_pointer: i.jsonPath,
+    tools_definition: (i.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS,
+    preview_keys: i.previewKeys,
+    status: i.status === 'disabled' ? 'disabled' : 'enabled',
+    api_key_prefix: i.apiKeyPrefix,
+    created_at: i.createdAt.toISOString(),
+  };
+}
+
+async function findOwnInstance(db: Db, caller: Principal, id: string): Promise<McpInstance> {
+  const instance = await db.mcpInstance.findFirst({ where: { id, userId: caller.userId } });
+  if (!instance) throw notFound('MCP instance', id);
+  return instance;
+}
+
+/** Creates a v1 instance; the answer carries its api_key, which is never shown again. */
+export async function createInstance(db: Db, caller: Principal, input: CreateMcpInstanceBody) {
+  fromOpError(() => parsePointer(input.json_pointer), 'json_pointer');
+  const tools = input.tools_definition ?? null;
+  if (tools) {
+    const names = new Set<string>();
+    for (const tool of tools) {
+      if (names.has(tool.name)) {
+        throw new DomainError('CONFLICT', `tools_definition names "${tool.name}" twice`, { tool_name: tool.name });
+      }
+      names.add(tool.name);
+    }
+  }
+  await findOwnTable(db, caller, input.table_id);
+  const key = newCredential('key');
+  const instance = await db.mcpInstance.create({
+    data: {
+      id: newId('mcp'),
+      userId: caller.userId,
+      tableId: input.table_id,
+      jsonPath: input.json_pointer,
+      apiKeyHash: key.hash,
+      apiKeyPrefix: key.prefix,
+      toolsDefinition: tools === null ? Prisma.DbNull : (tools as Prisma.InputJsonArray),
+      previewKeys: input.preview_keys ?? [],
+    },
+  });
+  return { ...instanceBody(instance), api_key: key.secret };
+}
+
+export async function getInstance(db: Db, caller: Principal, id: string): Promise<McpInstanceBody> {
+  return instanceBody(await findOwnInstance(db, caller, id));
+}
+
+export async function listInstances(db: Db, caller: Principal, query: PageQuery) {
+  const w = pageWindow(query);
+  const rows = await db.mcpInstance.findMany({
+    where: { userId: caller.userId, ...w.idAfter },
+    orderBy: w.orderBy,
+    take: w.take,
+  });
+  return toPage(rows, query, instanceBody);
+}
+
+export async function deleteInstance(db: Db, caller: Principal, id: string): Promise<void> {
+  await findOwnInstance(db, caller, id);
+  await db.mcpInstance.delete({ where: { id } });
+}

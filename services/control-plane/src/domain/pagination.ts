@@ -1,0 +1,34 @@
+/**
+ * Keyset pagination by id (ids are time-sortable): `{items, next_cursor}` for every list.
+ */
+import type { PageQuery } from '@bindery/contracts';
+
+export const DEFAULT_PAGE_SIZE = 50;
+
+export interface PageWindow {
+  take: number;
+  idAfter: { id?: { gt: string } };
+  orderBy: { id: 'asc' };
+}
+
+/** The Prisma arguments for one page: one row more than asked, to know whether another page exists. */
+export function pageWindow(query: PageQuery): PageWindow {
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  return {
+    take: limit + 1,
+    idAfter: query.cursor ? { id: { gt: query.cursor } } : {},
+    orderBy: { id: 'asc' },
+  };
+}
+
+/** Turns the rows of a pageWindow query into a page of mapped items. */
+export function toPage<R extends { id: string }, T>(
+  rows: R[],
+  query: PageQuery,
+  map: (row: R) => T,
+): { items: T[]; next_cursor: string | null } {
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  const more = rows.length > limit;
+  const kept = more ? rows.slice(0, limit) : rows;
+  return { items: kept.map(map), next_cursor: more ? (kept.at(-1)?.id ?? null) : null };
+}

@@ -1,0 +1,127 @@
+/**
+ * Projects group tables (and so tools) of one user; a project is an "app" in progressive catalogs.
+ * Slugs are unique per user, given or derived from the name ("CRM Main" -> "crm-main").
+ */
+import type {
+  CreateProjectBody,
+  PageQuery,
+  Project as ProjectBody,
+  UpdateProjectBody,
+} from '@bindery/contracts';
+import type { Project } from '../generated/prisma/client.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { newId } from '../secrets.ts';
+import type { Db, DomainContext, Principal } from './context.ts';
+import { bumpForAdis, changeExposure } from './exposure.ts';
+import { pageWindow, toPage } from './pagination.ts';
+import { uniqueViolation } from './prisma-errors.ts';
+
+/** "CRM Main!" -> "crm-main"; an empty result becomes "project". */
+export function slugify(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
+  return slug || 'project';
+}
+
+export function projectBody(p: Project): ProjectBody {
+  return {
+    id: p.id,
+    name: p.name,
+    slug: p.slug,
+    description: p.description,
+    created_at: p.createdAt.toISOString(),
+    updated_at: p.updatedAt.toISOString(),
+  };
+}
+
+/** The caller's project, or NOT_FOUND (also for other users' projects: their ids are not revealed). */
+export async function findOwnProject(db: Db, caller: Principal, id: string): Promise<Project> {
+  const project = await db.project.findFirst({ where: { id, userId: caller.userId } });
+  if (!project) throw notFound('project', id);
+  return project;
+}
+
+function slugConflict(slug: string) {
+  return new DomainError('CONFLICT', `you already have a project with slug "${slug}"; choose another slug`, {
+    slug,
+  });
+}
+
+export async function createProject(db: Db, caller: Principal, input: CreateProjectBody): Promise<ProjectBody> {
+  const slug = input.slug ?? slugify(input.name);
+  try {
+    const project = await db.project.create({
+      data: {
+        id: newId('prj'),
+        userId: caller.userId,
+        name: input.name,
+        slug,
+        description: input.description ?? null,
+      },
+    });
+    return projectBody(project);
+  } catch (error) {
+    if (uniqueViolation(error)) throw slugConflict(slug);
+    throw error;
+  }
+}
+
+export async function listProjects(db: Db, caller: Principal, query: PageQuery) {
+  const w = pageWindow(query);
+  const rows = await db.project.findMany({
+    where: { userId: caller.userId, ...w.idAfter },
+    orderBy: w.orderBy,
+    take: w.take,
+  });
+  return toPage(rows, query, projectBody);
+}
+
+/** Renames or re-slugs a project; AEIs exposing its tools get a new config_version (apps changed). */
+export async function updateProject(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  input: UpdateProjectBody,
+): Promise<ProjectBody> {
+  return changeExposure(ctx, async (tx) => {
+    await findOwnProject(tx, caller, id);
+    let project: Project;
+    try {
+      project = await tx.project.update({
+        where: { id },
+        data: {
+          ...(input.name !== undefined && { name: input.name }),
+          ...(input.slug !== undefined && { slug: input.slug }),
+          ...(input.description !== undefined && { description: input.description }),
+        },
+      });
+    } catch (error) {
+      if (uniqueViolation(error)) throw slugConflict(input.slug ?? '');
+      throw error;
+    }
+    const adis = await tx.adi.findMany({ where: { table: { projectId: id } }, select: { id: true } });
+    const changedAeis = await bumpForAdis(
+      tx,
+      adis.map((a) => a.id),
+    );
+    return { result: projectBody(project), changedAeis };
+  });
+}
+
+/** Deletes an empty project; one that still holds tables is refused, so no data goes with it. */
+export async function deleteProject(db: Db, caller: Principal, id: string): Promise<void> {
+  await findOwnProject(db, caller, id);
+  const tables = await db.table.count({ where: { projectId: id } });
+  if (tables > 0) {
+    throw new DomainError('CONFLICT', `project ${id} still holds ${tables} table(s); move or delete them first`, {
+      tables,
+    });
+  }
+  await db.project.delete({ where: { id } });
+}

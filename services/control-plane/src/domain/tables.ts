@@ -1,0 +1,165 @@
+/**
+ * Tables: named JSON documents whose subtrees are contexts. Every write of `data` bumps `version`,
+ * which is also the table's ETag for optimistic concurrency (If-Match).
+ */
+import type { CreateTableBody, PageQuery, Table as TableBody, TableSummary, UpdateTableBody } from '@bindery/contracts';
+import { Prisma, type Table } from '../generated/prisma/client.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { newId } from '../secrets.ts';
+import type { Db, DomainContext, Principal } from './context.ts';
+import { bumpForAdis, changeExposure } from './exposure.ts';
+import { pageWindow, toPage } from './pagination.ts';
+import { findOwnProject } from './projects.ts';
+
+type TableRow = Omit<Table, 'data'>;
+const SUMMARY_FIELDS = {
+  id: true,
+  userId: true,
+  projectId: true,
+  name: true,
+  version: true,
+  createdAt: true,
+  updatedAt: true,
+} as const;
+
+/** Prisma writes a JS null into a Json column as SQL NULL; a JSON null has to be spelled JsonNull. */
+function jsonInput(value: unknown): Prisma.InputJsonValue | typeof Prisma.JsonNull {
+  return value === null ? Prisma.JsonNull : (value as Prisma.InputJsonValue);
+}
+
+export function tableSummary(t: TableRow): TableSummary {
+  return {
+    id: t.id,
+    name: t.name,
+    project_id: t.projectId,
+    version: t.version,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+  };
+}
+
+/** The caller's table (without its data), or NOT_FOUND. */
+export async function findOwnTable(db: Db, caller: Principal, id: string): Promise<TableRow> {
+  const table = await db.table.findFirst({ where: { id, userId: caller.userId }, select: SUMMARY_FIELDS });
+  if (!table) throw notFound('table', id);
+  return table;
+}
+
+export async function createTable(db: Db, caller: Principal, input: CreateTableBody): Promise<TableSummary> {
+  if (input.project_id) await findOwnProject(db, caller, input.project_id);
+  const table = await db.table.create({
+    data: {
+      id: newId('tbl'),
+      userId: caller.userId,
+      projectId: input.project_id ?? null,
+      name: input.name,
+      data: jsonInput(input.data === undefined ? {} : input.data),
+    },
+    select: SUMMARY_FIELDS,
+  });
+  return tableSummary(table);
+}
+
+export async function getTable(db: Db, caller: Principal, id: string): Promise<TableBody> {
+  const table = await db.table.findFirst({ where: { id, userId: caller.userId } });
+  if (!table) throw notFound('table', id);
+  return { ...tableSummary(table), data: table.data };
+}
+
+export async function listTables(db: Db, caller: Principal, query: PageQuery & { project_id?: string }) {
+  const w = pageWindow(query);
+  const rows = await db.table.findMany({
+    where: {
+      userId: caller.userId,
+      ...(query.project_id !== undefined && { projectId: query.project_id }),
+      ...w.idAfter,
+    },
+    orderBy: w.orderBy,
+    take: w.take,
+    select: SUMMARY_FIELDS,
+  });
+  return toPage(rows, query, tableSummary);
+}
+
+/**
+ * Replaces a table's data. With `expectedVersion` (from If-Match) the write happens only if the
+ * table is still at that version, else PRECONDITION_FAILED; either way the version goes up by one.
+ */
+export async function replaceTableData(
+  db: Db,
+  caller: Principal,
+  id: string,
+  data: unknown,
+  expectedVersion: number | undefined,
+): Promise<TableSummary> {
+  const current = await findOwnTable(db, caller, id);
+  const { count } = await db.table.updateMany({
+    where: { id, userId: caller.userId, ...(expectedVersion !== undefined && { version: expectedVersion }) },
+    data: { data: jsonInput(data), version: { increment: 1 } },
+  });
+  if (count === 0) {
+    const now = await findOwnTable(db, caller, id);
+    throw new DomainError(
+      'PRECONDITION_FAILED',
+      `table ${id} is at version ${now.version}, not ${expectedVersion}; reload it and retry`,
+      { current_version: now.version, expected_version: expectedVersion ?? current.version },
+    );
+  }
+  return tableSummary(await findOwnTable(db, caller, id));
+}
+
+/** Renames a table or moves it to another project; AEIs exposing its tools get a new config_version. */
+export async function updateTable(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  input: UpdateTableBody,
+): Promise<TableSummary> {
+  return changeExposure(ctx, async (tx) => {
+    await findOwnTable(tx, caller, id);
+    if (input.project_id) await findOwnProject(tx, caller, input.project_id);
+    const table = await tx.table.update({
+      where: { id },
+      data: {
+        ...(input.name !== undefined && { name: input.name }),
+        ...(input.project_id !== undefined && { projectId: input.project_id }),
+      },
+      select: SUMMARY_FIELDS,
+    });
+    const adis = await tx.adi.findMany({ where: { tableId: id }, select: { id: true } });
+    const changedAeis = await bumpForAdis(
+      tx,
+      adis.map((a) => a.id),
+    );
+    return { result: tableSummary(table), changedAeis };
+  });
+}
+
+/**
+ * Deletes a table with its ADIs. While any of those ADIs is bound to an AEI the delete is refused
+ * (CONFLICT naming the AEIs) unless `force`, which also removes the bindings.
+ */
+export async function deleteTable(ctx: DomainContext, caller: Principal, id: string, force: boolean): Promise<void> {
+  await changeExposure(ctx, async (tx) => {
+    await findOwnTable(tx, caller, id);
+    const adis = await tx.adi.findMany({ where: { tableId: id }, select: { id: true } });
+    const bound = await tx.aeiBinding.findMany({
+      where: { adiId: { in: adis.map((a) => a.id) } },
+      select: { aeiId: true },
+      distinct: ['aeiId'],
+    });
+    if (bound.length > 0 && !force) {
+      throw new DomainError(
+        'CONFLICT',
+        `table ${id} has tools bound to ${bound.length} exposure(s); unbind them or pass ?force=true`,
+        { aei_ids: bound.map((b) => b.aeiId) },
+      );
+    }
+    const changedAeis = await bumpForAdis(
+      tx,
+      adis.map((a) => a.id),
+    );
+    await tx.table.delete({ where: { id } });
+    return { result: undefined, changedAeis };
+  });
+}

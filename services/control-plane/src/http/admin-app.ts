@@ -1,0 +1,27 @@
+/**
+ * The Fastify instance type admin routes are written against: TypeBox-typed schemas, and the
+ * domain context decorated on the app.
+ */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import type { DomainContext } from '../domain/context.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    domain: DomainContext;
+  }
+}
+
+export type AdminApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;

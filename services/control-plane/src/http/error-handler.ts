@@ -1,0 +1,68 @@
+/**
+ * The one error handler: every failure leaves as `{error: {code, message, details?, request_id}}`
+ * with the status of its code. Unknown errors become INTERNAL without leaking their text.
+ */
+import { ERROR_STATUS, type ErrorBody, type ErrorCode } from '@bindery/contracts';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../errors.ts';
+
+interface Mapped {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+function mapError(error: FastifyError | Error): Mapped | undefined {
+  if (error instanceof DomainError) {
+    return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
+  }
+  const fastify = error as FastifyError;
+  if (fastify.validation) {
+    const first = fastify.validation[0];
+    const extra = (first?.params as { additionalProperty?: unknown } | undefined)?.additionalProperty;
+    const where = `${fastify.validationContext ?? 'request'}${first?.instancePath ?? ''}`;
+    return {
+      code: 'VALIDATION_FAILED',
+      message: `${where} ${first?.message ?? 'is invalid'}${extra !== undefined ? `: "${String(extra)}"` : ''}`,
+      details: {
+        errors: fastify.validation.map((v) => ({ path: v.instancePath, message: v.message, params: v.params })),
+      },
+    };
+  }
+  switch (fastify.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'PAYLOAD_TOO_LARGE', message: 'request body is larger than the server accepts' };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { code: 'VALIDATION_FAILED', message: `request body is not valid JSON: ${fastify.message}` };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { code: 'VALIDATION_FAILED', message: 'send the body as application/json' };
+  }
+  if (error instanceof SyntaxError && fastify.statusCode === 400) {
+    return { code: 'VALIDATION_FAILED', message: `request body is not valid JSON: ${error.message}` };
+  }
+  return undefined;
+}
+
+/** Builds the error body for a code (also used for 404 on unknown routes). */
+export function errorBody(request: FastifyRequest, mapped: Mapped): ErrorBody {
+  return { error: { ...mapped, request_id: String(request.id) } };
+}
+
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const mapped = mapError(error);
+    if (!mapped) {
+      request.log.error({ err: error }, 'unhandled error');
+      return reply
+        .status(500)
+        .send(errorBody(request, { code: 'INTERNAL', message: 'internal error; quote the request_id when reporting it' }));
+    }
+    return reply.status(ERROR_STATUS[mapped.code]).send(errorBody(request, mapped));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send(errorBody(request, { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` })),
+  );
+}

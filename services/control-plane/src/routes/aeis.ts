@@ -1,0 +1,108 @@
+/** AEIs: `/api/v2/aeis`, key rotation and the tool-list preview. */
+import { Aei, AeiWithKey, CreateAeiBody, IdParams, Page, PageQuery, ToolList, UpdateAeiBody } from '@bindery/contracts';
+import { Type } from 'typebox';
+import { createAei, deleteAei, getAei, listAeis, rotateAeiKey, updateAei } from '../domain/aeis.ts';
+import { previewTools } from '../domain/tools.ts';
+import type { AdminApp } from '../http/admin-app.ts';
+import { adminSecurity, errorResponses } from '../http/schemas.ts';
+
+export async function aeiRoutes(app: AdminApp): Promise<void> {
+  const ctx = app.domain;
+  const db = ctx.prisma;
+  const tags = ['aeis'];
+  app.post(
+    '/aeis',
+    {
+      schema: {
+        tags,
+        summary: 'Create an exposure; the answer holds its api_key, shown this once only',
+        security: adminSecurity,
+        body: CreateAeiBody,
+        response: { 201: AeiWithKey, ...errorResponses() },
+      },
+    },
+    async (request, reply) => reply.status(201).send(await createAei(db, request.principal, request.body)),
+  );
+  app.get(
+    '/aeis',
+    {
+      schema: {
+        tags,
+        summary: 'List your exposures',
+        security: adminSecurity,
+        querystring: PageQuery,
+        response: { 200: Page(Aei), ...errorResponses() },
+      },
+    },
+    async (request) => listAeis(db, request.principal, request.query),
+  );
+  app.get(
+    '/aeis/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get an exposure',
+        security: adminSecurity,
+        params: IdParams,
+        response: { 200: Aei, ...errorResponses(404) },
+      },
+    },
+    async (request) => getAei(db, request.principal, request.params.id),
+  );
+  app.patch(
+    '/aeis/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Rename, enable/disable or change the exposure mode',
+        security: adminSecurity,
+        params: IdParams,
+        body: UpdateAeiBody,
+        response: { 200: Aei, ...errorResponses(404) },
+      },
+    },
+    async (request) => updateAei(ctx, request.principal, request.params.id, request.body),
+  );
+  app.post(
+    '/aeis/:id/rotate-key',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the api_key; the old one stops working, the new one is shown once',
+        security: adminSecurity,
+        params: IdParams,
+        response: { 200: AeiWithKey, ...errorResponses(404) },
+      },
+    },
+    async (request) => rotateAeiKey(ctx, request.principal, request.params.id),
+  );
+  app.delete(
+    '/aeis/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete an exposure and its bindings (the tools themselves stay)',
+        security: adminSecurity,
+        params: IdParams,
+        response: { 204: Type.Null(), ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      await deleteAei(ctx, request.principal, request.params.id);
+      return reply.status(204).send(null);
+    },
+  );
+  app.get(
+    '/aeis/:id/tools',
+    {
+      schema: {
+        tags,
+        summary: 'The exact MCP tool list this exposure serves (direct mode), for a preview',
+        security: adminSecurity,
+        params: IdParams,
+        response: { 200: ToolList, ...errorResponses(404) },
+      },
+    },
+    async (request) => previewTools(db, request.principal, request.params.id),
+  );
+}

@@ -1,0 +1,69 @@
+/**
+ * Ids, credentials and hashes. Credentials (admin tokens, api keys) are random, shown once, and
+ * stored only as a SHA-256 hash plus a short display prefix.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+function base32(bytes: Uint8Array): string {
+  let out = '';
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += CROCKFORD[(buffer >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += CROCKFORD[(buffer << (5 - bits)) & 31];
+  return out;
+}
+
+/**
+ * A new id `prefix_` + 10 time characters + 16 random ones: sortable by creation time (to the
+ * millisecond), so lists can page by id.
+ */
+export function newId(prefix: string): string {
+  let time = Date.now();
+  let stamp = '';
+  for (let i = 0; i < 10; i++) {
+    stamp = CROCKFORD[time % 32] + stamp;
+    time = Math.floor(time / 32);
+  }
+  return `${prefix}_${stamp}${base32(randomBytes(10))}`;
+}
+
+export type CredentialKind = 'admin' | 'key';
+
+export interface Credential {
+  /** The full secret: give it to the user once, never store it. */
+  secret: string;
+  hash: string;
+  prefix: string;
+}
+
+const DISPLAY_PREFIX_LENGTH = 12;
+
+/** SHA-256 (hex) of a credential: what the database stores and looks up by. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/** The short, harmless start of a credential shown in lists so a user can tell keys apart. */
+export function displayPrefix(secret: string): string {
+  return secret.slice(0, DISPLAY_PREFIX_LENGTH);
+}
+
+/** A new random credential: `bnd_admin_…` for admin tokens, `bnd_key_…` for exposure api keys. */
+export function newCredential(kind: CredentialKind): Credential {
+  const secret = `bnd_${kind === 'admin' ? 'admin' : 'key'}_${randomBytes(24).toString('base64url')}`;
+  return { secret, hash: hashSecret(secret), prefix: displayPrefix(secret) };
+}
+
+/** Describes an existing secret (such as a configured root token) the way newCredential does. */
+export function credentialOf(secret: string): Credential {
+  return { secret, hash: hashSecret(secret), prefix: displayPrefix(secret) };
+}

@@ -1,0 +1,92 @@
+/**
+ * A real control plane for tests: its own database (a PostgreSQL clone or in-memory PGlite, per
+ * BINDERY_TEST_DB), listening on a loopback port, driven over HTTP with fetch.
+ */
+import { buildApp } from '../../src/app.ts';
+import { openDatabase, type Database } from '../../src/db/database.ts';
+import type { AdminApp } from '../../src/http/admin-app.ts';
+import { ensureRootToken } from '../../src/domain/users.ts';
+import { createDatabase, TEMPLATE_DB } from './postgres.ts';
+
+export const ROOT_TOKEN = 'bnd_admin_root-token-for-tests-only';
+export const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
+
+export interface TestApp {
+  app: AdminApp;
+  database: Database;
+  baseUrl: string;
+  /** Aei ids the config-change listener heard, in order. */
+  configChanges: string[][];
+  /** Sends a request; `token` defaults to the root token, `null` sends none. */
+  call(method: string, path: string, options?: CallOptions): Promise<CallResult>;
+  /** Creates a user through the API and returns its id and token. */
+  newUser(name?: string): Promise<{ id: string; token: string }>;
+  close(): Promise<void>;
+}
+
+export interface CallOptions {
+  token?: string | null;
+  body?: unknown;
+  /** Raw body text, sent as application/json as is (for malformed JSON). */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult {
+  status: number;
+  headers: Headers;
+  // Tests read arbitrary JSON answers; each asserts the fields it cares about.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+export async function startTestApp(options: { bodyLimitBytes?: number } = {}): Promise<TestApp> {
+  let dropDatabase = async () => {};
+  let database: Database;
+  if (engine === 'postgres') {
+    const created = await createDatabase(TEMPLATE_DB);
+    dropDatabase = created.drop;
+    database = await openDatabase({ kind: 'postgres', url: created.url });
+  } else {
+    database = await openDatabase({ kind: 'pglite', dataDir: undefined });
+  }
+  await ensureRootToken(database.prisma, ROOT_TOKEN);
+  const configChanges: string[][] = [];
+  const app = await buildApp({
+    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, logLevel: 'silent' },
+    domain: { prisma: database.prisma, listener: { configChanged: (ids) => configChanges.push([...ids]) } },
+    logger: false,
+  });
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+
+  const call: TestApp['call'] = async (method, path, opts = {}) => {
+    const token = opts.token === undefined ? ROOT_TOKEN : opts.token;
+    const headers: Record<string, string> = { ...opts.headers };
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    let body: string | undefined;
+    if (opts.raw !== undefined) body = opts.raw;
+    else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+    if (body !== undefined) headers['content-type'] ??= 'application/json';
+    const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+  };
+
+  return {
+    app,
+    database,
+    baseUrl,
+    configChanges,
+    call,
+    async newUser(name = 'someone') {
+      const res = await call('POST', '/api/v2/users', { body: { name } });
+      if (res.status !== 201) throw new Error(`could not create user: ${res.status} ${JSON.stringify(res.body)}`);
+      return { id: res.body.id, token: res.body.token };
+    },
+    async close() {
+      await app.close();
+      await database.close();
+      await dropDatabase();
+    },
+  };
+}
