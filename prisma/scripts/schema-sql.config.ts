@@ -9,6 +9,8 @@ export default defineConfig({
   adapter: async () =>
     new PrismaPg({
       connectionString:
-        process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres',
+        process.env.DATABASE_URL ??
+        process.env.TEST_DATABASE_URL ??
+        'postgresql://postgres@127.0.0.1:5432/postgres',
     }),
 });

@@ -28,17 +28,35 @@ function withUrl(file, name) {
 
 const args = process.argv.slice(2);
 const fromIndex = args.indexOf('--from');
-const from = fromIndex >= 0 ? ['--from-schema-datamodel', withUrl(args[fromIndex + 1], 'from.prisma')] : ['--from-empty'];
+const from =
+  fromIndex >= 0
+    ? ['--from-schema-datamodel', withUrl(args[fromIndex + 1], 'from.prisma')]
+    : ['--from-empty'];
 const to = withUrl(join(here, '..', 'schema.prisma'), 'to.prisma');
 // Any existing file stops Prisma from downloading engines it never runs on this path.
 const stub = join(work, 'stub');
 writeFileSync(stub, '');
 const result = spawnSync(
   process.execPath,
-  [cli, 'migrate', 'diff', ...from, '--to-schema-datamodel', to, '--script', '--config', join(here, 'schema-sql.config.ts')],
+  [
+    cli,
+    'migrate',
+    'diff',
+    ...from,
+    '--to-schema-datamodel',
+    to,
+    '--script',
+    '--config',
+    join(here, 'schema-sql.config.ts'),
+  ],
   {
     encoding: 'utf8',
-    env: { ...process.env, PRISMA_QUERY_ENGINE_LIBRARY: stub, PRISMA_SCHEMA_ENGINE_BINARY: stub, PRISMA_HIDE_UPDATE_MESSAGE: '1' },
+    env: {
+      ...process.env,
+      PRISMA_QUERY_ENGINE_LIBRARY: stub,
+      PRISMA_SCHEMA_ENGINE_BINARY: stub,
+      PRISMA_HIDE_UPDATE_MESSAGE: '1',
+    },
     timeout: 120_000,
   },
 );
@@ -47,4 +65,6 @@ if (result.status !== 0) {
   process.stderr.write(result.stderr || result.stdout || String(result.error));
   process.exit(result.status ?? 1);
 }
-process.stdout.write(result.stdout.replace(/^-- CreateSchema\nCREATE SCHEMA IF NOT EXISTS "public";\n\n/, ''));
+process.stdout.write(
+  result.stdout.replace(/^-- CreateSchema\nCREATE SCHEMA IF NOT EXISTS "public";\n\n/, ''),
+);

@@ -16,7 +16,11 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'pglite', env: { BINDERY_TEST_DB: 'pglite' }, exclude: ['test/**/*.postgres.test.ts', '**/node_modules/**'] },
+        test: {
+          name: 'pglite',
+          env: { BINDERY_TEST_DB: 'pglite' },
+          exclude: ['test/**/*.postgres.test.ts', '**/node_modules/**'],
+        },
       },
     ],
   },

@@ -12,8 +12,13 @@ const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null
 export const JsonValue = Type.Unknown({ description: 'Any JSON value' });
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 
-export const OperationTypeSchema = Type.Enum(OPERATION_TYPES, { description: 'One of the ten prebuilt operations' });
-export const ToolName = Type.String({ pattern: TOOL_NAME_PATTERN, description: 'MCP tool name, unique in an AEI' });
+export const OperationTypeSchema = Type.Enum(OPERATION_TYPES, {
+  description: 'One of the ten prebuilt operations',
+});
+export const ToolName = Type.String({
+  pattern: TOOL_NAME_PATTERN,
+  description: 'MCP tool name, unique in an AEI',
+});
 export const Slug = Type.String({ pattern: SLUG_PATTERN, maxLength: 64 });
 
 /** `{items, next_cursor}`: every list answer. */
@@ -59,7 +64,10 @@ export const CreateProjectBody = Type.Object(
   { additionalProperties: false },
 );
 export type CreateProjectBody = Static<typeof CreateProjectBody>;
-export const UpdateProjectBody = Type.Partial(CreateProjectBody, { additionalProperties: false, minProperties: 1 });
+export const UpdateProjectBody = Type.Partial(CreateProjectBody, {
+  additionalProperties: false,
+  minProperties: 1,
+});
 export type UpdateProjectBody = Static<typeof UpdateProjectBody>;
 export const Project = Type.Object({
   id: Type.String(),
@@ -109,7 +117,10 @@ export const TableListQuery = Type.Intersect([
 export const CreateAdiBody = Type.Object(
   {
     table_id: Type.String({ maxLength: 64 }),
-    json_path: Type.String({ maxLength: 2048, description: 'RFC 6901 JSON Pointer of the context; "" = whole table' }),
+    json_path: Type.String({
+      maxLength: 2048,
+      description: 'RFC 6901 JSON Pointer of the context; "" = whole table',
+    }),
     operation_type: OperationTypeSchema,
     name: Type.Optional(
       Type.String({
@@ -233,7 +244,10 @@ export const Binding = Type.Object({
   updated_at: Timestamp,
 });
 export type Binding = Static<typeof Binding>;
-export const BindingParams = Type.Object({ id: Type.String({ maxLength: 64 }), bid: Type.String({ maxLength: 64 }) });
+export const BindingParams = Type.Object({
+  id: Type.String({ maxLength: 64 }),
+  bid: Type.String({ maxLength: 64 }),
+});
 
 /** One MCP tool as `tools/list` will show it. */
 export const ToolPreview = Type.Object({
@@ -258,7 +272,9 @@ export const CreateMcpInstanceBody = Type.Object(
   {
     table_id: Type.String({ maxLength: 64 }),
     json_pointer: Type.String({ maxLength: 2048 }),
-    tools_definition: Type.Optional(Nullable(Type.Array(LegacyToolDefinition, { minItems: 1, maxItems: 50 }))),
+    tools_definition: Type.Optional(
+      Nullable(Type.Array(LegacyToolDefinition, { minItems: 1, maxItems: 50 })),
+    ),
     preview_keys: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 100 })),
   },
   { additionalProperties: false },

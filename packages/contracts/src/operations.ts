@@ -16,7 +16,13 @@ export const OPERATION_TYPES = [
 
 export type OperationType = (typeof OPERATION_TYPES)[number];
 
-export const READ_OPERATIONS: readonly OperationType[] = ['get_all', 'get_schema', 'preview', 'select', 'query'];
+export const READ_OPERATIONS: readonly OperationType[] = [
+  'get_all',
+  'get_schema',
+  'preview',
+  'select',
+  'query',
+];
 
 /** True when `value` names one of the ten prebuilt operations. */
 export function isOperationType(value: string): value is OperationType {

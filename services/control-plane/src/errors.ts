@@ -16,7 +16,8 @@ export class DomainError extends Error {
   }
 }
 
-export const notFound = (what: string, id: string) => new DomainError('NOT_FOUND', `${what} ${id} not found`, { id });
+export const notFound = (what: string, id: string) =>
+  new DomainError('NOT_FOUND', `${what} ${id} not found`, { id });
 
 /** Runs `fn`, turning the operation engine's OpError into a DomainError with the same code. */
 export function fromOpError<T>(fn: () => T, field?: string): T {

@@ -9,7 +9,9 @@ import { ensureRootToken } from './domain/users.ts';
 
 const config = loadConfig(process.env);
 const database = await openDatabase(
-  config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl } : { kind: 'pglite', dataDir: config.dataDir },
+  config.databaseUrl
+    ? { kind: 'postgres', url: config.databaseUrl }
+    : { kind: 'pglite', dataDir: config.dataDir },
 );
 const app = await buildApp({
   config,
@@ -19,7 +21,11 @@ const app = await buildApp({
   },
 });
 app.log.info(
-  { database: database.kind, ...(database.kind === 'pglite' && { data_dir: config.dataDir }), migrated: database.migrated },
+  {
+    database: database.kind,
+    ...(database.kind === 'pglite' && { data_dir: config.dataDir }),
+    migrated: database.migrated,
+  },
   'database ready',
 );
 const generated = await ensureRootToken(database.prisma, config.adminToken);

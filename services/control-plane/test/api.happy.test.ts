@@ -79,7 +79,12 @@ describe('admin API happy path', () => {
   it('creates an AEI whose api_key is shown once', async () => {
     const res = await t.call('POST', '/api/v2/aeis', { ...as(), body: { name: 'crm agent' } });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ type: 'mcp', status: 'enabled', exposure_mode: 'direct', config_version: 1 });
+    expect(res.body).toMatchObject({
+      type: 'mcp',
+      status: 'enabled',
+      exposure_mode: 'direct',
+      config_version: 1,
+    });
     expect(res.body.api_key).toMatch(/^bnd_key_/);
     expect(res.body.api_key.startsWith(res.body.api_key_prefix)).toBe(true);
     ids.aei = res.body.id;
@@ -90,7 +95,11 @@ describe('admin API happy path', () => {
   it('binds all three tools at once with inherited default names and previews the tool list', async () => {
     const res = await t.call('POST', `/api/v2/aeis/${ids.aei}/bindings`, {
       ...as(),
-      body: [{ adi_id: ids.adi0 }, { adi_id: ids.adi1 }, { adi_id: ids.adi2, tool_description: 'Peek at orders' }],
+      body: [
+        { adi_id: ids.adi0 },
+        { adi_id: ids.adi1 },
+        { adi_id: ids.adi2, tool_description: 'Peek at orders' },
+      ],
     });
     expect(res.status).toBe(201);
     expect(res.body.items).toHaveLength(3);
@@ -122,7 +131,10 @@ describe('admin API happy path', () => {
     expect(renamed.status).toBe(200);
     expect(renamed.body).toMatchObject({ tool_name: 'find_customers', tool_name_inherited: false });
 
-    const adi = await t.call('PATCH', `/api/v2/adis/${ids.adi1}`, { ...as(), body: { name: 'add_customer' } });
+    const adi = await t.call('PATCH', `/api/v2/adis/${ids.adi1}`, {
+      ...as(),
+      body: { name: 'add_customer' },
+    });
     expect(adi.status).toBe(200);
     const tools = await t.call('GET', `/api/v2/aeis/${ids.aei}/tools`, as());
     const names = tools.body.tools.map((x: { name: string }) => x.name);
@@ -140,7 +152,10 @@ describe('admin API happy path', () => {
   });
 
   it('disabling a binding hides its tool; disabling the AEI hides all', async () => {
-    await t.call('PATCH', `/api/v2/aeis/${ids.aei}/bindings/${ids.binding0}`, { ...as(), body: { enabled: false } });
+    await t.call('PATCH', `/api/v2/aeis/${ids.aei}/bindings/${ids.binding0}`, {
+      ...as(),
+      body: { enabled: false },
+    });
     let tools = await t.call('GET', `/api/v2/aeis/${ids.aei}/tools`, as());
     expect(tools.body.tools).toHaveLength(2);
     await t.call('PATCH', `/api/v2/aeis/${ids.aei}`, { ...as(), body: { status: 'disabled' } });
@@ -158,7 +173,8 @@ describe('admin API happy path', () => {
   });
 
   it('pages lists with a cursor', async () => {
-    for (let i = 0; i < 3; i++) await t.call('POST', '/api/v2/projects', { ...as(), body: { name: `p${i}` } });
+    for (let i = 0; i < 3; i++)
+      await t.call('POST', '/api/v2/projects', { ...as(), body: { name: `p${i}` } });
     const first = await t.call('GET', '/api/v2/projects?limit=2', as());
     expect(first.body.items).toHaveLength(2);
     expect(first.body.next_cursor).toBe(first.body.items[1].id);

@@ -5,7 +5,10 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { GatewayConfig } from './config.ts';
 
-export async function buildGateway(config: GatewayConfig, logger?: FastifyServerOptions['logger']): Promise<FastifyInstance> {
+export async function buildGateway(
+  config: GatewayConfig,
+  logger?: FastifyServerOptions['logger'],
+): Promise<FastifyInstance> {
   const app = Fastify({ logger: logger ?? { level: config.logLevel } });
   app.get('/healthz', async () => ({ status: 'ok', service: 'gateway' }));
   return app;

@@ -85,7 +85,9 @@ export async function migrate(session: SqlSession, dir = MIGRATIONS_DIR): Promis
     const known = new Set(migrations.map((m) => m.name));
     for (const name of applied.keys()) {
       if (!known.has(name)) {
-        throw new MigrationError(`the database has migration ${name}, which this build does not know (is it older?)`);
+        throw new MigrationError(
+          `the database has migration ${name}, which this build does not know (is it older?)`,
+        );
       }
     }
     const done: string[] = [];

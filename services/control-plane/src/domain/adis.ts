@@ -133,7 +133,9 @@ export async function updateAdi(
     const current = await findOwnAdi(tx, caller, id);
     const op = operationOf(current);
     const config =
-      input.config !== undefined ? fromOpError(() => validateAdiConfig(op, input.config), 'config') : undefined;
+      input.config !== undefined
+        ? fromOpError(() => validateAdiConfig(op, input.config), 'config')
+        : undefined;
     if (input.name !== undefined && input.name !== current.name) {
       await renameInheritingBindings(tx, id, input.name);
     }
@@ -182,7 +184,12 @@ async function renameInheritingBindings(tx: Db, adiId: string, name: string): Pr
 }
 
 /** Deletes an ADI; refused with CONFLICT while bound unless `force`, which unbinds it everywhere. */
-export async function deleteAdi(ctx: DomainContext, caller: Principal, id: string, force: boolean): Promise<void> {
+export async function deleteAdi(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  force: boolean,
+): Promise<void> {
   await changeExposure(ctx, async (tx) => {
     await findOwnAdi(tx, caller, id);
     const bindings = await tx.aeiBinding.findMany({ where: { adiId: id }, select: { aeiId: true } });

@@ -2,7 +2,12 @@
  * Bindings: AEI -> ADI, each with a tool name unique in the AEI (inherited from the ADI's name
  * unless set), optional description and input-schema overrides, and an on/off switch.
  */
-import type { Binding as BindingBody, CreateBindingItem, PageQuery, UpdateBindingBody } from '@bindery/contracts';
+import type {
+  Binding as BindingBody,
+  CreateBindingItem,
+  PageQuery,
+  UpdateBindingBody,
+} from '@bindery/contracts';
 import { OPERATIONS, checkSchemaNarrowing, type JsonSchema } from '@bindery/context-ops';
 import { Prisma, type AeiBinding } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
@@ -29,7 +34,11 @@ export function bindingBody(b: AeiBinding): BindingBody {
   };
 }
 
-function checkOverride(op: Parameters<typeof operationOf>[0], schema: Record<string, unknown>, field: string) {
+function checkOverride(
+  op: Parameters<typeof operationOf>[0],
+  schema: Record<string, unknown>,
+  field: string,
+) {
   const canonical = OPERATIONS[operationOf(op)].inputSchema;
   fromOpError(() => checkSchemaNarrowing(canonical, schema as JsonSchema), field);
 }
@@ -69,12 +78,18 @@ export async function createBindings(
         });
       }
       seen.set(toolName, index);
-      const clash = await tx.aeiBinding.findFirst({ where: { aeiId, OR: [{ toolName }, { adiId: adi.id }] } });
+      const clash = await tx.aeiBinding.findFirst({
+        where: { aeiId, OR: [{ toolName }, { adiId: adi.id }] },
+      });
       if (clash?.adiId === adi.id) {
-        throw new DomainError('CONFLICT', `ADI ${adi.id} is already bound to AEI ${aeiId} (binding ${clash.id})`, {
-          adi_id: adi.id,
-          binding_id: clash.id,
-        });
+        throw new DomainError(
+          'CONFLICT',
+          `ADI ${adi.id} is already bound to AEI ${aeiId} (binding ${clash.id})`,
+          {
+            adi_id: adi.id,
+            binding_id: clash.id,
+          },
+        );
       }
       if (clash) throw nameTaken(toolName, aeiId, `${field}tool_name`);
       try {
@@ -149,7 +164,8 @@ export async function updateBinding(
           ...(toolName !== undefined && { toolName, toolNameInherited: input.tool_name === null }),
           ...(input.tool_description !== undefined && { toolDescription: input.tool_description }),
           ...(input.input_schema !== undefined && {
-            inputSchema: input.input_schema === null ? Prisma.DbNull : (input.input_schema as Prisma.InputJsonObject),
+            inputSchema:
+              input.input_schema === null ? Prisma.DbNull : (input.input_schema as Prisma.InputJsonObject),
           }),
           ...(input.enabled !== undefined && { enabled: input.enabled }),
         },

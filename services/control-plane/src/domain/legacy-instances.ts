@@ -65,7 +65,9 @@ export async function createInstance(db: Db, caller: Principal, input: CreateMcp
     const names = new Set<string>();
     for (const tool of tools) {
       if (names.has(tool.name)) {
-        throw new DomainError('CONFLICT', `tools_definition names "${tool.name}" twice`, { tool_name: tool.name });
+        throw new DomainError('CONFLICT', `tools_definition names "${tool.name}" twice`, {
+          tool_name: tool.name,
+        });
       }
       names.add(tool.name);
     }

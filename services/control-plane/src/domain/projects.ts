@@ -53,7 +53,11 @@ function slugConflict(slug: string) {
   });
 }
 
-export async function createProject(db: Db, caller: Principal, input: CreateProjectBody): Promise<ProjectBody> {
+export async function createProject(
+  db: Db,
+  caller: Principal,
+  input: CreateProjectBody,
+): Promise<ProjectBody> {
   const slug = input.slug ?? slugify(input.name);
   try {
     const project = await db.project.create({
@@ -119,9 +123,13 @@ export async function deleteProject(db: Db, caller: Principal, id: string): Prom
   await findOwnProject(db, caller, id);
   const tables = await db.table.count({ where: { projectId: id } });
   if (tables > 0) {
-    throw new DomainError('CONFLICT', `project ${id} still holds ${tables} table(s); move or delete them first`, {
-      tables,
-    });
+    throw new DomainError(
+      'CONFLICT',
+      `project ${id} still holds ${tables} table(s); move or delete them first`,
+      {
+        tables,
+      },
+    );
   }
   await db.project.delete({ where: { id } });
 }

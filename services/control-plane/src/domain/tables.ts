@@ -2,7 +2,13 @@
  * Tables: named JSON documents whose subtrees are contexts. Every write of `data` bumps `version`,
  * which is also the table's ETag for optimistic concurrency (If-Match).
  */
-import type { CreateTableBody, PageQuery, Table as TableBody, TableSummary, UpdateTableBody } from '@bindery/contracts';
+import type {
+  CreateTableBody,
+  PageQuery,
+  Table as TableBody,
+  TableSummary,
+  UpdateTableBody,
+} from '@bindery/contracts';
 import { Prisma, type Table } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../secrets.ts';
@@ -139,7 +145,12 @@ export async function updateTable(
  * Deletes a table with its ADIs. While any of those ADIs is bound to an AEI the delete is refused
  * (CONFLICT naming the AEIs) unless `force`, which also removes the bindings.
  */
-export async function deleteTable(ctx: DomainContext, caller: Principal, id: string, force: boolean): Promise<void> {
+export async function deleteTable(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  force: boolean,
+): Promise<void> {
   await changeExposure(ctx, async (tx) => {
     await findOwnTable(tx, caller, id);
     const adis = await tx.adi.findMany({ where: { tableId: id }, select: { id: true } });

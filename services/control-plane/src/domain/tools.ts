@@ -28,7 +28,9 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
       adiId: b.adiId,
       name: b.toolName,
       description:
-        b.toolDescription ?? b.adi.description ?? defaultToolDescription(op, b.adi.table.name, b.adi.jsonPath),
+        b.toolDescription ??
+        b.adi.description ??
+        defaultToolDescription(op, b.adi.table.name, b.adi.jsonPath),
       inputSchema: (b.inputSchema as Record<string, unknown> | null) ?? OPERATIONS[op].inputSchema,
     };
   });
@@ -38,7 +40,11 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
  * The exact tool list an MCP client of this AEI will see in direct mode. A disabled AEI exposes
  * nothing, so its list is empty.
  */
-export async function previewTools(db: Db, caller: Principal, aeiId: string): Promise<{ tools: ToolPreview[] }> {
+export async function previewTools(
+  db: Db,
+  caller: Principal,
+  aeiId: string,
+): Promise<{ tools: ToolPreview[] }> {
   const aei = await findOwnAei(db, caller, aeiId);
   if (aei.status !== 'enabled') return { tools: [] };
   const tools = await resolveTools(db, aeiId);

@@ -14,7 +14,10 @@ const ROOT_NAME = 'root';
  * root token (other root tokens are revoked); without it, a token is generated only when the root
  * user has none yet. Returns the generated token, to be printed once, or undefined.
  */
-export async function ensureRootToken(db: Db, configuredToken: string | undefined): Promise<string | undefined> {
+export async function ensureRootToken(
+  db: Db,
+  configuredToken: string | undefined,
+): Promise<string | undefined> {
   const root =
     (await db.user.findFirst({ where: { isRoot: true }, orderBy: { id: 'asc' } })) ??
     (await db.user.create({ data: { id: newId('usr'), name: ROOT_NAME, isRoot: true } }));

@@ -26,7 +26,8 @@ export function requireAdmin(app: FastifyInstance): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request) => {
     const token = bearerToken(request);
-    if (!token) throw new DomainError('UNAUTHORIZED', 'send an admin token as "Authorization: Bearer <token>"');
+    if (!token)
+      throw new DomainError('UNAUTHORIZED', 'send an admin token as "Authorization: Bearer <token>"');
     const principal = await authenticate(app.domain.prisma, token);
     if (!principal) throw new DomainError('UNAUTHORIZED', 'unknown or revoked admin token');
     request.principal = principal;

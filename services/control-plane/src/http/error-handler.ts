@@ -25,7 +25,11 @@ function mapError(error: FastifyError | Error): Mapped | undefined {
       code: 'VALIDATION_FAILED',
       message: `${where} ${first?.message ?? 'is invalid'}${extra !== undefined ? `: "${String(extra)}"` : ''}`,
       details: {
-        errors: fastify.validation.map((v) => ({ path: v.instancePath, message: v.message, params: v.params })),
+        errors: fastify.validation.map((v) => ({
+          path: v.instancePath,
+          message: v.message,
+          params: v.params,
+        })),
       },
     };
   }
@@ -54,15 +58,21 @@ export function registerErrorHandler(app: FastifyInstance): void {
     const mapped = mapError(error);
     if (!mapped) {
       request.log.error({ err: error }, 'unhandled error');
-      return reply
-        .status(500)
-        .send(errorBody(request, { code: 'INTERNAL', message: 'internal error; quote the request_id when reporting it' }));
+      return reply.status(500).send(
+        errorBody(request, {
+          code: 'INTERNAL',
+          message: 'internal error; quote the request_id when reporting it',
+        }),
+      );
     }
     return reply.status(ERROR_STATUS[mapped.code]).send(errorBody(request, mapped));
   });
   app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .send(errorBody(request, { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` })),
+    reply.status(404).send(
+      errorBody(request, {
+        code: 'NOT_FOUND',
+        message: `no route ${request.method} ${request.url.split('?')[0]}`,
+      }),
+    ),
   );
 }

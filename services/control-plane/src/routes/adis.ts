@@ -1,5 +1,13 @@
 /** ADIs: `/api/v2/adis`. */
-import { Adi, AdiListQuery, CreateAdiBody, ForceQuery, IdParams, Page, UpdateAdiBody } from '@bindery/contracts';
+import {
+  Adi,
+  AdiListQuery,
+  CreateAdiBody,
+  ForceQuery,
+  IdParams,
+  Page,
+  UpdateAdiBody,
+} from '@bindery/contracts';
 import { Type } from 'typebox';
 import { createAdi, deleteAdi, getAdi, listAdis, updateAdi } from '../domain/adis.ts';
 import type { AdminApp } from '../http/admin-app.ts';

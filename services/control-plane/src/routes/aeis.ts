@@ -1,5 +1,14 @@
 /** AEIs: `/api/v2/aeis`, key rotation and the tool-list preview. */
-import { Aei, AeiWithKey, CreateAeiBody, IdParams, Page, PageQuery, ToolList, UpdateAeiBody } from '@bindery/contracts';
+import {
+  Aei,
+  AeiWithKey,
+  CreateAeiBody,
+  IdParams,
+  Page,
+  PageQuery,
+  ToolList,
+  UpdateAeiBody,
+} from '@bindery/contracts';
 import { Type } from 'typebox';
 import { createAei, deleteAei, getAei, listAeis, rotateAeiKey, updateAei } from '../domain/aeis.ts';
 import { previewTools } from '../domain/tools.ts';

@@ -9,7 +9,13 @@ import {
   UpdateBindingBody,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createBindings, deleteBinding, getBinding, listBindings, updateBinding } from '../domain/bindings.ts';
+import {
+  createBindings,
+  deleteBinding,
+  getBinding,
+  listBindings,
+  updateBinding,
+} from '../domain/bindings.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 
@@ -26,7 +32,10 @@ export async function bindingRoutes(app: AdminApp): Promise<void> {
         security: adminSecurity,
         params: IdParams,
         body: CreateBindingsBody,
-        response: { 201: Type.Union([Binding, Type.Object({ items: Type.Array(Binding) })]), ...errorResponses(404, 409) },
+        response: {
+          201: Type.Union([Binding, Type.Object({ items: Type.Array(Binding) })]),
+          ...errorResponses(404, 409),
+        },
       },
     },
     async (request, reply) => {
@@ -76,7 +85,8 @@ export async function bindingRoutes(app: AdminApp): Promise<void> {
         response: { 200: Binding, ...errorResponses(404, 409) },
       },
     },
-    async (request) => updateBinding(ctx, request.principal, request.params.id, request.params.bid, request.body),
+    async (request) =>
+      updateBinding(ctx, request.principal, request.params.id, request.params.bid, request.body),
   );
   app.delete(
     '/aeis/:id/bindings/:bid',

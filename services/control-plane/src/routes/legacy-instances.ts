@@ -1,5 +1,12 @@
 /** Legacy v1 MCP instances: `/api/v1/mcp`. */
-import { CreateMcpInstanceBody, IdParams, McpInstance, McpInstanceWithKey, Page, PageQuery } from '@bindery/contracts';
+import {
+  CreateMcpInstanceBody,
+  IdParams,
+  McpInstance,
+  McpInstanceWithKey,
+  Page,
+  PageQuery,
+} from '@bindery/contracts';
 import { Type } from 'typebox';
 import { createInstance, deleteInstance, getInstance, listInstances } from '../domain/legacy-instances.ts';
 import type { AdminApp } from '../http/admin-app.ts';
@@ -19,7 +26,8 @@ export async function legacyInstanceRoutes(app: AdminApp): Promise<void> {
         response: { 201: McpInstanceWithKey, ...errorResponses(404, 409) },
       },
     },
-    async (request, reply) => reply.status(201).send(await createInstance(db, request.principal, request.body)),
+    async (request, reply) =>
+      reply.status(201).send(await createInstance(db, request.principal, request.body)),
   );
   app.get(
     '/mcp',

@@ -27,7 +27,8 @@ export async function projectRoutes(app: AdminApp): Promise<void> {
         response: { 201: Project, ...errorResponses(409) },
       },
     },
-    async (request, reply) => reply.status(201).send(await createProject(db, request.principal, request.body)),
+    async (request, reply) =>
+      reply.status(201).send(await createProject(db, request.principal, request.body)),
   );
   app.get(
     '/projects',

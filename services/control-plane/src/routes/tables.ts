@@ -11,7 +11,14 @@ import {
   UpdateTableBody,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createTable, deleteTable, getTable, listTables, replaceTableData, updateTable } from '../domain/tables.ts';
+import {
+  createTable,
+  deleteTable,
+  getTable,
+  listTables,
+  replaceTableData,
+  updateTable,
+} from '../domain/tables.ts';
 import { DomainError } from '../errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';

@@ -17,7 +17,8 @@ export async function userRoutes(app: AdminApp): Promise<void> {
         response: { 201: CreatedUser, ...errorResponses(403) },
       },
     },
-    async (request, reply) => reply.status(201).send(await createUser(db, request.principal, request.body.name)),
+    async (request, reply) =>
+      reply.status(201).send(await createUser(db, request.principal, request.body.name)),
   );
   app.get(
     '/me',

@@ -80,7 +80,8 @@ export async function startTestApp(options: { bodyLimitBytes?: number } = {}): P
     call,
     async newUser(name = 'someone') {
       const res = await call('POST', '/api/v2/users', { body: { name } });
-      if (res.status !== 201) throw new Error(`could not create user: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 201)
+        throw new Error(`could not create user: ${res.status} ${JSON.stringify(res.body)}`);
       return { id: res.body.id, token: res.body.token };
     },
     async close() {

@@ -27,12 +27,15 @@ export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promi
 }
 
 /** Creates an empty database (optionally cloned from a template); returns its name and a dropper. */
-export async function createDatabase(template?: string): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+export async function createDatabase(
+  template?: string,
+): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const name = `bindery_t_${randomBytes(6).toString('hex')}`;
   await withAdmin((c) => c.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`));
   return {
     name,
     url: urlFor(name),
-    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      withAdmin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
   };
 }

@@ -1,0 +1,15 @@
+/**
+ * @bindery/context-ops: the pure operation engine on JSON contexts (DESIGN.md §5). No I/O: callers
+ * fetch the context node, run an operation, and store what a write returns.
+ */
+export { validateAdiConfig } from './adi-config.ts';
+export { OpError } from './errors.ts';
+export { executeRead, executeWrite, type ReadResult, type WriteResult } from './execute.ts';
+export type { JsonSchema, JsonValue } from './json.ts';
+export { DEFAULT_LIMITS, type Limits } from './limits.ts';
+export type { OperationDefinition } from './operation.ts';
+export { OPERATIONS } from './operations.ts';
+export { formatPointer, parsePointer } from './pointer.ts';
+export { inferSchema } from './schema-inference.ts';
+export { checkSchemaNarrowing } from './schema-narrowing.ts';
+export { serializeResult } from './serialize.ts';

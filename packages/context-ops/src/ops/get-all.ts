@@ -1,0 +1,14 @@
+/** `get_all`: the whole context node. */
+import type { ReadOperation } from '../operation.ts';
+import { configSchema, objectSchema } from './schema-fragments.ts';
+
+export const getAll: ReadOperation = {
+  definition: {
+    type: 'get_all',
+    kind: 'read',
+    summary: 'Returns all of the data.',
+    inputSchema: objectSchema({}),
+    configSchema: configSchema({}),
+  },
+  run: ({ node }) => node,
+};

@@ -1,0 +1,49 @@
+/**
+ * Schema pieces several operations share, written once so every tool describes them the same way.
+ */
+import type { JsonSchema } from '../json.ts';
+import { SCHEMA_DIALECT } from '../schema-inference.ts';
+
+/** A JSON Pointer argument relative to the context. */
+export function pointerProperty(role: string, example: string): JsonSchema {
+  return {
+    type: 'string',
+    description:
+      `${role} as a JSON Pointer relative to this tool's data: "" is the whole data, "${example}" ` +
+      'a child (object keys by name, array items by 0-based index; escape "~" as "~0" and "/" as "~1").',
+  };
+}
+
+/** An input schema of type object that refuses unknown arguments. */
+export function objectSchema(
+  properties: Record<string, JsonSchema>,
+  required: readonly string[] = [],
+): JsonSchema {
+  const schema: JsonSchema = {
+    $schema: SCHEMA_DIALECT,
+    type: 'object',
+    properties,
+    additionalProperties: false,
+  };
+  if (required.length > 0) schema.required = [...required];
+  return schema;
+}
+
+/** A config schema of type object that refuses unknown keys. */
+export function configSchema(properties: Record<string, JsonSchema>): JsonSchema {
+  return { type: 'object', properties, additionalProperties: false };
+}
+
+/** The `item_schema` config every write operation may carry. */
+export const ITEM_SCHEMA_CONFIG: Record<string, JsonSchema> = {
+  item_schema: {
+    type: 'object',
+    description:
+      'JSON Schema (2020-12) that every direct child of the context created or changed by a write must satisfy.',
+  },
+};
+
+/** The `value` argument of writes: any JSON. */
+export function valueProperty(description: string): JsonSchema {
+  return { description };
+}
