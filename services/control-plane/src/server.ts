@@ -3,11 +3,18 @@
  * ensured, then listen; SIGINT/SIGTERM close everything gracefully.
  */
 import { buildApp } from './app.ts';
-import { loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { ensureRootToken } from './domain/users.ts';
 
-const config = loadConfig(process.env);
+let config: Config;
+try {
+  config = loadConfig(process.env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`bindery control plane: ${error.message}\n`);
+  process.exit(1);
+}
 const database = await openDatabase(
   config.databaseUrl
     ? { kind: 'postgres', url: config.databaseUrl }
