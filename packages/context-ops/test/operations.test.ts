@@ -25,11 +25,12 @@ const ARGUMENTS: Record<string, string[]> = {
   preview: ['offset', 'limit'],
   select: ['keys'],
   query: ['query'],
-  create: ['path', 'value', 'key', 'index'],
-  update: ['path', 'value', 'merge'],
-  delete: ['path'],
-  move: ['from', 'to'],
-  copy: ['from', 'to'],
+  // Every write also takes expected_version, checked by the caller that stores the context.
+  create: ['path', 'value', 'key', 'index', 'expected_version'],
+  update: ['path', 'value', 'merge', 'expected_version'],
+  delete: ['path', 'expected_version'],
+  move: ['from', 'to', 'expected_version'],
+  copy: ['from', 'to', 'expected_version'],
 };
 
 const CONFIG_KEYS: Record<string, string[]> = {

@@ -42,3 +42,18 @@ export {
   UpdateTableBody,
   User,
 } from './admin-api.ts';
+export {
+  AdiIdParams,
+  AdiRef,
+  ApiKeyParams,
+  AuditEvent,
+  AuditListQuery,
+  ConfigBinding,
+  ConfigV2,
+  ExecuteRequest,
+  LegacyConfig,
+  LegacyExecuteRequest,
+  LegacyTool,
+  ToolError,
+  ToolResult,
+} from './internal-api.ts';

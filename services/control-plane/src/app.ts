@@ -12,7 +12,11 @@ import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
+import { DEFAULT_LIMITS } from '@bindery/context-ops';
+import { requireInternal } from './http/internal-auth.ts';
 import { adiRoutes } from './routes/adis.ts';
+import { auditRoutes } from './routes/audit.ts';
+import { internalRoutes } from './routes/internal.ts';
 import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -22,7 +26,7 @@ import { tableRoutes } from './routes/tables.ts';
 import { userRoutes } from './routes/users.ts';
 
 export interface AppOptions {
-  config: Pick<Config, 'bodyLimitBytes' | 'logLevel'>;
+  config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'>;
   domain: DomainContext;
   logger?: FastifyServerOptions['logger'];
 }
@@ -51,7 +55,10 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
           'Errors are always {"error": {"code", "message", "details", "request_id"}}.',
       },
       components: {
-        securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'an admin token' } },
+        securitySchemes: {
+          adminToken: { type: 'http', scheme: 'bearer', description: 'an admin token' },
+          internalToken: { type: 'http', scheme: 'bearer', description: 'INTERNAL_TOKEN (gateways only)' },
+        },
       },
     },
   });
@@ -68,6 +75,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(adiRoutes);
       await v2.register(aeiRoutes);
       await v2.register(bindingRoutes);
+      await v2.register(auditRoutes);
     },
     { prefix: '/api/v2' },
   );
@@ -77,6 +85,15 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v1.register(legacyInstanceRoutes);
     },
     { prefix: '/api/v1' },
+  );
+  await app.register(
+    async (internal: AdminApp) => {
+      requireInternal(internal, options.config.internalToken);
+      await internal.register(
+        internalRoutes({ limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes } }),
+      );
+    },
+    { prefix: '/internal' },
   );
   return app;
 }

@@ -14,6 +14,10 @@ export interface Config {
   adminToken: string | undefined;
   bodyLimitBytes: number;
   logLevel: string;
+  /** The gateways' credential for `/internal/*`; without it the internal API refuses every call. */
+  internalToken: string | undefined;
+  /** Largest tool answer, in bytes of JSON (RESULT_TOO_LARGE above). */
+  maxResultBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -36,6 +40,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('BINDERY_ADMIN_TOKEN must be at least 16 characters long');
   }
+  const internalToken = env.INTERNAL_TOKEN || undefined;
+  if (internalToken !== undefined && internalToken.length < 16) {
+    throw new ConfigError('INTERNAL_TOKEN must be at least 16 characters long');
+  }
   return {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 4000, 0, 65535),
@@ -44,5 +52,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     adminToken,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     logLevel: env.LOG_LEVEL || 'info',
+    internalToken,
+    maxResultBytes: integer(env, 'RESULT_LIMIT_BYTES', 1_000_000, 1024, 256 * 1024 * 1024),
   };
 }

@@ -3,7 +3,7 @@ import { addAt } from '../json-patch.ts';
 import type { WriteOperation } from '../operation.ts';
 import { formatPointer, parsePointerArgument } from '../pointer.ts';
 import { resolveTokens } from '../resolve.ts';
-import { configSchema, ITEM_SCHEMA_CONFIG, objectSchema, pointerProperty } from './schema-fragments.ts';
+import { configSchema, ITEM_SCHEMA_CONFIG, pointerProperty, writeInputSchema } from './schema-fragments.ts';
 
 interface CopyArgs {
   from: string;
@@ -15,7 +15,7 @@ export const copy: WriteOperation<CopyArgs> = {
     type: 'copy',
     kind: 'write',
     summary: 'Copies a value to another place in the data.',
-    inputSchema: objectSchema(
+    inputSchema: writeInputSchema(
       {
         from: pointerProperty('The value to copy,', '/templates/0'),
         to: {

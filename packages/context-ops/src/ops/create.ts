@@ -8,7 +8,7 @@ import { checkObjectKey, formatPointer, parsePointerArgument } from '../pointer.
 import {
   configSchema,
   ITEM_SCHEMA_CONFIG,
-  objectSchema,
+  writeInputSchema,
   pointerProperty,
   valueProperty,
 } from './schema-fragments.ts';
@@ -25,7 +25,7 @@ export const create: WriteOperation<CreateArgs> = {
     type: 'create',
     kind: 'write',
     summary: 'Adds a new item to an array or a new key to an object in the data.',
-    inputSchema: objectSchema(
+    inputSchema: writeInputSchema(
       {
         path: {
           ...pointerProperty('Where to add: the object or array that receives the new value,', '/items'),

@@ -3,7 +3,7 @@ import { OpError } from '../errors.ts';
 import { removeAt } from '../json-patch.ts';
 import type { WriteOperation } from '../operation.ts';
 import { formatPointer, parsePointerArgument } from '../pointer.ts';
-import { configSchema, ITEM_SCHEMA_CONFIG, objectSchema } from './schema-fragments.ts';
+import { configSchema, ITEM_SCHEMA_CONFIG, writeInputSchema } from './schema-fragments.ts';
 
 interface DeleteArgs {
   path: string;
@@ -14,7 +14,7 @@ export const deleteOperation: WriteOperation<DeleteArgs> = {
     type: 'delete',
     kind: 'write',
     summary: 'Removes a value from the data.',
-    inputSchema: objectSchema(
+    inputSchema: writeInputSchema(
       {
         path: {
           type: 'string',

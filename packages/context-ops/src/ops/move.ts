@@ -4,7 +4,7 @@ import { addAt, removeAt } from '../json-patch.ts';
 import type { WriteOperation } from '../operation.ts';
 import { formatPointer, parsePointerArgument } from '../pointer.ts';
 import { resolveTokens } from '../resolve.ts';
-import { configSchema, ITEM_SCHEMA_CONFIG, objectSchema, pointerProperty } from './schema-fragments.ts';
+import { configSchema, ITEM_SCHEMA_CONFIG, pointerProperty, writeInputSchema } from './schema-fragments.ts';
 
 interface MoveArgs {
   from: string;
@@ -16,7 +16,7 @@ export const move: WriteOperation<MoveArgs> = {
     type: 'move',
     kind: 'write',
     summary: 'Moves a value to another place in the data.',
-    inputSchema: objectSchema(
+    inputSchema: writeInputSchema(
       {
         from: pointerProperty('The value to move,', '/items/0'),
         to: {

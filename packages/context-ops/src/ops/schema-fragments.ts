@@ -47,3 +47,25 @@ export const ITEM_SCHEMA_CONFIG: Record<string, JsonSchema> = {
 export function valueProperty(description: string): JsonSchema {
   return { description };
 }
+
+/**
+ * The input schema of a write: its own arguments plus `expected_version`, which the engine ignores
+ * and the caller that stores the context checks (optimistic concurrency on the table's version).
+ */
+export function writeInputSchema(
+  properties: Record<string, JsonSchema>,
+  required: readonly string[] = [],
+): JsonSchema {
+  return objectSchema(
+    {
+      ...properties,
+      expected_version: {
+        type: 'integer',
+        minimum: 1,
+        description:
+          'Optional: the table version you last saw. The write fails with CONFLICT if the data changed since.',
+      },
+    },
+    required,
+  );
+}

@@ -8,7 +8,7 @@ import { resolveTokens } from '../resolve.ts';
 import {
   configSchema,
   ITEM_SCHEMA_CONFIG,
-  objectSchema,
+  writeInputSchema,
   pointerProperty,
   valueProperty,
 } from './schema-fragments.ts';
@@ -24,7 +24,7 @@ export const update: WriteOperation<UpdateArgs> = {
     type: 'update',
     kind: 'write',
     summary: 'Replaces a value in the data, or merges changes into it.',
-    inputSchema: objectSchema(
+    inputSchema: writeInputSchema(
       {
         path: pointerProperty('The existing value to change,', '/items/0'),
         value: valueProperty(

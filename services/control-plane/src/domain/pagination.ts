@@ -7,17 +7,21 @@ export const DEFAULT_PAGE_SIZE = 50;
 
 export interface PageWindow {
   take: number;
-  idAfter: { id?: { gt: string } };
-  orderBy: { id: 'asc' };
+  idAfter: { id?: { gt: string } | { lt: string } };
+  orderBy: { id: 'asc' | 'desc' };
 }
 
-/** The Prisma arguments for one page: one row more than asked, to know whether another page exists. */
-export function pageWindow(query: PageQuery): PageWindow {
+/**
+ * The Prisma arguments for one page: one row more than asked, to know whether another page exists.
+ * `desc` pages newest first (audit trails).
+ */
+export function pageWindow(query: PageQuery, direction: 'asc' | 'desc' = 'asc'): PageWindow {
   const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  const after = direction === 'asc' ? { gt: query.cursor ?? '' } : { lt: query.cursor ?? '' };
   return {
     take: limit + 1,
-    idAfter: query.cursor ? { id: { gt: query.cursor } } : {},
-    orderBy: { id: 'asc' },
+    idAfter: query.cursor ? { id: after } : {},
+    orderBy: { id: direction },
   };
 }
 

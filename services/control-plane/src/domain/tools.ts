@@ -2,7 +2,7 @@
  * The tools an AEI exposes, resolved from its bindings: effective name, description and input
  * schema. The admin preview and the gateway's config both come from here, so they cannot differ.
  */
-import type { ToolPreview } from '@bindery/contracts';
+import type { OperationType, ToolPreview } from '@bindery/contracts';
 import { OPERATIONS } from '@bindery/context-ops';
 import { operationOf } from './adis.ts';
 import { findOwnAei } from './aeis.ts';
@@ -11,7 +11,16 @@ import { defaultToolDescription } from './tool-naming.ts';
 
 export interface ResolvedTool extends ToolPreview {
   bindingId: string;
-  adiId: string;
+  adi: {
+    id: string;
+    op: OperationType;
+    tableId: string;
+    tableName: string;
+    projectSlug: string | null;
+    jsonPath: string;
+    category: string | null;
+    config: Record<string, unknown>;
+  };
 }
 
 /** The enabled bindings of an AEI as MCP tools, in binding order. */
@@ -19,19 +28,28 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
   const bindings = await db.aeiBinding.findMany({
     where: { aeiId, enabled: true },
     orderBy: { id: 'asc' },
-    include: { adi: { include: { table: { select: { name: true } } } } },
+    include: { adi: { include: { table: { select: { name: true, project: { select: { slug: true } } } } } } },
   });
   return bindings.map((b) => {
     const op = operationOf(b.adi);
     return {
       bindingId: b.id,
-      adiId: b.adiId,
       name: b.toolName,
       description:
         b.toolDescription ??
         b.adi.description ??
         defaultToolDescription(op, b.adi.table.name, b.adi.jsonPath),
       inputSchema: (b.inputSchema as Record<string, unknown> | null) ?? OPERATIONS[op].inputSchema,
+      adi: {
+        id: b.adiId,
+        op,
+        tableId: b.adi.tableId,
+        tableName: b.adi.table.name,
+        projectSlug: b.adi.table.project?.slug ?? null,
+        jsonPath: b.adi.jsonPath,
+        category: b.adi.category,
+        config: b.adi.config as Record<string, unknown>,
+      },
     };
   });
 }

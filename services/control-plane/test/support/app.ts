@@ -9,6 +9,7 @@ import { ensureRootToken } from '../../src/domain/users.ts';
 import { createDatabase, TEMPLATE_DB } from './postgres.ts';
 
 export const ROOT_TOKEN = 'bnd_admin_root-token-for-tests-only';
+export const INTERNAL_TOKEN = 'internal-token-for-tests-only';
 export const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
 
 export interface TestApp {
@@ -40,7 +41,9 @@ export interface CallResult {
   body: any;
 }
 
-export async function startTestApp(options: { bodyLimitBytes?: number } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { bodyLimitBytes?: number; maxResultBytes?: number } = {},
+): Promise<TestApp> {
   let dropDatabase = async () => {};
   let database: Database;
   if (engine === 'postgres') {
@@ -53,7 +56,12 @@ export async function startTestApp(options: { bodyLimitBytes?: number } = {}): P
   await ensureRootToken(database.prisma, ROOT_TOKEN);
   const configChanges: string[][] = [];
   const app = await buildApp({
-    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, logLevel: 'silent' },
+    config: {
+      bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
+      logLevel: 'silent',
+      internalToken: INTERNAL_TOKEN,
+      maxResultBytes: options.maxResultBytes ?? 1_000_000,
+    },
     domain: { prisma: database.prisma, listener: { configChanged: (ids) => configChanges.push([...ids]) } },
     logger: false,
   });

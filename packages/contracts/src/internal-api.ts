@@ -1,0 +1,135 @@
+/**
+ * Wire shapes of the control plane's internal API, spoken only with gateways (INTERNAL_TOKEN):
+ * config v2 of an AEI (DESIGN.md §4), the legacy v1 config, and tool execution with its
+ * MCP-ready result.
+ */
+import { Type, type Static } from 'typebox';
+import { AeiStatus, ExposureMode, OperationTypeSchema } from './admin-api.ts';
+import { ERROR_CODES } from './errors.ts';
+
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+export const AdiRef = Type.Object({
+  adi_id: Type.String(),
+  operation_type: OperationTypeSchema,
+  table_id: Type.String(),
+  json_path: Type.String(),
+  adi_config: JsonObject,
+});
+export type AdiRef = Static<typeof AdiRef>;
+
+export const ConfigBinding = Type.Object({
+  binding_id: Type.String(),
+  tool_name: Type.String(),
+  tool_description: Type.String(),
+  input_schema: JsonObject,
+  output_schema: Nullable(JsonObject),
+  enabled: Type.Boolean(),
+  app: Type.String({ description: 'slug of the ADI’s project, or "default" when it has none' }),
+  category: Type.String({ description: 'the ADI’s category, or its table’s name when it has none' }),
+  adi_ref: AdiRef,
+});
+export type ConfigBinding = Static<typeof ConfigBinding>;
+
+export const ConfigV2 = Type.Object({
+  aei: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    user_id: Type.String(),
+    status: AeiStatus,
+    exposure_mode: ExposureMode,
+    config_version: Type.Integer(),
+  }),
+  bindings: Type.Array(ConfigBinding, {
+    description: 'enabled bindings only; empty while the AEI is disabled',
+  }),
+});
+export type ConfigV2 = Static<typeof ConfigV2>;
+
+export const LegacyTool = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  operation_type: OperationTypeSchema,
+  input_schema: JsonObject,
+});
+export const LegacyConfig = Type.Object({
+  instance: Type.Object({
+    id: Type.String(),
+    user_id: Type.String(),
+    status: AeiStatus,
+    table_id: Type.String(),
+    json_path: Type.String(),
+    preview_keys: Type.Array(Type.String()),
+  }),
+  tools: Type.Array(LegacyTool),
+});
+export type LegacyConfig = Static<typeof LegacyConfig>;
+
+export const ApiKeyParams = Type.Object({ api_key: Type.String({ minLength: 1, maxLength: 256 }) });
+export const AdiIdParams = Type.Object({ adi_id: Type.String({ maxLength: 64 }) });
+
+export const ExecuteRequest = Type.Object(
+  {
+    aei_id: Type.String({ maxLength: 64 }),
+    binding_id: Type.String({ maxLength: 64 }),
+    arguments: Type.Optional(JsonObject),
+    request_id: Type.Optional(Type.String({ maxLength: 128 })),
+  },
+  { additionalProperties: false },
+);
+export type ExecuteRequest = Static<typeof ExecuteRequest>;
+
+export const LegacyExecuteRequest = Type.Object(
+  {
+    tool_name: Type.String({ maxLength: 64 }),
+    arguments: Type.Optional(JsonObject),
+    request_id: Type.Optional(Type.String({ maxLength: 128 })),
+  },
+  { additionalProperties: false },
+);
+export type LegacyExecuteRequest = Static<typeof LegacyExecuteRequest>;
+
+/** A tool failure as carried inside an `isError` result (JSON in the text content). */
+export const ToolError = Type.Object({
+  error: Type.Object({
+    code: Type.Enum(ERROR_CODES),
+    message: Type.String(),
+    details: Type.Optional(JsonObject),
+  }),
+});
+export type ToolError = Static<typeof ToolError>;
+
+/** An MCP `CallToolResult`, ready for the gateway to pass on. */
+export const ToolResult = Type.Object({
+  content: Type.Array(Type.Object({ type: Type.Literal('text'), text: Type.String() })),
+  structuredContent: Type.Optional(JsonObject),
+  isError: Type.Optional(Type.Boolean()),
+});
+export type ToolResult = Static<typeof ToolResult>;
+
+// audit ---------------------------------------------------------------------------------------
+export const AuditEvent = Type.Object({
+  id: Type.String(),
+  action: Type.String(),
+  aei_id: Nullable(Type.String()),
+  binding_id: Nullable(Type.String()),
+  adi_id: Nullable(Type.String()),
+  tool_name: Nullable(Type.String()),
+  operation: Nullable(Type.String()),
+  status: Type.Union([Type.Literal('ok'), Type.Literal('error'), Type.Literal('refused')]),
+  error_code: Nullable(Type.String()),
+  duration_ms: Nullable(Type.Integer()),
+  args_digest: Nullable(Type.String({ description: 'SHA-256 of the arguments as canonical JSON' })),
+  request_id: Nullable(Type.String()),
+  created_at: Type.String({ format: 'date-time' }),
+});
+export type AuditEvent = Static<typeof AuditEvent>;
+export const AuditListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 64 })),
+  aei_id: Type.Optional(Type.String({ maxLength: 64 })),
+  status: Type.Optional(Type.Union([Type.Literal('ok'), Type.Literal('error'), Type.Literal('refused')])),
+});
+export type AuditListQuery = Static<typeof AuditListQuery>;

@@ -1,0 +1,97 @@
+/**
+ * The audit trail: one row per tool execution (and refusal), readable by its owner.
+ */
+import { createHash } from 'node:crypto';
+import type { AuditEvent as AuditEventBody, AuditListQuery, ErrorCode } from '@bindery/contracts';
+import type { AuditEvent } from '../generated/prisma/client.ts';
+import { newId } from '../secrets.ts';
+import type { Db, Principal } from './context.ts';
+import { pageWindow, toPage } from './pagination.ts';
+
+export type AuditStatus = 'ok' | 'error' | 'refused';
+
+export interface ExecutionRecord {
+  userId: string;
+  action: 'tool.execute' | 'legacy.execute';
+  aeiId?: string | null;
+  bindingId?: string | null;
+  adiId?: string | null;
+  toolName?: string | null;
+  operation?: string | null;
+  status: AuditStatus;
+  errorCode?: ErrorCode | null;
+  durationMs: number;
+  args: unknown;
+  requestId?: string | null;
+}
+
+/** JSON with object keys sorted, so equal arguments always give the same digest. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** SHA-256 of the arguments' canonical JSON: proves what was called without storing the data. */
+export function argumentsDigest(args: unknown): string {
+  return createHash('sha256').update(canonicalJson(args)).digest('hex');
+}
+
+export async function recordExecution(db: Db, record: ExecutionRecord): Promise<void> {
+  await db.auditEvent.create({
+    data: {
+      id: newId('evt'),
+      userId: record.userId,
+      action: record.action,
+      aeiId: record.aeiId ?? null,
+      bindingId: record.bindingId ?? null,
+      adiId: record.adiId ?? null,
+      toolName: record.toolName ?? null,
+      operation: record.operation ?? null,
+      status: record.status,
+      errorCode: record.errorCode ?? null,
+      durationMs: Math.round(record.durationMs),
+      argsDigest: argumentsDigest(record.args ?? {}),
+      requestId: record.requestId ?? null,
+    },
+  });
+}
+
+function auditBody(e: AuditEvent): AuditEventBody {
+  return {
+    id: e.id,
+    action: e.action,
+    aei_id: e.aeiId,
+    binding_id: e.bindingId,
+    adi_id: e.adiId,
+    tool_name: e.toolName,
+    operation: e.operation,
+    status: e.status === 'ok' ? 'ok' : e.status === 'refused' ? 'refused' : 'error',
+    error_code: e.errorCode,
+    duration_ms: e.durationMs,
+    args_digest: e.argsDigest,
+    request_id: e.requestId,
+    created_at: e.createdAt.toISOString(),
+  };
+}
+
+/** The caller's own events, newest first. */
+export async function listAudit(db: Db, caller: Principal, query: AuditListQuery) {
+  const w = pageWindow(query, 'desc');
+  const rows = await db.auditEvent.findMany({
+    where: {
+      userId: caller.userId,
+      ...(query.aei_id !== undefined && { aeiId: query.aei_id }),
+      ...(query.status !== undefined && { status: query.status }),
+      ...w.idAfter,
+    },
+    orderBy: w.orderBy,
+    take: w.take,
+  });
+  return toPage(rows, query, auditBody);
+}

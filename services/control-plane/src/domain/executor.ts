@@ -1,0 +1,209 @@
+/**
+ * The ADI executor: the one place a tool runs, whatever exposed it. It re-checks that the binding
+ * is enabled and belongs to that enabled AEI and that ADI, validates the arguments against the
+ * binding's effective schema, runs the operation on the context, audits, and answers an MCP-ready
+ * result: text JSON, or `isError` with a DESIGN.md §8 code.
+ */
+import type {
+  ErrorCode,
+  ExecuteRequest,
+  LegacyExecuteRequest,
+  LegacyToolDefinition,
+  OperationType,
+  ToolResult,
+} from '@bindery/contracts';
+import {
+  DEFAULT_LIMITS,
+  OPERATIONS,
+  OpError,
+  executeRead,
+  executeWrite,
+  parsePointer,
+  type JsonValue,
+  type Limits,
+} from '@bindery/context-ops';
+import { DomainError } from '../errors.ts';
+import { operationOf } from './adis.ts';
+import { checkArguments } from './arguments.ts';
+import { recordExecution, type AuditStatus } from './audit.ts';
+import type { DomainContext } from './context.ts';
+import { readContext, writeContext } from './context-store.ts';
+import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
+
+export interface ExecutorOptions {
+  limits: Limits;
+}
+
+export const DEFAULT_EXECUTOR_OPTIONS: ExecutorOptions = { limits: DEFAULT_LIMITS };
+
+interface Target {
+  op: OperationType;
+  tableId: string;
+  jsonPath: string;
+  config: Record<string, unknown>;
+}
+
+/** Runs one operation on its context; writes go through the row-locked store. */
+async function runOperation(
+  ctx: DomainContext,
+  target: Target,
+  args: Record<string, unknown>,
+  options: ExecutorOptions,
+): Promise<JsonValue> {
+  const tokens = parsePointer(target.jsonPath);
+  if (OPERATIONS[target.op].kind === 'read') {
+    const { node } = await readContext(ctx.prisma, target.tableId, tokens, target.jsonPath);
+    return executeRead(target.op, node, args, target.config, options.limits).result;
+  }
+  const { expected_version: expected, ...opArgs } = args;
+  const { result, version } = await writeContext(
+    ctx.prisma,
+    target.tableId,
+    tokens,
+    target.jsonPath,
+    typeof expected === 'number' ? expected : undefined,
+    (node) => executeWrite(target.op, node, opArgs, target.config, options.limits),
+  );
+  // Every write answer is an object; the new version lets an agent chain expected_version.
+  return { ...(result as Record<string, JsonValue>), table_version: version };
+}
+
+function success(result: JsonValue): ToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(result) }] };
+}
+
+function failure(error: DomainError | OpError): ToolResult {
+  const body = {
+    error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
+}
+
+/** Runs `work`, turning known failures into isError results and auditing either way. */
+async function audited(
+  audit: (status: AuditStatus, errorCode: ErrorCode | null, durationMs: number) => Promise<void>,
+  work: () => Promise<JsonValue>,
+): Promise<ToolResult> {
+  const started = performance.now();
+  try {
+    const result = await work();
+    await audit('ok', null, performance.now() - started);
+    return success(result);
+  } catch (error) {
+    if (error instanceof DomainError || error instanceof OpError) {
+      const refused = error instanceof RefusedError;
+      await audit(refused ? 'refused' : 'error', error.code, performance.now() - started);
+      return failure(error);
+    }
+    throw error;
+  }
+}
+
+/** A refusal before anything ran (binding off, wrong AEI, ...): audited as `refused`. */
+class RefusedError extends DomainError {}
+
+/**
+ * Executes the tool behind a binding. Unknown bindings, bindings of another AEI or ADI, disabled
+ * bindings and disabled AEIs are refused (FORBIDDEN / NOT_FOUND) before anything runs.
+ */
+export async function executeBinding(
+  ctx: DomainContext,
+  adiId: string,
+  request: ExecuteRequest,
+  options: ExecutorOptions = DEFAULT_EXECUTOR_OPTIONS,
+): Promise<ToolResult> {
+  const args = request.arguments ?? {};
+  const binding = await ctx.prisma.aeiBinding.findUnique({
+    where: { id: request.binding_id },
+    include: { aei: true, adi: true },
+  });
+  // Without a binding there is no owner to audit for: answer without a trail.
+  if (!binding) return failure(new DomainError('NOT_FOUND', `binding ${request.binding_id} not found`));
+  const audit = (status: AuditStatus, errorCode: ErrorCode | null, durationMs: number) =>
+    recordExecution(ctx.prisma, {
+      userId: binding.aei.userId,
+      action: 'tool.execute',
+      // The binding's own AEI: the trail belongs to the binding's owner, whatever the caller claimed.
+      aeiId: binding.aeiId,
+      bindingId: binding.id,
+      adiId,
+      toolName: binding.toolName,
+      operation: binding.adi.operationType,
+      status,
+      errorCode,
+      durationMs,
+      args,
+      requestId: request.request_id ?? null,
+    });
+  return audited(audit, async () => {
+    if (binding.aeiId !== request.aei_id) {
+      throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
+    }
+    if (binding.adiId !== adiId) {
+      throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not run ADI ${adiId}`);
+    }
+    if (binding.aei.status !== 'enabled') {
+      throw new RefusedError('FORBIDDEN', `exposure "${binding.aei.name}" is disabled`);
+    }
+    if (!binding.enabled) throw new RefusedError('FORBIDDEN', `tool ${binding.toolName} is disabled`);
+    const op = operationOf(binding.adi);
+    const schema = (binding.inputSchema as Record<string, unknown> | null) ?? OPERATIONS[op].inputSchema;
+    const checked = checkArguments(schema, args, binding.toolName);
+    return runOperation(
+      ctx,
+      {
+        op,
+        tableId: binding.adi.tableId,
+        jsonPath: binding.adi.jsonPath,
+        config: binding.adi.config as Record<string, unknown>,
+      },
+      checked,
+      options,
+    );
+  });
+}
+
+/** Executes a tool of a legacy v1 instance, by its v1 tool name. */
+export async function executeLegacy(
+  ctx: DomainContext,
+  instanceId: string,
+  request: LegacyExecuteRequest,
+  options: ExecutorOptions = DEFAULT_EXECUTOR_OPTIONS,
+): Promise<ToolResult> {
+  const args = request.arguments ?? {};
+  const instance = await ctx.prisma.mcpInstance.findUnique({ where: { id: instanceId } });
+  if (!instance) return failure(new DomainError('NOT_FOUND', `MCP instance ${instanceId} not found`));
+  const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
+  const tool = tools.find((t) => t.name === request.tool_name);
+  const audit = (status: AuditStatus, errorCode: ErrorCode | null, durationMs: number) =>
+    recordExecution(ctx.prisma, {
+      userId: instance.userId,
+      action: 'legacy.execute',
+      toolName: request.tool_name,
+      operation: tool?.operation_type ?? null,
+      status,
+      errorCode,
+      durationMs,
+      args,
+      requestId: request.request_id ?? null,
+    });
+  return audited(audit, async () => {
+    if (instance.status !== 'enabled')
+      throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
+    if (!tool) {
+      throw new DomainError('NOT_FOUND', `MCP instance ${instanceId} has no tool "${request.tool_name}"`, {
+        tools: tools.map((t) => t.name),
+      });
+    }
+    const op = tool.operation_type;
+    const checked = checkArguments(OPERATIONS[op].inputSchema, args, tool.name);
+    const config =
+      op === 'preview' && instance.previewKeys.length > 0 ? { preview_keys: instance.previewKeys } : {};
+    return runOperation(
+      ctx,
+      { op, tableId: instance.tableId, jsonPath: instance.jsonPath, config },
+      checked,
+      options,
+    );
+  });
+}

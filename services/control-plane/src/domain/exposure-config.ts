@@ -1,0 +1,86 @@
+/**
+ * What a gateway needs to serve an api_key: config v2 of an AEI (DESIGN.md §4) or, for keys of
+ * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself.
+ */
+import type { ConfigV2, LegacyConfig, LegacyToolDefinition } from '@bindery/contracts';
+import { OPERATIONS } from '@bindery/context-ops';
+import { notFound } from '../errors.ts';
+import { hashSecret } from '../secrets.ts';
+import type { Db } from './context.ts';
+import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
+import { resolveTools } from './tools.ts';
+import { defaultToolDescription } from './tool-naming.ts';
+
+/** The app of a tool whose table has no project (DESIGN.md §7). */
+export const DEFAULT_APP = 'default';
+
+/** The AEI's id and config_version for an api_key, or undefined: the cheap check behind ETags. */
+export async function configVersionOf(db: Db, apiKey: string): Promise<number | undefined> {
+  const aei = await db.aei.findUnique({
+    where: { apiKeyHash: hashSecret(apiKey) },
+    select: { configVersion: true },
+  });
+  return aei?.configVersion;
+}
+
+/** Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys. */
+export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2> {
+  const aei = await db.aei.findUnique({ where: { apiKeyHash: hashSecret(apiKey) } });
+  if (!aei) throw notFound('AEI for api_key', `${apiKey.slice(0, 12)}…`);
+  const enabled = aei.status === 'enabled';
+  const tools = enabled ? await resolveTools(db, aei.id) : [];
+  return {
+    aei: {
+      id: aei.id,
+      name: aei.name,
+      user_id: aei.userId,
+      status: enabled ? 'enabled' : 'disabled',
+      exposure_mode: aei.exposureMode === 'progressive' ? 'progressive' : 'direct',
+      config_version: aei.configVersion,
+    },
+    bindings: tools.map((tool) => ({
+      binding_id: tool.bindingId,
+      tool_name: tool.name,
+      tool_description: tool.description,
+      input_schema: tool.inputSchema,
+      output_schema: null,
+      enabled: true,
+      app: tool.adi.projectSlug ?? DEFAULT_APP,
+      category: tool.adi.category ?? tool.adi.tableName,
+      adi_ref: {
+        adi_id: tool.adi.id,
+        operation_type: tool.adi.op,
+        table_id: tool.adi.tableId,
+        json_path: tool.adi.jsonPath,
+        adi_config: tool.adi.config,
+      },
+    })),
+  };
+}
+
+/** The v1 config of a legacy instance's api_key. NOT_FOUND for unknown keys. */
+export async function legacyConfigForApiKey(db: Db, apiKey: string): Promise<LegacyConfig> {
+  const instance = await db.mcpInstance.findUnique({
+    where: { apiKeyHash: hashSecret(apiKey) },
+    include: { table: { select: { name: true } } },
+  });
+  if (!instance) throw notFound('MCP instance for api_key', `${apiKey.slice(0, 12)}…`);
+  const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
+  return {
+    instance: {
+      id: instance.id,
+      user_id: instance.userId,
+      status: instance.status === 'disabled' ? 'disabled' : 'enabled',
+      table_id: instance.tableId,
+      json_path: instance.jsonPath,
+      preview_keys: instance.previewKeys,
+    },
+    tools: tools.map((t) => ({
+      name: t.name,
+      operation_type: t.operation_type,
+      description:
+        t.description ?? defaultToolDescription(t.operation_type, instance.table.name, instance.jsonPath),
+      input_schema: OPERATIONS[t.operation_type].inputSchema,
+    })),
+  };
+}

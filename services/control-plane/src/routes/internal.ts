@@ -1,0 +1,101 @@
+/**
+ * The internal API for gateways: config v2 (with ETag / If-None-Match), the legacy v1 config, and
+ * tool execution. Tool failures are 200 answers carrying `isError`, like MCP results; HTTP errors
+ * are for the request itself (auth, shape).
+ */
+import {
+  AdiIdParams,
+  ApiKeyParams,
+  ConfigV2,
+  ExecuteRequest,
+  IdParams,
+  LegacyConfig,
+  LegacyExecuteRequest,
+  ToolResult,
+} from '@bindery/contracts';
+import { Type } from 'typebox';
+import { executeBinding, executeLegacy, type ExecutorOptions } from '../domain/executor.ts';
+import { configForApiKey, configVersionOf, legacyConfigForApiKey } from '../domain/exposure-config.ts';
+import type { AdminApp } from '../http/admin-app.ts';
+import { errorResponses } from '../http/schemas.ts';
+
+const internalSecurity = [{ internalToken: [] }];
+
+/** Whether an If-None-Match header names this ETag (`"7"`, `W/"7"`, a list, or `*`). */
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.split(',').some((tag) => {
+    const t = tag.trim().replace(/^W\//, '');
+    return t === '*' || t === etag;
+  });
+}
+
+export function internalRoutes(executor: ExecutorOptions) {
+  return async function routes(app: AdminApp): Promise<void> {
+    const ctx = app.domain;
+    const db = ctx.prisma;
+    const tags = ['internal'];
+    app.get(
+      '/aei/mcp/:api_key/config',
+      {
+        schema: {
+          tags,
+          summary: 'Config v2 of the AEI behind an api_key; ETag is its config_version',
+          security: internalSecurity,
+          params: ApiKeyParams,
+          headers: Type.Object({ 'if-none-match': Type.Optional(Type.String()) }),
+          response: { 200: ConfigV2, 304: Type.Null(), ...errorResponses(404) },
+        },
+      },
+      async (request, reply) => {
+        const version = await configVersionOf(db, request.params.api_key);
+        if (version !== undefined && matches(request.headers['if-none-match'], `"${version}"`)) {
+          return reply.status(304).header('etag', `"${version}"`).send(null);
+        }
+        const config = await configForApiKey(db, request.params.api_key);
+        return reply.header('etag', `"${config.aei.config_version}"`).send(config);
+      },
+    );
+    app.get(
+      '/mcp-instance/:api_key',
+      {
+        schema: {
+          tags,
+          summary: 'The v1 config of a legacy instance’s api_key',
+          security: internalSecurity,
+          params: ApiKeyParams,
+          response: { 200: LegacyConfig, ...errorResponses(404) },
+        },
+      },
+      async (request) => legacyConfigForApiKey(db, request.params.api_key),
+    );
+    app.post(
+      '/adi/:adi_id/execute',
+      {
+        schema: {
+          tags,
+          summary: 'Run the tool of a binding; failures come back as isError results',
+          security: internalSecurity,
+          params: AdiIdParams,
+          body: ExecuteRequest,
+          response: { 200: ToolResult, ...errorResponses(413) },
+        },
+      },
+      async (request) => executeBinding(ctx, request.params.adi_id, request.body, executor),
+    );
+    app.post(
+      '/mcp-instance/:id/execute',
+      {
+        schema: {
+          tags,
+          summary: 'Run a tool of a legacy v1 instance by its v1 name',
+          security: internalSecurity,
+          params: IdParams,
+          body: LegacyExecuteRequest,
+          response: { 200: ToolResult, ...errorResponses(413) },
+        },
+      },
+      async (request) => executeLegacy(ctx, request.params.id, request.body, executor),
+    );
+  };
+}
