@@ -70,14 +70,18 @@ export function execute(
   });
 }
 
+// Tool answers are arbitrary JSON; each test asserts the fields it cares about.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
 /** The JSON inside a tool result's text content, and whether it is an error. */
-export function toolAnswer(res: CallResult): { isError: boolean; value: any } {
+export function toolAnswer(res: CallResult): { isError: boolean; value: Json } {
   if (res.status !== 200) throw new Error(`execute answered HTTP ${res.status}: ${JSON.stringify(res.body)}`);
   return { isError: res.body.isError === true, value: JSON.parse(res.body.content[0].text) };
 }
 
 /** The table's data and version as the admin API shows them. */
-export async function tableState(t: TestApp, f: Fixture): Promise<{ data: any; version: number }> {
+export async function tableState(t: TestApp, f: Fixture): Promise<{ data: Json; version: number }> {
   const res = await t.call('GET', `/api/v2/tables/${f.tableId}`, { token: f.token });
   return { data: res.body.data, version: res.body.version };
 }
