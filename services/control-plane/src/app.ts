@@ -13,6 +13,7 @@ import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
+import { ContextCache } from './domain/context-cache.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { adiRoutes } from './routes/adis.ts';
 import { auditRoutes } from './routes/audit.ts';
@@ -26,16 +27,20 @@ import { tableRoutes } from './routes/tables.ts';
 import { userRoutes } from './routes/users.ts';
 
 export interface AppOptions {
-  config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'>;
+  config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
+    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes'>>;
   domain: DomainContext;
   logger?: FastifyServerOptions['logger'];
 }
+
+const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** Builds the control-plane app (not listening). */
 export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const app = Fastify({
     logger: options.logger ?? { level: options.config.logLevel },
     bodyLimit: options.config.bodyLimitBytes,
+    disableRequestLogging: options.config.logRequests === false,
     ajv: {
       // Unknown fields are refused with a clear error rather than silently dropped.
       customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false },
@@ -90,7 +95,10 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     async (internal: AdminApp) => {
       requireInternal(internal, options.config.internalToken);
       await internal.register(
-        internalRoutes({ limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes } }),
+        internalRoutes({
+          limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes },
+          contexts: new ContextCache(options.config.contextCacheBytes ?? DEFAULT_CONTEXT_CACHE_BYTES),
+        }),
       );
     },
     { prefix: '/internal' },

@@ -14,10 +14,14 @@ export interface Config {
   adminToken: string | undefined;
   bodyLimitBytes: number;
   logLevel: string;
+  /** Log every request and response (LOG_REQUESTS=false turns it off, e.g. for benchmarks). */
+  logRequests: boolean;
   /** The gateways' credential for `/internal/*`; without it the internal API refuses every call. */
   internalToken: string | undefined;
   /** Largest tool answer, in bytes of JSON (RESULT_TOO_LARGE above). */
   maxResultBytes: number;
+  /** Budget of the parsed-context cache, in bytes of JSON (0 turns it off). */
+  contextCacheBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -52,7 +56,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     adminToken,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     logLevel: env.LOG_LEVEL || 'info',
+    logRequests: env.LOG_REQUESTS !== 'false',
     internalToken,
     maxResultBytes: integer(env, 'RESULT_LIMIT_BYTES', 1_000_000, 1024, 256 * 1024 * 1024),
+    contextCacheBytes: integer(env, 'CONTEXT_CACHE_MB', 64, 0, 64 * 1024) * 1024 * 1024,
   };
 }

@@ -1,7 +1,7 @@
 // Pins that writes through the executor never lose an update: 64 concurrent creates on one table
 // leave exactly 64 new items and the version 64 higher, on PostgreSQL and on PGlite.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './support/app.ts';
+import { engine, startTestApp, type TestApp } from './support/app.ts';
 import { buildFixture, execute, tableState, toolAnswer, type Fixture } from './support/tools.ts';
 
 let t: TestApp;
@@ -45,5 +45,32 @@ describe('concurrent writes', () => {
     const answers = results.map(toolAnswer);
     expect(answers.filter((a) => !a.isError)).toHaveLength(1);
     expect(answers.filter((a) => a.isError && a.value.error.code === 'CONFLICT')).toHaveLength(7);
+  });
+});
+
+describe.runIf(engine === 'postgres')('two control planes on one database', () => {
+  it("never serve a stale cached context after the other one's write", async () => {
+    const second = await startTestApp({ sameDatabaseAs: t });
+    try {
+      const g = await buildFixture(
+        t,
+        { items: [] },
+        {
+          read: { json_path: '/items', operation_type: 'get_all' },
+          add: { json_path: '/items', operation_type: 'create' },
+        },
+      );
+      expect(toolAnswer(await execute(t, g, 'read')).value).toEqual([]);
+      expect(toolAnswer(await execute(second, g, 'read')).value).toEqual([]);
+      toolAnswer(await execute(second, g, 'add', { value: 'from the second' }));
+      expect(toolAnswer(await execute(t, g, 'read')).value).toEqual(['from the second']);
+      toolAnswer(await execute(t, g, 'add', { value: 'from the first' }));
+      expect(toolAnswer(await execute(second, g, 'read')).value).toEqual([
+        'from the second',
+        'from the first',
+      ]);
+    } finally {
+      await second.close();
+    }
   });
 });

@@ -1,54 +1,69 @@
 /**
  * Reading and writing one context (the subtree of `table.data` at a JSON Pointer) in PostgreSQL.
- * Reads fetch only the subtree (`data #> path`), never the whole row. Writes lock the table row for
- * the length of one transaction, so concurrent writers queue and no update is lost; each write
- * bumps `table.version`.
+ * Reads fetch only the subtree (`data #> path`), never the whole row, and only when the cached
+ * parse is not of the current version. Writes lock the table row for one transaction, so
+ * concurrent writers queue and no update is lost; each write bumps `table.version`.
  */
 import type { JsonValue } from '@bindery/context-ops';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
+import type { ContextCache } from './context-cache.ts';
 import type { Db } from './context.ts';
 
-interface NodeRow {
-  node: JsonValue;
-  missing: boolean;
-  version: number;
+// Generous: writers on one hot table queue behind the row lock, and a pool slot may be busy.
+const WRITE_TRANSACTION = { maxWait: 30_000, timeout: 120_000 } as const;
+
+export interface ContextLocation {
+  tableId: string;
+  tokens: string[];
+  pointer: string;
 }
 
-// Generous: writers on one hot table queue behind the row lock, and a pool slot may be busy.
-const WRITE_TRANSACTION = { maxWait: 30_000, timeout: 60_000 } as const;
-
-function contextMissing(tableId: string, pointer: string): DomainError {
+function contextMissing(at: ContextLocation): DomainError {
   return new DomainError(
     'NOT_FOUND',
-    `the tool's data no longer exists: table ${tableId} has nothing at "${pointer}"`,
-    { table_id: tableId, json_path: pointer },
+    `the tool's data no longer exists: table ${at.tableId} has nothing at "${at.pointer}"`,
+    { table_id: at.tableId, json_path: at.pointer },
   );
 }
 
-async function selectNode(db: Db, tableId: string, tokens: string[], lock: boolean): Promise<NodeRow> {
-  const rows = lock
-    ? await db.$queryRaw<NodeRow[]>`
-        SELECT data #> ${tokens}::text[] AS node, (data #> ${tokens}::text[]) IS NULL AS missing, version
-        FROM "table" WHERE id = ${tableId} FOR UPDATE`
-    : await db.$queryRaw<NodeRow[]>`
-        SELECT data #> ${tokens}::text[] AS node, (data #> ${tokens}::text[]) IS NULL AS missing, version
-        FROM "table" WHERE id = ${tableId}`;
-  const row = rows[0];
-  if (!row) throw new DomainError('NOT_FOUND', `table ${tableId} not found`, { table_id: tableId });
-  return row;
+function tableMissing(at: ContextLocation): DomainError {
+  return new DomainError('NOT_FOUND', `table ${at.tableId} not found`, { table_id: at.tableId });
 }
 
-/** The context node and the table's version, reading only that subtree. */
+async function currentVersion(db: Db, at: ContextLocation, lock: boolean): Promise<number> {
+  const rows = lock
+    ? await db.$queryRaw<
+        { version: number }[]
+      >`SELECT version FROM "table" WHERE id = ${at.tableId} FOR UPDATE`
+    : await db.$queryRaw<{ version: number }[]>`SELECT version FROM "table" WHERE id = ${at.tableId}`;
+  const row = rows[0];
+  if (!row) throw tableMissing(at);
+  return row.version;
+}
+
+/** The node at `version` from the cache, else fetched as text and parsed (and then cached). */
+async function nodeAt(db: Db, cache: ContextCache, at: ContextLocation, version: number): Promise<JsonValue> {
+  const cached = cache.get(at.tableId, at.pointer, version);
+  if (cached !== undefined) return cached;
+  const rows = await db.$queryRaw<{ text: string | null; version: number }[]>`
+    SELECT (data #> ${at.tokens}::text[])::text AS text, version FROM "table" WHERE id = ${at.tableId}`;
+  const row = rows[0];
+  if (!row) throw tableMissing(at);
+  if (row.text === null) throw contextMissing(at);
+  const node = JSON.parse(row.text) as JsonValue;
+  cache.set(at.tableId, at.pointer, row.version, node, row.text.length);
+  return node;
+}
+
+/** The context node and the table's version. */
 export async function readContext(
   db: Db,
-  tableId: string,
-  tokens: string[],
-  pointer: string,
+  cache: ContextCache,
+  at: ContextLocation,
 ): Promise<{ node: JsonValue; version: number }> {
-  const row = await selectNode(db, tableId, tokens, false);
-  if (row.missing) throw contextMissing(tableId, pointer);
-  return { node: row.node, version: row.version };
+  const version = await currentVersion(db, at, false);
+  return { node: await nodeAt(db, cache, at, version), version };
 }
 
 /**
@@ -58,32 +73,33 @@ export async function readContext(
  */
 export async function writeContext<T>(
   prisma: PrismaClient,
-  tableId: string,
-  tokens: string[],
-  pointer: string,
+  cache: ContextCache,
+  at: ContextLocation,
   expectedVersion: number | undefined,
   change: (node: JsonValue) => { context: JsonValue; result: T },
 ): Promise<{ result: T; version: number }> {
-  return prisma.$transaction(async (tx) => {
-    const row = await selectNode(tx, tableId, tokens, true);
-    if (row.missing) throw contextMissing(tableId, pointer);
-    if (expectedVersion !== undefined && expectedVersion !== row.version) {
+  const written = await prisma.$transaction(async (tx) => {
+    const version = await currentVersion(tx, at, true);
+    if (expectedVersion !== undefined && expectedVersion !== version) {
       throw new DomainError(
         'CONFLICT',
-        `the data changed since version ${expectedVersion} (now ${row.version}); read it again and retry`,
-        { expected_version: expectedVersion, current_version: row.version },
+        `the data changed since version ${expectedVersion} (now ${version}); read it again and retry`,
+        { expected_version: expectedVersion, current_version: version },
       );
     }
-    const { context, result } = change(row.node);
+    const { context, result } = change(await nodeAt(tx, cache, at, version));
     const text = JSON.stringify(context);
     const updated = await tx.$queryRaw<{ version: number }[]>`
       UPDATE "table"
-      SET data = CASE WHEN cardinality(${tokens}::text[]) = 0 THEN ${text}::jsonb
-                      ELSE jsonb_set(data, ${tokens}::text[], ${text}::jsonb) END,
+      SET data = CASE WHEN cardinality(${at.tokens}::text[]) = 0 THEN ${text}::jsonb
+                      ELSE jsonb_set(data, ${at.tokens}::text[], ${text}::jsonb) END,
           version = version + 1,
           updated_at = now()
-      WHERE id = ${tableId}
+      WHERE id = ${at.tableId}
       RETURNING version`;
-    return { result, version: updated[0]?.version ?? row.version + 1 };
+    return { result, context, text, version: updated[0]?.version ?? version + 1 };
   }, WRITE_TRANSACTION);
+  // Only after commit: a rolled-back write must never be served from the cache.
+  cache.set(at.tableId, at.pointer, written.version, written.context, written.text.length);
+  return { result: written.result, version: written.version };
 }

@@ -13,7 +13,6 @@ import type {
   ToolResult,
 } from '@bindery/contracts';
 import {
-  DEFAULT_LIMITS,
   OPERATIONS,
   OpError,
   executeRead,
@@ -27,14 +26,14 @@ import { operationOf } from './adis.ts';
 import { checkArguments } from './arguments.ts';
 import { recordExecution, type AuditStatus } from './audit.ts';
 import type { DomainContext } from './context.ts';
+import type { ContextCache } from './context-cache.ts';
 import { readContext, writeContext } from './context-store.ts';
 import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
 
 export interface ExecutorOptions {
   limits: Limits;
+  contexts: ContextCache;
 }
-
-export const DEFAULT_EXECUTOR_OPTIONS: ExecutorOptions = { limits: DEFAULT_LIMITS };
 
 interface Target {
   op: OperationType;
@@ -50,17 +49,16 @@ async function runOperation(
   args: Record<string, unknown>,
   options: ExecutorOptions,
 ): Promise<JsonValue> {
-  const tokens = parsePointer(target.jsonPath);
+  const at = { tableId: target.tableId, tokens: parsePointer(target.jsonPath), pointer: target.jsonPath };
   if (OPERATIONS[target.op].kind === 'read') {
-    const { node } = await readContext(ctx.prisma, target.tableId, tokens, target.jsonPath);
+    const { node } = await readContext(ctx.prisma, options.contexts, at);
     return executeRead(target.op, node, args, target.config, options.limits).result;
   }
   const { expected_version: expected, ...opArgs } = args;
   const { result, version } = await writeContext(
     ctx.prisma,
-    target.tableId,
-    tokens,
-    target.jsonPath,
+    options.contexts,
+    at,
     typeof expected === 'number' ? expected : undefined,
     (node) => executeWrite(target.op, node, opArgs, target.config, options.limits),
   );
@@ -110,7 +108,7 @@ export async function executeBinding(
   ctx: DomainContext,
   adiId: string,
   request: ExecuteRequest,
-  options: ExecutorOptions = DEFAULT_EXECUTOR_OPTIONS,
+  options: ExecutorOptions,
 ): Promise<ToolResult> {
   const args = request.arguments ?? {};
   const binding = await ctx.prisma.aeiBinding.findUnique({
@@ -168,7 +166,7 @@ export async function executeLegacy(
   ctx: DomainContext,
   instanceId: string,
   request: LegacyExecuteRequest,
-  options: ExecutorOptions = DEFAULT_EXECUTOR_OPTIONS,
+  options: ExecutorOptions,
 ): Promise<ToolResult> {
   const args = request.arguments ?? {};
   const instance = await ctx.prisma.mcpInstance.findUnique({ where: { id: instanceId } });

@@ -15,6 +15,8 @@ export const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'pos
 export interface TestApp {
   app: AdminApp;
   database: Database;
+  /** The PostgreSQL URL (undefined on PGlite). */
+  databaseUrl: string | undefined;
   baseUrl: string;
   /** Aei ids the config-change listener heard, in order. */
   configChanges: string[][];
@@ -42,13 +44,20 @@ export interface CallResult {
 }
 
 export async function startTestApp(
-  options: { bodyLimitBytes?: number; maxResultBytes?: number } = {},
+  options: { bodyLimitBytes?: number; maxResultBytes?: number; sameDatabaseAs?: TestApp } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
   let database: Database;
-  if (engine === 'postgres') {
+  let databaseUrl: string | undefined;
+  if (options.sameDatabaseAs) {
+    // A second control plane on the first one's PostgreSQL database (replicas share nothing else).
+    databaseUrl = options.sameDatabaseAs.databaseUrl;
+    if (!databaseUrl) throw new Error('only PostgreSQL test apps can share a database');
+    database = await openDatabase({ kind: 'postgres', url: databaseUrl });
+  } else if (engine === 'postgres') {
     const created = await createDatabase(TEMPLATE_DB);
     dropDatabase = created.drop;
+    databaseUrl = created.url;
     database = await openDatabase({ kind: 'postgres', url: created.url });
   } else {
     database = await openDatabase({ kind: 'pglite', dataDir: undefined });
@@ -83,6 +92,7 @@ export async function startTestApp(
   return {
     app,
     database,
+    databaseUrl,
     baseUrl,
     configChanges,
     call,

@@ -1,0 +1,92 @@
+/**
+ * Runs the real control plane as a child process on a fresh PostgreSQL database (or PGlite), for
+ * benchmarks that measure it from the outside, over HTTP.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+export const ADMIN_TOKEN = 'bnd_admin_benchmark-root-token';
+export const INTERNAL_TOKEN = 'benchmark-internal-token';
+const SERVICE_DIR = fileURLToPath(new URL('../../services/control-plane', import.meta.url));
+const SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+export interface RunningControlPlane {
+  url: string;
+  database: string;
+  stop(): Promise<void>;
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: SERVER_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Starts `src/server.ts` on a new database (`pglite` for the embedded one) and waits until it listens. */
+export async function startControlPlane(engine: 'postgres' | 'pglite'): Promise<RunningControlPlane> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    PORT: '0',
+    BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
+    INTERNAL_TOKEN,
+    BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
+    RESULT_LIMIT_BYTES: String(32 * 1024 * 1024),
+  };
+  let cleanup: () => Promise<void>;
+  let database: string;
+  if (engine === 'postgres') {
+    database = `bindery_bench_${randomBytes(4).toString('hex')}`;
+    await admin((c) => c.query(`CREATE DATABASE "${database}"`));
+    const url = new URL(SERVER_URL);
+    url.pathname = `/${database}`;
+    env.DATABASE_URL = url.toString();
+    cleanup = () =>
+      admin((c) => c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)).then(() => undefined);
+  } else {
+    const dir = await mkdtemp(join(tmpdir(), 'bindery-bench-'));
+    database = dir;
+    env.BINDERY_DATA_DIR = dir;
+    cleanup = () => rm(dir, { recursive: true, force: true });
+  }
+  // "Server listening" is logged at info; request logs stay off so they do not cost time.
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: SERVICE_DIR,
+    env: { ...env, LOG_LEVEL: 'info', LOG_REQUESTS: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`control plane did not start:\n${output}`)), 90_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`control plane exited with ${code}:\n${output}`)));
+  });
+  return {
+    url,
+    database,
+    async stop() {
+      await new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      });
+      await cleanup();
+    },
+  };
+}

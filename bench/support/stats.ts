@@ -1,0 +1,31 @@
+/** Latency percentiles and throughput, printed as plain aligned rows. */
+
+export function percentile(sortedMs: number[], p: number): number {
+  if (sortedMs.length === 0) return Number.NaN;
+  const index = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
+  return sortedMs[index] ?? Number.NaN;
+}
+
+export interface Summary {
+  n: number;
+  p50: number;
+  p99: number;
+}
+
+export function summarize(samplesMs: number[]): Summary {
+  const sorted = [...samplesMs].sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+}
+
+/** Runs `fn` `count` times, one after another, and answers each run's milliseconds. */
+export async function timeSequential(count: number, fn: (i: number) => Promise<void>): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const start = performance.now();
+    await fn(i);
+    samples.push(performance.now() - start);
+  }
+  return samples;
+}
+
+export const ms = (value: number) => `${value.toFixed(2)} ms`;

@@ -1,0 +1,37 @@
+/**
+ * Parsed contexts kept in memory, keyed by table and pointer and stamped with the table version
+ * they were read at. A read checks the version first (one cheap indexed query) and reuses the
+ * parsed node when nothing has been written since, instead of fetching and parsing the subtree
+ * again. Nodes are never mutated (the engine copies on write), so sharing them is safe; a write
+ * by any control plane moves the version, so a stale entry is never used.
+ */
+import type { JsonValue } from '@bindery/context-ops';
+import { LRUCache } from 'lru-cache';
+
+interface Entry {
+  version: number;
+  node: JsonValue;
+}
+
+export class ContextCache {
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #maxBytes: number;
+
+  /** `maxBytes` bounds the summed JSON size of cached nodes (their heap cost is a few times that). */
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+    this.#entries = new LRUCache<string, Entry>({ maxSize: Math.max(1, maxBytes) });
+  }
+
+  /** The node cached for this table version, if any. */
+  get(tableId: string, pointer: string, version: number): JsonValue | undefined {
+    const entry = this.#entries.get(`${tableId}\u0000${pointer}`);
+    return entry?.version === version ? entry.node : undefined;
+  }
+
+  /** Caches a node read (or written) at `version`; a node over the whole budget is not kept. */
+  set(tableId: string, pointer: string, version: number, node: JsonValue, bytes: number): void {
+    if (this.#maxBytes <= 0 || bytes > this.#maxBytes) return;
+    this.#entries.set(`${tableId}\u0000${pointer}`, { version, node }, { size: Math.max(1, bytes) });
+  }
+}
