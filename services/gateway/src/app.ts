@@ -1,15 +1,164 @@
 /**
- * The MCP gateway as a Fastify app. This is the skeleton: health only. The MCP endpoints, config
- * cache and invalidation arrive with the gateway issue.
+ * The MCP gateway as a Fastify app: MCP endpoints, ops routes, the config cache, sessions, and
+ * (with REDIS_URL) the invalidation subscriber. It holds no database: everything comes from the
+ * control plane over HTTP. `server.ts` only listens and closes.
  */
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { GatewayConfig } from './config.ts';
+import { ControlPlaneClient } from './control-plane-client.ts';
+import { ExposureCache } from './exposure-cache.ts';
+import { subscribeInvalidations, type Subscription } from './invalidation-subscriber.ts';
+import { JSONRPC, sendJsonRpcError } from './jsonrpc-errors.ts';
+import { createMetrics, type GatewayMetrics } from './metrics.ts';
+import { RateLimiter } from './rate-limit.ts';
+import { mcpRoutes } from './routes/mcp.ts';
+import { invalidate, opsRoutes } from './routes/ops.ts';
+import { SessionRegistry } from './sessions.ts';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    gateway: { cache: ExposureCache; sessions: SessionRegistry; metrics: GatewayMetrics };
+  }
+}
+
+/** `/server/<api_key>` in a URL, with the key cut to its display prefix: keys never reach logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/server\/([^/?#]+)/, (_m, key: string) => `/server/${key.slice(0, 12)}…`);
+}
+
+/**
+ * Builds the gateway (not listening). Logs go to stdout, or to `logTo` (a stream, for tests), or
+ * nowhere with `false`; request URLs are always redacted.
+ */
 export async function buildGateway(
   config: GatewayConfig,
-  logger?: FastifyServerOptions['logger'],
+  logTo?: NodeJS.WritableStream | false,
 ): Promise<FastifyInstance> {
-  const app = Fastify({ logger: logger ?? { level: config.logLevel } });
-  app.get('/healthz', async () => ({ status: 'ok', service: 'gateway' }));
+  const logger: FastifyServerOptions['logger'] =
+    logTo === false
+      ? false
+      : {
+          level: config.logLevel,
+          ...(logTo && { stream: logTo }),
+          serializers: {
+            req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+          },
+        };
+  const app = Fastify({
+    logger,
+    bodyLimit: config.bodyLimitBytes,
+    logController: new LogController({ disableRequestLogging: !config.logRequests }),
+  });
+  const metrics = createMetrics();
+  const client = new ControlPlaneClient({
+    url: config.controlPlaneUrl,
+    internalToken: config.internalToken,
+    configTimeoutMs: config.configTimeoutMs,
+    toolCallTimeoutMs: config.toolCallTimeoutMs,
+    metrics,
+  });
+  const cache = new ExposureCache(client, config.cache, metrics, app.log);
+  const sessions = new SessionRegistry(metrics, app.log);
+  const limiter = new RateLimiter(config.rateLimit.perSecond, config.rateLimit.burst);
+  app.decorate('gateway', { cache, sessions, metrics });
+
+  // Readiness: poll the control plane until it has answered once.
+  let ready = false;
+  const poll = setInterval(() => {
+    void client.healthy().then((ok) => {
+      if (ok) {
+        ready = true;
+        clearInterval(poll);
+      }
+    });
+  }, 500);
+  poll.unref();
+  void client.healthy().then((ok) => {
+    if (ok) {
+      ready = true;
+      clearInterval(poll);
+    }
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.requests.inc({ route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) });
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const onMcp = request.url.startsWith('/api/');
+    if (
+      error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+      (error instanceof SyntaxError && error.statusCode === 400)
+    ) {
+      return onMcp
+        ? sendJsonRpcError(reply, {
+            status: 400,
+            code: JSONRPC.PARSE_ERROR,
+            message: 'Parse error: the body is not valid JSON',
+            bindery: 'VALIDATION_FAILED',
+          })
+        : reply
+            .status(400)
+            .send({ error: { code: 'VALIDATION_FAILED', message: 'the body is not valid JSON' } });
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      const message = `request body over ${config.bodyLimitBytes} bytes`;
+      return onMcp
+        ? sendJsonRpcError(reply, {
+            status: 413,
+            code: JSONRPC.INVALID_REQUEST,
+            message,
+            bindery: 'PAYLOAD_TOO_LARGE',
+          })
+        : reply.status(413).send({ error: { code: 'PAYLOAD_TOO_LARGE', message } });
+    }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return sendJsonRpcError(reply, {
+        status: 415,
+        code: JSONRPC.INVALID_REQUEST,
+        message: 'send application/json',
+        bindery: 'VALIDATION_FAILED',
+      });
+    }
+    if (error.validation) {
+      return reply.status(400).send({ error: { code: 'VALIDATION_FAILED', message: error.message } });
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return onMcp
+      ? sendJsonRpcError(reply, {
+          status: 500,
+          code: JSONRPC.INTERNAL_ERROR,
+          message: 'internal error',
+          bindery: 'INTERNAL',
+        })
+      : reply.status(500).send({ error: { code: 'INTERNAL', message: 'internal error' } });
+  });
+
+  await app.register(async (scope) =>
+    mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics }),
+  );
+  await app.register(async (scope) =>
+    opsRoutes(scope, { opsToken: config.opsToken, cache, sessions, metrics, ready: () => ready }),
+  );
+
+  let subscription: Subscription | undefined;
+  if (config.redisUrl) {
+    subscription = await subscribeInvalidations(config.redisUrl, app.log, async (message) => {
+      metrics.invalidations.inc({ source: 'redis' });
+      return invalidate({ cache, sessions }, message);
+    });
+  }
+
+  app.addHook('onClose', async () => {
+    clearInterval(poll);
+    await sessions.closeAll();
+    await subscription?.close();
+    await client.close();
+  });
   return app;
 }

@@ -1,24 +1,104 @@
 /**
- * The gateway's configuration, read from the environment once at start and passed down.
+ * The gateway's configuration, read from the environment once at start, validated, and passed
+ * down. Nothing else reads `process.env`.
  */
+
 export interface GatewayConfig {
   host: string;
   port: number;
   /** Where the control plane's internal API lives. */
   controlPlaneUrl: string;
+  /** Credential for the control plane's `/internal/*` API. */
+  internalToken: string;
+  /** Credential ops use for `POST /cache/invalidate`; unset = that route refuses everything. */
+  opsToken: string | undefined;
+  redisUrl: string | undefined;
   logLevel: string;
+  logRequests: boolean;
+  /** Hostnames (Host header, port ignored) the MCP endpoints answer; `*` allows any. */
+  allowedHosts: string[];
+  /** Extra browser origins allowed besides those on an allowed host; `*` allows any. */
+  allowedOrigins: string[];
+  bodyLimitBytes: number;
+  cache: { maxEntries: number; ttlMs: number; negativeTtlMs: number };
+  /** Per api_key: sustained requests per second and burst; 0 turns the limit off. */
+  rateLimit: { perSecond: number; burst: number };
+  toolCallTimeoutMs: number;
+  configTimeoutMs: number;
+  toolsPageSize: number;
 }
 
-/** Builds the config from an environment (normally `process.env`); throws on bad values. */
+export class GatewayConfigError extends Error {
+  override name = 'GatewayConfigError';
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new GatewayConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  try {
+    const parsed = new URL(raw);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
+    return parsed.origin;
+  } catch {
+    throw new GatewayConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+}
+
+function secret(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name] || undefined;
+  if (value !== undefined && value.length < 16) {
+    throw new GatewayConfigError(`${name} must be at least 16 characters long`);
+  }
+  return value;
+}
+
+/** Builds the config from an environment (normally `process.env`); throws GatewayConfigError on bad values. */
 export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
-  const port = Number(env.GATEWAY_PORT || 4100);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`GATEWAY_PORT must be an integer from 0 to 65535, got "${env.GATEWAY_PORT}"`);
+  const internalToken = secret(env, 'INTERNAL_TOKEN');
+  if (internalToken === undefined) {
+    throw new GatewayConfigError(
+      'INTERNAL_TOKEN must be set: it is how the gateway reaches the control plane',
+    );
   }
   return {
-    host: env.GATEWAY_HOST || env.HOST || '127.0.0.1',
-    port,
-    controlPlaneUrl: env.CONTROL_PLANE_URL || 'http://127.0.0.1:4000',
+    host: env.GATEWAY_HOST || '127.0.0.1',
+    port: integer(env, 'GATEWAY_PORT', 4100, 0, 65535),
+    controlPlaneUrl: url(env, 'CONTROL_PLANE_URL', 'http://127.0.0.1:4000'),
+    internalToken,
+    opsToken: secret(env, 'OPS_TOKEN'),
+    redisUrl: env.REDIS_URL || undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    logRequests: env.LOG_REQUESTS !== 'false',
+    allowedHosts: ['localhost', '127.0.0.1', '::1', ...list(env.GATEWAY_ALLOWED_HOSTS)],
+    allowedOrigins: list(env.GATEWAY_ALLOWED_ORIGINS),
+    bodyLimitBytes: integer(env, 'GATEWAY_BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    cache: {
+      maxEntries: integer(env, 'CONFIG_CACHE_MAX', 10_000, 1, 10_000_000),
+      ttlMs: integer(env, 'CONFIG_CACHE_TTL_MS', 30_000, 0, 24 * 3600_000),
+      negativeTtlMs: integer(env, 'CONFIG_NEGATIVE_TTL_MS', 5_000, 0, 3600_000),
+    },
+    rateLimit: {
+      perSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 50, 0, 1_000_000),
+      burst: integer(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
+    },
+    toolCallTimeoutMs: integer(env, 'TOOL_CALL_TIMEOUT_MS', 30_000, 100, 600_000),
+    configTimeoutMs: integer(env, 'CONFIG_TIMEOUT_MS', 5_000, 100, 60_000),
+    toolsPageSize: integer(env, 'TOOLS_PAGE_SIZE', 500, 1, 100_000),
   };
 }

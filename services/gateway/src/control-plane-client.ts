@@ -1,0 +1,182 @@
+/**
+ * The gateway's only way to data: HTTP to the control plane's internal API over a keep-alive
+ * undici pool. Config reads retry once on a network fault (safe: they change nothing); tool
+ * executions never retry, since a write may already have happened.
+ */
+import type {
+  ConfigV2,
+  ExecuteRequest,
+  LegacyConfig,
+  LegacyExecuteRequest,
+  ToolResult,
+} from '@bindery/contracts';
+import { Pool, errors as undiciErrors } from 'undici';
+import type { GatewayMetrics } from './metrics.ts';
+
+/** The control plane could not be reached or answered with a server error. */
+export class UpstreamError extends Error {
+  override name = 'UpstreamError';
+  constructor(
+    message: string,
+    readonly timedOut = false,
+  ) {
+    super(message);
+  }
+}
+
+export type ConfigAnswer =
+  | { status: 'ok'; config: ConfigV2; etag: string | undefined }
+  | { status: 'not-modified' }
+  | { status: 'not-found' };
+
+export type LegacyAnswer = { status: 'ok'; config: LegacyConfig } | { status: 'not-found' };
+
+export interface ControlPlaneClientOptions {
+  url: string;
+  internalToken: string;
+  configTimeoutMs: number;
+  toolCallTimeoutMs: number;
+  metrics: GatewayMetrics;
+}
+
+const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+function isNetworkFault(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code !== undefined && RETRYABLE.has(code);
+}
+
+export class ControlPlaneClient {
+  readonly #pool: Pool;
+  readonly #options: ControlPlaneClientOptions;
+  readonly #auth: string;
+
+  constructor(options: ControlPlaneClientOptions) {
+    this.#options = options;
+    this.#auth = `Bearer ${options.internalToken}`;
+    this.#pool = new Pool(options.url, { connections: 128, keepAliveTimeout: 30_000, pipelining: 1 });
+  }
+
+  async #request(
+    kind: 'config' | 'legacy_config' | 'execute' | 'health',
+    method: 'GET' | 'POST',
+    path: string,
+    timeoutMs: number,
+    options: { body?: unknown; headers?: Record<string, string>; retry: boolean },
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: unknown }> {
+    const started = performance.now();
+    if (kind === 'config' || kind === 'legacy_config') this.#options.metrics.configFetches.inc();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const response = await this.#pool.request({
+          method,
+          path,
+          headers: {
+            authorization: this.#auth,
+            ...(options.body !== undefined && { 'content-type': 'application/json' }),
+            ...options.headers,
+          },
+          body: options.body === undefined ? undefined : JSON.stringify(options.body),
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        });
+        const text = await response.body.text();
+        this.#options.metrics.upstreamLatency.observe({ kind }, (performance.now() - started) / 1000);
+        if (response.statusCode >= 500) {
+          throw new UpstreamError(`control plane answered ${response.statusCode} to ${method} ${kind}`);
+        }
+        return {
+          status: response.statusCode,
+          headers: response.headers,
+          body: text ? JSON.parse(text) : undefined,
+        };
+      } catch (error) {
+        if (error instanceof UpstreamError) throw error;
+        if (attempt === 0 && options.retry && isNetworkFault(error)) continue;
+        const timedOut =
+          error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
+        throw new UpstreamError(
+          timedOut
+            ? `control plane did not answer ${kind} within ${timeoutMs} ms`
+            : `control plane unreachable (${(error as { code?: string }).code ?? (error as Error).message})`,
+          timedOut,
+        );
+      }
+    }
+  }
+
+  /** Config v2 of an api_key; with `etag`, a 304 answers not-modified. */
+  async config(apiKey: string, etag: string | undefined): Promise<ConfigAnswer> {
+    const res = await this.#request(
+      'config',
+      'GET',
+      `/internal/aei/mcp/${encodeURIComponent(apiKey)}/config`,
+      this.#options.configTimeoutMs,
+      { retry: true, ...(etag !== undefined && { headers: { 'if-none-match': etag } }) },
+    );
+    if (res.status === 304) return { status: 'not-modified' };
+    if (res.status === 404) return { status: 'not-found' };
+    if (res.status !== 200) throw new UpstreamError(`control plane answered ${res.status} to a config read`);
+    const header = res.headers.etag;
+    return {
+      status: 'ok',
+      config: res.body as ConfigV2,
+      etag: typeof header === 'string' ? header : undefined,
+    };
+  }
+
+  /** The legacy v1 config of an api_key. */
+  async legacyConfig(apiKey: string): Promise<LegacyAnswer> {
+    const res = await this.#request(
+      'legacy_config',
+      'GET',
+      `/internal/mcp-instance/${encodeURIComponent(apiKey)}`,
+      this.#options.configTimeoutMs,
+      { retry: true },
+    );
+    if (res.status === 404) return { status: 'not-found' };
+    if (res.status !== 200)
+      throw new UpstreamError(`control plane answered ${res.status} to a legacy config read`);
+    return { status: 'ok', config: res.body as LegacyConfig };
+  }
+
+  /** Runs a bound tool; the answer is the executor's MCP result (isError included). */
+  async execute(adiId: string, request: ExecuteRequest): Promise<ToolResult> {
+    return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request);
+  }
+
+  /** Runs a legacy instance's tool. */
+  async executeLegacy(instanceId: string, request: LegacyExecuteRequest): Promise<ToolResult> {
+    return this.#execute(`/internal/mcp-instance/${encodeURIComponent(instanceId)}/execute`, request);
+  }
+
+  async #execute(path: string, body: unknown): Promise<ToolResult> {
+    const res = await this.#request('execute', 'POST', path, this.#options.toolCallTimeoutMs, {
+      body,
+      retry: false,
+    });
+    if (res.status !== 200) {
+      const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
+      throw new UpstreamError(
+        `control plane refused the call (${res.status}${message ? `: ${message}` : ''})`,
+      );
+    }
+    return res.body as ToolResult;
+  }
+
+  /** True when the control plane answers its health check. */
+  async healthy(): Promise<boolean> {
+    try {
+      const res = await this.#request('health', 'GET', '/healthz', this.#options.configTimeoutMs, {
+        retry: false,
+      });
+      return res.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#pool.close();
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * Per-api_key token buckets: `perSecond` sustained, `burst` at once. Over the limit a request gets
+ * 429 with Retry-After. Buckets live in this process, bounded in number.
+ */
+import { LRUCache } from 'lru-cache';
+
+interface Bucket {
+  tokens: number;
+  updatedAt: number;
+}
+
+export class RateLimiter {
+  readonly #buckets = new LRUCache<string, Bucket>({ max: 100_000 });
+  readonly #perSecond: number;
+  readonly #burst: number;
+
+  constructor(perSecond: number, burst: number) {
+    this.#perSecond = perSecond;
+    this.#burst = burst;
+  }
+
+  /** 0 when the request may go on, else the seconds to wait before retrying. */
+  take(key: string, now = Date.now()): number {
+    if (this.#perSecond <= 0) return 0;
+    const bucket = this.#buckets.get(key) ?? { tokens: this.#burst, updatedAt: now };
+    bucket.tokens = Math.min(
+      this.#burst,
+      bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.#perSecond,
+    );
+    bucket.updatedAt = now;
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      this.#buckets.set(key, bucket);
+      return 0;
+    }
+    this.#buckets.set(key, bucket);
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.#perSecond));
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The MCP endpoints: `/api/v2/mcp/server/{api_key}`, `/api/v2/mcp/server` with
+ * `Authorization: Bearer <api_key>`, and the legacy `/api/v1/mcp/server/{api_key}`. Each request is
+ * checked (Origin/Host, rate limit, key, exposure status) before it reaches the MCP transport.
+ */
+import { randomUUID } from 'node:crypto';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayConfig } from '../config.ts';
+import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
+import { keyHash, type Exposure, type ExposureCache } from '../exposure-cache.ts';
+import { JSONRPC, sendJsonRpcError } from '../jsonrpc-errors.ts';
+import { createMcpServer } from '../mcp-server.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import { checkOrigin } from '../origin-guard.ts';
+import type { RateLimiter } from '../rate-limit.ts';
+import type { SessionRegistry } from '../sessions.ts';
+
+export interface McpRouteDeps {
+  config: GatewayConfig;
+  cache: ExposureCache;
+  client: ControlPlaneClient;
+  sessions: SessionRegistry;
+  limiter: RateLimiter;
+  metrics: GatewayMetrics;
+}
+
+type Flavor = 'v2' | 'v1';
+
+function bearer(request: FastifyRequest): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  return match?.[1];
+}
+
+function wantsInitialize(body: unknown): boolean {
+  return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+}
+
+export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promise<void> {
+  const { config, cache, client, sessions, limiter, metrics } = deps;
+
+  /** The exposure for a key as a route may serve it, or the refusal already sent. */
+  async function admit(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    apiKey: string | undefined,
+    flavor: Flavor,
+  ): Promise<Exposure | undefined> {
+    const refusal = checkOrigin(config, request.headers.host, request.headers.origin);
+    if (refusal) {
+      sendJsonRpcError(reply, {
+        status: 403,
+        code: JSONRPC.FORBIDDEN,
+        message: refusal,
+        bindery: 'FORBIDDEN',
+      });
+      return undefined;
+    }
+    if (!apiKey) {
+      sendJsonRpcError(reply, {
+        status: 401,
+        code: JSONRPC.UNAUTHORIZED,
+        message: 'send the api_key in the URL or as "Authorization: Bearer <api_key>"',
+        bindery: 'UNAUTHORIZED',
+      });
+      return undefined;
+    }
+    const wait = limiter.take(keyHash(apiKey));
+    if (wait > 0) {
+      sendJsonRpcError(reply, {
+        status: 429,
+        code: JSONRPC.RATE_LIMITED,
+        message: `rate limit reached for this api_key; retry in ${wait} s`,
+        bindery: 'RATE_LIMITED',
+        headers: { 'retry-after': String(wait) },
+      });
+      return undefined;
+    }
+    let exposure: Exposure;
+    try {
+      exposure = (await cache.resolve(apiKey)).exposure;
+    } catch (error) {
+      if (!(error instanceof UpstreamError)) throw error;
+      request.log.warn({ err: error.message }, 'control plane unavailable and no cached config for this key');
+      sendJsonRpcError(reply, {
+        status: 503,
+        code: JSONRPC.UNAVAILABLE,
+        message: 'the control plane is unavailable; try again shortly',
+        bindery: 'UPSTREAM_FAILED',
+        headers: { 'retry-after': '5' },
+      });
+      return undefined;
+    }
+    // The v1 URL serves legacy instances only; the v2 URL serves AEIs and, by fallback, legacy ones.
+    if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) {
+      sendJsonRpcError(reply, {
+        status: 401,
+        code: JSONRPC.UNAUTHORIZED,
+        message: 'unknown api_key',
+        bindery: 'UNAUTHORIZED',
+      });
+      return undefined;
+    }
+    const status = exposure.kind === 'aei' ? exposure.config.aei.status : exposure.config.instance.status;
+    if (status !== 'enabled') {
+      sendJsonRpcError(reply, {
+        status: 403,
+        code: JSONRPC.FORBIDDEN,
+        message: 'this exposure is disabled by its owner',
+        bindery: 'FORBIDDEN',
+      });
+      return undefined;
+    }
+    return exposure;
+  }
+
+  async function handle(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    apiKey: string | undefined,
+    flavor: Flavor,
+  ) {
+    const exposure = await admit(request, reply, apiKey, flavor);
+    if (!exposure || !apiKey) return reply;
+    const hash = keyHash(apiKey);
+    const serverDeps = {
+      client,
+      metrics,
+      log: request.log,
+      toolsPageSize: config.toolsPageSize,
+      exposure: async () => {
+        const now = (await cache.resolve(apiKey)).exposure;
+        if (now.kind === 'unknown') throw new UpstreamError('this api_key is no longer valid');
+        return now;
+      },
+    };
+    const sessionId = request.headers['mcp-session-id'];
+    const known = typeof sessionId === 'string' ? sessions.get(sessionId, hash) : undefined;
+    reply.hijack();
+    if (known) {
+      await known.transport.handleRequest(request.raw, reply.raw, request.body);
+      return reply;
+    }
+    if (request.method === 'POST' && wantsInitialize(request.body)) {
+      const server = createMcpServer(serverDeps);
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) =>
+          sessions.add({
+            id,
+            keyHash: hash,
+            aeiId: exposure.kind === 'aei' ? exposure.config.aei.id : undefined,
+            server,
+            transport,
+            lastSeen: Date.now(),
+          }),
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.remove(transport.sessionId);
+      };
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+      return reply;
+    }
+    if (request.method !== 'POST') {
+      // A stream (GET) or a close (DELETE) needs a session this replica holds.
+      reply.raw.writeHead(404, { 'content-type': 'application/json' });
+      reply.raw.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: JSONRPC.UNAUTHORIZED, message: 'Session not found', data: { code: 'NOT_FOUND' } },
+        }),
+      );
+      return reply;
+    }
+    // A session this replica does not hold (opened on another one, or before a restart): serve
+    // this request statelessly; the exposure comes from the shared control plane either way.
+    const server = createMcpServer(serverDeps);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    reply.raw.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+    return reply;
+  }
+
+  const methods = ['GET', 'POST', 'DELETE'] as const;
+  app.route<{ Params: { api_key: string } }>({
+    method: [...methods],
+    url: '/api/v2/mcp/server/:api_key',
+    handler: (request, reply) => handle(request, reply, request.params.api_key, 'v2'),
+  });
+  app.route({
+    method: [...methods],
+    url: '/api/v2/mcp/server',
+    handler: (request, reply) => handle(request, reply, bearer(request), 'v2'),
+  });
+  app.route<{ Params: { api_key: string } }>({
+    method: [...methods],
+    url: '/api/v1/mcp/server/:api_key',
+    handler: (request, reply) => handle(request, reply, request.params.api_key, 'v1'),
+  });
+}

@@ -1,0 +1,62 @@
+/**
+ * The MCP tools an exposure offers, and how each one runs: a binding of an AEI through the ADI
+ * executor, or a legacy v1 tool through the instance executor. Built from the cached config alone.
+ */
+import type { ToolResult } from '@bindery/contracts';
+import type { ControlPlaneClient } from './control-plane-client.ts';
+import type { Exposure } from './exposure-cache.ts';
+
+export interface ExposedTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  run(args: Record<string, unknown>, requestId: string): Promise<ToolResult>;
+}
+
+export interface ToolIndex {
+  list: ExposedTool[];
+  byName: Map<string, ExposedTool>;
+}
+
+// Cached configs are immutable and replaced whole, so the derived index can hang off the object.
+const indexes = new WeakMap<Exposure, ToolIndex>();
+
+/** The tools of an exposure in config order, with a by-name index; built once per config. */
+export function toolIndex(exposure: Exposure, client: ControlPlaneClient): ToolIndex {
+  let index = indexes.get(exposure);
+  if (!index) {
+    const list = toolsOf(exposure, client);
+    index = { list, byName: new Map(list.map((t) => [t.name, t])) };
+    indexes.set(exposure, index);
+  }
+  return index;
+}
+
+function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] {
+  if (exposure.kind === 'aei') {
+    const aeiId = exposure.config.aei.id;
+    return exposure.config.bindings.map((b) => ({
+      name: b.tool_name,
+      description: b.tool_description,
+      inputSchema: b.input_schema,
+      run: (args, requestId) =>
+        client.execute(b.adi_ref.adi_id, {
+          aei_id: aeiId,
+          binding_id: b.binding_id,
+          arguments: args,
+          request_id: requestId,
+        }),
+    }));
+  }
+  if (exposure.kind === 'legacy') {
+    const instanceId = exposure.config.instance.id;
+    return exposure.config.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.input_schema,
+      run: (args, requestId) =>
+        client.executeLegacy(instanceId, { tool_name: t.name, arguments: args, request_id: requestId }),
+    }));
+  }
+  return [];
+}

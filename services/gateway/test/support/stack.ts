@@ -1,0 +1,185 @@
+/**
+ * The real system for end-to-end tests: the control plane as its own process (tsx
+ * src/server.ts) on a fresh PostgreSQL database, the gateway in this process, real HTTP between
+ * them, and the SDK's MCP Client against the gateway. The control plane can be stopped and started
+ * again on the same port and database.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { buildGateway } from '../../src/app.ts';
+import { loadGatewayConfig } from '../../src/config.ts';
+import type { Json } from './fixtures.ts';
+
+export const ADMIN_TOKEN = 'bnd_admin_e2e-root-token-0001';
+export const INTERNAL_TOKEN = 'e2e-internal-token-0001';
+export const OPS_TOKEN = 'e2e-ops-token-000000001';
+const CONTROL_PLANE_DIR = fileURLToPath(new URL('../../../control-plane', import.meta.url));
+const SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: SERVER_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export interface Stack {
+  gateway: FastifyInstance;
+  gatewayUrl: string;
+  controlPlaneUrl: string;
+  /** Calls the control plane's admin API as `token` (root by default); throws on >= 400 unless `allowError`. */
+  admin(method: string, path: string, body?: unknown, token?: string): Promise<Json>;
+  adminRaw(
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string,
+  ): Promise<{ status: number; body: Json }>;
+  stopControlPlane(): Promise<void>;
+  startControlPlane(): Promise<void>;
+  /** A connected MCP client on a gateway URL path such as `/api/v2/mcp/server/<key>`. */
+  connect(path: string, options?: { headers?: Record<string, string> }): Promise<Client>;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  gatewayEnv?: Record<string, string>;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const database = `bindery_e2e_${randomBytes(5).toString('hex')}`;
+  await admin(`CREATE DATABASE "${database}"`);
+  const dbUrl = new URL(SERVER_URL);
+  dbUrl.pathname = `/${database}`;
+  const cpPort = await freePort();
+  const gwPort = await freePort();
+  const controlPlaneUrl = `http://127.0.0.1:${cpPort}`;
+  const gatewayUrl = `http://127.0.0.1:${gwPort}`;
+  let child: ChildProcess | undefined;
+
+  async function startControlPlane(): Promise<void> {
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      cwd: CONTROL_PLANE_DIR,
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(cpPort),
+        DATABASE_URL: dbUrl.toString(),
+        BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
+        INTERNAL_TOKEN,
+        OPS_TOKEN,
+        GATEWAY_URLS: gatewayUrl,
+        BINDERY_SEED_DEMO: 'false',
+        LOG_LEVEL: 'info',
+        LOG_REQUESTS: 'false',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = proc;
+    await new Promise<void>((resolve, reject) => {
+      let output = '';
+      const timer = setTimeout(() => reject(new Error(`control plane did not start:\n${output}`)), 60_000);
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('Server listening at')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      proc.stdout?.on('data', onData);
+      proc.stderr?.on('data', onData);
+      proc.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`control plane exited with ${code}:\n${output}`));
+      });
+    });
+  }
+
+  async function stopControlPlane(): Promise<void> {
+    const proc = child;
+    if (!proc || proc.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+    });
+    child = undefined;
+  }
+
+  const gateway = await buildGateway(
+    loadGatewayConfig({
+      GATEWAY_PORT: String(gwPort),
+      CONTROL_PLANE_URL: controlPlaneUrl,
+      INTERNAL_TOKEN,
+      OPS_TOKEN,
+      LOG_REQUESTS: 'false',
+      ...options.gatewayEnv,
+    }),
+    false,
+  );
+  await gateway.listen({ host: '127.0.0.1', port: gwPort });
+  await startControlPlane();
+
+  const clients: Client[] = [];
+  const adminRaw = async (method: string, path: string, body?: unknown, token = ADMIN_TOKEN) => {
+    const res = await fetch(`${controlPlaneUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+
+  return {
+    gateway,
+    gatewayUrl,
+    controlPlaneUrl,
+    adminRaw,
+    async admin(method, path, body, token) {
+      const res = await adminRaw(method, path, body, token);
+      if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body;
+    },
+    stopControlPlane,
+    startControlPlane,
+    async connect(path, opts = {}) {
+      const client = new Client({ name: 'bindery-e2e', version: '1.0.0' });
+      const transport = new StreamableHTTPClientTransport(new URL(`${gatewayUrl}${path}`), {
+        requestInit: { headers: opts.headers ?? {} },
+      });
+      await client.connect(transport);
+      clients.push(client);
+      return client;
+    },
+    async close() {
+      // A client whose session the test already ended may fail to close; that is not under test.
+      for (const client of clients) await client.close().catch(() => undefined);
+      await gateway.close();
+      await stopControlPlane();
+      await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    },
+  };
+}

@@ -1,0 +1,97 @@
+// Pins the gateway's small pure pieces: settings (defaults and refusals), the Origin/Host policy,
+// "did you mean" suggestions, and the token-bucket rate limiter.
+import { describe, expect, it } from 'vitest';
+import { loadGatewayConfig } from '../src/config.ts';
+import { checkOrigin } from '../src/origin-guard.ts';
+import { RateLimiter } from '../src/rate-limit.ts';
+import { closeMatches } from '../src/tool-suggestions.ts';
+
+describe('loadGatewayConfig', () => {
+  it('has working defaults given the internal token', () => {
+    const config = loadGatewayConfig({ INTERNAL_TOKEN: 'x'.repeat(16) });
+    expect(config).toMatchObject({ port: 4100, host: '127.0.0.1', controlPlaneUrl: 'http://127.0.0.1:4000' });
+    expect(config.allowedHosts).toEqual(['localhost', '127.0.0.1', '::1']);
+    expect(config.cache).toEqual({ maxEntries: 10_000, ttlMs: 30_000, negativeTtlMs: 5_000 });
+  });
+
+  it('refuses a missing internal token, bad numbers and bad URLs, naming the setting', () => {
+    expect(() => loadGatewayConfig({})).toThrow(/INTERNAL_TOKEN/);
+    expect(() => loadGatewayConfig({ INTERNAL_TOKEN: 'short' })).toThrow(
+      /INTERNAL_TOKEN must be at least 16/,
+    );
+    const ok = { INTERNAL_TOKEN: 'x'.repeat(16) };
+    expect(() => loadGatewayConfig({ ...ok, GATEWAY_PORT: 'http' })).toThrow(/GATEWAY_PORT/);
+    expect(() => loadGatewayConfig({ ...ok, CONTROL_PLANE_URL: 'ftp://x' })).toThrow(/CONTROL_PLANE_URL/);
+    expect(() => loadGatewayConfig({ ...ok, OPS_TOKEN: 'short' })).toThrow(/OPS_TOKEN/);
+  });
+
+  it('adds configured hosts and origins', () => {
+    const config = loadGatewayConfig({
+      INTERNAL_TOKEN: 'x'.repeat(16),
+      GATEWAY_ALLOWED_HOSTS: 'mcp.example.com, gw.internal',
+      GATEWAY_ALLOWED_ORIGINS: 'https://app.example.com',
+    });
+    expect(config.allowedHosts).toContain('mcp.example.com');
+    expect(config.allowedHosts).toContain('gw.internal');
+    expect(config.allowedOrigins).toEqual(['https://app.example.com']);
+  });
+});
+
+describe('checkOrigin', () => {
+  const policy = {
+    allowedHosts: ['localhost', '127.0.0.1', '::1'],
+    allowedOrigins: ['https://app.example.com'],
+  };
+
+  it('passes local hosts with or without a local Origin', () => {
+    expect(checkOrigin(policy, '127.0.0.1:4100', undefined)).toBeUndefined();
+    expect(checkOrigin(policy, 'localhost:4100', 'http://localhost:6274')).toBeUndefined();
+    expect(checkOrigin(policy, '[::1]:4100', 'http://[::1]:3000')).toBeUndefined();
+    expect(checkOrigin(policy, 'localhost', 'https://app.example.com')).toBeUndefined();
+  });
+
+  it('refuses foreign hosts and origins, and a missing Host', () => {
+    expect(checkOrigin(policy, 'evil.example:4100', undefined)).toMatch(/host "evil.example:4100"/);
+    expect(checkOrigin(policy, 'localhost:4100', 'http://evil.example')).toMatch(
+      /origin "http:\/\/evil.example"/,
+    );
+    expect(checkOrigin(policy, 'localhost:4100', 'null')).toMatch(/not a URL/);
+    expect(checkOrigin(policy, undefined, undefined)).toMatch(/host/);
+  });
+
+  it('"*" opens hosts, not origins', () => {
+    const open = { allowedHosts: ['*'], allowedOrigins: [] };
+    expect(checkOrigin(open, 'anything.example', undefined)).toBeUndefined();
+    expect(checkOrigin(open, 'anything.example', 'http://anything.example')).toMatch(/origin/);
+  });
+});
+
+describe('closeMatches', () => {
+  const names = ['find_customers', 'peek_orders', 'query_k3f9a2', 'create_customer'];
+
+  it('suggests near names, closest first', () => {
+    expect(closeMatches('find_customer', names)).toEqual(['find_customers']);
+    expect(closeMatches('customer', names)).toEqual(['create_customer', 'find_customers']);
+    expect(closeMatches('query_k3f9a3', names)).toEqual(['query_k3f9a2']);
+  });
+
+  it('suggests nothing for an unrelated name', () => {
+    expect(closeMatches('delete_everything', names)).toEqual([]);
+  });
+});
+
+describe('RateLimiter', () => {
+  it('allows the burst, then refills at the sustained rate', () => {
+    const limiter = new RateLimiter(2, 3);
+    const t0 = 1_000_000;
+    expect([limiter.take('k', t0), limiter.take('k', t0), limiter.take('k', t0)]).toEqual([0, 0, 0]);
+    expect(limiter.take('k', t0)).toBe(1);
+    expect(limiter.take('k', t0 + 500)).toBe(0);
+    expect(limiter.take('other', t0)).toBe(0);
+  });
+
+  it('is off at 0 per second', () => {
+    const limiter = new RateLimiter(0, 1);
+    for (let i = 0; i < 100; i++) expect(limiter.take('k')).toBe(0);
+  });
+});
