@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway, redactUrl } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
-import { twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
 import { INTERNAL_TOKEN, OPS_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
