@@ -65,7 +65,7 @@ function rawPost(path: string, headers: Record<string, string>): Promise<{ statu
 }
 
 function expectJsonRpcError(
-  res: { status: number; body: any },
+  res: { status: number; body: Json },
   status: number,
   code: number,
   bindery: string,
