@@ -15,6 +15,48 @@ export const INTERNAL_TOKEN = 'benchmark-internal-token';
 const SERVICE_DIR = fileURLToPath(new URL('../../services/control-plane', import.meta.url));
 const SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 
+export interface RunningProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Spawns `tsx src/server.ts` in `dir` and resolves once it logs that it listens. */
+export async function spawnService(
+  dir: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Promise<{ url: string; child: ChildProcess }> {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/server.ts'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', LOG_REQUESTS: 'false', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`${dir} did not start:\n${output}`)), 90_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`${dir} exited with ${code}:\n${output}`)));
+  });
+  return { url, child };
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
 export interface RunningControlPlane {
   url: string;
   database: string;
@@ -34,11 +76,11 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
 /** Starts `src/server.ts` on a new database (`pglite` for the embedded one) and waits until it listens. */
 export async function startControlPlane(engine: 'postgres' | 'pglite'): Promise<RunningControlPlane> {
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
     PORT: '0',
     BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
     INTERNAL_TOKEN,
     BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
+    BINDERY_SEED_DEMO: 'false',
     RESULT_LIMIT_BYTES: String(32 * 1024 * 1024),
   };
   let cleanup: () => Promise<void>;
@@ -57,35 +99,12 @@ export async function startControlPlane(engine: 'postgres' | 'pglite'): Promise<
     env.BINDERY_DATA_DIR = dir;
     cleanup = () => rm(dir, { recursive: true, force: true });
   }
-  // "Server listening" is logged at info; request logs stay off so they do not cost time.
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: SERVICE_DIR,
-    env: { ...env, LOG_LEVEL: 'info', LOG_REQUESTS: 'false' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error(`control plane did not start:\n${output}`)), 90_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`control plane exited with ${code}:\n${output}`)));
-  });
+  const { url, child } = await spawnService(SERVICE_DIR, env);
   return {
     url,
     database,
     async stop() {
-      await new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      });
+      await stopChild(child);
       await cleanup();
     },
   };

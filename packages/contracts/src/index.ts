@@ -57,3 +57,4 @@ export {
   ToolError,
   ToolResult,
 } from './internal-api.ts';
+export { DISPLAY_PREFIX_LENGTH, redactApiKeyInUrl } from './redaction.ts';

@@ -6,7 +6,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
@@ -15,6 +15,7 @@ import { registerErrorHandler } from './http/error-handler.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
 import { requireInternal } from './http/internal-auth.ts';
+import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { internalRoutes } from './routes/internal.ts';
@@ -38,9 +39,9 @@ const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
 /** Builds the control-plane app (not listening). */
 export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const app = Fastify({
-    logger: options.logger ?? { level: options.config.logLevel },
+    logger: options.logger ?? { level: options.config.logLevel, serializers: { req: serializeRequest } },
     bodyLimit: options.config.bodyLimitBytes,
-    disableRequestLogging: options.config.logRequests === false,
+    logController: new LogController({ disableRequestLogging: options.config.logRequests === false }),
     ajv: {
       // Unknown fields are refused with a clear error rather than silently dropped.
       customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false },

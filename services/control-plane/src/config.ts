@@ -22,6 +22,16 @@ export interface Config {
   maxResultBytes: number;
   /** Budget of the parsed-context cache, in bytes of JSON (0 turns it off). */
   contextCacheBytes: number;
+  /** Base URLs of the gateways told to drop a changed exposure (`POST {url}/cache/invalidate`). */
+  gatewayUrls: string[];
+  /** The gateways' ops credential, sent with every invalidation; required when gatewayUrls is set. */
+  opsToken: string | undefined;
+  /** Redis for invalidation fan-out (pub/sub on `bindery:config-invalidate`); unset = HTTP only. */
+  redisUrl: string | undefined;
+  /** Where MCP clients reach a gateway; used to print the demo exposure's URL. */
+  gatewayPublicUrl: string;
+  /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
+  seedDemo: boolean | undefined;
 }
 
 export class ConfigError extends Error {
@@ -38,15 +48,74 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   return value;
 }
 
+function secret(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name] || undefined;
+  if (value !== undefined && value.length < 16) {
+    throw new ConfigError(`${name} must be at least 16 characters long`);
+  }
+  return value;
+}
+
+/** An http(s) base URL without a trailing slash (a path prefix is kept: gateways may sit under one). */
+function httpUrl(name: string, raw: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  if (parsed.search !== '' || parsed.hash !== '') {
+    throw new ConfigError(`${name} must be a base URL without query or fragment, got "${raw}"`);
+  }
+  return parsed.href.replace(/\/+$/, '');
+}
+
+function gatewayUrls(env: NodeJS.ProcessEnv): string[] {
+  const urls = (env.GATEWAY_URLS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((raw) => httpUrl('GATEWAY_URLS', raw));
+  return [...new Set(urls)];
+}
+
+function redisUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.REDIS_URL || undefined;
+  if (raw === undefined) return undefined;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(raw).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:') {
+    // The URL may carry a password: name the setting, not its value.
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  }
+  return raw;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`);
+}
+
 /** Builds the config from an environment (normally `process.env`); throws ConfigError on bad values. */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const adminToken = env.BINDERY_ADMIN_TOKEN || undefined;
-  if (adminToken !== undefined && adminToken.length < 16) {
-    throw new ConfigError('BINDERY_ADMIN_TOKEN must be at least 16 characters long');
-  }
-  const internalToken = env.INTERNAL_TOKEN || undefined;
-  if (internalToken !== undefined && internalToken.length < 16) {
-    throw new ConfigError('INTERNAL_TOKEN must be at least 16 characters long');
+  const adminToken = secret(env, 'BINDERY_ADMIN_TOKEN');
+  const internalToken = secret(env, 'INTERNAL_TOKEN');
+  const gateways = gatewayUrls(env);
+  const opsToken = secret(env, 'OPS_TOKEN');
+  if (gateways.length > 0 && opsToken === undefined) {
+    throw new ConfigError(
+      'OPS_TOKEN must be set when GATEWAY_URLS is: it is the credential the gateways ask for on /cache/invalidate',
+    );
   }
   return {
     host: env.HOST || '127.0.0.1',
@@ -60,5 +129,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     internalToken,
     maxResultBytes: integer(env, 'RESULT_LIMIT_BYTES', 1_000_000, 1024, 256 * 1024 * 1024),
     contextCacheBytes: integer(env, 'CONTEXT_CACHE_MB', 64, 0, 64 * 1024) * 1024 * 1024,
+    gatewayUrls: gateways,
+    opsToken,
+    redisUrl: redisUrl(env),
+    gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || 'http://127.0.0.1:4100'),
+    seedDemo: flag(env, 'BINDERY_SEED_DEMO'),
   };
 }

@@ -3,6 +3,7 @@
  * stored only as a SHA-256 hash plus a short display prefix.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { DISPLAY_PREFIX_LENGTH } from '@bindery/contracts';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -44,8 +45,6 @@ export interface Credential {
   hash: string;
   prefix: string;
 }
-
-const DISPLAY_PREFIX_LENGTH = 12;
 
 /** SHA-256 (hex) of a credential: what the database stores and looks up by. */
 export function hashSecret(secret: string): string {

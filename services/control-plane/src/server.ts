@@ -1,11 +1,14 @@
 /**
  * Starts the control plane: config from the environment, database opened and migrated, root token
- * ensured, then listen; SIGINT/SIGTERM close everything gracefully.
+ * ensured, the demo seeded on a fresh database, then listen; SIGINT/SIGTERM close everything
+ * gracefully.
  */
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './db/database.ts';
+import { seedDemo, wantsDemo } from './domain/demo.ts';
 import { ensureRootToken } from './domain/users.ts';
+import { ExposureInvalidation } from './exposure-invalidation.ts';
 
 let config: Config;
 try {
@@ -24,9 +27,22 @@ const app = await buildApp({
   config,
   domain: {
     prisma: database.prisma,
-    listener: { configChanged: (ids) => app.log.debug({ aei_ids: ids }, 'exposure config changed') },
+    // Forwards to the invalidation below, which logs through this app's logger. Nothing changes an
+    // exposure before it exists: the app does not listen yet and the demo seed tells no one.
+    listener: { configChanged: (ids) => invalidation.configChanged(ids) },
   },
 });
+const invalidation = new ExposureInvalidation({
+  gatewayUrls: config.gatewayUrls,
+  opsToken: config.opsToken,
+  redisUrl: config.redisUrl,
+  log: app.log.child({ component: 'invalidation' }),
+});
+if (config.gatewayUrls.length > 0 || config.redisUrl !== undefined) {
+  app.log.info(invalidation.targets, 'gateways are told about exposure changes');
+} else {
+  app.log.info('no GATEWAY_URLS or REDIS_URL: gateways see exposure changes only when their cache expires');
+}
 app.log.info(
   {
     database: database.kind,
@@ -43,6 +59,20 @@ if (generated) {
       '  Set BINDERY_ADMIN_TOKEN to choose your own.\n\n',
   );
 }
+if (wantsDemo(config.seedDemo, database.kind)) {
+  // A brand-new exposure is in no gateway's cache yet, so the seed has nothing to invalidate (and
+  // the gateways may still be starting).
+  const demo = await seedDemo({ prisma: database.prisma, listener: { configChanged: () => {} } });
+  if (demo) {
+    app.log.info({ aei_id: demo.aeiId, tools: demo.toolNames }, 'demo exposure seeded');
+    // The URL holds the api_key: printed once, on the console only, like the root token.
+    process.stdout.write(
+      `  Demo MCP server "Demo agent" (${demo.toolNames.length} tools on a sample CRM; shown once, it holds the api_key):\n` +
+        `  MCP URL: ${config.gatewayPublicUrl}/api/v2/mcp/server/${demo.apiKey}\n` +
+        '  Connect: run `npx @modelcontextprotocol/inspector`, pick transport "Streamable HTTP" and paste the URL.\n\n',
+    );
+  }
+}
 
 let closing = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -52,6 +82,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     app.log.info({ signal }, 'shutting down');
     void app
       .close()
+      .then(() => invalidation.close())
       .then(() => database.close())
       .then(() => process.exit(0));
   });

@@ -13,6 +13,13 @@ describe('loadConfig', () => {
       adminToken: undefined,
     });
     expect(config.dataDir.endsWith('.bindery')).toBe(true);
+    expect(config).toMatchObject({
+      gatewayUrls: [],
+      opsToken: undefined,
+      redisUrl: undefined,
+      gatewayPublicUrl: 'http://127.0.0.1:4100',
+      seedDemo: undefined,
+    });
   });
 
   it('reads every setting', () => {
@@ -38,5 +45,67 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT/);
     expect(() => loadConfig({ BODY_LIMIT_BYTES: 'lots' })).toThrow(/BODY_LIMIT_BYTES/);
     expect(() => loadConfig({ BINDERY_ADMIN_TOKEN: 'short' })).toThrow(/at least 16/);
+  });
+});
+
+describe('invalidation and demo settings', () => {
+  const OPS_TOKEN = 'an-ops-token-long-enough';
+
+  it('reads the gateways to tell, trimmed, without trailing slashes, each once', () => {
+    const config = loadConfig({
+      GATEWAY_URLS: ' http://10.0.0.1:4100/ , https://gw.example/bindery/,http://10.0.0.1:4100,',
+      OPS_TOKEN,
+      REDIS_URL: 'redis://:secret@127.0.0.1:6379/0',
+      GATEWAY_PUBLIC_URL: 'https://mcp.example/',
+      BINDERY_SEED_DEMO: 'false',
+    });
+    expect(config).toMatchObject({
+      gatewayUrls: ['http://10.0.0.1:4100', 'https://gw.example/bindery'],
+      opsToken: OPS_TOKEN,
+      redisUrl: 'redis://:secret@127.0.0.1:6379/0',
+      gatewayPublicUrl: 'https://mcp.example',
+      seedDemo: false,
+    });
+    expect(loadConfig({ BINDERY_SEED_DEMO: 'true' }).seedDemo).toBe(true);
+  });
+
+  it('refuses GATEWAY_URLS without OPS_TOKEN, saying why', () => {
+    expect(() => loadConfig({ GATEWAY_URLS: 'http://127.0.0.1:4100' })).toThrow(
+      /OPS_TOKEN must be set when GATEWAY_URLS is/,
+    );
+  });
+
+  it('refuses a short OPS_TOKEN even without gateways', () => {
+    expect(() => loadConfig({ OPS_TOKEN: 'short' })).toThrow('OPS_TOKEN must be at least 16 characters long');
+  });
+
+  it('refuses a gateway URL that is not a plain http(s) base URL, naming it', () => {
+    expect(() => loadConfig({ GATEWAY_URLS: 'gw1:4100', OPS_TOKEN })).toThrow(
+      'GATEWAY_URLS must be an http(s) URL, got "gw1:4100"',
+    );
+    expect(() => loadConfig({ GATEWAY_URLS: 'http://ok:1, not a url', OPS_TOKEN })).toThrow(/"not a url"/);
+    expect(() => loadConfig({ GATEWAY_URLS: 'http://gw:4100/?x=1', OPS_TOKEN })).toThrow(/without query/);
+    expect(() => loadConfig({ GATEWAY_PUBLIC_URL: 'ftp://gw' })).toThrow(
+      /GATEWAY_PUBLIC_URL must be an http/,
+    );
+  });
+
+  it('refuses a REDIS_URL that is not redis:// without echoing it (it may hold a password)', () => {
+    let message = '';
+    try {
+      loadConfig({ REDIS_URL: 'http://user:hunter2@cache:6379' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toBe('REDIS_URL must be a redis:// or rediss:// URL');
+    expect(loadConfig({ REDIS_URL: 'rediss://cache.example:6380' }).redisUrl).toBe(
+      'rediss://cache.example:6380',
+    );
+  });
+
+  it('refuses a BINDERY_SEED_DEMO that is not true or false', () => {
+    expect(() => loadConfig({ BINDERY_SEED_DEMO: 'yes' })).toThrow(
+      'BINDERY_SEED_DEMO must be "true" or "false", got "yes"',
+    );
   });
 });

@@ -161,6 +161,8 @@ describe('config v2', () => {
       headers: { 'if-none-match': res.headers.get('etag')! },
     });
     expect(again.status).toBe(304);
+    expect(again.body).toBeUndefined();
+    expect(again.headers.get('content-length') ?? '0').toBe('0');
   });
 
   it('leaves out disabled bindings and empties a disabled AEI; a change moves the ETag', async () => {

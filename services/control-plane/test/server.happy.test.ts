@@ -1,6 +1,7 @@
 // Pins what a newcomer sees on first start: the control plane process starts on an empty embedded
-// database, migrates it, prints a root token once, serves the API with it, and on a restart over
-// the same data directory prints no new token while the old one keeps working.
+// database, migrates it, prints a root token and the demo exposure's MCP URL once, serves the API
+// with that token, and on a restart over the same data directory prints neither again while the
+// old token keeps working.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,10 +19,13 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-/** Starts `tsx src/server.ts` and resolves with its URL and everything it printed until listening. */
+/**
+ * Starts `tsx src/server.ts` and resolves with its URL, everything it printed until listening, and
+ * `printed()` for everything printed so far.
+ */
 function startServer(
   env: Record<string, string>,
-): Promise<{ url: string; output: string; child: ChildProcessWithoutNullStreams }> {
+): Promise<{ url: string; output: string; printed(): string; child: ChildProcessWithoutNullStreams }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: serviceDir,
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
@@ -35,7 +39,7 @@ function startServer(
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
       if (match?.[1]) {
         clearTimeout(timer);
-        resolve({ url: match[1], output, child });
+        resolve({ url: match[1], output, printed: () => output, child });
       }
     };
     child.stdout.on('data', onData);
@@ -46,26 +50,51 @@ function startServer(
 
 function stop(child: ChildProcessWithoutNullStreams): Promise<number | null> {
   return new Promise((resolve) => {
-    child.once('exit', (code) => resolve(code));
+    // 'close', not 'exit': by then everything it printed has been read.
+    child.once('close', (code) => resolve(code));
     child.kill('SIGTERM');
   });
 }
 
 // One engine suffices: this is about the process on the embedded database, not SQL.
 describe.runIf(engine === 'pglite')('control plane process on the embedded database', () => {
-  it('prints a root token once, serves with it, and keeps it across a restart', async () => {
+  it('prints a root token and the demo MCP URL once, serves with it, and keeps it across a restart', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'bindery-data-'));
-    const first = await startServer({ BINDERY_DATA_DIR: dataDir });
+    const env = {
+      BINDERY_DATA_DIR: dataDir,
+      GATEWAY_PUBLIC_URL: 'http://gateway.test:4100/',
+      INTERNAL_TOKEN: 'internal-token-for-server-tests',
+    };
+    const first = await startServer(env);
     const token = /Root admin token \(shown once, store it now\): (\S+)/.exec(first.output)?.[1];
     expect(token).toMatch(/^bnd_admin_/);
     expect(first.output).toContain('"database":"pglite"');
     const me = await fetch(`${first.url}/api/v2/me`, { headers: { authorization: `Bearer ${token}` } });
     expect(me.status).toBe(200);
     expect(await me.json()).toMatchObject({ name: 'root', is_root: true });
-    expect(await stop(first.child)).toBe(0);
 
-    const second = await startServer({ BINDERY_DATA_DIR: dataDir });
+    const mcpUrl = /MCP URL: (\S+)/.exec(first.output)?.[1];
+    expect(mcpUrl).toMatch(/^http:\/\/gateway\.test:4100\/api\/v2\/mcp\/server\/bnd_key_[A-Za-z0-9_-]+$/);
+    expect(first.output).toContain('npx @modelcontextprotocol/inspector');
+    const apiKey = mcpUrl!.split('/').pop()!;
+    expect(first.output).toContain('"msg":"demo exposure seeded"');
+    const aeis = await fetch(`${first.url}/api/v2/aeis`, { headers: { authorization: `Bearer ${token}` } });
+    const { items } = (await aeis.json()) as { items: { name: string; api_key_prefix: string }[] };
+    expect(items).toHaveLength(1);
+    expect(items[0]?.name).toBe('Demo agent');
+    expect(apiKey.startsWith(items[0]?.api_key_prefix ?? '-')).toBe(true);
+    // A gateway's config lookup carries the key in its path; the request log keeps only its prefix.
+    const config = await fetch(`${first.url}/internal/aei/mcp/${apiKey}/config`, {
+      headers: { authorization: 'Bearer internal-token-for-server-tests' },
+    });
+    expect(config.status).toBe(200);
+    expect(await stop(first.child)).toBe(0);
+    expect(first.printed()).toContain(`/internal/aei/mcp/${apiKey.slice(0, 12)}…/config`);
+    expect(first.printed().split(apiKey)).toHaveLength(2); // the MCP URL line, nowhere else
+
+    const second = await startServer(env);
     expect(second.output).not.toContain('Root admin token');
+    expect(second.output).not.toContain('MCP URL');
     expect(second.output).toContain('"migrated":[]');
     const again = await fetch(`${second.url}/api/v2/me`, { headers: { authorization: `Bearer ${token}` } });
     expect(again.status).toBe(200);
@@ -76,5 +105,8 @@ describe.runIf(engine === 'pglite')('control plane process on the embedded datab
     await expect(startServer({ BINDERY_DATA_DIR: dataDir, PORT: 'eighty' })).rejects.toThrow(
       /PORT must be an integer/,
     );
+    await expect(
+      startServer({ BINDERY_DATA_DIR: dataDir, GATEWAY_URLS: 'http://127.0.0.1:4100' }),
+    ).rejects.toThrow(/OPS_TOKEN must be set when GATEWAY_URLS is/);
   });
 });

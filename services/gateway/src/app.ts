@@ -3,6 +3,7 @@
  * (with REDIS_URL) the invalidation subscriber. It holds no database: everything comes from the
  * control plane over HTTP. `server.ts` only listens and closes.
  */
+import { redactApiKeyInUrl } from '@bindery/contracts';
 import Fastify, {
   LogController,
   type FastifyError,
@@ -26,11 +27,6 @@ declare module 'fastify' {
   }
 }
 
-/** `/server/<api_key>` in a URL, with the key cut to its display prefix: keys never reach logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/server\/([^/?#]+)/, (_m, key: string) => `/server/${key.slice(0, 12)}…`);
-}
-
 /**
  * Builds the gateway (not listening). Logs go to stdout, or to `logTo` (a stream, for tests), or
  * nowhere with `false`; request URLs are always redacted.
@@ -46,7 +42,7 @@ export async function buildGateway(
           level: config.logLevel,
           ...(logTo && { stream: logTo }),
           serializers: {
-            req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+            req: (req) => ({ method: req.method, url: redactApiKeyInUrl(req.url), remoteAddress: req.ip }),
           },
         };
   const app = Fastify({

@@ -5,7 +5,8 @@
 import { request } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildGateway, redactUrl } from '../src/app.ts';
+import { redactApiKeyInUrl } from '@bindery/contracts';
+import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
 import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
 import { INTERNAL_TOKEN, OPS_TOKEN, startStack, type Stack } from './support/stack.ts';
@@ -220,7 +221,7 @@ describe('logs', () => {
     expect(logs).toContain('/api/v2/mcp/server/');
     expect(logs).toContain(exposed.apiKey.slice(0, 12));
     expect(logs).not.toContain(exposed.apiKey);
-    expect(redactUrl(`/api/v1/mcp/server/${exposed.apiKey}?a=b`)).toBe(
+    expect(redactApiKeyInUrl(`/api/v1/mcp/server/${exposed.apiKey}?a=b`)).toBe(
       `/api/v1/mcp/server/${exposed.apiKey.slice(0, 12)}…?a=b`,
     );
   });

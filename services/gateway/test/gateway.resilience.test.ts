@@ -21,6 +21,23 @@ const metric = async (name: 'cache' | 'toolCalls', label: string) =>
     .filter((v) => Object.values(v.labels).includes(label))
     .reduce((sum, v) => sum + v.value, 0);
 
+describe('control plane up', () => {
+  it('revalidates an expired entry with its ETag (304), then serves it fresh again', async () => {
+    const client = await stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`);
+    await client.listTools();
+    const revalidatedBefore = await metric('cache', 'revalidated');
+    const staleBefore = await metric('cache', 'stale');
+    await new Promise((r) => setTimeout(r, 300));
+    await client.listTools();
+    expect(await metric('cache', 'revalidated')).toBe(revalidatedBefore + 1);
+    const hitsBefore = await metric('cache', 'hit');
+    await client.listTools();
+    expect(await metric('cache', 'hit')).toBeGreaterThan(hitsBefore);
+    expect(await metric('cache', 'revalidated')).toBe(revalidatedBefore + 1);
+    expect(await metric('cache', 'stale')).toBe(staleBefore);
+  });
+});
+
 describe('control plane down', () => {
   it('keeps listing, fails calls with UPSTREAM_FAILED, and recovers by itself', async () => {
     const client = await stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`);

@@ -13,6 +13,7 @@ import {
   LegacyExecuteRequest,
   ToolResult,
 } from '@bindery/contracts';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { executeBinding, executeLegacy, type ExecutorOptions } from '../domain/executor.ts';
 import { configForApiKey, configVersionOf, legacyConfigForApiKey } from '../domain/exposure-config.ts';
@@ -44,13 +45,17 @@ export function internalRoutes(executor: ExecutorOptions) {
           security: internalSecurity,
           params: ApiKeyParams,
           headers: Type.Object({ 'if-none-match': Type.Optional(Type.String()) }),
-          response: { 200: ConfigV2, 304: Type.Null(), ...errorResponses(404) },
+          // 304 is answered without a body (and so without a schema): see the handler.
+          response: { 200: ConfigV2, ...errorResponses(404) },
         },
       },
       async (request, reply) => {
         const version = await configVersionOf(db, request.params.api_key);
         if (version !== undefined && matches(request.headers['if-none-match'], `"${version}"`)) {
-          return reply.status(304).header('etag', `"${version}"`).send(null);
+          // No payload at all: a serialised `null` would announce 4 bytes a 304 may not carry,
+          // and clients that trust Content-Length would wait for them.
+          // The typed reply only knows the schema's statuses; 304 deliberately has none.
+          return (reply as FastifyReply).status(304).header('etag', `"${version}"`).send();
         }
         const config = await configForApiKey(db, request.params.api_key);
         return reply.header('etag', `"${config.aei.config_version}"`).send(config);

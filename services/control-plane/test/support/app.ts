@@ -4,6 +4,7 @@
  */
 import { buildApp } from '../../src/app.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
+import type { ConfigChangeListener } from '../../src/domain/context.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
 import { ensureRootToken } from '../../src/domain/users.ts';
 import { createDatabase, TEMPLATE_DB } from './postgres.ts';
@@ -44,7 +45,13 @@ export interface CallResult {
 }
 
 export async function startTestApp(
-  options: { bodyLimitBytes?: number; maxResultBytes?: number; sameDatabaseAs?: TestApp } = {},
+  options: {
+    bodyLimitBytes?: number;
+    maxResultBytes?: number;
+    sameDatabaseAs?: TestApp;
+    /** Also told about every config change (after `configChanges` records it). */
+    listener?: ConfigChangeListener;
+  } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
   let database: Database;
@@ -71,7 +78,15 @@ export async function startTestApp(
       internalToken: INTERNAL_TOKEN,
       maxResultBytes: options.maxResultBytes ?? 1_000_000,
     },
-    domain: { prisma: database.prisma, listener: { configChanged: (ids) => configChanges.push([...ids]) } },
+    domain: {
+      prisma: database.prisma,
+      listener: {
+        configChanged: (ids) => {
+          configChanges.push([...ids]);
+          options.listener?.configChanged(ids);
+        },
+      },
+    },
     logger: false,
   });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });

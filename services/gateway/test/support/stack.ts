@@ -65,6 +65,7 @@ export interface Stack {
 
 export interface StackOptions {
   gatewayEnv?: Record<string, string>;
+  controlPlaneEnv?: Record<string, string>;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -92,6 +93,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         BINDERY_SEED_DEMO: 'false',
         LOG_LEVEL: 'info',
         LOG_REQUESTS: 'false',
+        ...options.controlPlaneEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,0 +1,253 @@
+/**
+ * Exposure invalidation: when an AEI's config_version was bumped (after commit), tell every
+ * gateway to drop its cached config, so agents see the change at once instead of after the cache
+ * TTL. Two transports, both used when both are configured:
+ * - HTTP: `POST {gateway}/cache/invalidate` with the ops token, to each of GATEWAY_URLS;
+ * - Redis: `PUBLISH bindery:config-invalidate`, for gateways the control plane does not know by
+ *   address (N gateways behind a load balancer).
+ * The message is `{"aei_ids": [...]}` on both. Delivery is best effort: the admin change has
+ * committed already, so a failure is logged (with the gateway or channel) and never thrown; the
+ * gateways' cache TTL bounds how long a missed invalidation can matter.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from 'redis';
+import { Agent, request } from 'undici';
+import type { ConfigChangeListener } from './domain/context.ts';
+
+/** The Redis channel gateways subscribe to. The gateway must use this same literal. */
+export const INVALIDATION_CHANNEL = 'bindery:config-invalidate';
+
+/** The gateway route that drops cached configs; relative to each gateway base URL. */
+export const INVALIDATION_PATH = '/cache/invalidate';
+
+/** What the invalidation logs through: Fastify's (pino) logger fits, so does a test's collector. */
+export interface InvalidationLog {
+  debug(details: Record<string, unknown>, message: string): void;
+  info(details: Record<string, unknown>, message: string): void;
+  warn(details: Record<string, unknown>, message: string): void;
+}
+
+export interface ExposureInvalidationOptions {
+  /** Gateway base URLs, without a trailing slash. */
+  gatewayUrls: readonly string[];
+  /** Sent as `Authorization: Bearer`; required when gatewayUrls is not empty. */
+  opsToken: string | undefined;
+  redisUrl: string | undefined;
+  log: InvalidationLog;
+  /** Budget of one HTTP attempt or one PUBLISH (default 2 s). */
+  timeoutMs?: number;
+  /** Pause before the one retry of a failed HTTP attempt (default 100 ms). */
+  retryDelayMs?: number;
+}
+
+/** A Redis client for publishing invalidations; it reconnects on its own until closed. */
+function createRedisClient(url: string, timeoutMs: number) {
+  return createClient({
+    url,
+    // A PUBLISH while Redis is away fails at once rather than piling up until it is back:
+    // an invalidation delivered minutes late is worth less than the TTL it races.
+    disableOfflineQueue: true,
+    socket: {
+      connectTimeout: timeoutMs,
+      reconnectStrategy: (retries) => Math.min(100 * 2 ** retries, 5_000),
+    },
+  });
+}
+
+type RedisClient = ReturnType<typeof createRedisClient>;
+
+type Attempt =
+  { ok: true; status: number } | { ok: false; retryable: boolean; details: Record<string, unknown> };
+
+/**
+ * The control plane's ConfigChangeListener: fans each change out to the configured gateways and,
+ * with REDIS_URL, to Redis. `configChanged` returns at once; `settled()` waits for deliveries in
+ * flight; `close()` waits for them and releases the connections.
+ */
+export class ExposureInvalidation implements ConfigChangeListener {
+  readonly #gatewayUrls: readonly string[];
+  readonly #opsToken: string | undefined;
+  readonly #log: InvalidationLog;
+  readonly #timeoutMs: number;
+  readonly #retryDelayMs: number;
+  readonly #agent: Agent | undefined;
+  readonly #redis: RedisClient | undefined;
+  readonly #inFlight = new Set<Promise<void>>();
+  /** An outage of Redis is logged once, when it starts; `ready` clears it. */
+  #redisWarned = false;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: ExposureInvalidationOptions) {
+    if (options.gatewayUrls.length > 0 && options.opsToken === undefined) {
+      // loadConfig refuses this combination; a caller building options by hand gets the same rule.
+      throw new TypeError('an ops token is required to invalidate gateway caches over HTTP');
+    }
+    this.#gatewayUrls = options.gatewayUrls;
+    this.#opsToken = options.opsToken;
+    this.#log = options.log;
+    this.#timeoutMs = options.timeoutMs ?? 2_000;
+    this.#retryDelayMs = options.retryDelayMs ?? 100;
+    if (this.#gatewayUrls.length > 0) {
+      this.#agent = new Agent({
+        connect: { timeout: this.#timeoutMs },
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
+      });
+    }
+    if (options.redisUrl !== undefined) this.#redis = this.#connectRedis(options.redisUrl);
+  }
+
+  /** Where invalidations go, for the start-up log line (the Redis URL may hold a password). */
+  get targets(): { gateways: readonly string[]; redis: boolean } {
+    return { gateways: this.#gatewayUrls, redis: this.#redis !== undefined };
+  }
+
+  configChanged(aeiIds: readonly string[]): void {
+    if (aeiIds.length === 0) return;
+    const ids = [...aeiIds];
+    if (this.#closed) {
+      this.#log.warn({ aei_ids: ids }, 'exposure config changed during shutdown; gateways not told');
+      return;
+    }
+    const message = JSON.stringify({ aei_ids: ids });
+    if (this.#gatewayUrls.length === 0 && this.#redis === undefined) {
+      this.#log.debug({ aei_ids: ids }, 'exposure config changed; no gateways configured to tell');
+      return;
+    }
+    for (const url of this.#gatewayUrls) this.#track(this.#post(url, message, ids));
+    if (this.#redis !== undefined) this.#track(this.#publish(this.#redis, message, ids));
+  }
+
+  /** Resolves once every delivery started so far has succeeded or been given up (and logged). */
+  async settled(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+  }
+
+  /** Finishes the deliveries in flight, then closes the HTTP pool and the Redis connection. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#closed = true;
+    await this.settled();
+    await this.#agent?.close();
+    const redis = this.#redis;
+    if (redis?.isOpen) {
+      // close() waits for commands in flight; a client still (re)connecting has none to wait for.
+      if (redis.isReady) await redis.close();
+      else redis.destroy();
+    }
+  }
+
+  #track(delivery: Promise<void>): void {
+    this.#inFlight.add(delivery);
+    void delivery.finally(() => this.#inFlight.delete(delivery));
+  }
+
+  async #post(gateway: string, body: string, aeiIds: string[]): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      const outcome = await this.#attempt(`${gateway}${INVALIDATION_PATH}`, body);
+      if (outcome.ok) {
+        this.#log.debug(
+          { gateway, aei_ids: aeiIds, status: outcome.status, attempts: attempt },
+          'gateway cache invalidated',
+        );
+        return;
+      }
+      if (!outcome.retryable || attempt >= 2) {
+        this.#log.warn(
+          { gateway, aei_ids: aeiIds, attempts: attempt, ...outcome.details },
+          'gateway cache invalidation failed; the gateway serves the old config until its cache expires',
+        );
+        return;
+      }
+      await sleep(this.#retryDelayMs);
+    }
+  }
+
+  /** One POST; network errors, timeouts and 5xx are worth a retry, other answers are final. */
+  async #attempt(url: string, body: string): Promise<Attempt> {
+    try {
+      const response = await request(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.#opsToken}`, 'content-type': 'application/json' },
+        body,
+        dispatcher: this.#agent,
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+      // Read the answer to the end so the connection goes back to the pool.
+      await response.body.dump();
+      const status = response.statusCode;
+      if (status >= 200 && status < 300) return { ok: true, status };
+      return { ok: false, retryable: status >= 500, details: { status } };
+    } catch (error) {
+      return { ok: false, retryable: true, details: errorDetails(error) };
+    }
+  }
+
+  #connectRedis(url: string): RedisClient {
+    const client = createRedisClient(url, this.#timeoutMs);
+    client.on('ready', () => {
+      this.#log.info(
+        { channel: INVALIDATION_CHANNEL },
+        this.#redisWarned ? 'redis reconnected' : 'redis connected',
+      );
+      this.#redisWarned = false;
+    });
+    client.on('error', (error: unknown) => {
+      // node-redis emits one error per reconnect attempt: say it once per outage.
+      if (this.#redisWarned) return;
+      this.#redisWarned = true;
+      this.#log.warn(
+        { channel: INVALIDATION_CHANNEL, ...errorDetails(error) },
+        'redis unreachable; retrying in the background',
+      );
+    });
+    // connect() settles only once connected (or when closed); reconnects are the client's own.
+    client.connect().catch(() => undefined);
+    return client;
+  }
+
+  async #publish(client: RedisClient, message: string, aeiIds: string[]): Promise<void> {
+    if (!client.isReady) {
+      this.#log.warn(
+        { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds },
+        'redis not connected; invalidation not published',
+      );
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const receivers = await Promise.race([
+        client.publish(INVALIDATION_CHANNEL, message),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${this.#timeoutMs} ms`)),
+            this.#timeoutMs,
+          );
+        }),
+      ]);
+      this.#log.debug(
+        { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, receivers },
+        'invalidation published',
+      );
+    } catch (error) {
+      this.#log.warn(
+        { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, ...errorDetails(error) },
+        'redis publish failed; invalidation not published',
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** A log-friendly summary of a transport error (message and, when present, its code). */
+function errorDetails(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { error: String(error) };
+  const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
+  return { error: error.message || error.name, ...(typeof code === 'string' && { code }) };
+}
