@@ -175,6 +175,9 @@ export const CreateAeiBody = Type.Object(
     type: Type.Optional(Type.Literal('mcp')),
     exposure_mode: Type.Optional(ExposureMode),
     status: Type.Optional(AeiStatus),
+    catalog_search: Type.Optional(
+      Type.Boolean({ description: 'progressive mode: also offer search_apis (default false)' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -184,6 +187,7 @@ export const UpdateAeiBody = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     exposure_mode: Type.Optional(ExposureMode),
     status: Type.Optional(AeiStatus),
+    catalog_search: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -194,6 +198,7 @@ export const Aei = Type.Object({
   type: Type.Literal('mcp'),
   status: AeiStatus,
   exposure_mode: ExposureMode,
+  catalog_search: Type.Boolean(),
   api_key_prefix: Type.String({ description: 'the first characters of the api_key, for recognising it' }),
   config_version: Type.Integer({ description: 'bumped by every change to what this AEI exposes' }),
   created_at: Timestamp,

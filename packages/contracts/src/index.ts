@@ -58,3 +58,12 @@ export {
   ToolResult,
 } from './internal-api.ts';
 export { DISPLAY_PREFIX_LENGTH, redactApiKeyInUrl } from './redaction.ts';
+export {
+  MAX_BATCH_EXECUTIONS,
+  PROGRESSIVE_TOOLS,
+  PROGRESSIVE_TOOL_NAMES,
+  SEARCH_TOOL,
+  SEARCH_TOOL_NAME,
+  progressiveTools,
+  type ToolDefinition,
+} from './progressive.ts';

@@ -28,6 +28,8 @@ export const ConfigBinding = Type.Object({
   output_schema: Nullable(JsonObject),
   enabled: Type.Boolean(),
   app: Type.String({ description: 'slug of the ADI’s project, or "default" when it has none' }),
+  app_id: Type.String({ description: 'id of the ADI’s project, or "default" when it has none' }),
+  app_name: Type.String({ description: 'name of the ADI’s project, or "Default"' }),
   category: Type.String({ description: 'the ADI’s category, or its table’s name when it has none' }),
   adi_ref: AdiRef,
 });
@@ -40,6 +42,7 @@ export const ConfigV2 = Type.Object({
     user_id: Type.String(),
     status: AeiStatus,
     exposure_mode: ExposureMode,
+    catalog_search: Type.Boolean(),
     config_version: Type.Integer(),
   }),
   bindings: Type.Array(ConfigBinding, {

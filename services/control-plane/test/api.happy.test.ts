@@ -163,6 +163,30 @@ describe('admin API happy path', () => {
     expect(tools.body.tools).toEqual([]);
   });
 
+  it('in progressive mode the preview lists the catalog tools, search_apis when enabled', async () => {
+    const res = await t.call('POST', '/api/v2/aeis', {
+      ...as(),
+      body: { name: 'catalog', exposure_mode: 'progressive' },
+    });
+    expect(res.body).toMatchObject({ exposure_mode: 'progressive', catalog_search: false });
+    const five = await t.call('GET', `/api/v2/aeis/${res.body.id}/tools`, as());
+    expect(five.body.tools.map((x: { name: string }) => x.name)).toEqual([
+      'initialize_session',
+      'get_categories',
+      'get_apis_by_category',
+      'get_api_details',
+      'execute_apis',
+    ]);
+    const patched = await t.call('PATCH', `/api/v2/aeis/${res.body.id}`, {
+      ...as(),
+      body: { catalog_search: true },
+    });
+    expect(patched.body).toMatchObject({ catalog_search: true, config_version: 2 });
+    const six = await t.call('GET', `/api/v2/aeis/${res.body.id}/tools`, as());
+    expect(six.body.tools.at(-1).name).toBe('search_apis');
+    expect(six.body.tools.at(-1).inputSchema.required).toEqual(['query']);
+  });
+
   it('rotating the key returns a new one and invalidates the AEI', async () => {
     const before = await t.call('GET', `/api/v2/aeis/${ids.aei}`, as());
     const res = await t.call('POST', `/api/v2/aeis/${ids.aei}/rotate-key`, as());

@@ -19,6 +19,7 @@ import { createMetrics, type GatewayMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { invalidate, opsRoutes } from './routes/ops.ts';
+import { MemorySessionStore, RedisSessionStore, type SessionStateStore } from './session-state.ts';
 import { SessionRegistry } from './sessions.ts';
 
 declare module 'fastify' {
@@ -61,6 +62,13 @@ export async function buildGateway(
   const cache = new ExposureCache(client, config.cache, metrics, app.log);
   const sessions = new SessionRegistry(metrics, app.log);
   const limiter = new RateLimiter(config.rateLimit.perSecond, config.rateLimit.burst);
+  const executeLimiter = new RateLimiter(
+    config.progressive.executePerSecond,
+    config.progressive.executeBurst,
+  );
+  const store: SessionStateStore = config.redisUrl
+    ? await RedisSessionStore.connect(config.redisUrl, config.progressive.sessionTtlMs, app.log)
+    : new MemorySessionStore(config.progressive.sessionTtlMs);
   app.decorate('gateway', { cache, sessions, metrics });
 
   // Readiness: poll the control plane until it has answered once.
@@ -136,7 +144,7 @@ export async function buildGateway(
   });
 
   await app.register(async (scope) =>
-    mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics }),
+    mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter }),
   );
   await app.register(async (scope) =>
     opsRoutes(scope, { opsToken: config.opsToken, cache, sessions, metrics, ready: () => ready }),
@@ -154,6 +162,7 @@ export async function buildGateway(
     clearInterval(poll);
     await sessions.closeAll();
     await subscription?.close();
+    await store.close();
     await client.close();
   });
   return app;

@@ -26,6 +26,14 @@ export interface GatewayConfig {
   toolCallTimeoutMs: number;
   configTimeoutMs: number;
   toolsPageSize: number;
+  /** Progressive mode: session state lifetime, execute_apis limits. */
+  progressive: {
+    sessionTtlMs: number;
+    executePerSecond: number;
+    executeBurst: number;
+    concurrency: number;
+    itemTimeoutMs: number;
+  };
 }
 
 export class GatewayConfigError extends Error {
@@ -100,5 +108,12 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     toolCallTimeoutMs: integer(env, 'TOOL_CALL_TIMEOUT_MS', 30_000, 100, 600_000),
     configTimeoutMs: integer(env, 'CONFIG_TIMEOUT_MS', 5_000, 100, 60_000),
     toolsPageSize: integer(env, 'TOOLS_PAGE_SIZE', 500, 1, 100_000),
+    progressive: {
+      sessionTtlMs: integer(env, 'CATALOG_SESSION_TTL_MS', 3_600_000, 1_000, 7 * 24 * 3_600_000),
+      executePerSecond: integer(env, 'EXECUTE_RATE_PER_SECOND', 20, 0, 1_000_000),
+      executeBurst: integer(env, 'EXECUTE_RATE_BURST', 100, 50, 10_000_000),
+      concurrency: integer(env, 'EXECUTE_CONCURRENCY', 8, 1, 256),
+      itemTimeoutMs: integer(env, 'EXECUTE_ITEM_TIMEOUT_MS', 30_000, 100, 600_000),
+    },
   };
 }

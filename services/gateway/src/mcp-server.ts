@@ -18,8 +18,10 @@ import type { ControlPlaneClient } from './control-plane-client.ts';
 import { UpstreamError } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
 import { closeMatches } from './tool-suggestions.ts';
 import { toolIndex } from './tools.ts';
+import { progressiveTools } from '@bindery/contracts';
 
 export interface McpServerDeps {
   client: ControlPlaneClient;
@@ -28,6 +30,9 @@ export interface McpServerDeps {
   toolsPageSize: number;
   /** The exposure as it is now (the cache decides whether that needs the control plane). */
   exposure(): Promise<Exposure>;
+  progressive: ProgressiveDeps;
+  /** The session id the client sent, for requests served without a session of this replica. */
+  sessionIdHint: string | undefined;
 }
 
 const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
@@ -73,7 +78,16 @@ export function createMcpServer(deps: McpServerDeps): Server {
   });
 
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-    const { list } = toolIndex(await deps.exposure(), deps.client);
+    const exposure = await deps.exposure();
+    if (exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive') {
+      return {
+        tools: progressiveTools(exposure.config.aei.catalog_search).map((t) => ({
+          ...t,
+          inputSchema: t.inputSchema as never,
+        })),
+      };
+    }
+    const { list } = toolIndex(exposure, deps.client);
     const offset = decodeCursor(request.params?.cursor);
     const page = list.slice(offset, offset + deps.toolsPageSize);
     const next = offset + page.length;
@@ -88,15 +102,30 @@ export function createMcpServer(deps: McpServerDeps): Server {
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { list, byName } = toolIndex(await deps.exposure(), deps.client);
+    const exposure = await deps.exposure();
+    const index = toolIndex(exposure, deps.client);
     const name = request.params.name;
-    const tool = byName.get(name);
+    const progressive = exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive';
+    if (progressive && isCatalogTool(name, exposure.config)) {
+      const result = await callCatalogTool(
+        name,
+        request.params.arguments ?? {},
+        exposure.config,
+        index,
+        extra.sessionId ?? deps.sessionIdHint,
+        deps.progressive,
+        `${extra.sessionId ?? deps.sessionIdHint ?? 'stateless'}:${String(extra.requestId)}`,
+      );
+      deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
+      return result;
+    }
+    const tool = progressive ? undefined : index.byName.get(name);
     if (!tool) {
       deps.metrics.toolCalls.inc({ status: 'unknown_tool' });
-      const close = closeMatches(
-        name,
-        list.map((t) => t.name),
-      );
+      const names = progressive
+        ? progressiveTools(exposure.kind === 'aei' && exposure.config.aei.catalog_search).map((t) => t.name)
+        : index.list.map((t) => t.name);
+      const close = closeMatches(name, names);
       throw new McpError(
         ErrorCode.InvalidParams,
         `unknown tool "${name}"${close.length > 0 ? `; did you mean ${close.map((c) => `"${c}"`).join(', ')}?` : ''}`,

@@ -19,8 +19,8 @@ export class RateLimiter {
     this.#burst = burst;
   }
 
-  /** 0 when the request may go on, else the seconds to wait before retrying. */
-  take(key: string, now = Date.now()): number {
+  /** 0 when `cost` tokens were taken, else the seconds to wait before retrying (nothing taken). */
+  take(key: string, now = Date.now(), cost = 1): number {
     if (this.#perSecond <= 0) return 0;
     const bucket = this.#buckets.get(key) ?? { tokens: this.#burst, updatedAt: now };
     bucket.tokens = Math.min(
@@ -28,12 +28,12 @@ export class RateLimiter {
       bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.#perSecond,
     );
     bucket.updatedAt = now;
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
+    if (bucket.tokens >= cost) {
+      bucket.tokens -= cost;
       this.#buckets.set(key, bucket);
       return 0;
     }
     this.#buckets.set(key, bucket);
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.#perSecond));
+    return Math.max(1, Math.ceil((cost - bucket.tokens) / this.#perSecond));
   }
 }

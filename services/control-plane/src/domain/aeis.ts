@@ -16,6 +16,7 @@ export function aeiBody(aei: Aei): AeiBody {
     type: 'mcp',
     status: aei.status === 'disabled' ? 'disabled' : 'enabled',
     exposure_mode: aei.exposureMode === 'progressive' ? 'progressive' : 'direct',
+    catalog_search: aei.catalogSearch,
     api_key_prefix: aei.apiKeyPrefix,
     config_version: aei.configVersion,
     created_at: aei.createdAt.toISOString(),
@@ -43,6 +44,7 @@ export async function createAei(db: Db, caller: Principal, input: CreateAeiBody)
       apiKeyPrefix: key.prefix,
       status: input.status ?? 'enabled',
       exposureMode: input.exposure_mode ?? 'direct',
+      catalogSearch: input.catalog_search ?? false,
     },
   });
   return { ...aeiBody(aei), api_key: key.secret };
@@ -76,6 +78,7 @@ export async function updateAei(
         ...(input.name !== undefined && { name: input.name }),
         ...(input.status !== undefined && { status: input.status }),
         ...(input.exposure_mode !== undefined && { exposureMode: input.exposure_mode }),
+        ...(input.catalog_search !== undefined && { catalogSearch: input.catalog_search }),
       },
     });
     const changedAeis = await bumpConfigVersions(tx, [id]);

@@ -36,6 +36,7 @@ export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2>
       user_id: aei.userId,
       status: enabled ? 'enabled' : 'disabled',
       exposure_mode: aei.exposureMode === 'progressive' ? 'progressive' : 'direct',
+      catalog_search: aei.catalogSearch,
       config_version: aei.configVersion,
     },
     bindings: tools.map((tool) => ({
@@ -45,7 +46,9 @@ export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2>
       input_schema: tool.inputSchema,
       output_schema: null,
       enabled: true,
-      app: tool.adi.projectSlug ?? DEFAULT_APP,
+      app: tool.adi.project?.slug ?? DEFAULT_APP,
+      app_id: tool.adi.project?.id ?? DEFAULT_APP,
+      app_name: tool.adi.project?.name ?? 'Default',
       category: tool.adi.category ?? tool.adi.tableName,
       adi_ref: {
         adi_id: tool.adi.id,

@@ -2,7 +2,7 @@
  * The tools an AEI exposes, resolved from its bindings: effective name, description and input
  * schema. The admin preview and the gateway's config both come from here, so they cannot differ.
  */
-import type { OperationType, ToolPreview } from '@bindery/contracts';
+import { progressiveTools, type OperationType, type ToolPreview } from '@bindery/contracts';
 import { OPERATIONS } from '@bindery/context-ops';
 import { operationOf } from './adis.ts';
 import { findOwnAei } from './aeis.ts';
@@ -16,7 +16,7 @@ export interface ResolvedTool extends ToolPreview {
     op: OperationType;
     tableId: string;
     tableName: string;
-    projectSlug: string | null;
+    project: { id: string; slug: string; name: string } | null;
     jsonPath: string;
     category: string | null;
     config: Record<string, unknown>;
@@ -28,7 +28,13 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
   const bindings = await db.aeiBinding.findMany({
     where: { aeiId, enabled: true },
     orderBy: { id: 'asc' },
-    include: { adi: { include: { table: { select: { name: true, project: { select: { slug: true } } } } } } },
+    include: {
+      adi: {
+        include: {
+          table: { select: { name: true, project: { select: { id: true, slug: true, name: true } } } },
+        },
+      },
+    },
   });
   return bindings.map((b) => {
     const op = operationOf(b.adi);
@@ -45,7 +51,7 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
         op,
         tableId: b.adi.tableId,
         tableName: b.adi.table.name,
-        projectSlug: b.adi.table.project?.slug ?? null,
+        project: b.adi.table.project ?? null,
         jsonPath: b.adi.jsonPath,
         category: b.adi.category,
         config: b.adi.config as Record<string, unknown>,
@@ -55,8 +61,8 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
 }
 
 /**
- * The exact tool list an MCP client of this AEI will see in direct mode. A disabled AEI exposes
- * nothing, so its list is empty.
+ * The exact tool list an MCP client of this AEI will see: its enabled bindings in direct mode, the
+ * catalog tools in progressive mode. A disabled AEI exposes nothing, so its list is empty.
  */
 export async function previewTools(
   db: Db,
@@ -65,6 +71,7 @@ export async function previewTools(
 ): Promise<{ tools: ToolPreview[] }> {
   const aei = await findOwnAei(db, caller, aeiId);
   if (aei.status !== 'enabled') return { tools: [] };
+  if (aei.exposureMode === 'progressive') return { tools: [...progressiveTools(aei.catalogSearch)] };
   const tools = await resolveTools(db, aeiId);
   return { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) };
 }

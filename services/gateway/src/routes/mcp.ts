@@ -15,9 +15,12 @@ import { createMcpServer } from '../mcp-server.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { checkOrigin } from '../origin-guard.ts';
 import type { RateLimiter } from '../rate-limit.ts';
+import type { SessionStateStore } from '../session-state.ts';
 import type { SessionRegistry } from '../sessions.ts';
 
 export interface McpRouteDeps {
+  store: SessionStateStore;
+  executeLimiter: RateLimiter;
   config: GatewayConfig;
   cache: ExposureCache;
   client: ControlPlaneClient;
@@ -38,7 +41,7 @@ function wantsInitialize(body: unknown): boolean {
 }
 
 export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promise<void> {
-  const { config, cache, client, sessions, limiter, metrics } = deps;
+  const { config, cache, client, sessions, limiter, metrics, store, executeLimiter } = deps;
 
   /** The exposure for a key as a route may serve it, or the refusal already sent. */
   async function admit(
@@ -124,7 +127,16 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     const exposure = await admit(request, reply, apiKey, flavor);
     if (!exposure || !apiKey) return reply;
     const hash = keyHash(apiKey);
+    const sessionHeader = request.headers['mcp-session-id'];
     const serverDeps = {
+      progressive: {
+        store,
+        executeLimiter,
+        keyHash: hash,
+        concurrency: config.progressive.concurrency,
+        itemTimeoutMs: config.progressive.itemTimeoutMs,
+      },
+      sessionIdHint: typeof sessionHeader === 'string' ? sessionHeader : undefined,
       client,
       metrics,
       log: request.log,
@@ -135,8 +147,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         return now;
       },
     };
-    const sessionId = request.headers['mcp-session-id'];
-    const known = typeof sessionId === 'string' ? sessions.get(sessionId, hash) : undefined;
+    const known = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, hash) : undefined;
     reply.hijack();
     if (known) {
       await known.transport.handleRequest(request.raw, reply.raw, request.body);
