@@ -24,7 +24,7 @@ import {
 import { DomainError } from '../errors.ts';
 import { operationOf } from './adis.ts';
 import { checkArguments } from './arguments.ts';
-import { recordExecution, type AuditStatus } from './audit.ts';
+import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit.ts';
 import type { DomainContext } from './context.ts';
 import type { ContextCache } from './context-cache.ts';
 import { readContext, writeContext } from './context-store.ts';
@@ -77,20 +77,25 @@ function failure(error: DomainError | OpError): ToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
 }
 
-/** Runs `work`, turning known failures into isError results and auditing either way. */
+/**
+ * Runs `work`, turning known failures into isError results, and writes one audit row for the call
+ * either way (`trail` is what the row says besides the outcome).
+ */
 async function audited(
-  audit: (status: AuditStatus, errorCode: ErrorCode | null, durationMs: number) => Promise<void>,
+  ctx: DomainContext,
+  trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
   work: () => Promise<JsonValue>,
 ): Promise<ToolResult> {
   const started = performance.now();
+  const audit = (status: AuditStatus, errorCode: ErrorCode | null) =>
+    recordExecution(ctx.prisma, { ...trail, status, errorCode, durationMs: performance.now() - started });
   try {
     const result = await work();
-    await audit('ok', null, performance.now() - started);
+    await audit('ok', null);
     return success(result);
   } catch (error) {
     if (error instanceof DomainError || error instanceof OpError) {
-      const refused = error instanceof RefusedError;
-      await audit(refused ? 'refused' : 'error', error.code, performance.now() - started);
+      await audit(error instanceof RefusedError ? 'refused' : 'error', error.code);
       return failure(error);
     }
     throw error;
@@ -117,23 +122,19 @@ export async function executeBinding(
   });
   // Without a binding there is no owner to audit for: answer without a trail.
   if (!binding) return failure(new DomainError('NOT_FOUND', `binding ${request.binding_id} not found`));
-  const audit = (status: AuditStatus, errorCode: ErrorCode | null, durationMs: number) =>
-    recordExecution(ctx.prisma, {
-      userId: binding.aei.userId,
-      action: 'tool.execute',
-      // The binding's own AEI: the trail belongs to the binding's owner, whatever the caller claimed.
-      aeiId: binding.aeiId,
-      bindingId: binding.id,
-      adiId,
-      toolName: binding.toolName,
-      operation: binding.adi.operationType,
-      status,
-      errorCode,
-      durationMs,
-      args,
-      requestId: request.request_id ?? null,
-    });
-  return audited(audit, async () => {
+  const trail = {
+    userId: binding.aei.userId,
+    action: 'tool.execute',
+    // The binding's own AEI: the trail belongs to the binding's owner, whatever the caller claimed.
+    aeiId: binding.aeiId,
+    bindingId: binding.id,
+    adiId,
+    toolName: binding.toolName,
+    operation: binding.adi.operationType,
+    args,
+    requestId: request.request_id ?? null,
+  } as const;
+  return audited(ctx, trail, async () => {
     if (binding.aeiId !== request.aei_id) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
     }
@@ -173,19 +174,15 @@ export async function executeLegacy(
   if (!instance) return failure(new DomainError('NOT_FOUND', `MCP instance ${instanceId} not found`));
   const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
   const tool = tools.find((t) => t.name === request.tool_name);
-  const audit = (status: AuditStatus, errorCode: ErrorCode | null, durationMs: number) =>
-    recordExecution(ctx.prisma, {
-      userId: instance.userId,
-      action: 'legacy.execute',
-      toolName: request.tool_name,
-      operation: tool?.operation_type ?? null,
-      status,
-      errorCode,
-      durationMs,
-      args,
-      requestId: request.request_id ?? null,
-    });
-  return audited(audit, async () => {
+  const trail = {
+    userId: instance.userId,
+    action: 'legacy.execute',
+    toolName: request.tool_name,
+    operation: tool?.operation_type ?? null,
+    args,
+    requestId: request.request_id ?? null,
+  } as const;
+  return audited(ctx, trail, async () => {
     if (instance.status !== 'enabled')
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {
