@@ -193,7 +193,13 @@ try {
         .then(() => undefined),
     ),
   );
-  console.log(`  gateway adds at p50: ${ms(g1.p50 - d1.p50)} (c=1), ${ms(g32.p50 - d32.p50)} (c=32)`);
+  // Paired: the same iteration's gateway call minus its direct call, so machine drift cancels out.
+  const paired = (r: { direct: number[]; gateway: number[] }) =>
+    summarize(r.gateway.map((g, k) => g - r.direct[k]!)).p50;
+  console.log(
+    `  gateway adds at p50: ${ms(g1.p50 - d1.p50)} (c=1), ${ms(g32.p50 - d32.p50)} (c=32); ` +
+      `paired per call: ${ms(paired(c1))} (c=1), ${ms(paired(c32))} (c=32)`,
+  );
   const steadyCalls = 2 * (CALLS_C1 + 32 * CALLS_PER_WORKER_C32);
   console.log(
     `  config fetches by the gateway during ${steadyCalls} steady-state calls: ${(await configFetches()) - fetchesBefore}`,

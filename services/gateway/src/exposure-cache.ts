@@ -89,8 +89,7 @@ export class ExposureCache {
   }
 
   /** What `apiKey` exposes now: from the cache when fresh, else from the control plane. */
-  async resolve(apiKey: string): Promise<Resolved> {
-    const hash = keyHash(apiKey);
+  async resolve(apiKey: string, hash = keyHash(apiKey)): Promise<Resolved> {
     const entry = this.#entries.get(hash);
     if (entry && this.#fresh(entry)) {
       this.#metrics.cache.inc({ result: entry.exposure.kind === 'unknown' ? 'negative' : 'hit' });

@@ -11,7 +11,9 @@ import {
   McpError,
   SetLevelRequestSchema,
   type CallToolResult,
+  type ListToolsResult,
   type LoggingLevel,
+  type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ControlPlaneClient } from './control-plane-client.ts';
@@ -63,8 +65,30 @@ const LEVELS: readonly LoggingLevel[] = [
   'emergency',
 ];
 
+/**
+ * One session's MCP server, plus its two hot handlers for the gateway's fast path (plain JSON
+ * answers to tools/list and tools/call on a session it holds), which run the very same code.
+ */
+export interface McpEndpoint {
+  server: Server;
+  /** True once the client asked for log messages: those calls must stream, so they take the SDK path. */
+  wantsLogs(): boolean;
+  /** `known`: the exposure the caller already resolved for this request, saving a second lookup. */
+  listTools(cursor: string | undefined, known?: Exposure): Promise<ListToolsResult>;
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    call: {
+      sessionId: string | undefined;
+      requestId: string;
+      notify?: (n: ServerNotification) => Promise<void>;
+      known?: Exposure;
+    },
+  ): Promise<CallToolResult>;
+}
+
 /** A fresh low-level MCP server for one session of one exposure. */
-export function createMcpServer(deps: McpServerDeps): Server {
+export function createMcpServer(deps: McpServerDeps): McpEndpoint {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: true }, logging: {} },
     instructions: 'Tools over JSON data. Every failure comes back as {"error": {code, message, details}}.',
@@ -77,8 +101,8 @@ export function createMcpServer(deps: McpServerDeps): Server {
     return {};
   });
 
-  server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-    const exposure = await deps.exposure();
+  async function listTools(cursor: string | undefined, known?: Exposure): Promise<ListToolsResult> {
+    const exposure = known ?? (await deps.exposure());
     if (exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive') {
       return {
         tools: progressiveTools(exposure.config.aei.catalog_search).map((t) => ({
@@ -88,7 +112,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
       };
     }
     const { list } = toolIndex(exposure, deps.client);
-    const offset = decodeCursor(request.params?.cursor);
+    const offset = decodeCursor(cursor);
     const page = list.slice(offset, offset + deps.toolsPageSize);
     const next = offset + page.length;
     return {
@@ -99,22 +123,21 @@ export function createMcpServer(deps: McpServerDeps): Server {
       })),
       ...(next < list.length && { nextCursor: Buffer.from(String(next)).toString('base64url') }),
     };
-  });
+  }
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const exposure = await deps.exposure();
+  const callTool: McpEndpoint['callTool'] = async (name, args, call) => {
+    const exposure = call.known ?? (await deps.exposure());
     const index = toolIndex(exposure, deps.client);
-    const name = request.params.name;
     const progressive = exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive';
     if (progressive && isCatalogTool(name, exposure.config)) {
       const result = await callCatalogTool(
         name,
-        request.params.arguments ?? {},
+        args,
         exposure.config,
         index,
-        extra.sessionId ?? deps.sessionIdHint,
+        call.sessionId,
         deps.progressive,
-        `${extra.sessionId ?? deps.sessionIdHint ?? 'stateless'}:${String(extra.requestId)}`,
+        call.requestId,
       );
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
       return result;
@@ -133,10 +156,9 @@ export function createMcpServer(deps: McpServerDeps): Server {
       );
     }
     const started = performance.now();
-    const requestId = `${extra.sessionId ?? 'stateless'}:${String(extra.requestId)}`;
     let result: CallToolResult;
     try {
-      result = (await tool.run(request.params.arguments ?? {}, requestId)) as CallToolResult;
+      result = (await tool.run(args, call.requestId)) as CallToolResult;
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
@@ -146,10 +168,10 @@ export function createMcpServer(deps: McpServerDeps): Server {
     }
     const ms = Math.round((performance.now() - started) * 100) / 100;
     const level: LoggingLevel = result.isError ? 'warning' : 'info';
-    if (logLevel !== undefined && LEVELS.indexOf(level) >= LEVELS.indexOf(logLevel)) {
+    if (call.notify && logLevel !== undefined && LEVELS.indexOf(level) >= LEVELS.indexOf(logLevel)) {
       // Sent on this request's own stream, so it reaches the client before the result does.
-      await extra
-        .sendNotification({
+      await call
+        .notify({
           method: 'notifications/message',
           params: {
             level,
@@ -160,7 +182,17 @@ export function createMcpServer(deps: McpServerDeps): Server {
         .catch((error: unknown) => deps.log.debug({ err: error }, 'log message not delivered to the client'));
     }
     return result;
+  };
+
+  server.setRequestHandler(ListToolsRequestSchema, (request) => listTools(request.params?.cursor));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    const sessionId = extra.sessionId ?? deps.sessionIdHint;
+    return callTool(request.params.name, request.params.arguments ?? {}, {
+      sessionId,
+      requestId: `${sessionId ?? 'stateless'}:${String(extra.requestId)}`,
+      notify: (n) => extra.sendNotification(n),
+    });
   });
 
-  return server;
+  return { server, wantsLogs: () => logLevel !== undefined, listTools, callTool };
 }

@@ -6,6 +6,7 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyBaseLogger } from 'fastify';
+import type { McpEndpoint } from './mcp-server.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
 export interface Session {
@@ -14,6 +15,8 @@ export interface Session {
   /** The AEI this session serves; undefined for a legacy v1 instance. */
   aeiId: string | undefined;
   server: Server;
+  /** The session's handlers, for the routes' fast path. */
+  endpoint: McpEndpoint;
   transport: StreamableHTTPServerTransport;
   lastSeen: number;
 }

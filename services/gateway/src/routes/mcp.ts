@@ -5,7 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  McpError,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  isInitializeRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
@@ -16,7 +20,7 @@ import type { GatewayMetrics } from '../metrics.ts';
 import { checkOrigin } from '../origin-guard.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { SessionStateStore } from '../session-state.ts';
-import type { SessionRegistry } from '../sessions.ts';
+import type { Session, SessionRegistry } from '../sessions.ts';
 
 export interface McpRouteDeps {
   store: SessionStateStore;
@@ -48,6 +52,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     request: FastifyRequest,
     reply: FastifyReply,
     apiKey: string | undefined,
+    hash: string,
     flavor: Flavor,
   ): Promise<Exposure | undefined> {
     const refusal = checkOrigin(config, request.headers.host, request.headers.origin);
@@ -69,7 +74,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       });
       return undefined;
     }
-    const wait = limiter.take(keyHash(apiKey));
+    const wait = limiter.take(hash);
     if (wait > 0) {
       sendJsonRpcError(reply, {
         status: 429,
@@ -82,7 +87,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     }
     let exposure: Exposure;
     try {
-      exposure = (await cache.resolve(apiKey)).exposure;
+      exposure = (await cache.resolve(apiKey, hash)).exposure;
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       request.log.warn({ err: error.message }, 'control plane unavailable and no cached config for this key');
@@ -124,9 +129,9 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     apiKey: string | undefined,
     flavor: Flavor,
   ) {
-    const exposure = await admit(request, reply, apiKey, flavor);
+    const hash = apiKey ? keyHash(apiKey) : '';
+    const exposure = await admit(request, reply, apiKey, hash, flavor);
     if (!exposure || !apiKey) return reply;
-    const hash = keyHash(apiKey);
     const sessionHeader = request.headers['mcp-session-id'];
     const serverDeps = {
       progressive: {
@@ -142,7 +147,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       log: request.log,
       toolsPageSize: config.toolsPageSize,
       exposure: async () => {
-        const now = (await cache.resolve(apiKey)).exposure;
+        const now = (await cache.resolve(apiKey, hash)).exposure;
         if (now.kind === 'unknown') throw new UpstreamError('this api_key is no longer valid');
         return now;
       },
@@ -150,11 +155,13 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     const known = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, hash) : undefined;
     reply.hijack();
     if (known) {
+      if (request.method === 'POST' && (await answerDirectly(known, exposure, request, reply))) return reply;
       await known.transport.handleRequest(request.raw, reply.raw, request.body);
       return reply;
     }
     if (request.method === 'POST' && wantsInitialize(request.body)) {
-      const server = createMcpServer(serverDeps);
+      const endpoint = createMcpServer(serverDeps);
+      const server = endpoint.server;
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) =>
@@ -163,6 +170,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
             keyHash: hash,
             aeiId: exposure.kind === 'aei' ? exposure.config.aei.id : undefined,
             server,
+            endpoint,
             transport,
             lastSeen: Date.now(),
           }),
@@ -188,7 +196,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     }
     // A session this replica does not hold (opened on another one, or before a restart): serve
     // this request statelessly; the exposure comes from the shared control plane either way.
-    const server = createMcpServer(serverDeps);
+    const { server } = createMcpServer(serverDeps);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     reply.raw.on('close', () => {
       void transport.close();
@@ -197,6 +205,71 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     await server.connect(transport);
     await transport.handleRequest(request.raw, reply.raw, request.body);
     return reply;
+  }
+
+  /**
+   * The fast path: a single tools/call or tools/list on a session this replica holds, from a client
+   * that accepts JSON and asked for no log stream, is answered with one plain JSON response by the
+   * session's own handlers, skipping the SDK transport's web-standard adaption and SSE framing
+   * (most of the gateway's latency). Anything else answers false and takes the SDK path, which
+   * also produces every protocol error.
+   */
+  async function answerDirectly(
+    session: Session,
+    exposure: Exposure,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<boolean> {
+    const message = request.body as {
+      jsonrpc?: unknown;
+      id?: unknown;
+      method?: unknown;
+      params?: unknown;
+    } | null;
+    if (!message || typeof message !== 'object' || Array.isArray(message) || message.jsonrpc !== '2.0')
+      return false;
+    const id = message.id;
+    if ((typeof id !== 'string' && typeof id !== 'number') || session.endpoint.wantsLogs()) return false;
+    if (!String(request.headers.accept ?? '').includes('application/json')) return false;
+    const version = request.headers['mcp-protocol-version'];
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return false;
+    const params = (message.params ?? {}) as Record<string, unknown>;
+    if (typeof params !== 'object' || Array.isArray(params)) return false;
+    if (params._meta !== undefined) return false; // progress tokens and the like: the SDK handles them
+    let run: () => Promise<unknown>;
+    if (
+      message.method === 'tools/list' &&
+      (params.cursor === undefined || typeof params.cursor === 'string')
+    ) {
+      run = () => session.endpoint.listTools(params.cursor as string | undefined, exposure);
+    } else if (
+      message.method === 'tools/call' &&
+      typeof params.name === 'string' &&
+      (params.arguments === undefined ||
+        (typeof params.arguments === 'object' &&
+          params.arguments !== null &&
+          !Array.isArray(params.arguments)))
+    ) {
+      const args = (params.arguments ?? {}) as Record<string, unknown>;
+      run = () =>
+        session.endpoint.callTool(params.name as string, args, {
+          sessionId: session.id,
+          requestId: `${session.id}:${String(id)}`,
+          known: exposure,
+        });
+    } else {
+      return false;
+    }
+    let body: unknown;
+    try {
+      body = { jsonrpc: '2.0', id, result: await run() };
+    } catch (error) {
+      if (!(error instanceof McpError)) throw error;
+      body = { jsonrpc: '2.0', id, error: { code: error.code, message: error.message, data: error.data } };
+    }
+    reply.raw.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': session.id });
+    reply.raw.end(JSON.stringify(body));
+    return true;
   }
 
   const methods = ['GET', 'POST', 'DELETE'] as const;
