@@ -4,6 +4,7 @@
 // the v2 URL; tools/list comes from the cache, not from a control-plane fetch per request.
 import type { LoggingMessageNotification } from '@modelcontextprotocol/sdk/types.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resultJson, twoTableExposure, type Exposed } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
@@ -79,6 +80,44 @@ describe('direct AEI over MCP', () => {
     for (let i = 0; i < 20; i++) await client.listTools();
     await client.callTool({ name: 'find_customers', arguments: { query: '@' } });
     expect(await fetches()).toBe(before);
+  });
+});
+
+describe('fast path', () => {
+  it('answers tools/call on a held session with plain JSON, and streams once logs are asked for', async () => {
+    const client = await stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`);
+    const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
+    const post = (id: number, method: string, params: unknown) =>
+      fetch(`${stack.gatewayUrl}/api/v2/mcp/server/${exposed.apiKey}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': sessionId,
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+      });
+    const plain = await post(1, 'tools/call', { name: 'find_customers', arguments: { query: '[0].name' } });
+    expect(plain.headers.get('content-type')).toBe('application/json');
+    const body = (await plain.json()) as { id: number; result: { content: { text: string }[] } };
+    expect(body.id).toBe(1);
+    expect(JSON.parse(body.result.content[0]!.text)).toBe('Ada');
+
+    const unknown = await post(2, 'tools/call', { name: 'find_customer', arguments: {} });
+    const error = (await unknown.json()) as { error: { code: number; message: string } };
+    expect(error.error.code).toBe(-32602);
+    expect(error.error.message).toContain('did you mean "find_customers"');
+
+    await client.setLoggingLevel('info');
+    const streamed = await post(3, 'tools/call', {
+      name: 'find_customers',
+      arguments: { query: '[0].name' },
+    });
+    expect(streamed.headers.get('content-type')).toContain('text/event-stream');
+    const events = await streamed.text();
+    expect(events).toContain('notifications/message');
+    expect(events).toContain('"id":3');
   });
 });
 
