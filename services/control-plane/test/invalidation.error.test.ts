@@ -3,27 +3,14 @@
 // is one warning per outage and no published message, and every failure is logged with its target.
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExposureInvalidation, type ExposureInvalidationOptions } from '../src/exposure-invalidation.ts';
-import { collectingLog, deadGatewayUrl, recordingGateway } from './support/gateways.ts';
+import { collectingLog, deadGatewayUrl, recordingGateway, testInvalidation } from './support/gateways.ts';
 
-const OPS_TOKEN = 'ops-token-for-invalidation-tests';
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function invalidationTo(options: Partial<ExposureInvalidationOptions>) {
-  const log = collectingLog();
-  const invalidation = new ExposureInvalidation({
-    gatewayUrls: [],
-    opsToken: OPS_TOKEN,
-    redisUrl: undefined,
-    log,
-    retryDelayMs: 20,
-    ...options,
-  });
-  cleanups.push(() => invalidation.close());
-  return { invalidation, log };
-}
+const invalidationTo = (options: Partial<ExposureInvalidationOptions>) => testInvalidation(options, cleanups);
 
 const warnings = (log: ReturnType<typeof collectingLog>) => log.lines.filter((l) => l.level === 'warn');
 

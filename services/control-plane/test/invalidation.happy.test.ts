@@ -5,20 +5,17 @@
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigChangeListener } from '../src/domain/context.ts';
-import {
-  ExposureInvalidation,
-  INVALIDATION_CHANNEL,
-  type ExposureInvalidationOptions,
-} from '../src/exposure-invalidation.ts';
+import { INVALIDATION_CHANNEL, type ExposureInvalidationOptions } from '../src/exposure-invalidation.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import {
-  collectingLog,
   deadGatewayUrl,
   recordingGateway,
+  testInvalidation,
+  TEST_OPS_TOKEN,
   type RecordingGateway,
 } from './support/gateways.ts';
 
-const OPS_TOKEN = 'ops-token-for-invalidation-tests';
+const OPS_TOKEN = TEST_OPS_TOKEN;
 const REDIS_URL = 'redis://127.0.0.1:6379';
 
 let t: TestApp;
@@ -38,18 +35,9 @@ afterEach(async () => {
 afterAll(() => t.close());
 
 function invalidationTo(options: Partial<ExposureInvalidationOptions>) {
-  const log = collectingLog();
-  const invalidation = new ExposureInvalidation({
-    gatewayUrls: [],
-    opsToken: OPS_TOKEN,
-    redisUrl: undefined,
-    log,
-    retryDelayMs: 20,
-    ...options,
-  });
-  current = invalidation;
-  cleanups.push(() => invalidation.close());
-  return { invalidation, log };
+  const made = testInvalidation(options, cleanups);
+  current = made.invalidation;
+  return made;
 }
 
 async function gateway(answer?: Parameters<typeof recordingGateway>[0]): Promise<RecordingGateway> {

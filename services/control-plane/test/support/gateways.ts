@@ -4,7 +4,11 @@
  */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { InvalidationLog } from '../../src/exposure-invalidation.ts';
+import {
+  ExposureInvalidation,
+  type ExposureInvalidationOptions,
+  type InvalidationLog,
+} from '../../src/exposure-invalidation.ts';
 
 export interface RecordedRequest {
   method: string;
@@ -106,4 +110,27 @@ export function collectingLog(): InvalidationLog & {
       });
     },
   };
+}
+
+export const TEST_OPS_TOKEN = 'ops-token-for-invalidation-tests';
+
+/**
+ * An invalidation with a collecting log and fast retries, closed by the `cleanups` the caller
+ * runs after each test.
+ */
+export function testInvalidation(
+  options: Partial<ExposureInvalidationOptions>,
+  cleanups: (() => Promise<void>)[],
+): { invalidation: ExposureInvalidation; log: ReturnType<typeof collectingLog> } {
+  const log = collectingLog();
+  const invalidation = new ExposureInvalidation({
+    gatewayUrls: [],
+    opsToken: TEST_OPS_TOKEN,
+    redisUrl: undefined,
+    log,
+    retryDelayMs: 20,
+    ...options,
+  });
+  cleanups.push(() => invalidation.close());
+  return { invalidation, log };
 }
