@@ -67,3 +67,4 @@ export {
   progressiveTools,
   type ToolDefinition,
 } from './progressive.ts';
+export { bearerToken } from './authorization.ts';

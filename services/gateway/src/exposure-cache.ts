@@ -137,8 +137,7 @@ export class ExposureCache {
   }
 
   #store(hash: string, entry: Entry): void {
-    const old = this.#entries.get(hash);
-    if (old) this.#unindex(old, hash);
+    // Replacing an entry disposes the old one, which unindexes it.
     this.#entries.set(hash, entry);
     this.#index(entry, hash);
   }

@@ -2,7 +2,8 @@
  * Admin authentication: `Authorization: Bearer <admin token>` on every admin route. The caller
  * becomes `request.principal`; a missing or unknown token is UNAUTHORIZED.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bearerToken } from '@bindery/contracts';
+import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../domain/context.ts';
 import { authenticate } from '../domain/users.ts';
 import { DomainError } from '../errors.ts';
@@ -13,19 +14,11 @@ declare module 'fastify' {
   }
 }
 
-/** The bearer token of a request, or undefined. */
-export function bearerToken(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization;
-  if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
-}
-
 /** Adds the onRequest hook that authenticates every route of this (encapsulated) instance. */
 export function requireAdmin(app: FastifyInstance): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request) => {
-    const token = bearerToken(request);
+    const token = bearerToken(request.headers.authorization);
     if (!token)
       throw new DomainError('UNAUTHORIZED', 'send an admin token as "Authorization: Bearer <token>"');
     const principal = await authenticate(app.domain.prisma, token);

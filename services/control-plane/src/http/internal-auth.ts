@@ -3,9 +3,9 @@
  * constant time. Admin tokens and api keys never open it; without a configured token it is shut.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { bearerToken } from '@bindery/contracts';
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../errors.ts';
-import { bearerToken } from './auth.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -16,7 +16,7 @@ export function requireInternal(app: FastifyInstance, internalToken: string | un
     if (!expected) {
       throw new DomainError('UNAUTHORIZED', 'the internal API is disabled: INTERNAL_TOKEN is not set');
     }
-    const token = bearerToken(request);
+    const token = bearerToken(request.headers.authorization);
     if (!token || !timingSafeEqual(digest(token), expected)) {
       throw new DomainError(
         'UNAUTHORIZED',

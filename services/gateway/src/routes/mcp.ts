@@ -4,6 +4,7 @@
  * checked (Origin/Host, rate limit, key, exposure status) before it reaches the MCP transport.
  */
 import { randomUUID } from 'node:crypto';
+import { bearerToken } from '@bindery/contracts';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   McpError,
@@ -34,11 +35,6 @@ export interface McpRouteDeps {
 }
 
 type Flavor = 'v2' | 'v1';
-
-function bearer(request: FastifyRequest): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-  return match?.[1];
-}
 
 function wantsInitialize(body: unknown): boolean {
   return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
@@ -133,7 +129,8 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     const exposure = await admit(request, reply, apiKey, hash, flavor);
     if (!exposure || !apiKey) return reply;
     const sessionHeader = request.headers['mcp-session-id'];
-    const serverDeps = {
+    // Only requests that need an MCP server build one; the fast path does not.
+    const serverDeps = () => ({
       progressive: {
         store,
         executeLimiter,
@@ -151,7 +148,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         if (now.kind === 'unknown') throw new UpstreamError('this api_key is no longer valid');
         return now;
       },
-    };
+    });
     const known = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, hash) : undefined;
     reply.hijack();
     if (known) {
@@ -160,7 +157,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       return reply;
     }
     if (request.method === 'POST' && wantsInitialize(request.body)) {
-      const endpoint = createMcpServer(serverDeps);
+      const endpoint = createMcpServer(serverDeps());
       const server = endpoint.server;
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
@@ -196,7 +193,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     }
     // A session this replica does not hold (opened on another one, or before a restart): serve
     // this request statelessly; the exposure comes from the shared control plane either way.
-    const { server } = createMcpServer(serverDeps);
+    const { server } = createMcpServer(serverDeps());
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     reply.raw.on('close', () => {
       void transport.close();
@@ -281,7 +278,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
   app.route({
     method: [...methods],
     url: '/api/v2/mcp/server',
-    handler: (request, reply) => handle(request, reply, bearer(request), 'v2'),
+    handler: (request, reply) => handle(request, reply, bearerToken(request.headers.authorization), 'v2'),
   });
   app.route<{ Params: { api_key: string } }>({
     method: [...methods],

@@ -3,6 +3,7 @@
  * metrics, and cache invalidation (ops token) which also tells open sessions their tools changed.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
+import { bearerToken } from '@bindery/contracts';
 import type { FastifyInstance } from 'fastify';
 import type { ExposureCache } from '../exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -61,7 +62,7 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
     '/cache/invalidate',
     { schema: { body: InvalidateSchema } },
     async (request, reply) => {
-      const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+      const token = bearerToken(request.headers.authorization);
       if (!expected || !token || !timingSafeEqual(digest(token), expected)) {
         return reply.status(401).send({
           error: {
