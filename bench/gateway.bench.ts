@@ -12,15 +12,17 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
+  profileArgs,
   spawnService,
   startControlPlane,
   stopChild,
 } from './support/control-plane.ts';
-import { ms, summarize } from './support/stats.ts';
+import { cpuMs, ms, summarize } from './support/stats.ts';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
-const CALLS_C1 = Number(process.env.BENCH_CALLS ?? 500);
+const CALLS_C1 = Number(process.env.BENCH_CALLS ?? 1500);
 const CALLS_PER_WORKER_C32 = 40;
+const WARMUP_ROUNDS = Number(process.env.BENCH_WARMUP ?? 1000);
 
 const cp = await startControlPlane('postgres');
 const gw = await spawnService(
@@ -33,7 +35,15 @@ const gw = await spawnService(
     TOOLS_PAGE_SIZE: '1000',
     CONFIG_CACHE_TTL_MS: process.env.BENCH_TTL_MS ?? '30000',
   },
-  process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [],
+  profileArgs('gateway'),
+);
+
+// The floor: a bare Node.js proxy in front of the same control plane (support/reference-proxy.ts).
+const reference = await spawnService(
+  fileURLToPath(new URL('.', import.meta.url)),
+  { UPSTREAM_URL: cp.url },
+  [],
+  'support/reference-proxy.ts',
 );
 
 async function admin(method: string, path: string, body?: unknown) {
@@ -47,10 +57,12 @@ async function admin(method: string, path: string, body?: unknown) {
   return json;
 }
 
-async function configFetches(): Promise<number> {
+/** Config requests the gateway sent so far, and how many of them were ETag revalidations (304). */
+async function configRequests(): Promise<{ all: number; revalidated: number }> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
-  const match = /^gateway_config_fetches_total (\d+)/m.exec(text);
-  return Number(match?.[1] ?? Number.NaN);
+  const all = /^gateway_config_fetches_total (\d+)/m.exec(text);
+  const revalidated = /^gateway_config_cache_total\{result="revalidated"\} (\d+)/m.exec(text);
+  return { all: Number(all?.[1] ?? Number.NaN), revalidated: Number(revalidated?.[1] ?? 0) };
 }
 
 /** Runs `workers` loops of `perWorker` timed calls at once; answers every call's milliseconds. */
@@ -95,13 +107,16 @@ try {
   const args = { query: '[?id < `3`].name' };
   const mcpUrl = new URL(`${gw.url}/api/v2/mcp/server/${aei.api_key}`);
 
-  // Straight to the executor: what the gateway itself calls.
-  const direct = () =>
-    fetch(`${cp.url}/internal/adi/${adi.id}/execute`, {
+  // Straight to the executor: what the gateway itself calls. The same request through the
+  // reference proxy shows what any Node.js hop costs here.
+  const executeAt = (base: string) => () =>
+    fetch(`${base}/internal/adi/${adi.id}/execute`, {
       method: 'POST',
       headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ aei_id: aei.id, binding_id: binding.id, arguments: args }),
     }).then((r) => r.text());
+  const direct = executeAt(cp.url);
+  const viaReference = executeAt(reference.url);
 
   // Through the gateway as raw JSON-RPC over HTTP on an initialized session (isolates the gateway).
   const sessions: string[] = [];
@@ -150,23 +165,36 @@ try {
   }
   const viaSdk = (w: number) => clients[w]!.callTool({ name: 'q', arguments: args }).then(() => undefined);
 
-  // Warm everything (pools, caches, JIT).
-  for (let i = 0; i < 50; i++) await Promise.all([direct(), viaGateway(0), viaSdk(0)]);
-  const fetchesBefore = await configFetches();
+  // Warm everything (pools, caches, JIT): a gateway serves for hours, so the figures are of warm
+  // processes. With 50 rounds the first third of the c=1 run still came out 0.3-0.5 ms slower
+  // than the rest, while V8 was still optimizing the hot paths.
+  for (let i = 0; i < WARMUP_ROUNDS; i++) {
+    await direct();
+    await viaReference();
+    await viaGateway(0);
+    await viaSdk(0);
+  }
+  const configBefore = await configRequests();
 
   console.log('gateway benchmark: tools/call of a query tool on a small context (PostgreSQL)');
-  console.log('  (the three paths take turns call by call, so they see the same machine load)');
+  console.log('  (the paths take turns call by call, so they see the same machine load)');
   const paths = {
     direct: () => direct().then(() => undefined),
+    reference: () => viaReference().then(() => undefined),
     gateway: (w: number) => viaGateway(w).then(() => undefined),
     sdk: viaSdk,
   };
   const interleaved = async (workers: number, perWorker: number) => {
-    const samples = { direct: [] as number[], gateway: [] as number[], sdk: [] as number[] };
+    const samples = {
+      direct: [] as number[],
+      reference: [] as number[],
+      gateway: [] as number[],
+      sdk: [] as number[],
+    };
     await Promise.all(
       Array.from({ length: workers }, async (_, w) => {
         for (let i = 0; i < perWorker; i++) {
-          for (const name of ['direct', 'gateway', 'sdk'] as const) {
+          for (const name of ['direct', 'reference', 'gateway', 'sdk'] as const) {
             const t0 = performance.now();
             await paths[name](w);
             samples[name].push(performance.now() - t0);
@@ -176,12 +204,16 @@ try {
     );
     return samples;
   };
+  const cpuBefore = { gateway: cpuMs(gw.child.pid), reference: cpuMs(reference.child.pid) };
   const c1 = await interleaved(1, CALLS_C1);
+  const cpuAfter = { gateway: cpuMs(gw.child.pid), reference: cpuMs(reference.child.pid) };
   const d1 = row('executor direct (HTTP)            c=1', c1.direct);
+  const r1 = row('via reference proxy (bare Node)   c=1', c1.reference);
   const g1 = row('via gateway (JSON-RPC over HTTP)  c=1', c1.gateway);
   row('via gateway (SDK Client)          c=1', c1.sdk);
   const c32 = await interleaved(32, CALLS_PER_WORKER_C32);
   const d32 = row('executor direct (HTTP)            c=32', c32.direct);
+  const r32 = row('via reference proxy (bare Node)   c=32', c32.reference);
   const g32 = row('via gateway (JSON-RPC over HTTP)  c=32', c32.gateway);
   row('via gateway (SDK Client)          c=32', c32.sdk);
   // The floor any extra HTTP hop costs on this machine: an empty GET to the gateway.
@@ -193,16 +225,35 @@ try {
         .then(() => undefined),
     ),
   );
-  // Paired: the same iteration's gateway call minus its direct call, so machine drift cancels out.
-  const paired = (r: { direct: number[]; gateway: number[] }) =>
-    summarize(r.gateway.map((g, k) => g - r.direct[k]!)).p50;
+  // Paired: the same iteration's call minus its direct call, so machine drift cancels out; at
+  // c=1 also per third of the run, to show how steady the figure is within a run.
+  const paired = (via: number[], direct: number[]) => summarize(via.map((v, k) => v - direct[k]!)).p50;
+  const thirds = (via: number[], direct: number[]) => {
+    const size = Math.floor(via.length / 3);
+    return [0, 1, 2].map((t) =>
+      paired(via.slice(t * size, (t + 1) * size), direct.slice(t * size, (t + 1) * size)).toFixed(2),
+    );
+  };
   console.log(
     `  gateway adds at p50: ${ms(g1.p50 - d1.p50)} (c=1), ${ms(g32.p50 - d32.p50)} (c=32); ` +
-      `paired per call: ${ms(paired(c1))} (c=1), ${ms(paired(c32))} (c=32)`,
+      `paired per call: ${ms(paired(c1.gateway, c1.direct))} (c=1; by third of the run ` +
+      `${thirds(c1.gateway, c1.direct).join(', ')}), ${ms(paired(c32.gateway, c32.direct))} (c=32)`,
+  );
+  console.log(
+    `  reference proxy adds at p50: ${ms(r1.p50 - d1.p50)} (c=1), ${ms(r32.p50 - d32.p50)} (c=32); ` +
+      `paired per call: ${ms(paired(c1.reference, c1.direct))} (c=1), ${ms(paired(c32.reference, c32.direct))} (c=32)`,
+  );
+  // Two gateway calls per c=1 iteration (raw JSON-RPC and SDK Client), one reference call.
+  console.log(
+    `  CPU per call at c=1 (user + system): gateway ${ms((cpuAfter.gateway - cpuBefore.gateway) / (2 * CALLS_C1))}, ` +
+      `reference proxy ${ms((cpuAfter.reference - cpuBefore.reference) / CALLS_C1)}`,
   );
   const steadyCalls = 2 * (CALLS_C1 + 32 * CALLS_PER_WORKER_C32);
+  const configAfter = await configRequests();
   console.log(
-    `  config fetches by the gateway during ${steadyCalls} steady-state calls: ${(await configFetches()) - fetchesBefore}`,
+    `  config requests by the gateway during ${steadyCalls} steady-state calls: ${configAfter.all - configBefore.all} ` +
+      `(ETag revalidations answered 304: ${configAfter.revalidated - configBefore.revalidated}; ` +
+      `at most one per key per CONFIG_CACHE_TTL_MS, here ${process.env.BENCH_TTL_MS ?? '30000'} ms)`,
   );
   if (process.env.BENCH_DEBUG) {
     const text = await (await fetch(`${gw.url}/metrics`)).text();
@@ -251,5 +302,6 @@ try {
   for (const client of [...clients, bigClient]) await client.close();
 } finally {
   await stopChild(gw.child);
+  await stopChild(reference.child);
   await cp.stop();
 }

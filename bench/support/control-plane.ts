@@ -20,13 +20,14 @@ export interface RunningProcess {
   stop(): Promise<void>;
 }
 
-/** Spawns `tsx src/server.ts` in `dir` and resolves once it logs that it listens. */
+/** Spawns `tsx <entry>` in `dir` and resolves once it logs that it listens. */
 export async function spawnService(
   dir: string,
   env: Record<string, string>,
   nodeArgs: string[] = [],
+  entry = 'src/server.ts',
 ): Promise<{ url: string; child: ChildProcess }> {
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/server.ts'], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', LOG_REQUESTS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -47,6 +48,16 @@ export async function spawnService(
     child.on('exit', (code) => reject(new Error(`${dir} exited with ${code}:\n${output}`)));
   });
   return { url, child };
+}
+
+/**
+ * Node flags that write a CPU profile of a service to `BENCH_PROFILE_DIR` when it is set (a folder per
+ * service; open the `.cpuprofile` in Chrome DevTools); none otherwise.
+ */
+export function profileArgs(service: string): string[] {
+  const dir = process.env.BENCH_PROFILE_DIR;
+  // One folder per service: the main thread's profile is the largest file in it.
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, service)}`] : [];
 }
 
 export async function stopChild(child: ChildProcess): Promise<void> {
@@ -99,7 +110,7 @@ export async function startControlPlane(engine: 'postgres' | 'pglite'): Promise<
     env.BINDERY_DATA_DIR = dir;
     cleanup = () => rm(dir, { recursive: true, force: true });
   }
-  const { url, child } = await spawnService(SERVICE_DIR, env);
+  const { url, child } = await spawnService(SERVICE_DIR, env, profileArgs('control-plane'));
   return {
     url,
     database,

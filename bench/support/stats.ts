@@ -1,4 +1,5 @@
 /** Latency percentiles and throughput, printed as plain aligned rows. */
+import { readFileSync } from 'node:fs';
 
 export function percentile(sortedMs: number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;
@@ -29,3 +30,18 @@ export async function timeSequential(count: number, fn: (i: number) => Promise<v
 }
 
 export const ms = (value: number) => `${value.toFixed(2)} ms`;
+
+/**
+ * CPU time (user + system) a process has used so far, in milliseconds, from `/proc` (Linux);
+ * NaN elsewhere. Unlike latency, it hardly depends on what else the machine is doing.
+ */
+export function cpuMs(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticksPerMs = 100 / 1000; // USER_HZ is 100 on Linux
+    return (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+  } catch {
+    return Number.NaN;
+  }
+}

@@ -3,6 +3,7 @@
  * (with REDIS_URL) the invalidation subscriber. It holds no database: everything comes from the
  * control plane over HTTP. `server.ts` only listens and closes.
  */
+import { createServer } from 'node:http';
 import { redactApiKeyInUrl } from '@bindery/contracts';
 import Fastify, {
   LogController,
@@ -13,8 +14,10 @@ import Fastify, {
 import type { GatewayConfig } from './config.ts';
 import { ControlPlaneClient } from './control-plane-client.ts';
 import { ExposureCache } from './exposure-cache.ts';
+import { createFastLane, type FastLane } from './fast-lane.ts';
 import { subscribeInvalidations, type Subscription } from './invalidation-subscriber.ts';
-import { JSONRPC, sendJsonRpcError } from './jsonrpc-errors.ts';
+import { INTERNAL_ERROR, JSONRPC, PARSE_ERROR, sendJsonRpcError } from './jsonrpc-errors.ts';
+import { lazyChildLogger } from './lazy-logger.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
@@ -46,10 +49,23 @@ export async function buildGateway(
             req: (req) => ({ method: req.method, url: redactApiKeyInUrl(req.url), remoteAddress: req.ip }),
           },
         };
+  // The fast lane sees each request first (see fast-lane.ts); it exists once the deps below do.
+  const lane: { current?: FastLane } = {};
   const app = Fastify({
+    serverFactory: (handler, options) => {
+      const server = createServer((req, res) => {
+        if (lane.current?.take(req, res) !== true) handler(req, res);
+      });
+      // What Fastify sets on the servers it creates itself.
+      server.keepAliveTimeout = options.keepAliveTimeout as number;
+      server.requestTimeout = options.requestTimeout as number;
+      server.setTimeout(options.connectionTimeout as number);
+      return server;
+    },
     logger,
     bodyLimit: config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: !config.logRequests }),
+    childLoggerFactory: lazyChildLogger,
   });
   const metrics = createMetrics();
   const client = new ControlPlaneClient({
@@ -90,7 +106,11 @@ export async function buildGateway(
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    metrics.requests.inc({ route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) });
+    metrics.requests.inc({
+      route: request.routeOptions.url ?? 'unknown',
+      status: String(reply.statusCode),
+      lane: 'framework',
+    });
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -100,12 +120,7 @@ export async function buildGateway(
       (error instanceof SyntaxError && error.statusCode === 400)
     ) {
       return onMcp
-        ? sendJsonRpcError(reply, {
-            status: 400,
-            code: JSONRPC.PARSE_ERROR,
-            message: 'Parse error: the body is not valid JSON',
-            bindery: 'VALIDATION_FAILED',
-          })
+        ? sendJsonRpcError(reply, PARSE_ERROR)
         : reply
             .status(400)
             .send({ error: { code: 'VALIDATION_FAILED', message: 'the body is not valid JSON' } });
@@ -134,15 +149,12 @@ export async function buildGateway(
     }
     request.log.error({ err: error }, 'unhandled error');
     return onMcp
-      ? sendJsonRpcError(reply, {
-          status: 500,
-          code: JSONRPC.INTERNAL_ERROR,
-          message: 'internal error',
-          bindery: 'INTERNAL',
-        })
+      ? sendJsonRpcError(reply, INTERNAL_ERROR)
       : reply.status(500).send({ error: { code: 'INTERNAL', message: 'internal error' } });
   });
 
+  lane.current = createFastLane({ config, cache, sessions, limiter, metrics, log: app.log });
+  app.addHook('preClose', async () => lane.current?.stop());
   await app.register(async (scope) =>
     mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter }),
   );

@@ -5,7 +5,7 @@
  * one fetch per key is in flight; when the control plane fails, the last good entry is served
  * (stale-if-error) and counted. Invalidation drops entries by api_key, AEI id, or all.
  */
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import type { ConfigV2, LegacyConfig } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { LRUCache } from 'lru-cache';
@@ -29,7 +29,8 @@ export interface CacheOptions {
 
 /** SHA-256 of an api_key: the cache key, so no plain key is held longer than a request. */
 export function keyHash(apiKey: string): string {
-  return createHash('sha256').update(apiKey).digest('hex');
+  // The one-shot digest: no Hash object per request (every MCP request hashes its key).
+  return digest('sha256', apiKey, 'hex');
 }
 
 export interface Resolved {
@@ -86,6 +87,16 @@ export class ExposureCache {
   #fresh(entry: Entry): boolean {
     const ttl = entry.exposure.kind === 'unknown' ? this.#options.negativeTtlMs : this.#options.ttlMs;
     return this.#now() - entry.fetchedAt < ttl;
+  }
+
+  /**
+   * The exposure cached for this key hash when it is fresh and known, without any call and without
+   * counting; undefined otherwise (then `resolve` decides).
+   */
+  peek(hash: string): Exposure | undefined {
+    const entry = this.#entries.get(hash);
+    if (!entry || entry.exposure.kind === 'unknown' || !this.#fresh(entry)) return undefined;
+    return entry.exposure;
   }
 
   /** What `apiKey` exposes now: from the cache when fresh, else from the control plane. */

@@ -1,7 +1,10 @@
 // Pins the gateway's small pure pieces: settings (defaults and refusals), the Origin/Host policy,
-// "did you mean" suggestions, and the token-bucket rate limiter.
+// "did you mean" suggestions, the token-bucket rate limiter, and the lazy request logger.
+import { Writable } from 'node:stream';
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../src/config.ts';
+import { lazyChildLogger } from '../src/lazy-logger.ts';
 import { checkOrigin } from '../src/origin-guard.ts';
 import { RateLimiter } from '../src/rate-limit.ts';
 import { closeMatches } from '../src/tool-suggestions.ts';
@@ -93,5 +96,54 @@ describe('RateLimiter', () => {
   it('is off at 0 per second', () => {
     const limiter = new RateLimiter(0, 1);
     for (let i = 0; i < 100; i++) expect(limiter.take('k')).toBe(0);
+  });
+});
+
+describe('lazyChildLogger', () => {
+  function parentLogger(level: string) {
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const app = Fastify({ logger: { level, stream } });
+    return { log: app.log, lines };
+  }
+
+  it('logs through a child with the request bindings, built on first use only', async () => {
+    const { log, lines } = parentLogger('info');
+    let children = 0;
+    const counting = Object.create(log, {
+      child: { value: (...args: Parameters<typeof log.child>) => (children++, log.child(...args)) },
+    }) as typeof log;
+    const lazy = lazyChildLogger(counting, { reqId: 'req-7' }, {});
+    lazy.debug('below the level');
+    expect(children).toBe(0);
+    expect(lazy.level).toBe('info');
+    lazy.warn({ tool: 'q' }, 'tool call failed upstream');
+    lazy.info('second');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(children).toBe(1);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({
+      reqId: 'req-7',
+      tool: 'q',
+      msg: 'tool call failed upstream',
+      level: 40,
+    });
+    expect(lines[1]).toMatchObject({ reqId: 'req-7', msg: 'second' });
+  });
+
+  it('honours a level set on it, and makes grandchildren with both bindings', async () => {
+    const { log, lines } = parentLogger('info');
+    const lazy = lazyChildLogger(log, { reqId: 'req-8' }, {});
+    lazy.level = 'debug';
+    lazy.debug('now visible');
+    lazy.child({ session: 's1' }).info('from a grandchild');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines.map((l) => l.msg)).toEqual(['now visible', 'from a grandchild']);
+    expect(lines[1]).toMatchObject({ reqId: 'req-8', session: 's1' });
   });
 });

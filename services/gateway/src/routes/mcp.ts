@@ -6,22 +6,20 @@
 import { randomUUID } from 'node:crypto';
 import { bearerToken } from '@bindery/contracts';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  McpError,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  isInitializeRequest,
-} from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
+import { directAnswer, refusalFor, writeDirectAnswer, type Flavor } from '../direct-answer.ts';
 import { keyHash, type Exposure, type ExposureCache } from '../exposure-cache.ts';
+import { MCP_ROUTES } from '../fast-lane.ts';
 import { JSONRPC, sendJsonRpcError } from '../jsonrpc-errors.ts';
 import { createMcpServer } from '../mcp-server.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { checkOrigin } from '../origin-guard.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { SessionStateStore } from '../session-state.ts';
-import type { Session, SessionRegistry } from '../sessions.ts';
+import type { SessionRegistry } from '../sessions.ts';
 
 export interface McpRouteDeps {
   store: SessionStateStore;
@@ -33,8 +31,6 @@ export interface McpRouteDeps {
   limiter: RateLimiter;
   metrics: GatewayMetrics;
 }
-
-type Flavor = 'v2' | 'v1';
 
 function wantsInitialize(body: unknown): boolean {
   return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
@@ -51,12 +47,12 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     hash: string,
     flavor: Flavor,
   ): Promise<Exposure | undefined> {
-    const refusal = checkOrigin(config, request.headers.host, request.headers.origin);
-    if (refusal) {
+    const foreign = checkOrigin(config, request.headers.host, request.headers.origin);
+    if (foreign) {
       sendJsonRpcError(reply, {
         status: 403,
         code: JSONRPC.FORBIDDEN,
-        message: refusal,
+        message: foreign,
         bindery: 'FORBIDDEN',
       });
       return undefined;
@@ -96,24 +92,9 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       });
       return undefined;
     }
-    // The v1 URL serves legacy instances only; the v2 URL serves AEIs and, by fallback, legacy ones.
-    if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) {
-      sendJsonRpcError(reply, {
-        status: 401,
-        code: JSONRPC.UNAUTHORIZED,
-        message: 'unknown api_key',
-        bindery: 'UNAUTHORIZED',
-      });
-      return undefined;
-    }
-    const status = exposure.kind === 'aei' ? exposure.config.aei.status : exposure.config.instance.status;
-    if (status !== 'enabled') {
-      sendJsonRpcError(reply, {
-        status: 403,
-        code: JSONRPC.FORBIDDEN,
-        message: 'this exposure is disabled by its owner',
-        bindery: 'FORBIDDEN',
-      });
+    const refusal = refusalFor(exposure, flavor);
+    if (refusal) {
+      sendJsonRpcError(reply, refusal);
       return undefined;
     }
     return exposure;
@@ -152,7 +133,12 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     const known = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, hash) : undefined;
     reply.hijack();
     if (known) {
-      if (request.method === 'POST' && (await answerDirectly(known, exposure, request, reply))) return reply;
+      const answer =
+        request.method === 'POST' ? directAnswer(known, exposure, request.body, request.headers) : undefined;
+      if (answer) {
+        writeDirectAnswer(reply.raw, known, await answer);
+        return reply;
+      }
       await known.transport.handleRequest(request.raw, reply.raw, request.body);
       return reply;
     }
@@ -204,85 +190,20 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     return reply;
   }
 
-  /**
-   * The fast path: a single tools/call or tools/list on a session this replica holds, from a client
-   * that accepts JSON and asked for no log stream, is answered with one plain JSON response by the
-   * session's own handlers, skipping the SDK transport's web-standard adaption and SSE framing
-   * (most of the gateway's latency). Anything else answers false and takes the SDK path, which
-   * also produces every protocol error.
-   */
-  async function answerDirectly(
-    session: Session,
-    exposure: Exposure,
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): Promise<boolean> {
-    const message = request.body as {
-      jsonrpc?: unknown;
-      id?: unknown;
-      method?: unknown;
-      params?: unknown;
-    } | null;
-    if (!message || typeof message !== 'object' || Array.isArray(message) || message.jsonrpc !== '2.0')
-      return false;
-    const id = message.id;
-    if ((typeof id !== 'string' && typeof id !== 'number') || session.endpoint.wantsLogs()) return false;
-    if (!String(request.headers.accept ?? '').includes('application/json')) return false;
-    const version = request.headers['mcp-protocol-version'];
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return false;
-    const params = (message.params ?? {}) as Record<string, unknown>;
-    if (typeof params !== 'object' || Array.isArray(params)) return false;
-    if (params._meta !== undefined) return false; // progress tokens and the like: the SDK handles them
-    let run: () => Promise<unknown>;
-    if (
-      message.method === 'tools/list' &&
-      (params.cursor === undefined || typeof params.cursor === 'string')
-    ) {
-      run = () => session.endpoint.listTools(params.cursor as string | undefined, exposure);
-    } else if (
-      message.method === 'tools/call' &&
-      typeof params.name === 'string' &&
-      (params.arguments === undefined ||
-        (typeof params.arguments === 'object' &&
-          params.arguments !== null &&
-          !Array.isArray(params.arguments)))
-    ) {
-      const args = (params.arguments ?? {}) as Record<string, unknown>;
-      run = () =>
-        session.endpoint.callTool(params.name as string, args, {
-          sessionId: session.id,
-          requestId: `${session.id}:${String(id)}`,
-          known: exposure,
-        });
-    } else {
-      return false;
-    }
-    let body: unknown;
-    try {
-      body = { jsonrpc: '2.0', id, result: await run() };
-    } catch (error) {
-      if (!(error instanceof McpError)) throw error;
-      body = { jsonrpc: '2.0', id, error: { code: error.code, message: error.message, data: error.data } };
-    }
-    reply.raw.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': session.id });
-    reply.raw.end(JSON.stringify(body));
-    return true;
-  }
-
   const methods = ['GET', 'POST', 'DELETE'] as const;
   app.route<{ Params: { api_key: string } }>({
     method: [...methods],
-    url: '/api/v2/mcp/server/:api_key',
+    url: MCP_ROUTES.v2,
     handler: (request, reply) => handle(request, reply, request.params.api_key, 'v2'),
   });
   app.route({
     method: [...methods],
-    url: '/api/v2/mcp/server',
+    url: MCP_ROUTES.bearer,
     handler: (request, reply) => handle(request, reply, bearerToken(request.headers.authorization), 'v2'),
   });
   app.route<{ Params: { api_key: string } }>({
     method: [...methods],
-    url: '/api/v1/mcp/server/:api_key',
+    url: MCP_ROUTES.v1,
     handler: (request, reply) => handle(request, reply, request.params.api_key, 'v1'),
   });
 }

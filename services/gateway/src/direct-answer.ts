@@ -1,0 +1,95 @@
+/**
+ * Plain JSON answers to `tools/call` and `tools/list` on a session this replica holds. The MCP
+ * SDK's Streamable HTTP transport (web-standard Request/Response adaption, schema validation, SSE
+ * framing) was most of the gateway's latency; these two methods are the hot ones, so they are
+ * answered here by the session's own handlers, the very functions the SDK path calls. Anything
+ * else, every protocol error included, still goes through the SDK transport.
+ */
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import type { Exposure } from './exposure-cache.ts';
+import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
+import type { Session } from './sessions.ts';
+
+export type Flavor = 'v2' | 'v1';
+
+/**
+ * Why an exposure may not be served on this URL (the v1 URL serves legacy instances only; the v2
+ * URL serves AEIs and, by fallback, legacy ones), or undefined when it may.
+ */
+export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnswer | undefined {
+  if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) {
+    return { status: 401, code: JSONRPC.UNAUTHORIZED, message: 'unknown api_key', bindery: 'UNAUTHORIZED' };
+  }
+  const status = exposure.kind === 'aei' ? exposure.config.aei.status : exposure.config.instance.status;
+  if (status !== 'enabled') {
+    return {
+      status: 403,
+      code: JSONRPC.FORBIDDEN,
+      message: 'this exposure is disabled by its owner',
+      bindery: 'FORBIDDEN',
+    };
+  }
+  return undefined;
+}
+
+/** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
+export function acceptsDirectAnswer(headers: IncomingHttpHeaders): boolean {
+  if (!(headers.accept ?? '').includes('application/json')) return false;
+  const version = headers['mcp-protocol-version'];
+  return version === undefined || SUPPORTED_PROTOCOL_VERSIONS.includes(String(version));
+}
+
+/**
+ * The serialized JSON-RPC answer to `message`, or undefined when the message is not one this path
+ * takes (then the SDK transport must handle it). Rejects only on a gateway fault (not an McpError).
+ */
+export function directAnswer(
+  session: Session,
+  exposure: Exposure,
+  message: unknown,
+  headers: IncomingHttpHeaders,
+): Promise<string> | undefined {
+  if (!message || typeof message !== 'object' || Array.isArray(message)) return undefined;
+  const { jsonrpc, id, method, params: rawParams } = message as Record<string, unknown>;
+  if (jsonrpc !== '2.0' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
+  // A client that asked for log messages gets them on the call's stream: the SDK path.
+  if (session.endpoint.wantsLogs() || !acceptsDirectAnswer(headers)) return undefined;
+  const params = (rawParams ?? {}) as Record<string, unknown>;
+  if (typeof params !== 'object' || Array.isArray(params)) return undefined;
+  if (params._meta !== undefined) return undefined; // progress tokens and the like: the SDK handles them
+  let run: Promise<unknown>;
+  if (method === 'tools/list' && (params.cursor === undefined || typeof params.cursor === 'string')) {
+    run = session.endpoint.listTools(params.cursor, exposure);
+  } else if (
+    method === 'tools/call' &&
+    typeof params.name === 'string' &&
+    (params.arguments === undefined ||
+      (typeof params.arguments === 'object' && params.arguments !== null && !Array.isArray(params.arguments)))
+  ) {
+    run = session.endpoint.callTool(params.name, (params.arguments ?? {}) as Record<string, unknown>, {
+      sessionId: session.id,
+      requestId: `${session.id}:${String(id)}`,
+      known: exposure,
+    });
+  } else {
+    return undefined;
+  }
+  return run.then(
+    (result) => JSON.stringify({ jsonrpc: '2.0', id, result }),
+    (error: unknown) => {
+      if (!(error instanceof McpError)) throw error;
+      return JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        error: { code: error.code, message: error.message, data: error.data },
+      });
+    },
+  );
+}
+
+/** Writes a direct answer: one JSON response carrying the session id, as the SDK would. */
+export function writeDirectAnswer(res: ServerResponse, session: Session, body: string): void {
+  res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': session.id });
+  res.end(body);
+}
