@@ -64,6 +64,10 @@ export async function buildGateway(
     },
     logger,
     bodyLimit: config.bodyLimitBytes,
+    // A request must arrive whole within 30 s (Fastify's default is no limit): a body trickled in
+    // slowly cannot hold a connection and its checks open. Streams (GET) are responses, not
+    // requests, and are unaffected.
+    requestTimeout: 30_000,
     logController: new LogController({ disableRequestLogging: !config.logRequests }),
     childLoggerFactory: lazyChildLogger,
   });

@@ -8,30 +8,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Exposure } from './exposure-cache.ts';
-import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
 import type { Session } from './sessions.ts';
-
-export type Flavor = 'v2' | 'v1';
-
-/**
- * Why an exposure may not be served on this URL (the v1 URL serves legacy instances only; the v2
- * URL serves AEIs and, by fallback, legacy ones), or undefined when it may.
- */
-export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnswer | undefined {
-  if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) {
-    return { status: 401, code: JSONRPC.UNAUTHORIZED, message: 'unknown api_key', bindery: 'UNAUTHORIZED' };
-  }
-  const status = exposure.kind === 'aei' ? exposure.config.aei.status : exposure.config.instance.status;
-  if (status !== 'enabled') {
-    return {
-      status: 403,
-      code: JSONRPC.FORBIDDEN,
-      message: 'this exposure is disabled by its owner',
-      bindery: 'FORBIDDEN',
-    };
-  }
-  return undefined;
-}
 
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
 export function acceptsDirectAnswer(headers: IncomingHttpHeaders): boolean {

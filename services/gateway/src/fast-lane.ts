@@ -4,30 +4,26 @@
  * framework's per-request work (routing, hooks, reply and logger objects) was a measurable part of
  * what the gateway adds to a tool call, and this is the request every agent sends most.
  *
- * The lane makes the same checks as the routes, in the same order, and takes a request only when
- * every one of them passes; anything it does not take (an unknown session, a stale cache entry,
- * a refused Origin, a rate limit, an odd body) goes to Fastify untouched, which produces every
- * refusal. Once taken, a request is answered directly (`direct-answer.ts`) or handed to the
- * session's SDK transport with its parsed body, exactly as the routes do.
+ * When the headers arrive, the lane predicts from them, without changing anything, whether the
+ * routes' checks would pass; if any would refuse (Host/Origin, key, rate limit, cache, exposure
+ * status, session), or the body is not plain JSON of a known length within the limit, the request
+ * goes to Fastify untouched, which produces every refusal. A taken request runs the same checks
+ * for real once its body has arrived (`admission.ts`, as the routes do after parsing), since the
+ * exposure or session may have changed meanwhile, and is then answered directly
+ * (`direct-answer.ts`) or handed to the session's SDK transport with its parsed body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, redactApiKeyInUrl } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import sjson from 'secure-json-parse';
+import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from './admission.ts';
 import type { GatewayConfig } from './config.ts';
-import {
-  acceptsDirectAnswer,
-  directAnswer,
-  refusalFor,
-  writeDirectAnswer,
-  type Flavor,
-} from './direct-answer.ts';
-import { keyHash, type Exposure, type ExposureCache } from './exposure-cache.ts';
-import { INTERNAL_ERROR, PARSE_ERROR, writeJsonRpcError } from './jsonrpc-errors.ts';
+import { acceptsDirectAnswer, directAnswer, writeDirectAnswer } from './direct-answer.ts';
+import { keyHash, type ExposureCache } from './exposure-cache.ts';
+import { PARSE_ERROR, answerFault, writeJsonRpcError } from './jsonrpc-errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import { checkOrigin } from './origin-guard.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import type { Session, SessionRegistry } from './sessions.ts';
+import type { SessionRegistry } from './sessions.ts';
 
 export interface FastLaneDeps {
   config: GatewayConfig;
@@ -67,7 +63,10 @@ function targetOf(url: string): Target | undefined {
   } else {
     return undefined;
   }
-  if (raw === '' || raw.includes('/') || raw.includes('%') || raw.includes(';')) return undefined;
+  // Fastify's router refuses parameters over 100 characters (maxParamLength); so does the lane.
+  if (raw === '' || raw.length > 100 || raw.includes('/') || raw.includes('%') || raw.includes(';')) {
+    return undefined;
+  }
   return { flavor, pathKey: raw, route: flavor === 'v2' ? MCP_ROUTES.v2 : MCP_ROUTES.v1 };
 }
 
@@ -93,7 +92,6 @@ export interface FastLane {
 
 export function createFastLane(deps: FastLaneDeps): FastLane {
   const { config, cache, sessions, limiter, metrics, log } = deps;
-  const cacheHit = metrics.cache.labels('hit');
   let open = true;
 
   function finished(req: IncomingMessage, res: ServerResponse, route: string, started: number): void {
@@ -114,41 +112,37 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     }
   }
 
+  /** A taken request, its body read: the routes' checks from the parse on, then the answer. */
   async function serve(
     req: IncomingMessage,
     res: ServerResponse,
     text: string,
-    session: Session,
-    exposure: Exposure,
-    route: string,
-    started: number,
+    call: { apiKey: string; hash: string; sessionId: string; target: Target },
   ): Promise<void> {
     const parsed = parseBody(text);
     if (!parsed.ok) {
-      writeJsonRpcError(res, PARSE_ERROR);
-      finished(req, res, route, started);
+      // As Fastify's body parser answers it (no rate-limit token spent).
+      writeJsonRpcError(res, { ...PARSE_ERROR, headers: { connection: 'close' } });
       return;
     }
-    let viaTransport = false;
-    try {
-      const answer = directAnswer(session, exposure, parsed.value, req.headers);
-      if (answer) {
-        writeDirectAnswer(res, session, await answer);
-        finished(req, res, route, started);
-        return;
-      }
-      viaTransport = true;
-      res.once('close', () => finished(req, res, route, started));
-      await session.transport.handleRequest(req, res, parsed.value);
-    } catch (error) {
-      log.error({ err: error }, 'unhandled error');
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      writeJsonRpcError(res, INTERNAL_ERROR);
-      if (!viaTransport) finished(req, res, route, started);
+    // Checked again now that the body is here: the exposure may have been disabled, the key
+    // rotated or the session closed while it was arriving.
+    const admission = await admitKey({ limiter, cache, log }, call.apiKey, call.hash, call.target.flavor);
+    if (admission.refusal) {
+      writeJsonRpcError(res, admission.refusal);
+      return;
     }
+    const session = sessions.get(call.sessionId, call.hash);
+    if (!session) {
+      writeJsonRpcError(res, SESSION_NOT_FOUND);
+      return;
+    }
+    const answer = directAnswer(session, admission.exposure, parsed.value, req.headers);
+    if (answer) {
+      writeDirectAnswer(res, session, await answer);
+      return;
+    }
+    await session.transport.handleRequest(req, res, parsed.value);
   }
 
   function take(req: IncomingMessage, res: ServerResponse): boolean {
@@ -163,24 +157,26 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     // A body the lane can read whole within the limit; chunked or empty ones go to Fastify.
     const length = Number(headers['content-length']);
     if (!Number.isInteger(length) || length <= 0 || length > config.bodyLimitBytes) return false;
-    if (checkOrigin(config, headers.host, headers.origin) !== undefined) return false;
+    if (originRefusal(config, headers) !== undefined) return false;
     const apiKey = target.pathKey ?? bearerToken(headers.authorization);
     if (!apiKey) return false;
+    // What the checks after the body will find, predicted without changing anything: a refusal
+    // here leaves the request to Fastify, which produces it.
     const hash = keyHash(apiKey);
-    const session = sessions.get(sessionId, hash);
-    if (!session) return false;
+    if (!sessions.get(sessionId, hash) || !limiter.available(hash)) return false;
     const exposure = cache.peek(hash);
     if (!exposure || refusalFor(exposure, target.flavor) !== undefined) return false;
-    if (limiter.take(hash) > 0) return false; // nothing taken: Fastify answers 429
-    cacheHit.inc();
 
     const started = performance.now();
+    res.once('finish', () => finished(req, res, target.route, started));
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('error', () => res.destroy());
     req.on('end', () => {
       const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
-      void serve(req, res, text, session, exposure, target.route, started);
+      serve(req, res, text, { apiKey, hash, sessionId, target }).catch((error: unknown) =>
+        answerFault(res, log, error),
+      );
     });
     return true;
   }

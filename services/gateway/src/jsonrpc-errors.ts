@@ -3,7 +3,7 @@
  * disabled exposure, bad Origin, malformed JSON, oversized body, rate limit, control plane down).
  */
 import type { ServerResponse } from 'node:http';
-import type { FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 
 /** JSON-RPC codes: the spec's, and -32001..-32099 for server-defined errors. */
 export const JSONRPC = {
@@ -59,4 +59,18 @@ export function sendJsonRpcError(reply: FastifyReply, answer: JsonRpcErrorAnswer
 export function writeJsonRpcError(res: ServerResponse, answer: JsonRpcErrorAnswer): void {
   res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', ...answer.headers });
   res.end(JSON.stringify(jsonRpcErrorBody(answer)));
+}
+
+/**
+ * A gateway fault while serving a request outside Fastify's reply (fast lane, hijacked routes):
+ * logged, and answered with INTERNAL_ERROR unless the answer had already begun (then the
+ * connection is cut, which the client sees as a failed request).
+ */
+export function answerFault(res: ServerResponse, log: FastifyBaseLogger, error: unknown): void {
+  log.error({ err: error }, 'unhandled error');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  writeJsonRpcError(res, INTERNAL_ERROR);
 }

@@ -82,5 +82,8 @@ export function lazyChildLogger(
   bindings: Bindings,
   options: ChildLoggerOptions,
 ): FastifyBaseLogger {
+  // A child with a level of its own (a route's logLevel) is built at once: the level checks
+  // below consult the parent until the child exists.
+  if (options.level !== undefined) return parent.child(bindings, options);
   return new LazyChildLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
 }

@@ -19,6 +19,14 @@ export class RateLimiter {
     this.#burst = burst;
   }
 
+  /** True when `take` would succeed now; takes nothing. */
+  available(key: string, now = Date.now(), cost = 1): boolean {
+    if (this.#perSecond <= 0) return true;
+    const bucket = this.#buckets.peek(key);
+    if (!bucket) return this.#burst >= cost;
+    return Math.min(this.#burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.#perSecond) >= cost;
+  }
+
   /** 0 when `cost` tokens were taken, else the seconds to wait before retrying (nothing taken). */
   take(key: string, now = Date.now(), cost = 1): number {
     if (this.#perSecond <= 0) return 0;

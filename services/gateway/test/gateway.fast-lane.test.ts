@@ -35,7 +35,12 @@ interface Answer {
 function post(
   path: string,
   body: string,
-  options: { headers?: Record<string, string>; chunked?: boolean } = {},
+  options: {
+    headers?: Record<string, string>;
+    chunked?: boolean;
+    /** Runs after the headers are sent and before the body is. */
+    beforeBody?: () => Promise<void>;
+  } = {},
 ): Promise<Answer> {
   const { port } = new URL(stack.gatewayUrl);
   return new Promise((resolve, reject) => {
@@ -65,6 +70,11 @@ function post(
       },
     );
     req.on('error', reject);
+    if (options.beforeBody) {
+      req.flushHeaders();
+      options.beforeBody().then(() => req.end(body), reject);
+      return;
+    }
     if (options.chunked) req.write(body.slice(0, 5));
     req.end(options.chunked ? body.slice(5) : body);
   });
@@ -211,6 +221,76 @@ describe('fast lane', () => {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toMatch(/gateway_requests_total\{[^}]*status="200",lane="fast"\} [1-9]/);
       expect(metrics).toMatch(/gateway_requests_total\{[^}]*status="429",lane="framework"\} 1/);
+    } finally {
+      await client.close().catch(() => undefined);
+      await gateway.close();
+    }
+  });
+
+  it('checks again once the body is in: an exposure disabled meanwhile is refused', async () => {
+    const other = await twoTableExposure(stack);
+    const client = await stack.connect(`/api/v2/mcp/server/${other.apiKey}`);
+    const headers = { 'mcp-session-id': (client.transport as StreamableHTTPClientTransport).sessionId! };
+    const path = `/api/v2/mcp/server/${other.apiKey}`;
+    expect((await post(path, call(1, 'find_customers', { query: '@' }), { headers })).status).toBe(200);
+    let late: Answer | undefined;
+    const counted = await lanes(async () => {
+      late = await post(path, call(2, 'find_customers', { query: '[0].name' }), {
+        headers,
+        // Headers now, body once the gateway has heard that the exposure is disabled.
+        beforeBody: async () => {
+          await stack.admin('PATCH', `/api/v2/aeis/${other.aeiId}`, { status: 'disabled' }, other.token);
+          for (let i = 0; i < 50; i++) {
+            const probe = await post(path, call(3, 'find_customers', { query: '@' }), {
+              headers,
+              chunked: true,
+            });
+            if (probe.status === 403) return;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+          throw new Error('the gateway never refused the disabled exposure');
+        },
+      });
+    });
+    expect(late!.status).toBe(403);
+    expect(late!.body.error).toMatchObject({ code: -32003, data: { code: 'FORBIDDEN' } });
+    // The late request was taken by the lane when its headers came, and refused there.
+    expect(counted.fast).toBe(1);
+  });
+
+  it('spends no rate-limit token on a body that is not JSON, as the framework does not', async () => {
+    const config = loadGatewayConfig({
+      CONTROL_PLANE_URL: stack.controlPlaneUrl,
+      INTERNAL_TOKEN,
+      RATE_LIMIT_PER_SECOND: '1',
+      RATE_LIMIT_BURST: '6',
+      LOG_REQUESTS: 'false',
+    });
+    const gateway = await buildGateway(config, false);
+    const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
+    const client = new Client({ name: 'lane-test', version: '1.0.0' });
+    try {
+      const transport = new StreamableHTTPClientTransport(
+        new URL(`${url}/api/v2/mcp/server/${exposed.apiKey}`),
+      );
+      await client.connect(transport);
+      const send = (body: string) =>
+        fetch(`${url}/api/v2/mcp/server/${exposed.apiKey}`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': transport.sessionId!,
+          },
+          body,
+        }).then(async (res) => ({ status: res.status, text: await res.text() }));
+      const malformed: number[] = [];
+      for (let i = 0; i < 20; i++) malformed.push((await send('{"jsonrpc": "2.0",')).status);
+      expect(new Set(malformed)).toEqual(new Set([400]));
+      // Twenty refusals later the burst of six is still there.
+      const valid = await send(call(1, 'find_customers', { query: '[0].name' }));
+      expect(valid.status).toBe(200);
+      expect(valid.text).toContain('Ada');
     } finally {
       await client.close().catch(() => undefined);
       await gateway.close();

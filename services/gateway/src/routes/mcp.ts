@@ -10,13 +10,13 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
-import { directAnswer, refusalFor, writeDirectAnswer, type Flavor } from '../direct-answer.ts';
+import { MISSING_KEY, SESSION_NOT_FOUND, admitKey, originRefusal, type Flavor } from '../admission.ts';
+import { directAnswer, writeDirectAnswer } from '../direct-answer.ts';
 import { keyHash, type Exposure, type ExposureCache } from '../exposure-cache.ts';
 import { MCP_ROUTES } from '../fast-lane.ts';
-import { JSONRPC, sendJsonRpcError } from '../jsonrpc-errors.ts';
+import { answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
 import { createMcpServer } from '../mcp-server.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import { checkOrigin } from '../origin-guard.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { SessionStateStore } from '../session-state.ts';
 import type { SessionRegistry } from '../sessions.ts';
@@ -47,57 +47,21 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     hash: string,
     flavor: Flavor,
   ): Promise<Exposure | undefined> {
-    const foreign = checkOrigin(config, request.headers.host, request.headers.origin);
+    const foreign = originRefusal(config, request.headers);
     if (foreign) {
-      sendJsonRpcError(reply, {
-        status: 403,
-        code: JSONRPC.FORBIDDEN,
-        message: foreign,
-        bindery: 'FORBIDDEN',
-      });
+      sendJsonRpcError(reply, foreign);
       return undefined;
     }
     if (!apiKey) {
-      sendJsonRpcError(reply, {
-        status: 401,
-        code: JSONRPC.UNAUTHORIZED,
-        message: 'send the api_key in the URL or as "Authorization: Bearer <api_key>"',
-        bindery: 'UNAUTHORIZED',
-      });
+      sendJsonRpcError(reply, MISSING_KEY);
       return undefined;
     }
-    const wait = limiter.take(hash);
-    if (wait > 0) {
-      sendJsonRpcError(reply, {
-        status: 429,
-        code: JSONRPC.RATE_LIMITED,
-        message: `rate limit reached for this api_key; retry in ${wait} s`,
-        bindery: 'RATE_LIMITED',
-        headers: { 'retry-after': String(wait) },
-      });
+    const admission = await admitKey({ limiter, cache, log: request.log }, apiKey, hash, flavor);
+    if (admission.refusal) {
+      sendJsonRpcError(reply, admission.refusal);
       return undefined;
     }
-    let exposure: Exposure;
-    try {
-      exposure = (await cache.resolve(apiKey, hash)).exposure;
-    } catch (error) {
-      if (!(error instanceof UpstreamError)) throw error;
-      request.log.warn({ err: error.message }, 'control plane unavailable and no cached config for this key');
-      sendJsonRpcError(reply, {
-        status: 503,
-        code: JSONRPC.UNAVAILABLE,
-        message: 'the control plane is unavailable; try again shortly',
-        bindery: 'UPSTREAM_FAILED',
-        headers: { 'retry-after': '5' },
-      });
-      return undefined;
-    }
-    const refusal = refusalFor(exposure, flavor);
-    if (refusal) {
-      sendJsonRpcError(reply, refusal);
-      return undefined;
-    }
-    return exposure;
+    return admission.exposure;
   }
 
   async function handle(
@@ -110,7 +74,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     const exposure = await admit(request, reply, apiKey, hash, flavor);
     if (!exposure || !apiKey) return reply;
     const sessionHeader = request.headers['mcp-session-id'];
-    // Only requests that need an MCP server build one; the fast path does not.
+    // Only requests that need an MCP server build one; the direct answer does not.
     const serverDeps = () => ({
       progressive: {
         store,
@@ -131,62 +95,65 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       },
     });
     const known = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, hash) : undefined;
-    reply.hijack();
-    if (known) {
-      const answer =
-        request.method === 'POST' ? directAnswer(known, exposure, request.body, request.headers) : undefined;
-      if (answer) {
-        writeDirectAnswer(reply.raw, known, await answer);
-        return reply;
+    const serve = async (): Promise<void> => {
+      if (known) {
+        const answer =
+          request.method === 'POST'
+            ? directAnswer(known, exposure, request.body, request.headers)
+            : undefined;
+        if (answer) {
+          writeDirectAnswer(reply.raw, known, await answer);
+          return;
+        }
+        await known.transport.handleRequest(request.raw, reply.raw, request.body);
+        return;
       }
-      await known.transport.handleRequest(request.raw, reply.raw, request.body);
-      return reply;
-    }
-    if (request.method === 'POST' && wantsInitialize(request.body)) {
-      const endpoint = createMcpServer(serverDeps());
-      const server = endpoint.server;
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) =>
-          sessions.add({
-            id,
-            keyHash: hash,
-            aeiId: exposure.kind === 'aei' ? exposure.config.aei.id : undefined,
-            server,
-            endpoint,
-            transport,
-            lastSeen: Date.now(),
-          }),
+      if (request.method === 'POST' && wantsInitialize(request.body)) {
+        const endpoint = createMcpServer(serverDeps());
+        const server = endpoint.server;
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) =>
+            sessions.add({
+              id,
+              keyHash: hash,
+              aeiId: exposure.kind === 'aei' ? exposure.config.aei.id : undefined,
+              server,
+              endpoint,
+              transport,
+              lastSeen: Date.now(),
+            }),
+        });
+        transport.onclose = () => {
+          if (transport.sessionId) sessions.remove(transport.sessionId);
+        };
+        await server.connect(transport);
+        await transport.handleRequest(request.raw, reply.raw, request.body);
+        return;
+      }
+      if (request.method !== 'POST') {
+        // A stream (GET) or a close (DELETE) needs a session this replica holds.
+        writeJsonRpcError(reply.raw, SESSION_NOT_FOUND);
+        return;
+      }
+      // A session this replica does not hold (opened on another one, or before a restart): serve
+      // this request statelessly; the exposure comes from the shared control plane either way.
+      const { server } = createMcpServer(serverDeps());
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
       });
-      transport.onclose = () => {
-        if (transport.sessionId) sessions.remove(transport.sessionId);
-      };
       await server.connect(transport);
       await transport.handleRequest(request.raw, reply.raw, request.body);
-      return reply;
+    };
+    reply.hijack();
+    try {
+      await serve();
+    } catch (error) {
+      // Fastify only logs a failure after hijack; the client still gets an answer.
+      answerFault(reply.raw, request.log, error);
     }
-    if (request.method !== 'POST') {
-      // A stream (GET) or a close (DELETE) needs a session this replica holds.
-      reply.raw.writeHead(404, { 'content-type': 'application/json' });
-      reply.raw.end(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          id: null,
-          error: { code: JSONRPC.UNAUTHORIZED, message: 'Session not found', data: { code: 'NOT_FOUND' } },
-        }),
-      );
-      return reply;
-    }
-    // A session this replica does not hold (opened on another one, or before a restart): serve
-    // this request statelessly; the exposure comes from the shared control plane either way.
-    const { server } = createMcpServer(serverDeps());
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, request.body);
     return reply;
   }
 

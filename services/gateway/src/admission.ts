@@ -1,0 +1,104 @@
+/**
+ * The checks every MCP request passes, shared by the Fastify routes and the fast lane so both
+ * refuse alike: Host/Origin, the key, the rate limit, the exposure (cache, else control plane) and
+ * its status. Each refusal is a JSON-RPC error answer with its HTTP status.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import { UpstreamError } from './control-plane-client.ts';
+import type { Exposure, ExposureCache } from './exposure-cache.ts';
+import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
+import { checkOrigin, type OriginPolicy } from './origin-guard.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+export type Flavor = 'v2' | 'v1';
+
+export const MISSING_KEY: JsonRpcErrorAnswer = {
+  status: 401,
+  code: JSONRPC.UNAUTHORIZED,
+  message: 'send the api_key in the URL or as "Authorization: Bearer <api_key>"',
+  bindery: 'UNAUTHORIZED',
+};
+
+/** A stream (GET), a close (DELETE) or a message for a session this replica does not hold. */
+export const SESSION_NOT_FOUND: JsonRpcErrorAnswer = {
+  status: 404,
+  code: JSONRPC.UNAUTHORIZED,
+  message: 'Session not found',
+  bindery: 'NOT_FOUND',
+};
+
+const UPSTREAM_UNAVAILABLE: JsonRpcErrorAnswer = {
+  status: 503,
+  code: JSONRPC.UNAVAILABLE,
+  message: 'the control plane is unavailable; try again shortly',
+  bindery: 'UPSTREAM_FAILED',
+  headers: { 'retry-after': '5' },
+};
+
+/** DNS-rebinding protection: a refusal when Host or Origin is not allowed. */
+export function originRefusal(
+  policy: OriginPolicy,
+  headers: IncomingHttpHeaders,
+): JsonRpcErrorAnswer | undefined {
+  const reason = checkOrigin(policy, headers.host, headers.origin);
+  return reason === undefined
+    ? undefined
+    : { status: 403, code: JSONRPC.FORBIDDEN, message: reason, bindery: 'FORBIDDEN' };
+}
+
+/**
+ * Why an exposure may not be served on this URL (the v1 URL serves legacy instances only; the v2
+ * URL serves AEIs and, by fallback, legacy ones), or undefined when it may.
+ */
+export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnswer | undefined {
+  if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) {
+    return { status: 401, code: JSONRPC.UNAUTHORIZED, message: 'unknown api_key', bindery: 'UNAUTHORIZED' };
+  }
+  const status = exposure.kind === 'aei' ? exposure.config.aei.status : exposure.config.instance.status;
+  if (status !== 'enabled') {
+    return {
+      status: 403,
+      code: JSONRPC.FORBIDDEN,
+      message: 'this exposure is disabled by its owner',
+      bindery: 'FORBIDDEN',
+    };
+  }
+  return undefined;
+}
+
+export type Admission = { exposure: Exposure; refusal?: undefined } | { refusal: JsonRpcErrorAnswer };
+
+/**
+ * Spends a rate-limit token, then finds what the key exposes (fresh cache entry, else the control
+ * plane, else the last good entry) and checks it may be served on this URL.
+ */
+export async function admitKey(
+  deps: { limiter: RateLimiter; cache: ExposureCache; log: FastifyBaseLogger },
+  apiKey: string,
+  hash: string,
+  flavor: Flavor,
+): Promise<Admission> {
+  const wait = deps.limiter.take(hash);
+  if (wait > 0) {
+    return {
+      refusal: {
+        status: 429,
+        code: JSONRPC.RATE_LIMITED,
+        message: `rate limit reached for this api_key; retry in ${wait} s`,
+        bindery: 'RATE_LIMITED',
+        headers: { 'retry-after': String(wait) },
+      },
+    };
+  }
+  let exposure: Exposure;
+  try {
+    exposure = (await deps.cache.resolve(apiKey, hash)).exposure;
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    deps.log.warn({ err: error.message }, 'control plane unavailable and no cached config for this key');
+    return { refusal: UPSTREAM_UNAVAILABLE };
+  }
+  const refusal = refusalFor(exposure, flavor);
+  return refusal ? { refusal } : { exposure };
+}
