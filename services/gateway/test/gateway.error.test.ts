@@ -2,13 +2,13 @@
 // status: wrong key, missing key, wrong Origin or Host, oversized body, malformed JSON, a rate
 // limit hit (429 with Retry-After); the ops route refuses callers without the ops token; api keys
 // never reach the logs.
-import { request } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactApiKeyInUrl } from '@bindery/contracts';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
 import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { rawPost } from './support/raw-post.ts';
 import { INTERNAL_TOKEN, OPS_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
@@ -38,32 +38,9 @@ async function post(path: string, body: string, headers: Record<string, string> 
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
 
-/** A POST through node:http, which (unlike fetch) sends Host and Origin as given. */
-function rawPost(path: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
-  const { port } = new URL(stack.gatewayUrl);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          ...headers,
-        },
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(LIST);
-  });
-}
+/** A tools/list POST through node:http, with Host and Origin as given. */
+const rawList = (path: string, headers: Record<string, string>) =>
+  rawPost(stack.gatewayUrl, path, LIST, { headers });
 
 function expectJsonRpcError(
   res: { status: number; body: Json },
@@ -89,17 +66,17 @@ describe('refused requests', () => {
 
   it('a foreign browser Origin: 403; a local one passes', async () => {
     const path = `/api/v2/mcp/server/${exposed.apiKey}`;
-    const evil = await rawPost(path, { origin: 'http://evil.example' });
+    const evil = await rawList(path, { origin: 'http://evil.example' });
     expectJsonRpcError({ status: evil.status, body: JSON.parse(evil.text) }, 403, -32003, 'FORBIDDEN');
     expect(evil.text).toContain('evil.example');
-    const local = await rawPost(path, { origin: 'http://localhost:6274' });
+    const local = await rawList(path, { origin: 'http://localhost:6274' });
     expect(local.status).toBe(200);
     expect(local.text).toContain('find_customers');
   });
 
   it('a rebinding Host header: 403', async () => {
     // As a browser fooled by DNS rebinding would send it: the attacker's name with our address.
-    const res = await rawPost(`/api/v2/mcp/server/${exposed.apiKey}`, { host: 'attacker.example:4100' });
+    const res = await rawList(`/api/v2/mcp/server/${exposed.apiKey}`, { host: 'attacker.example:4100' });
     expect(res.status).toBe(403);
     expect(res.text).toContain('attacker.example');
   });

@@ -1,13 +1,13 @@
 // The fast lane (requests on a held session served before Fastify) must be invisible to clients:
 // the same answers as the framework path, every refusal still produced, nothing taken that it
 // cannot serve. The `lane` label of gateway_requests_total tells which path served a request.
-import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
 import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { rawPost, type RawPostOptions } from './support/raw-post.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
@@ -28,56 +28,52 @@ interface Answer {
   body: Json;
 }
 
+/** A POST on the held session through node:http; JSON answers parsed, others left as text. */
+async function post(path: string, body: string, options: RawPostOptions = {}): Promise<Answer> {
+  const res = await rawPost(stack.gatewayUrl, path, body, {
+    ...options,
+    headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18', ...options.headers },
+  });
+  const json = res.headers['content-type']?.includes('application/json') && res.text;
+  return { status: res.status, headers: res.headers, body: json ? JSON.parse(res.text) : res.text };
+}
+
 /**
- * A POST through node:http, which sends Host, Origin and framing exactly as given (`chunked`
- * sends the body without a content-length).
+ * A gateway of its own (burst of 6, 1 per second) with an SDK client's session on it; `send` posts
+ * a body on that session.
  */
-function post(
-  path: string,
-  body: string,
-  options: {
-    headers?: Record<string, string>;
-    chunked?: boolean;
-    /** Runs after the headers are sent and before the body is. */
-    beforeBody?: () => Promise<void>;
-  } = {},
-): Promise<Answer> {
-  const { port } = new URL(stack.gatewayUrl);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
+async function withRateLimitedGateway(
+  work: (gateway: { url: string; send(body: string): Promise<Response> }) => Promise<void>,
+): Promise<void> {
+  const config = loadGatewayConfig({
+    CONTROL_PLANE_URL: stack.controlPlaneUrl,
+    INTERNAL_TOKEN,
+    RATE_LIMIT_PER_SECOND: '1',
+    RATE_LIMIT_BURST: '6',
+    LOG_REQUESTS: 'false',
+  });
+  const gateway = await buildGateway(config, false);
+  const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
+  const client = new Client({ name: 'lane-test', version: '1.0.0' });
+  try {
+    const endpoint = `${url}/api/v2/mcp/server/${exposed.apiKey}`;
+    const transport = new StreamableHTTPClientTransport(new URL(endpoint));
+    await client.connect(transport);
+    const send = (body: string) =>
+      fetch(endpoint, {
         method: 'POST',
-        path,
         headers: {
           'content-type': 'application/json',
           accept: 'application/json, text/event-stream',
-          'mcp-session-id': sessionId,
-          'mcp-protocol-version': '2025-06-18',
-          ...(!options.chunked && { 'content-length': String(Buffer.byteLength(body)) }),
-          ...options.headers,
+          'mcp-session-id': transport.sessionId!,
         },
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => {
-          const json =
-            res.headers['content-type']?.includes('application/json') && text ? JSON.parse(text) : text;
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: json });
-        });
-      },
-    );
-    req.on('error', reject);
-    if (options.beforeBody) {
-      req.flushHeaders();
-      options.beforeBody().then(() => req.end(body), reject);
-      return;
-    }
-    if (options.chunked) req.write(body.slice(0, 5));
-    req.end(options.chunked ? body.slice(5) : body);
-  });
+        body,
+      });
+    await work({ url, send });
+  } finally {
+    await client.close().catch(() => undefined);
+    await gateway.close();
+  }
 }
 
 const keyPath = () => `/api/v2/mcp/server/${exposed.apiKey}`;
@@ -185,33 +181,11 @@ describe('fast lane', () => {
   });
 
   it('leaves a spent rate limit to the framework, which answers 429 with Retry-After', async () => {
-    const config = loadGatewayConfig({
-      CONTROL_PLANE_URL: stack.controlPlaneUrl,
-      INTERNAL_TOKEN,
-      RATE_LIMIT_PER_SECOND: '1',
-      RATE_LIMIT_BURST: '6',
-      LOG_REQUESTS: 'false',
-    });
-    const gateway = await buildGateway(config, false);
-    const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
-    const client = new Client({ name: 'lane-test', version: '1.0.0' });
-    try {
-      const transport = new StreamableHTTPClientTransport(
-        new URL(`${url}/api/v2/mcp/server/${exposed.apiKey}`),
-      );
-      await client.connect(transport);
+    await withRateLimitedGateway(async ({ url, send }) => {
       const statuses: number[] = [];
       let last: Response | undefined;
       for (let i = 0; i < 10 && last?.status !== 429; i++) {
-        last = await fetch(`${url}/api/v2/mcp/server/${exposed.apiKey}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-session-id': transport.sessionId!,
-          },
-          body: call(i, 'find_customers', { query: '@' }),
-        });
+        last = await send(call(i, 'find_customers', { query: '@' }));
         statuses.push(last.status);
         await last.text();
       }
@@ -221,10 +195,7 @@ describe('fast lane', () => {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toMatch(/gateway_requests_total\{[^}]*status="200",lane="fast"\} [1-9]/);
       expect(metrics).toMatch(/gateway_requests_total\{[^}]*status="429",lane="framework"\} 1/);
-    } finally {
-      await client.close().catch(() => undefined);
-      await gateway.close();
-    }
+    });
   });
 
   it('checks again once the body is in: an exposure disabled meanwhile is refused', async () => {
@@ -259,42 +230,19 @@ describe('fast lane', () => {
   });
 
   it('spends no rate-limit token on a body that is not JSON, as the framework does not', async () => {
-    const config = loadGatewayConfig({
-      CONTROL_PLANE_URL: stack.controlPlaneUrl,
-      INTERNAL_TOKEN,
-      RATE_LIMIT_PER_SECOND: '1',
-      RATE_LIMIT_BURST: '6',
-      LOG_REQUESTS: 'false',
-    });
-    const gateway = await buildGateway(config, false);
-    const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
-    const client = new Client({ name: 'lane-test', version: '1.0.0' });
-    try {
-      const transport = new StreamableHTTPClientTransport(
-        new URL(`${url}/api/v2/mcp/server/${exposed.apiKey}`),
-      );
-      await client.connect(transport);
-      const send = (body: string) =>
-        fetch(`${url}/api/v2/mcp/server/${exposed.apiKey}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-session-id': transport.sessionId!,
-          },
-          body,
-        }).then(async (res) => ({ status: res.status, text: await res.text() }));
+    await withRateLimitedGateway(async ({ send }) => {
       const malformed: number[] = [];
-      for (let i = 0; i < 20; i++) malformed.push((await send('{"jsonrpc": "2.0",')).status);
+      for (let i = 0; i < 20; i++) {
+        const res = await send('{"jsonrpc": "2.0",');
+        malformed.push(res.status);
+        await res.text();
+      }
       expect(new Set(malformed)).toEqual(new Set([400]));
       // Twenty refusals later the burst of six is still there.
       const valid = await send(call(1, 'find_customers', { query: '[0].name' }));
       expect(valid.status).toBe(200);
-      expect(valid.text).toContain('Ada');
-    } finally {
-      await client.close().catch(() => undefined);
-      await gateway.close();
-    }
+      expect(await valid.text()).toContain('Ada');
+    });
   });
 
   it('leaves a disabled exposure to the framework, which refuses it', async () => {
