@@ -4,7 +4,7 @@
  * framework's per-request work (routing, hooks, reply and logger objects) was a measurable part of
  * what the gateway adds to a tool call, and this is the request every agent sends most.
  *
- * When the headers arrive, the lane predicts from them, without changing anything, whether the
+ * When the headers arrive, the lane predicts from them, without spending a token, whether the
  * routes' checks would pass; if any would refuse (Host/Origin, key, rate limit, cache, exposure
  * status, session), or the body is not plain JSON of a known length within the limit, the request
  * goes to Fastify untouched, which produces every refusal. A taken request runs the same checks
@@ -160,7 +160,7 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     if (originRefusal(config, headers) !== undefined) return false;
     const apiKey = target.pathKey ?? bearerToken(headers.authorization);
     if (!apiKey) return false;
-    // What the checks after the body will find, predicted without changing anything: a refusal
+    // What the checks after the body will find, predicted without spending a token: a refusal
     // here leaves the request to Fastify, which produces it.
     const hash = keyHash(apiKey);
     if (!sessions.get(sessionId, hash) || !limiter.available(hash)) return false;
