@@ -1,5 +1,10 @@
 // The control plane's suites run twice: on a real PostgreSQL server and on embedded PGlite.
+import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
+
+// One template database per run, so runs from several checkouts on one server never drop each
+// other's template (the config is read once, in the main process; test workers inherit the env).
+process.env.BINDERY_TEST_TEMPLATE ??= `bindery_test_template_${randomBytes(4).toString('hex')}`;
 
 export default defineConfig({
   test: {

@@ -7,7 +7,8 @@ import pg from 'pg';
 
 /** A connection URL to the server's maintenance database, from TEST_DATABASE_URL or the default. */
 export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-export const TEMPLATE_DB = 'bindery_test_template';
+/** The migrated template of this run (named per run by vitest.config.ts). */
+export const TEMPLATE_DB = process.env.BINDERY_TEST_TEMPLATE ?? 'bindery_test_template';
 
 /** The URL of another database on the same server. */
 export function urlFor(database: string): string {
