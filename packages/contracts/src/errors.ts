@@ -17,6 +17,8 @@ export const ERROR_CODES = [
   'SESSION_NOT_INITIALIZED',
   'UPSTREAM_FAILED',
   'TIMEOUT',
+  'LIMIT_EXCEEDED',
+  'OUTCOME_UNKNOWN',
   'INTERNAL',
 ] as const;
 
@@ -37,6 +39,12 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   SESSION_NOT_INITIALIZED: 400,
   UPSTREAM_FAILED: 502,
   TIMEOUT: 504,
+  // A computation on the caller's input (a query, say) passed its time, step or memory budget:
+  // retrying the same input fails the same way, so it is not a 5xx.
+  LIMIT_EXCEEDED: 422,
+  // A write was sent but its answer never came (timeout, connection lost): it may have been
+  // applied. Never "try again" without checking, or without the same idempotency key.
+  OUTCOME_UNKNOWN: 504,
   INTERNAL: 500,
 };
 
