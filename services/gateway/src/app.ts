@@ -163,7 +163,14 @@ export async function buildGateway(
     mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter }),
   );
   await app.register(async (scope) =>
-    opsRoutes(scope, { opsToken: config.opsToken, cache, sessions, metrics, ready: () => ready }),
+    opsRoutes(scope, {
+      opsToken: config.opsToken,
+      metricsToken: config.metricsToken,
+      cache,
+      sessions,
+      metrics,
+      ready: () => ready,
+    }),
   );
 
   let subscription: Subscription | undefined;

@@ -12,6 +12,8 @@ export interface GatewayConfig {
   internalToken: string;
   /** Credential ops use for `POST /cache/invalidate`; unset = that route refuses everything. */
   opsToken: string | undefined;
+  /** Credential for `GET /metrics`; unset = open (as on a local start on loopback). */
+  metricsToken: string | undefined;
   redisUrl: string | undefined;
   logLevel: string;
   logRequests: boolean;
@@ -90,6 +92,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     controlPlaneUrl: url(env, 'CONTROL_PLANE_URL', 'http://127.0.0.1:4000'),
     internalToken,
     opsToken: secret(env, 'OPS_TOKEN'),
+    metricsToken: secret(env, 'METRICS_TOKEN'),
     redisUrl: env.REDIS_URL || undefined,
     logLevel: env.LOG_LEVEL || 'info',
     logRequests: env.LOG_REQUESTS !== 'false',

@@ -1,16 +1,18 @@
 /**
  * Operator routes: liveness, readiness (503 until the control plane answered once), Prometheus
- * metrics, and cache invalidation (ops token) which also tells open sessions their tools changed.
+ * metrics (behind METRICS_TOKEN when it is set), and cache invalidation (ops token) which also
+ * tells open sessions their tools changed.
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
-import { bearerToken } from '@bindery/contracts';
-import type { FastifyInstance } from 'fastify';
+import { bearerTokenCheck } from '@bindery/contracts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ExposureCache } from '../exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { SessionRegistry } from '../sessions.ts';
 
 export interface OpsRouteDeps {
   opsToken: string | undefined;
+  /** When set, `/metrics` needs `Authorization: Bearer <metricsToken>`; unset = open. */
+  metricsToken: string | undefined;
   cache: ExposureCache;
   sessions: SessionRegistry;
   metrics: GatewayMetrics;
@@ -45,34 +47,36 @@ export async function invalidate(deps: Pick<OpsRouteDeps, 'cache' | 'sessions'>,
   return { aei_ids: aeiIds, sessions_notified: notified };
 }
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
+/** The 401 answer of the ops routes, in the gateway's REST error body. */
+function unauthorized(request: FastifyRequest, reply: FastifyReply, message: string) {
+  return reply.status(401).send({ error: { code: 'UNAUTHORIZED', message, request_id: String(request.id) } });
+}
 
 export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok', service: 'gateway' }));
   app.get('/readyz', async (_request, reply) =>
     deps.ready() ? { status: 'ready' } : reply.status(503).send({ status: 'waiting for the control plane' }),
   );
-  app.get('/metrics', async (_request, reply) =>
-    reply
+  const metricsAllowed = deps.metricsToken === undefined ? undefined : bearerTokenCheck(deps.metricsToken);
+  app.get('/metrics', async (request, reply) => {
+    if (metricsAllowed && !metricsAllowed(request.headers.authorization)) {
+      return unauthorized(request, reply, 'send "Authorization: Bearer <METRICS_TOKEN>"');
+    }
+    return reply
       .header('content-type', deps.metrics.registry.contentType)
-      .send(await deps.metrics.registry.metrics()),
-  );
-  const expected = deps.opsToken === undefined ? undefined : digest(deps.opsToken);
+      .send(await deps.metrics.registry.metrics());
+  });
+  const opsAllowed = deps.opsToken === undefined ? undefined : bearerTokenCheck(deps.opsToken);
   app.post<{ Body: InvalidateBody }>(
     '/cache/invalidate',
     { schema: { body: InvalidateSchema } },
     async (request, reply) => {
-      const token = bearerToken(request.headers.authorization);
-      if (!expected || !token || !timingSafeEqual(digest(token), expected)) {
-        return reply.status(401).send({
-          error: {
-            code: 'UNAUTHORIZED',
-            message: expected
-              ? 'send "Authorization: Bearer <OPS_TOKEN>"'
-              : 'OPS_TOKEN is not set on this gateway',
-            request_id: String(request.id),
-          },
-        });
+      if (!opsAllowed || !opsAllowed(request.headers.authorization)) {
+        return unauthorized(
+          request,
+          reply,
+          opsAllowed ? 'send "Authorization: Bearer <OPS_TOKEN>"' : 'OPS_TOKEN is not set on this gateway',
+        );
       }
       deps.metrics.invalidations.inc({ source: 'http' });
       return invalidate(deps, request.body);
