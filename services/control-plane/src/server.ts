@@ -5,24 +5,28 @@
  */
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { openDatabase } from './db/database.ts';
+import { DataDirLockedError } from './db/data-dir-lock.ts';
+import { openDatabase, type Database } from './db/database.ts';
 import { seedDemo, wantsDemo } from './domain/demo.ts';
 import { ensureRootToken } from './domain/users.ts';
 import { ExposureInvalidation } from './exposure-invalidation.ts';
 
+// Start-up refusals (a bad setting, a data directory another process owns) are one line on
+// stderr and exit code 1, no stack trace.
 let config: Config;
+let database: Database;
 try {
   config = loadConfig(process.env);
+  database = await openDatabase(
+    config.databaseUrl
+      ? { kind: 'postgres', url: config.databaseUrl }
+      : { kind: 'pglite', dataDir: config.dataDir },
+  );
 } catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
+  if (!(error instanceof ConfigError || error instanceof DataDirLockedError)) throw error;
   process.stderr.write(`bindery control plane: ${error.message}\n`);
   process.exit(1);
 }
-const database = await openDatabase(
-  config.databaseUrl
-    ? { kind: 'postgres', url: config.databaseUrl }
-    : { kind: 'pglite', dataDir: config.dataDir },
-);
 const app = await buildApp({
   config,
   domain: {

@@ -8,6 +8,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import { migrate, type SqlSession } from './migrate.ts';
 
 export type DatabaseTarget =
@@ -21,7 +22,11 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** Opens, migrates and returns the database; the caller owns `close()`. */
+/**
+ * Opens, migrates and returns the database; the caller owns `close()`. A PGlite data directory is
+ * locked to this process first (DataDirLockedError when another process owns it) and released on
+ * `close()`; in-memory PGlite takes no lock.
+ */
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.kind === 'postgres') {
     const client = new pg.Client({ connectionString: target.url });
@@ -38,21 +43,38 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: target.url }) });
     return { prisma, kind: 'postgres', migrated, close: () => prisma.$disconnect() };
   }
-  if (target.dataDir !== undefined) await mkdir(target.dataDir, { recursive: true });
-  const lite = new PGlite(target.dataDir);
-  const session: SqlSession = {
-    exec: async (sql) => void (await lite.exec(sql)),
-    query: async <T>(sql: string, params?: unknown[]) => (await lite.query<T>(sql, params)).rows,
-  };
-  const migrated = await migrate(session);
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
-  return {
-    prisma,
-    kind: 'pglite',
-    migrated,
-    close: async () => {
-      await prisma.$disconnect();
-      await lite.close();
-    },
-  };
+  let lock: { release(): void } | undefined;
+  if (target.dataDir !== undefined) {
+    await mkdir(target.dataDir, { recursive: true });
+    lock = await lockDataDir(target.dataDir);
+  }
+  try {
+    const lite = new PGlite(target.dataDir);
+    const session: SqlSession = {
+      exec: async (sql) => void (await lite.exec(sql)),
+      query: async <T>(sql: string, params?: unknown[]) => (await lite.query<T>(sql, params)).rows,
+    };
+    const migrated = await migrate(session).catch(async (error: unknown) => {
+      await lite.close().catch(() => undefined);
+      throw error;
+    });
+    const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
+    return {
+      prisma,
+      kind: 'pglite',
+      migrated,
+      close: async () => {
+        try {
+          await prisma.$disconnect();
+          await lite.close();
+        } finally {
+          // Only once PGlite has written everything back and closed.
+          lock?.release();
+        }
+      },
+    };
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
 }
