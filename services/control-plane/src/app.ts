@@ -23,14 +23,18 @@ import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
 import { healthRoutes } from './routes/health.ts';
 import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
+import { createMetrics, type PoolCounts } from './metrics.ts';
+import { metricsRoutes } from './routes/metrics.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { userRoutes } from './routes/users.ts';
 
 export interface AppOptions {
   config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
-    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes'>>;
+    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes' | 'metricsToken'>>;
   domain: DomainContext;
+  /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
+  pool?: PoolCounts | undefined;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -49,6 +53,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.decorate('domain', options.domain);
   registerErrorHandler(app);
+  const metrics = createMetrics({ pool: options.pool });
 
   await app.register(swagger, {
     openapi: {
@@ -72,6 +77,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes);
+  await app.register(metricsRoutes(metrics, options.config.metricsToken));
   await app.register(
     async (v2: AdminApp) => {
       requireAdmin(v2);
@@ -98,7 +104,11 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await internal.register(
         internalRoutes({
           limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes },
-          contexts: new ContextCache(options.config.contextCacheBytes ?? DEFAULT_CONTEXT_CACHE_BYTES),
+          contexts: new ContextCache(
+            options.config.contextCacheBytes ?? DEFAULT_CONTEXT_CACHE_BYTES,
+            metrics.contextCache,
+          ),
+          metrics,
         }),
       );
     },

@@ -18,6 +18,8 @@ export interface Config {
   logRequests: boolean;
   /** The gateways' credential for `/internal/*`; without it the internal API refuses every call. */
   internalToken: string | undefined;
+  /** Credential for `GET /metrics`; unset = open (as on a local start on loopback). */
+  metricsToken: string | undefined;
   /** Largest tool answer, in bytes of JSON (RESULT_TOO_LARGE above). */
   maxResultBytes: number;
   /** Budget of the parsed-context cache, in bytes of JSON (0 turns it off). */
@@ -127,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     logLevel: env.LOG_LEVEL || 'info',
     logRequests: env.LOG_REQUESTS !== 'false',
     internalToken,
+    metricsToken: secret(env, 'METRICS_TOKEN'),
     maxResultBytes: integer(env, 'RESULT_LIMIT_BYTES', 1_000_000, 1024, 256 * 1024 * 1024),
     contextCacheBytes: integer(env, 'CONTEXT_CACHE_MB', 64, 0, 64 * 1024) * 1024 * 1024,
     gatewayUrls: gateways,

@@ -29,6 +29,7 @@ try {
 }
 const app = await buildApp({
   config,
+  pool: database.pool,
   domain: {
     prisma: database.prisma,
     // Forwards to the invalidation below, which logs through this app's logger. Nothing changes an

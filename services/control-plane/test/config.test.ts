@@ -45,6 +45,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PORT: '70000' })).toThrow(/PORT/);
     expect(() => loadConfig({ BODY_LIMIT_BYTES: 'lots' })).toThrow(/BODY_LIMIT_BYTES/);
     expect(() => loadConfig({ BINDERY_ADMIN_TOKEN: 'short' })).toThrow(/at least 16/);
+    expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN must be at least 16/);
+  });
+
+  it('reads METRICS_TOKEN, unset by default (/metrics open)', () => {
+    expect(loadConfig({}).metricsToken).toBeUndefined();
+    expect(loadConfig({ METRICS_TOKEN: 'a-metrics-token-0001' }).metricsToken).toBe('a-metrics-token-0001');
   });
 });
 

@@ -19,6 +19,8 @@ export interface Database {
   kind: DatabaseTarget['kind'];
   /** Migrations applied by this open (empty when the database was up to date). */
   migrated: string[];
+  /** The PostgreSQL connection pool Prisma runs on (for its metrics); undefined on PGlite. */
+  pool: pg.Pool | undefined;
   close(): Promise<void>;
 }
 
@@ -40,8 +42,25 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     } finally {
       await client.end();
     }
-    const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: target.url }) });
-    return { prisma, kind: 'postgres', migrated, close: () => prisma.$disconnect() };
+    // Our own pool, handed to the adapter, so its connection counts can be read.
+    const pool = new pg.Pool({ connectionString: target.url });
+    // An idle connection the server drops (restart, terminated backend) is an 'error' event on the
+    // pool, fatal without a listener. The pool discards that connection and opens another when
+    // needed, and queries in flight fail on their own; the adapter's own listener (which only
+    // traces) is removed on disconnect, while connections may still be closing. Nothing to do here.
+    pool.on('error', () => undefined);
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    return {
+      prisma,
+      kind: 'postgres',
+      migrated,
+      pool,
+      close: async () => {
+        await prisma.$disconnect();
+        // The adapter leaves a pool it was given open (its disposeExternalPool is off).
+        await pool.end();
+      },
+    };
   }
   let lock: { release(): void } | undefined;
   if (target.dataDir !== undefined) {
@@ -63,6 +82,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       prisma,
       kind: 'pglite',
       migrated,
+      pool: undefined,
       close: async () => {
         try {
           await prisma.$disconnect();

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { AuditEvent as AuditEventBody, AuditListQuery, ErrorCode } from '@bindery/contracts';
 import type { AuditEvent } from '../generated/prisma/client.ts';
+import type { AuditMeter } from '../metrics.ts';
 import { newId } from '../secrets.ts';
 import type { Db, Principal } from './context.ts';
 import { pageWindow, toPage } from './pagination.ts';
@@ -42,7 +43,19 @@ export function argumentsDigest(args: unknown): string {
   return createHash('sha256').update(canonicalJson(args)).digest('hex');
 }
 
-export async function recordExecution(db: Db, record: ExecutionRecord): Promise<void> {
+/** Writes the audit row of one execution; `meter` sees it in flight and how long it took. */
+export async function recordExecution(db: Db, record: ExecutionRecord, meter: AuditMeter): Promise<void> {
+  const started = performance.now();
+  meter.inFlight.inc();
+  try {
+    await insertExecution(db, record);
+  } finally {
+    meter.inFlight.dec();
+    meter.seconds.observe((performance.now() - started) / 1000);
+  }
+}
+
+async function insertExecution(db: Db, record: ExecutionRecord): Promise<void> {
   await db.auditEvent.create({
     data: {
       id: newId('evt'),

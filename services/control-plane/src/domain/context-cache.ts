@@ -7,6 +7,7 @@
  */
 import type { JsonValue } from '@bindery/context-ops';
 import { LRUCache } from 'lru-cache';
+import type { ContextCacheMeter } from '../metrics.ts';
 
 interface Entry {
   version: number;
@@ -16,22 +17,32 @@ interface Entry {
 export class ContextCache {
   readonly #entries: LRUCache<string, Entry>;
   readonly #maxBytes: number;
+  readonly #meter: ContextCacheMeter;
 
   /** `maxBytes` bounds the summed JSON size of cached nodes (their heap cost is a few times that). */
-  constructor(maxBytes: number) {
+  constructor(maxBytes: number, meter: ContextCacheMeter) {
     this.#maxBytes = maxBytes;
+    this.#meter = meter;
     this.#entries = new LRUCache<string, Entry>({ maxSize: Math.max(1, maxBytes) });
   }
 
   /** The node cached for this table version, if any. */
   get(tableId: string, pointer: string, version: number): JsonValue | undefined {
     const entry = this.#entries.get(`${tableId}\u0000${pointer}`);
-    return entry?.version === version ? entry.node : undefined;
+    if (entry?.version === version) {
+      this.#meter.hit.inc();
+      return entry.node;
+    }
+    this.#meter.miss.inc();
+    return undefined;
   }
 
   /** Caches a node read (or written) at `version`; a node over the whole budget is not kept. */
   set(tableId: string, pointer: string, version: number, node: JsonValue, bytes: number): void {
     if (this.#maxBytes <= 0 || bytes > this.#maxBytes) return;
     this.#entries.set(`${tableId}\u0000${pointer}`, { version, node }, { size: Math.max(1, bytes) });
+    // Entries only come and go here (no TTL): evictions happen inside `set` above.
+    this.#meter.entries.set(this.#entries.size);
+    this.#meter.bytes.set(this.#entries.calculatedSize);
   }
 }

@@ -7,6 +7,7 @@
 import type { JsonValue } from '@bindery/context-ops';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
+import { trackWrite, type WriteMeter } from '../metrics.ts';
 import type { ContextCache } from './context-cache.ts';
 import type { Db } from './context.ts';
 
@@ -69,7 +70,7 @@ export async function readContext(
 /**
  * Runs `change` on the context node under the table's row lock and stores the node it returns;
  * answers what `change` answered plus the table's new version. With `expectedVersion`, a table that
- * has moved on is CONFLICT and nothing is written.
+ * has moved on is CONFLICT and nothing is written. `meter` follows the write through its lock.
  */
 export async function writeContext<T>(
   prisma: PrismaClient,
@@ -77,19 +78,23 @@ export async function writeContext<T>(
   at: ContextLocation,
   expectedVersion: number | undefined,
   change: (node: JsonValue) => { context: JsonValue; result: T },
+  meter: WriteMeter,
 ): Promise<{ result: T; version: number }> {
-  const written = await prisma.$transaction(async (tx) => {
-    const version = await currentVersion(tx, at, true);
-    if (expectedVersion !== undefined && expectedVersion !== version) {
-      throw new DomainError(
-        'CONFLICT',
-        `the data changed since version ${expectedVersion} (now ${version}); read it again and retry`,
-        { expected_version: expectedVersion, current_version: version },
-      );
-    }
-    const { context, result } = change(await nodeAt(tx, cache, at, version));
-    const text = JSON.stringify(context);
-    const updated = await tx.$queryRaw<{ version: number }[]>`
+  const tracked = trackWrite(meter);
+  const written = await prisma
+    .$transaction(async (tx) => {
+      const version = await currentVersion(tx, at, true);
+      tracked.locked();
+      if (expectedVersion !== undefined && expectedVersion !== version) {
+        throw new DomainError(
+          'CONFLICT',
+          `the data changed since version ${expectedVersion} (now ${version}); read it again and retry`,
+          { expected_version: expectedVersion, current_version: version },
+        );
+      }
+      const { context, result } = change(await nodeAt(tx, cache, at, version));
+      const text = JSON.stringify(context);
+      const updated = await tx.$queryRaw<{ version: number }[]>`
       UPDATE "table"
       SET data = CASE WHEN cardinality(${at.tokens}::text[]) = 0 THEN ${text}::jsonb
                       ELSE jsonb_set(data, ${at.tokens}::text[], ${text}::jsonb) END,
@@ -97,8 +102,9 @@ export async function writeContext<T>(
           updated_at = now()
       WHERE id = ${at.tableId}
       RETURNING version`;
-    return { result, context, text, version: updated[0]?.version ?? version + 1 };
-  }, WRITE_TRANSACTION);
+      return { result, context, text, version: updated[0]?.version ?? version + 1 };
+    }, WRITE_TRANSACTION)
+    .then(tracked.committed, tracked.failed);
   // Only after commit: a rolled-back write must never be served from the cache.
   cache.set(at.tableId, at.pointer, written.version, written.context, written.text.length);
   return { result: written.result, version: written.version };

@@ -29,10 +29,12 @@ import type { DomainContext } from './context.ts';
 import type { ContextCache } from './context-cache.ts';
 import { readContext, writeContext } from './context-store.ts';
 import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
+import type { ControlPlaneMetrics, ExecutionMeter } from '../metrics.ts';
 
 export interface ExecutorOptions {
   limits: Limits;
   contexts: ContextCache;
+  metrics: Pick<ControlPlaneMetrics, 'execution' | 'audit' | 'writes'>;
 }
 
 interface Target {
@@ -61,6 +63,7 @@ async function runOperation(
     at,
     typeof expected === 'number' ? expected : undefined,
     (node) => executeWrite(target.op, node, opArgs, target.config, options.limits),
+    options.metrics.writes,
   );
   // Every write answer is an object; the new version lets an agent chain expected_version.
   return { ...(result as Record<string, JsonValue>), table_version: version };
@@ -79,16 +82,24 @@ function failure(error: DomainError | OpError): ToolResult {
 
 /**
  * Runs `work`, turning known failures into isError results, and writes one audit row for the call
- * either way (`trail` is what the row says besides the outcome).
+ * either way (`trail` is what the row says besides the outcome). `meter` gets the same duration as
+ * the audit row, by outcome; a failure that escapes as an exception counts as `error`.
  */
 async function audited(
   ctx: DomainContext,
+  options: ExecutorOptions,
+  meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
   work: () => Promise<JsonValue>,
 ): Promise<ToolResult> {
   const started = performance.now();
-  const audit = (status: AuditStatus, errorCode: ErrorCode | null) =>
-    recordExecution(ctx.prisma, { ...trail, status, errorCode, durationMs: performance.now() - started });
+  let measured = false;
+  const audit = (status: AuditStatus, errorCode: ErrorCode | null) => {
+    const durationMs = performance.now() - started;
+    meter[status].observe(durationMs / 1000);
+    measured = true;
+    return recordExecution(ctx.prisma, { ...trail, status, errorCode, durationMs }, options.metrics.audit);
+  };
   try {
     const result = await work();
     await audit('ok', null);
@@ -98,6 +109,7 @@ async function audited(
       await audit(error instanceof RefusedError ? 'refused' : 'error', error.code);
       return failure(error);
     }
+    if (!measured) meter.error.observe((performance.now() - started) / 1000);
     throw error;
   }
 }
@@ -134,7 +146,8 @@ export async function executeBinding(
     args,
     requestId: request.request_id ?? null,
   } as const;
-  return audited(ctx, trail, async () => {
+  const meter = options.metrics.execution('context', binding.adi.operationType);
+  return audited(ctx, options, meter, trail, async () => {
     if (binding.aeiId !== request.aei_id) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
     }
@@ -182,7 +195,8 @@ export async function executeLegacy(
     args,
     requestId: request.request_id ?? null,
   } as const;
-  return audited(ctx, trail, async () => {
+  const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
+  return audited(ctx, options, meter, trail, async () => {
     if (instance.status !== 'enabled')
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {

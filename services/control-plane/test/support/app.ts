@@ -48,6 +48,8 @@ export async function startTestApp(
   options: {
     bodyLimitBytes?: number;
     maxResultBytes?: number;
+    /** Puts `/metrics` behind this bearer token (open without). */
+    metricsToken?: string;
     sameDatabaseAs?: TestApp;
     /** Also told about every config change (after `configChanges` records it). */
     listener?: ConfigChangeListener;
@@ -77,7 +79,9 @@ export async function startTestApp(
       logLevel: 'silent',
       internalToken: INTERNAL_TOKEN,
       maxResultBytes: options.maxResultBytes ?? 1_000_000,
+      metricsToken: options.metricsToken,
     },
+    pool: database.pool,
     domain: {
       prisma: database.prisma,
       listener: {

@@ -1,0 +1,221 @@
+/**
+ * Prometheus metrics of one control plane (its own registry, so several apps can share a process
+ * in tests): tool executions by kind, operation and outcome, audit writes, context writes and their
+ * row lock, the context cache, and the PostgreSQL connection pool. Named like the gateway's
+ * (`gateway_` there, `controlplane_` here).
+ *
+ * The executor's hot path only calls `observe` on label children bound once per label set; nothing
+ * is looked up by label values per call beyond two Map reads.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Whatever a tool kind is called (`context`, `legacy`; later `custom`, `http`, `mcp`). */
+export type ToolKind = string;
+export type ExecutionOutcome = 'ok' | 'error' | 'refused';
+
+interface Observer {
+  observe(value: number): void;
+}
+
+/** The latency series of one tool kind and operation, one per outcome. */
+export type ExecutionMeter = Readonly<Record<ExecutionOutcome, Observer>>;
+
+/** What the audit writer reports. */
+export interface AuditMeter {
+  inFlight: { inc(): void; dec(): void };
+  seconds: Observer;
+}
+
+/** What a context write reports, phase by phase. */
+export interface WriteMeter {
+  waiting: { inc(): void; dec(): void };
+  locked: { inc(): void; dec(): void };
+  /** Seconds from the start of the write until the row lock was held. */
+  waitSeconds: Observer;
+  /** Seconds of the whole write transaction, by outcome. */
+  committed: Observer;
+  failed: Observer;
+}
+
+/** What the context cache reports. */
+export interface ContextCacheMeter {
+  hit: { inc(): void };
+  miss: { inc(): void };
+  entries: { set(value: number): void };
+  bytes: { set(value: number): void };
+}
+
+/** The connection counts of a `pg.Pool` (read at scrape time). */
+export interface PoolCounts {
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+  readonly options: { max?: number | undefined };
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export interface MetricsOptions {
+  /** The PostgreSQL pool; absent on embedded PGlite (one in-process connection, nothing to pool). */
+  pool?: PoolCounts | undefined;
+}
+
+export function createMetrics(options: MetricsOptions = {}) {
+  const registry = new Registry();
+  // Sampled every 100 ms, as in the gateway: the 10 ms default wakes the process 100 times a second.
+  collectDefaultMetrics({ register: registry, prefix: 'controlplane_', eventLoopMonitoringPrecision: 100 });
+
+  const executions = new Histogram({
+    name: 'controlplane_tool_execution_seconds',
+    help:
+      'time to run a tool call that reached its binding or legacy instance (the duration_ms of its audit row), ' +
+      'by tool kind, operation and outcome (ok, error, refused)',
+    labelNames: ['kind', 'operation', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const meters = new Map<ToolKind, Map<string, ExecutionMeter>>();
+
+  const auditInFlight = new Gauge({
+    name: 'controlplane_audit_writes_in_flight',
+    help: 'audit rows being written',
+    registers: [registry],
+  });
+  const auditSeconds = new Histogram({
+    name: 'controlplane_audit_write_seconds',
+    help: 'time to write one audit row',
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+
+  const writesWaiting = new Gauge({
+    name: 'controlplane_context_writes_waiting',
+    help: 'context writes waiting for a connection or for the row lock of their table',
+    registers: [registry],
+  });
+  const writesLocked = new Gauge({
+    name: 'controlplane_context_writes_locked',
+    help: 'context writes holding the row lock of their table',
+    registers: [registry],
+  });
+  const writeWait = new Histogram({
+    name: 'controlplane_context_write_wait_seconds',
+    help: 'time a context write waited until it held the row lock of its table',
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const writeSeconds = new Histogram({
+    name: 'controlplane_context_write_seconds',
+    help: 'time of a whole context write transaction, by outcome (committed, failed)',
+    labelNames: ['outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+
+  const cacheLookups = new Counter({
+    name: 'controlplane_context_cache_total',
+    help: 'context cache lookups: hit (parsed node of the current version reused) or miss',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const cacheEntries = new Gauge({
+    name: 'controlplane_context_cache_entries',
+    help: 'parsed contexts in the cache',
+    registers: [registry],
+  });
+  const cacheBytes = new Gauge({
+    name: 'controlplane_context_cache_bytes',
+    help: 'JSON size of the parsed contexts in the cache (their budget is CONTEXT_CACHE_MB)',
+    registers: [registry],
+  });
+
+  const pool = options.pool;
+  if (pool) {
+    // Read when scraped: nothing on the query path.
+    const poolGauge = (name: string, help: string, read: (p: PoolCounts) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(read(pool) ?? 0);
+        },
+      });
+    poolGauge('controlplane_db_pool_connections', 'open PostgreSQL connections', (p) => p.totalCount);
+    poolGauge('controlplane_db_pool_idle_connections', 'open connections not in use', (p) => p.idleCount);
+    poolGauge(
+      'controlplane_db_pool_waiting_requests',
+      'queries and transactions waiting for a connection',
+      (p) => p.waitingCount,
+    );
+    // pg's default pool size is 10 when none is configured.
+    poolGauge('controlplane_db_pool_max_connections', 'the size of the pool', (p) => p.options.max ?? 10);
+  }
+
+  return {
+    registry,
+    /** The latency series of one tool kind and operation, bound on first use and reused after. */
+    execution(kind: ToolKind, operation: string): ExecutionMeter {
+      let byOperation = meters.get(kind);
+      if (!byOperation) meters.set(kind, (byOperation = new Map()));
+      let meter = byOperation.get(operation);
+      if (!meter) {
+        meter = {
+          ok: executions.labels(kind, operation, 'ok'),
+          error: executions.labels(kind, operation, 'error'),
+          refused: executions.labels(kind, operation, 'refused'),
+        };
+        byOperation.set(operation, meter);
+      }
+      return meter;
+    },
+    audit: { inFlight: auditInFlight, seconds: auditSeconds } satisfies AuditMeter,
+    writes: {
+      waiting: writesWaiting,
+      locked: writesLocked,
+      waitSeconds: writeWait,
+      committed: writeSeconds.labels('committed'),
+      failed: writeSeconds.labels('failed'),
+    } satisfies WriteMeter,
+    contextCache: {
+      hit: cacheLookups.labels('hit'),
+      miss: cacheLookups.labels('miss'),
+      entries: cacheEntries,
+      bytes: cacheBytes,
+    } satisfies ContextCacheMeter,
+  };
+}
+
+export type ControlPlaneMetrics = ReturnType<typeof createMetrics>;
+
+/**
+ * Follows one context write: waiting (for a connection and the row lock) until `locked()`, then
+ * holding the lock until the transaction settles; `committed` and `failed` fit a promise's `then`.
+ */
+export function trackWrite(meter: WriteMeter) {
+  const started = performance.now();
+  let locked = false;
+  meter.waiting.inc();
+  const settle = () => {
+    if (locked) meter.locked.dec();
+    else meter.waiting.dec();
+    return (performance.now() - started) / 1000;
+  };
+  return {
+    locked(): void {
+      if (locked) return;
+      locked = true;
+      meter.waiting.dec();
+      meter.locked.inc();
+      meter.waitSeconds.observe((performance.now() - started) / 1000);
+    },
+    committed<V>(value: V): V {
+      meter.committed.observe(settle());
+      return value;
+    },
+    failed(error: unknown): never {
+      meter.failed.observe(settle());
+      throw error;
+    },
+  };
+}
