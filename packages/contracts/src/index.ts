@@ -67,4 +67,4 @@ export {
   progressiveTools,
   type ToolDefinition,
 } from './progressive.ts';
-export { bearerToken, bearerTokenCheck } from './authorization.ts';
+export { bearerToken } from './authorization.ts';

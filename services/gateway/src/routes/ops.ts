@@ -3,7 +3,7 @@
  * metrics (behind METRICS_TOKEN when it is set), and cache invalidation (ops token) which also
  * tells open sessions their tools changed.
  */
-import { bearerTokenCheck } from '@bindery/contracts';
+import { bearerTokenCheck } from '@bindery/contracts/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ExposureCache } from '../exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';

@@ -1,0 +1,22 @@
+/**
+ * @bindery/contracts/server: what both services share that only runs in Node (the main entry stays
+ * browser safe for the console). The one way a configured secret (INTERNAL_TOKEN, OPS_TOKEN,
+ * METRICS_TOKEN) is checked against an `Authorization` header.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { bearerToken } from './authorization.ts';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * A check of `Authorization` headers against one configured secret: true only for
+ * `Bearer <secret>`. The comparison takes the same time whatever the header holds: both sides are
+ * hashed to 32 bytes first, so neither a differing byte nor a differing length shows in the timing.
+ */
+export function bearerTokenCheck(secret: string): (authorization: string | undefined) => boolean {
+  const expected = digest(secret);
+  return (authorization) => {
+    const token = bearerToken(authorization);
+    return token !== undefined && timingSafeEqual(digest(token), expected);
+  };
+}
