@@ -29,6 +29,10 @@ export async function bumpForAdis(db: Db, adiIds: readonly string[]): Promise<st
   return bumpConfigVersions(db, await aeisBindingAdis(db, adiIds));
 }
 
+// Prisma's default (5 s) is short for a batch of hundreds of bindings on a busy machine; an admin
+// change is rare and must not fail half-way through a slow moment.
+const EXPOSURE_TRANSACTION = { maxWait: 10_000, timeout: 30_000 } as const;
+
 /**
  * Runs `work` in one transaction; the AEI ids it returns are announced to the listener once the
  * transaction has committed (never for a rolled-back change).
@@ -37,7 +41,7 @@ export async function changeExposure<T>(
   ctx: DomainContext,
   work: (tx: Db) => Promise<{ result: T; changedAeis: readonly string[] }>,
 ): Promise<T> {
-  const { result, changedAeis } = await ctx.prisma.$transaction((tx) => work(tx));
+  const { result, changedAeis } = await ctx.prisma.$transaction((tx) => work(tx), EXPOSURE_TRANSACTION);
   if (changedAeis.length > 0) ctx.listener.configChanged(changedAeis);
   return result;
 }
