@@ -73,12 +73,25 @@ export type LegacyConfig = Static<typeof LegacyConfig>;
 export const ApiKeyParams = Type.Object({ api_key: Type.String({ minLength: 1, maxLength: 256 }) });
 export const AdiIdParams = Type.Object({ adi_id: Type.String({ maxLength: 64 }) });
 
+/** Where an MCP client puts a write's idempotency key: `params._meta["bindery/idempotency_key"]`. */
+export const IDEMPOTENCY_META_KEY = 'bindery/idempotency_key';
+
+/** The caller's name for one write, reused on its retries: 1-255 visible ASCII characters. */
+export const IdempotencyKey = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[\\x21-\\x7E]+$',
+  description:
+    'A write sent again with the same key (in the same exposure) answers the first outcome instead of writing twice; ignored by reads.',
+});
+
 export const ExecuteRequest = Type.Object(
   {
     aei_id: Type.String({ maxLength: 64 }),
     binding_id: Type.String({ maxLength: 64 }),
     arguments: Type.Optional(JsonObject),
     request_id: Type.Optional(Type.String({ maxLength: 128 })),
+    idempotency_key: Type.Optional(IdempotencyKey),
   },
   { additionalProperties: false },
 );
@@ -89,6 +102,7 @@ export const LegacyExecuteRequest = Type.Object(
     tool_name: Type.String({ maxLength: 64 }),
     arguments: Type.Optional(JsonObject),
     request_id: Type.Optional(Type.String({ maxLength: 128 })),
+    idempotency_key: Type.Optional(IdempotencyKey),
   },
   { additionalProperties: false },
 );
@@ -113,6 +127,14 @@ export const ToolResult = Type.Object({
 export type ToolResult = Static<typeof ToolResult>;
 
 // audit ---------------------------------------------------------------------------------------
+/** `replayed`: a write retried with its idempotency key, answered from its first outcome. */
+export const AuditStatus = Type.Union([
+  Type.Literal('ok'),
+  Type.Literal('error'),
+  Type.Literal('refused'),
+  Type.Literal('replayed'),
+]);
+export type AuditStatus = Static<typeof AuditStatus>;
 export const AuditEvent = Type.Object({
   id: Type.String(),
   action: Type.String(),
@@ -121,7 +143,7 @@ export const AuditEvent = Type.Object({
   adi_id: Nullable(Type.String()),
   tool_name: Nullable(Type.String()),
   operation: Nullable(Type.String()),
-  status: Type.Union([Type.Literal('ok'), Type.Literal('error'), Type.Literal('refused')]),
+  status: AuditStatus,
   error_code: Nullable(Type.String()),
   duration_ms: Nullable(Type.Integer()),
   args_digest: Nullable(Type.String({ description: 'SHA-256 of the arguments as canonical JSON' })),
@@ -133,6 +155,6 @@ export const AuditListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 64 })),
   aei_id: Type.Optional(Type.String({ maxLength: 64 })),
-  status: Type.Optional(Type.Union([Type.Literal('ok'), Type.Literal('error'), Type.Literal('refused')])),
+  status: Type.Optional(AuditStatus),
 });
 export type AuditListQuery = Static<typeof AuditListQuery>;

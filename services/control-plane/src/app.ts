@@ -14,6 +14,7 @@ import { requireAdmin } from './http/auth.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
+import { purgeExpiredOutcomes } from './execution/idempotency.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
@@ -31,7 +32,7 @@ import { userRoutes } from './routes/users.ts';
 
 export interface AppOptions {
   config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
-    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes' | 'metricsToken'>>;
+    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes' | 'metricsToken' | 'idempotencyTtlMs'>>;
   domain: DomainContext;
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
   pool?: PoolCounts | undefined;
@@ -39,6 +40,9 @@ export interface AppOptions {
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+/** How often expired idempotency records are deleted (each replica does it; deleting twice is harmless). */
+const IDEMPOTENCY_PURGE_EVERY_MS = 15 * 60_000;
 
 /** Builds the control-plane app (not listening). */
 export async function buildApp(options: AppOptions): Promise<AdminApp> {
@@ -114,5 +118,22 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     },
     { prefix: '/internal' },
   );
+  purgeIdempotencyRecords(app, options.config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
   return app;
+}
+
+/** Deletes expired idempotency records at start and every quarter of an hour while the app runs. */
+function purgeIdempotencyRecords(app: AdminApp, ttlMs: number): void {
+  const purge = () =>
+    purgeExpiredOutcomes(app.domain.prisma, ttlMs).then(
+      (count) => void (count > 0 && app.log.info({ count }, 'expired idempotency records deleted')),
+      (error: unknown) => app.log.warn({ err: error }, 'could not delete expired idempotency records'),
+    );
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('onReady', async () => {
+    await purge();
+    timer = setInterval(() => void purge(), IDEMPOTENCY_PURGE_EVERY_MS);
+    timer.unref();
+  });
+  app.addHook('onClose', async () => clearInterval(timer));
 }

@@ -34,6 +34,8 @@ export interface Config {
   gatewayPublicUrl: string;
   /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
   seedDemo: boolean | undefined;
+  /** How long a write's idempotency key is remembered (a retry after that writes again). */
+  idempotencyTtlMs: number;
 }
 
 export class ConfigError extends Error {
@@ -137,5 +139,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     redisUrl: redisUrl(env),
     gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || 'http://127.0.0.1:4100'),
     seedDemo: flag(env, 'BINDERY_SEED_DEMO'),
+    idempotencyTtlMs: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
   };
 }

@@ -7,11 +7,12 @@
  * The executor's hot path only calls `observe` on label children bound once per label set; nothing
  * is looked up by label values per call beyond two Map reads.
  */
+import type { AuditStatus } from '@bindery/contracts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Whatever a tool kind is called (`context`, `legacy`; later `custom`, `http`, `mcp`). */
 export type ToolKind = string;
-export type ExecutionOutcome = 'ok' | 'error' | 'refused';
+export type ExecutionOutcome = AuditStatus;
 
 interface Observer {
   observe(value: number): void;
@@ -69,7 +70,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     name: 'controlplane_tool_execution_seconds',
     help:
       'time to run a tool call that reached its binding or legacy instance (the duration_ms of its audit row), ' +
-      'by tool kind, operation and outcome (ok, error, refused)',
+      'by tool kind, operation and outcome (ok, error, refused, replayed)',
     labelNames: ['kind', 'operation', 'outcome'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
@@ -164,6 +165,7 @@ export function createMetrics(options: MetricsOptions = {}) {
           ok: executions.labels(kind, operation, 'ok'),
           error: executions.labels(kind, operation, 'error'),
           refused: executions.labels(kind, operation, 'refused'),
+          replayed: executions.labels(kind, operation, 'replayed'),
         };
         byOperation.set(operation, meter);
       }

@@ -2,59 +2,19 @@
 // database, migrates it, prints a root token and the demo exposure's MCP URL once, serves the API
 // with that token, and on a restart over the same data directory prints neither again while the
 // old token keeps working.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { engine } from './support/app.ts';
+import { reapAll, startServer } from './support/server-process.ts';
 
-const serviceDir = fileURLToPath(new URL('..', import.meta.url));
-const children: ChildProcessWithoutNullStreams[] = [];
 let dataDir: string;
 
 afterAll(async () => {
-  for (const child of children) child.kill('SIGTERM');
+  await reapAll();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
-
-/**
- * Starts `tsx src/server.ts` and resolves with its URL, everything it printed until listening, and
- * `printed()` for everything printed so far.
- */
-function startServer(
-  env: Record<string, string>,
-): Promise<{ url: string; output: string; printed(): string; child: ChildProcessWithoutNullStreams }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: serviceDir,
-    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
-  });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve({ url: match[1], output, printed: () => output, child });
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
-  });
-}
-
-function stop(child: ChildProcessWithoutNullStreams): Promise<number | null> {
-  return new Promise((resolve) => {
-    // 'close', not 'exit': by then everything it printed has been read.
-    child.once('close', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
-}
 
 // One engine suffices: this is about the process on the embedded database, not SQL.
 describe.runIf(engine === 'pglite')('control plane process on the embedded database', () => {
@@ -66,18 +26,18 @@ describe.runIf(engine === 'pglite')('control plane process on the embedded datab
       INTERNAL_TOKEN: 'internal-token-for-server-tests',
     };
     const first = await startServer(env);
-    const token = /Root admin token \(shown once, store it now\): (\S+)/.exec(first.output)?.[1];
+    const token = /Root admin token \(shown once, store it now\): (\S+)/.exec(first.output())?.[1];
     expect(token).toMatch(/^bnd_admin_/);
-    expect(first.output).toContain('"database":"pglite"');
+    expect(first.output()).toContain('"database":"pglite"');
     const me = await fetch(`${first.url}/api/v2/me`, { headers: { authorization: `Bearer ${token}` } });
     expect(me.status).toBe(200);
     expect(await me.json()).toMatchObject({ name: 'root', is_root: true });
 
-    const mcpUrl = /MCP URL: (\S+)/.exec(first.output)?.[1];
+    const mcpUrl = /MCP URL: (\S+)/.exec(first.output())?.[1];
     expect(mcpUrl).toMatch(/^http:\/\/gateway\.test:4100\/api\/v2\/mcp\/server\/bnd_key_[A-Za-z0-9_-]+$/);
-    expect(first.output).toContain('npx @modelcontextprotocol/inspector');
+    expect(first.output()).toContain('npx @modelcontextprotocol/inspector');
     const apiKey = mcpUrl!.split('/').pop()!;
-    expect(first.output).toContain('"msg":"demo exposure seeded"');
+    expect(first.output()).toContain('"msg":"demo exposure seeded"');
     const aeis = await fetch(`${first.url}/api/v2/aeis`, { headers: { authorization: `Bearer ${token}` } });
     const { items } = (await aeis.json()) as { items: { name: string; api_key_prefix: string }[] };
     expect(items).toHaveLength(1);
@@ -88,17 +48,17 @@ describe.runIf(engine === 'pglite')('control plane process on the embedded datab
       headers: { authorization: 'Bearer internal-token-for-server-tests' },
     });
     expect(config.status).toBe(200);
-    expect(await stop(first.child)).toBe(0);
-    expect(first.printed()).toContain(`/internal/aei/mcp/${apiKey.slice(0, 12)}…/config`);
-    expect(first.printed().split(apiKey)).toHaveLength(2); // the MCP URL line, nowhere else
+    expect(await first.stop()).toBe(0);
+    expect(first.output()).toContain(`/internal/aei/mcp/${apiKey.slice(0, 12)}…/config`);
+    expect(first.output().split(apiKey)).toHaveLength(2); // the MCP URL line, nowhere else
 
     const second = await startServer(env);
-    expect(second.output).not.toContain('Root admin token');
-    expect(second.output).not.toContain('MCP URL');
-    expect(second.output).toContain('"migrated":[]');
+    expect(second.output()).not.toContain('Root admin token');
+    expect(second.output()).not.toContain('MCP URL');
+    expect(second.output()).toContain('"migrated":[]');
     const again = await fetch(`${second.url}/api/v2/me`, { headers: { authorization: `Bearer ${token}` } });
     expect(again.status).toBe(200);
-    await stop(second.child);
+    await second.stop();
   });
 
   it('refuses to start on a bad setting, saying which', async () => {

@@ -2,14 +2,21 @@
  * The audit trail: one row per tool execution (and refusal), readable by its owner.
  */
 import { createHash } from 'node:crypto';
-import type { AuditEvent as AuditEventBody, AuditListQuery, ErrorCode } from '@bindery/contracts';
+import type {
+  AuditEvent as AuditEventBody,
+  AuditListQuery,
+  AuditStatus,
+  ErrorCode,
+} from '@bindery/contracts';
 import type { AuditEvent } from '../generated/prisma/client.ts';
 import type { AuditMeter } from '../metrics.ts';
 import { newId } from '../secrets.ts';
 import type { Db, Principal } from './context.ts';
 import { pageWindow, toPage } from './pagination.ts';
 
-export type AuditStatus = 'ok' | 'error' | 'refused';
+export type { AuditStatus };
+
+const AUDIT_STATUSES: readonly AuditStatus[] = ['ok', 'error', 'refused', 'replayed'];
 
 export interface ExecutionRecord {
   userId: string;
@@ -84,7 +91,7 @@ function auditBody(e: AuditEvent): AuditEventBody {
     adi_id: e.adiId,
     tool_name: e.toolName,
     operation: e.operation,
-    status: e.status === 'ok' ? 'ok' : e.status === 'refused' ? 'refused' : 'error',
+    status: AUDIT_STATUSES.find((s) => s === e.status) ?? 'error',
     error_code: e.errorCode,
     duration_ms: e.durationMs,
     args_digest: e.argsDigest,

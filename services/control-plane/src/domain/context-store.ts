@@ -67,6 +67,14 @@ export async function readContext(
   return { node: await nodeAt(db, cache, at, version), version };
 }
 
+/** Work a write does inside its transaction besides the change itself. */
+export interface WriteHooks<T> {
+  /** Under the row lock, before the change; throwing rolls the transaction back, nothing written. */
+  beforeChange?(tx: Db): Promise<void>;
+  /** After the change is stored, before commit: it commits with the write, or neither does. */
+  afterChange?(tx: Db, written: { result: T; version: number }): Promise<void>;
+}
+
 /**
  * Runs `change` on the context node under the table's row lock and stores the node it returns;
  * answers what `change` answered plus the table's new version. With `expectedVersion`, a table that
@@ -79,12 +87,14 @@ export async function writeContext<T>(
   expectedVersion: number | undefined,
   change: (node: JsonValue) => { context: JsonValue; result: T },
   meter: WriteMeter,
+  hooks: WriteHooks<T> = {},
 ): Promise<{ result: T; version: number }> {
   const tracked = trackWrite(meter);
   const written = await prisma
     .$transaction(async (tx) => {
       const version = await currentVersion(tx, at, true);
       tracked.locked();
+      await hooks.beforeChange?.(tx);
       if (expectedVersion !== undefined && expectedVersion !== version) {
         throw new DomainError(
           'CONFLICT',
@@ -102,7 +112,9 @@ export async function writeContext<T>(
           updated_at = now()
       WHERE id = ${at.tableId}
       RETURNING version`;
-      return { result, context, text, version: updated[0]?.version ?? version + 1 };
+      const newVersion = updated[0]?.version ?? version + 1;
+      await hooks.afterChange?.(tx, { result, version: newVersion });
+      return { result, context, text, version: newVersion };
     }, WRITE_TRANSACTION)
     .then(tracked.committed, tracked.failed);
   // Only after commit: a rolled-back write must never be served from the cache.

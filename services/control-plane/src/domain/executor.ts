@@ -22,6 +22,14 @@ import {
   type Limits,
 } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
+import {
+  ReplayedOutcome,
+  idempotent,
+  keyedWrite,
+  recordOutcome,
+  replayIfRecorded,
+  type KeyedWrite,
+} from '../execution/idempotency.ts';
 import { operationOf } from './adis.ts';
 import { checkArguments } from './arguments.ts';
 import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit.ts';
@@ -44,12 +52,22 @@ interface Target {
   config: Record<string, unknown>;
 }
 
-/** Runs one operation on its context; writes go through the row-locked store. */
+/** Every write answer is an object; the new version lets an agent chain expected_version. */
+function writeAnswer(result: JsonValue, version: number): Record<string, JsonValue> {
+  return { ...(result as Record<string, JsonValue>), table_version: version };
+}
+
+/**
+ * Runs one operation on its context; writes go through the row-locked store. A write with an
+ * idempotency key records its answer in its own transaction, and a retry of it is answered from
+ * that record (ReplayedOutcome) without writing; reads ignore the key, they are safe to repeat.
+ */
 async function runOperation(
   ctx: DomainContext,
   target: Target,
   args: Record<string, unknown>,
   options: ExecutorOptions,
+  keyed: KeyedWrite | undefined,
 ): Promise<JsonValue> {
   const at = { tableId: target.tableId, tokens: parsePointer(target.jsonPath), pointer: target.jsonPath };
   if (OPERATIONS[target.op].kind === 'read') {
@@ -57,16 +75,23 @@ async function runOperation(
     return executeRead(target.op, node, args, target.config, options.limits).result;
   }
   const { expected_version: expected, ...opArgs } = args;
-  const { result, version } = await writeContext(
-    ctx.prisma,
-    options.contexts,
-    at,
-    typeof expected === 'number' ? expected : undefined,
-    (node) => executeWrite(target.op, node, opArgs, target.config, options.limits),
-    options.metrics.writes,
-  );
-  // Every write answer is an object; the new version lets an agent chain expected_version.
-  return { ...(result as Record<string, JsonValue>), table_version: version };
+  return idempotent(ctx.prisma, keyed, async () => {
+    const { result, version } = await writeContext(
+      ctx.prisma,
+      options.contexts,
+      at,
+      typeof expected === 'number' ? expected : undefined,
+      (node) => executeWrite(target.op, node, opArgs, target.config, options.limits),
+      options.metrics.writes,
+      keyed && {
+        // A retry that queued behind its first attempt finds the record once it holds the lock and
+        // skips the work; the record's primary key is what guarantees one write either way.
+        beforeChange: (tx) => replayIfRecorded(tx, keyed),
+        afterChange: (tx, written) => recordOutcome(tx, keyed, writeAnswer(written.result, written.version)),
+      },
+    );
+    return writeAnswer(result, version);
+  });
 }
 
 function success(result: JsonValue): ToolResult {
@@ -105,6 +130,10 @@ async function audited(
     await audit('ok', null);
     return success(result);
   } catch (error) {
+    if (error instanceof ReplayedOutcome) {
+      await audit('replayed', null);
+      return success(error.answer);
+    }
     if (error instanceof DomainError || error instanceof OpError) {
       await audit(error instanceof RefusedError ? 'refused' : 'error', error.code);
       return failure(error);
@@ -171,6 +200,7 @@ export async function executeBinding(
       },
       checked,
       options,
+      keyedWrite(`aei:${binding.aeiId}`, request.idempotency_key, binding.id, checked),
     );
   });
 }
@@ -213,6 +243,7 @@ export async function executeLegacy(
       { op, tableId: instance.tableId, jsonPath: instance.jsonPath, config },
       checked,
       options,
+      keyedWrite(`mcp_instance:${instance.id}`, request.idempotency_key, tool.name, checked),
     );
   });
 }

@@ -55,7 +55,13 @@ export function execute(
   f: Fixture,
   name: string,
   args: Record<string, unknown> = {},
-  overrides: { aei_id?: string; binding_id?: string; adi_id?: string; token?: string | null } = {},
+  overrides: {
+    aei_id?: string;
+    binding_id?: string;
+    adi_id?: string;
+    token?: string | null;
+    idempotency_key?: string;
+  } = {},
 ): Promise<CallResult> {
   const tool = f.tools[name];
   if (!tool) throw new Error(`no tool ${name} in the fixture`);
@@ -66,6 +72,7 @@ export function execute(
       binding_id: overrides.binding_id ?? tool.bindingId,
       arguments: args,
       request_id: `req-${name}`,
+      ...(overrides.idempotency_key !== undefined && { idempotency_key: overrides.idempotency_key }),
     },
   });
 }
