@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LOCK_FILE } from '../src/db/data-dir-lock.ts';
 import { engine } from './support/app.ts';
-import { adminCall, reapAll, startServer, tableIds } from './support/server-process.ts';
+import { adminCall, reapAll, startServer, tableIds, PROCESS_TEST } from './support/server-process.ts';
 
 const ADMIN_TOKEN = 'bnd_admin_data-dir-crash-0001';
 let dataDir: string | undefined;
@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 // One engine suffices: this is about the embedded database's directory, not SQL.
-describe.runIf(engine === 'pglite')('a crashed owner', () => {
+describe.runIf(engine === 'pglite')('a crashed owner', PROCESS_TEST, () => {
   it('leaves nothing that stops the next control plane, and no acknowledged write is lost', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'bindery-crash-'));
     const env = {

@@ -13,7 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../src/db/data-dir-lock.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { engine } from './support/app.ts';
-import { adminCall, reapAll, runUntilExit, startServer, tableIds } from './support/server-process.ts';
+import {
+  adminCall,
+  reapAll,
+  runUntilExit,
+  startServer,
+  tableIds,
+  PROCESS_TEST,
+} from './support/server-process.ts';
 
 const ADMIN_TOKEN = 'bnd_admin_data-dir-tests-0001';
 const serviceDir = fileURLToPath(new URL('..', import.meta.url));
@@ -42,7 +49,7 @@ afterAll(async () => {
 });
 
 // One engine suffices: this is about the embedded database's directory, not SQL.
-describe.runIf(engine === 'pglite')('one owner per data directory', () => {
+describe.runIf(engine === 'pglite')('one owner per data directory', PROCESS_TEST, () => {
   beforeAll(async () => {
     env = {
       BINDERY_DATA_DIR: await newDataDir(),

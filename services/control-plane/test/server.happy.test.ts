@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { engine } from './support/app.ts';
-import { reapAll, startServer } from './support/server-process.ts';
+import { reapAll, startServer, PROCESS_TEST } from './support/server-process.ts';
 
 let dataDir: string;
 
@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 // One engine suffices: this is about the process on the embedded database, not SQL.
-describe.runIf(engine === 'pglite')('control plane process on the embedded database', () => {
+describe.runIf(engine === 'pglite')('control plane process on the embedded database', PROCESS_TEST, () => {
   it('prints a root token and the demo MCP URL once, serves with it, and keeps it across a restart', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'bindery-data-'));
     const env = {

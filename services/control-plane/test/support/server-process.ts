@@ -6,6 +6,12 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
+/**
+ * Options for suites of process tests: each starts control planes (a few seconds each, several
+ * times that on a loaded machine), so they get more than the default test timeout.
+ */
+export const PROCESS_TEST = { timeout: 120_000 } as const;
+
 const serviceDir = fileURLToPath(new URL('../..', import.meta.url));
 /** Each process still running, with a promise of its exit code (once its output is read). */
 const running = new Map<ChildProcessWithoutNullStreams, Promise<number | null>>();
