@@ -137,9 +137,16 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
       writeJsonRpcError(res, SESSION_NOT_FOUND);
       return;
     }
+    sessions.busyUntilClosed(session, res);
     const answer = directAnswer(session, admission.exposure, parsed.value, req.headers);
     if (answer) {
       writeDirectAnswer(res, session, await answer);
+      return;
+    }
+    // As on the routes: the transport maps answers by request id, so an id in flight is refused.
+    const taken = session.requestIds.claim(parsed.value, res);
+    if (taken) {
+      writeJsonRpcError(res, taken);
       return;
     }
     await session.transport.handleRequest(req, res, parsed.value);
