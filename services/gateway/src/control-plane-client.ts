@@ -94,7 +94,7 @@ export class ControlPlaneClient {
   readonly #options: ControlPlaneClientOptions;
   readonly #auth: string;
   readonly #breaker: CircuitBreaker;
-  /** True once the control plane answered anything (readiness is "waiting" until then). */
+  /** True once the control plane answered anything below 500 (readiness is "waiting" until then). */
   #reached = false;
   /** The latency histogram's children, bound once: a labelled observe looks its labels up each time. */
   readonly #latency: Record<Kind, { observe(v: number): void }>;
@@ -140,10 +140,6 @@ export class ControlPlaneClient {
   readiness(): Readiness {
     if (!this.#reached) return 'waiting';
     return this.#breaker.allows() ? 'ready' : 'degraded';
-  }
-
-  get breakerState(): BreakerState {
-    return this.#breaker.state;
   }
 
   /**
@@ -222,12 +218,16 @@ export class ControlPlaneClient {
         }
         if (!options.probe) this.#breaker.record(true);
         this.#reached = true;
-        return {
-          status: response.status,
-          headers: response.headers,
-          body: response.text ? JSON.parse(response.text) : undefined,
-          bytes: response.bytes,
-        };
+        let parsed: unknown;
+        try {
+          parsed = response.text ? JSON.parse(response.text) : undefined;
+        } catch {
+          throw new UpstreamError(
+            `control plane answered ${kind} with a body that is not JSON`,
+            'error-answer',
+          );
+        }
+        return { status: response.status, headers: response.headers, body: parsed, bytes: response.bytes };
       } catch (error) {
         if (error instanceof UpstreamError) throw error;
         if (attempt === 0 && options.retry && isNetworkFault(error)) continue;

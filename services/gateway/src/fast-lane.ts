@@ -137,7 +137,6 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
       writeJsonRpcError(res, SESSION_NOT_FOUND);
       return;
     }
-    sessions.busyUntilClosed(session, res);
     const answer = directAnswer(session, admission.exposure, parsed.value, req.headers);
     if (answer) {
       writeDirectAnswer(res, session, await answer);
@@ -170,10 +169,13 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     // What the checks after the body will find, predicted without spending a token: a refusal
     // here leaves the request to Fastify, which produces it.
     const hash = keyHash(apiKey);
-    if (!sessions.get(sessionId, hash) || !limiter.available(hash)) return false;
+    const session = sessions.get(sessionId, hash);
+    if (!session || !limiter.available(hash)) return false;
     const exposure = cache.peek(hash);
     if (!exposure || refusalFor(exposure, target.flavor) !== undefined) return false;
 
+    // Busy from now on, body still arriving included: a session cap never closes it under us.
+    sessions.busyUntilClosed(session, res);
     const started = performance.now();
     res.once('finish', () => finished(req, res, target.route, started));
     const chunks: Buffer[] = [];

@@ -159,8 +159,9 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         writeJsonRpcError(reply.raw, SESSION_NOT_FOUND);
         return;
       }
-      // A session this replica does not hold (opened on another one, or before a restart): serve
-      // this request statelessly; the exposure comes from the shared control plane either way.
+      // A session this replica does not hold (opened on another one, before a restart, or closed
+      // here by a cap or the idle sweep): serve this request statelessly; the exposure comes from
+      // the shared control plane either way.
       const { server } = createMcpServer(serverDeps());
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       reply.raw.on('close', () => {
