@@ -74,6 +74,13 @@ export interface RunningControlPlane {
   stop(): Promise<void>;
 }
 
+/** The PostgreSQL URL of a benchmark database (for set-ups too large to make through the API). */
+export function databaseUrl(database: string): string {
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
 async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: SERVER_URL });
   await client.connect();

@@ -71,6 +71,29 @@ export const LegacyConfig = Type.Object({
 export type LegacyConfig = Static<typeof LegacyConfig>;
 
 export const ApiKeyParams = Type.Object({ api_key: Type.String({ minLength: 1, maxLength: 256 }) });
+
+/**
+ * Which MCP URL a gateway serves the key on: `v2` (`/api/v2/mcp/...`) serves AEIs and, by
+ * fallback, legacy instances; `v1` (`/api/v1/mcp/server/{key}`) serves legacy instances only.
+ */
+export const KeyFlavor = Type.Union([Type.Literal('v2'), Type.Literal('v1')]);
+export type KeyFlavor = Static<typeof KeyFlavor>;
+export const KeyConfigQuery = Type.Object(
+  { flavor: Type.Optional(KeyFlavor) },
+  { additionalProperties: false },
+);
+export type KeyConfigQuery = Static<typeof KeyConfigQuery>;
+
+/**
+ * What an api_key exposes, resolved in one round trip (`GET /internal/keys/{api_key}/config`):
+ * config v2 of an AEI or the v1 config of a legacy instance. Unknown keys answer 404 with
+ * `details.kind: "unknown"`, which tells them apart from a control plane without this route.
+ */
+export const KeyConfig = Type.Union([
+  Type.Object({ kind: Type.Literal('aei'), config: ConfigV2 }),
+  Type.Object({ kind: Type.Literal('legacy'), config: LegacyConfig }),
+]);
+export type KeyConfig = Static<typeof KeyConfig>;
 export const AdiIdParams = Type.Object({ adi_id: Type.String({ maxLength: 64 }) });
 
 /** Where an MCP client puts a write's idempotency key: `params._meta["bindery/idempotency_key"]`. */

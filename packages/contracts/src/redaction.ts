@@ -7,7 +7,7 @@
 export const DISPLAY_PREFIX_LENGTH = 12;
 
 // An api_key travels in the path of the MCP endpoints and of the internal config lookups.
-const KEY_IN_PATH = /(\/(?:mcp\/server|internal\/aei\/mcp|internal\/mcp-instance)\/)([^/?#]+)/;
+const KEY_IN_PATH = /(\/(?:mcp\/server|internal\/keys|internal\/aei\/mcp|internal\/mcp-instance)\/)([^/?#]+)/;
 
 /** The URL with an api_key in its path cut to the display prefix (and an ellipsis). */
 export function redactApiKeyInUrl(url: string): string {

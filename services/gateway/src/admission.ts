@@ -5,8 +5,8 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { UpstreamError } from './control-plane-client.ts';
-import type { Exposure, ExposureCache } from './exposure-cache.ts';
+import { CircuitOpenError, UpstreamError } from './control-plane-client.ts';
+import { LookupsLimitedError, type Exposure, type ExposureCache } from './exposure-cache.ts';
 import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
 import { checkOrigin, type OriginPolicy } from './origin-guard.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -71,7 +71,8 @@ export type Admission = { exposure: Exposure; refusal?: undefined } | { refusal:
 
 /**
  * Spends a rate-limit token, then finds what the key exposes (fresh cache entry, else the control
- * plane, else the last good entry) and checks it may be served on this URL.
+ * plane, else the last good entry) and checks it may be served on this URL. A key the cache does
+ * not know, past the gateway's cap on such lookups, is refused with 429: it is not known to be bad.
  */
 export async function admitKey(
   deps: { limiter: RateLimiter; cache: ExposureCache; log: FastifyBaseLogger },
@@ -93,10 +94,23 @@ export async function admitKey(
   }
   let exposure: Exposure;
   try {
-    exposure = (await deps.cache.resolve(apiKey, hash)).exposure;
+    exposure = (await deps.cache.resolve(apiKey, hash, flavor)).exposure;
   } catch (error) {
+    if (error instanceof LookupsLimitedError) {
+      return {
+        refusal: {
+          status: 429,
+          code: JSONRPC.RATE_LIMITED,
+          message: error.message,
+          bindery: 'RATE_LIMITED',
+          headers: { 'retry-after': String(error.retryAfterSeconds) },
+        },
+      };
+    }
     if (!(error instanceof UpstreamError)) throw error;
-    deps.log.warn({ err: error.message }, 'control plane unavailable and no cached config for this key');
+    // While the breaker is open nothing was sent: that was logged once, when it opened.
+    const level = error instanceof CircuitOpenError ? 'debug' : 'warn';
+    deps.log[level]({ err: error.message }, 'control plane unavailable and no cached config for this key');
     return { refusal: UPSTREAM_UNAVAILABLE };
   }
   const refusal = refusalFor(exposure, flavor);

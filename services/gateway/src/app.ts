@@ -77,10 +77,12 @@ export async function buildGateway(
     internalToken: config.internalToken,
     configTimeoutMs: config.configTimeoutMs,
     toolCallTimeoutMs: config.toolCallTimeoutMs,
+    breaker: config.breaker,
     metrics,
+    log: app.log,
   });
   const cache = new ExposureCache(client, config.cache, metrics, app.log);
-  const sessions = new SessionRegistry(metrics, app.log);
+  const sessions = new SessionRegistry(metrics, app.log, config.sessions);
   const limiter = new RateLimiter(config.rateLimit.perSecond, config.rateLimit.burst);
   const executeLimiter = new RateLimiter(
     config.progressive.executePerSecond,
@@ -88,26 +90,17 @@ export async function buildGateway(
   );
   const store: SessionStateStore = config.redisUrl
     ? await RedisSessionStore.connect(config.redisUrl, config.progressive.sessionTtlMs, app.log)
-    : new MemorySessionStore(config.progressive.sessionTtlMs);
+    : new MemorySessionStore(config.progressive.sessionTtlMs, config.progressive.stateMaxBytes);
   app.decorate('gateway', { cache, sessions, metrics });
 
-  // Readiness: poll the control plane until it has answered once.
-  let ready = false;
+  // Readiness: poll the control plane until it has answered once; after that the circuit
+  // breaker says how it is doing (see routes/ops.ts).
   const poll = setInterval(() => {
-    void client.healthy().then((ok) => {
-      if (ok) {
-        ready = true;
-        clearInterval(poll);
-      }
-    });
+    if (client.readiness() === 'waiting') void client.healthy();
+    else clearInterval(poll);
   }, 500);
   poll.unref();
-  void client.healthy().then((ok) => {
-    if (ok) {
-      ready = true;
-      clearInterval(poll);
-    }
-  });
+  void client.healthy();
 
   app.addHook('onResponse', async (request, reply) => {
     metrics.requests.inc({
@@ -169,7 +162,7 @@ export async function buildGateway(
       cache,
       sessions,
       metrics,
-      ready: () => ready,
+      readiness: () => client.readiness(),
     }),
   );
 

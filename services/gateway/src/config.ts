@@ -22,7 +22,19 @@ export interface GatewayConfig {
   /** Extra browser origins allowed besides those on an allowed host; `*` allows any. */
   allowedOrigins: string[];
   bodyLimitBytes: number;
-  cache: { maxEntries: number; ttlMs: number; negativeTtlMs: number };
+  cache: {
+    maxEntries: number;
+    /** Estimated heap bytes of all cached configs (see exposure-cache.ts for the estimate). */
+    maxBytes: number;
+    ttlMs: number;
+    negativeTtlMs: number;
+    /** Lookups of keys the cache does not know, per second, this gateway sends at most; 0 = no cap. */
+    unknownKeyLookupsPerSecond: number;
+  };
+  /** Open MCP sessions: at most `max` in all and `maxPerKey` per api_key; idle ones close after `idleMs`. */
+  sessions: { max: number; maxPerKey: number; idleMs: number };
+  /** The circuit breaker in front of the control plane (upstream/circuit-breaker.ts). */
+  breaker: { failureThreshold: number; cooldownMs: number; maxCooldownMs: number };
   /** Per api_key: sustained requests per second and burst; 0 turns the limit off. */
   rateLimit: { perSecond: number; burst: number };
   toolCallTimeoutMs: number;
@@ -31,6 +43,8 @@ export interface GatewayConfig {
   /** Progressive mode: session state lifetime, execute_apis limits. */
   progressive: {
     sessionTtlMs: number;
+    /** Estimated heap bytes of all progressive session states kept in this process (without Redis). */
+    stateMaxBytes: number;
     executePerSecond: number;
     executeBurst: number;
     concurrency: number;
@@ -78,6 +92,17 @@ function secret(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return value;
 }
 
+const MiB = 1024 * 1024;
+
+function breaker(env: NodeJS.ProcessEnv): GatewayConfig['breaker'] {
+  const cooldownMs = integer(env, 'BREAKER_COOLDOWN_MS', 500, 50, 600_000);
+  return {
+    failureThreshold: integer(env, 'BREAKER_FAILURE_THRESHOLD', 3, 1, 1_000),
+    cooldownMs,
+    maxCooldownMs: integer(env, 'BREAKER_MAX_COOLDOWN_MS', Math.max(5_000, cooldownMs), cooldownMs, 600_000),
+  };
+}
+
 /** Builds the config from an environment (normally `process.env`); throws GatewayConfigError on bad values. */
 export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
   const internalToken = secret(env, 'INTERNAL_TOKEN');
@@ -101,9 +126,17 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     bodyLimitBytes: integer(env, 'GATEWAY_BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     cache: {
       maxEntries: integer(env, 'CONFIG_CACHE_MAX', 10_000, 1, 10_000_000),
+      maxBytes: integer(env, 'CONFIG_CACHE_MAX_BYTES', 128 * MiB, MiB, 64 * 1024 * MiB),
       ttlMs: integer(env, 'CONFIG_CACHE_TTL_MS', 30_000, 0, 24 * 3600_000),
       negativeTtlMs: integer(env, 'CONFIG_NEGATIVE_TTL_MS', 5_000, 0, 3600_000),
+      unknownKeyLookupsPerSecond: integer(env, 'UNKNOWN_KEY_LOOKUPS_PER_SECOND', 50, 0, 1_000_000),
     },
+    sessions: {
+      max: integer(env, 'GATEWAY_MAX_SESSIONS', 10_000, 1, 10_000_000),
+      maxPerKey: integer(env, 'GATEWAY_MAX_SESSIONS_PER_KEY', 1_000, 1, 10_000_000),
+      idleMs: integer(env, 'GATEWAY_SESSION_IDLE_MS', 30 * 60_000, 1_000, 7 * 24 * 3_600_000),
+    },
+    breaker: breaker(env),
     rateLimit: {
       perSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 50, 0, 1_000_000),
       burst: integer(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
@@ -113,6 +146,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     toolsPageSize: integer(env, 'TOOLS_PAGE_SIZE', 500, 1, 100_000),
     progressive: {
       sessionTtlMs: integer(env, 'CATALOG_SESSION_TTL_MS', 3_600_000, 1_000, 7 * 24 * 3_600_000),
+      stateMaxBytes: integer(env, 'CATALOG_SESSION_MAX_BYTES', 64 * MiB, MiB, 64 * 1024 * MiB),
       executePerSecond: integer(env, 'EXECUTE_RATE_PER_SECOND', 20, 0, 1_000_000),
       executeBurst: integer(env, 'EXECUTE_RATE_BURST', 100, 50, 10_000_000),
       concurrency: integer(env, 'EXECUTE_CONCURRENCY', 8, 1, 256),

@@ -1,45 +1,82 @@
 /**
  * The gateway's only way to data: HTTP to the control plane's internal API over a keep-alive
- * undici pool. Config reads retry once on a network fault (safe: they change nothing); tool
- * executions never retry, since a write may already have happened.
+ * undici pool, behind a circuit breaker (`upstream/circuit-breaker.ts`). Config reads retry once
+ * on a network fault (safe: they change nothing); tool executions never retry, since a write may
+ * already have happened. Every failure says how far the request got (`UpstreamError.delivery`).
  */
 import type {
   ConfigV2,
   ExecuteRequest,
+  KeyFlavor,
   LegacyConfig,
   LegacyExecuteRequest,
   ToolResult,
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { GatewayMetrics } from './metrics.ts';
+import { CircuitBreaker, type BreakerState } from './upstream/circuit-breaker.ts';
+
+/**
+ * How far a failed request got:
+ * - `not-sent`: it never reached the control plane (breaker open, connection refused): nothing
+ *   was applied, and sending it again is safe;
+ * - `no-answer`: it was (or may have been) sent, and no answer came (timeout, connection lost
+ *   after the request started): the control plane may have acted on it;
+ * - `error-answer`: the control plane answered with a server error.
+ */
+export type Delivery = 'not-sent' | 'no-answer' | 'error-answer';
 
 /** The control plane could not be reached or answered with a server error. */
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
   constructor(
     message: string,
+    readonly delivery: Delivery,
     readonly timedOut = false,
   ) {
     super(message);
   }
+
+  /** False only when the request certainly never reached the control plane. */
+  get sent(): boolean {
+    return this.delivery !== 'not-sent';
+  }
 }
 
-export type ConfigAnswer =
-  | { status: 'ok'; config: ConfigV2; etag: string | undefined }
-  | { status: 'not-modified' }
-  | { status: 'not-found' };
+/** Not sent: the circuit breaker is open (the control plane failed repeatedly and has not recovered). */
+export class CircuitOpenError extends UpstreamError {
+  override name = 'CircuitOpenError';
+  constructor() {
+    super(
+      'the control plane is unavailable (it failed repeatedly; the gateway is waiting for it to recover)',
+      'not-sent',
+    );
+  }
+}
 
-export type LegacyAnswer = { status: 'ok'; config: LegacyConfig } | { status: 'not-found' };
+export type KeyAnswer =
+  | { status: 'aei'; config: ConfigV2; etag: string | undefined; bytes: number }
+  | { status: 'legacy'; config: LegacyConfig; bytes: number }
+  | { status: 'not-modified' }
+  | { status: 'unknown' };
+
+/** What the gateway knows of the control plane: never reached, reachable, or failing (breaker). */
+export type Readiness = 'waiting' | 'ready' | 'degraded';
 
 export interface ControlPlaneClientOptions {
   url: string;
   internalToken: string;
   configTimeoutMs: number;
   toolCallTimeoutMs: number;
+  breaker: { failureThreshold: number; cooldownMs: number; maxCooldownMs: number };
   metrics: GatewayMetrics;
+  log: FastifyBaseLogger;
 }
 
+/** Errors that mean the connection failed before anything was written. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 
 function isNetworkFault(error: unknown): boolean {
@@ -47,24 +84,62 @@ function isNetworkFault(error: unknown): boolean {
   return code !== undefined && RETRYABLE.has(code);
 }
 
+/** The health check's time limit at most: a probe that hangs keeps the breaker open for nothing. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+type Kind = 'config' | 'execute' | 'health';
+
 export class ControlPlaneClient {
   readonly #pool: Pool;
   readonly #options: ControlPlaneClientOptions;
   readonly #auth: string;
+  readonly #breaker: CircuitBreaker;
+  /** True once the control plane answered anything below 500 (readiness is "waiting" until then). */
+  #reached = false;
   /** The latency histogram's children, bound once: a labelled observe looks its labels up each time. */
-  readonly #latency: Record<'config' | 'legacy_config' | 'execute' | 'health', { observe(v: number): void }>;
+  readonly #latency: Record<Kind, { observe(v: number): void }>;
 
   constructor(options: ControlPlaneClientOptions) {
     this.#options = options;
     const latency = options.metrics.upstreamLatency;
     this.#latency = {
       config: latency.labels('config'),
-      legacy_config: latency.labels('legacy_config'),
       execute: latency.labels('execute'),
       health: latency.labels('health'),
     };
     this.#auth = `Bearer ${options.internalToken}`;
     this.#pool = new Pool(options.url, { connections: 128, keepAliveTimeout: 30_000, pipelining: 1 });
+    const gauge = options.metrics.breakerState;
+    const show = (state: BreakerState) => {
+      for (const s of ['closed', 'open', 'half_open'] as const) gauge.set({ state: s }, s === state ? 1 : 0);
+    };
+    show('closed');
+    let previous: BreakerState = 'closed';
+    this.#breaker = new CircuitBreaker({
+      ...options.breaker,
+      probe: () => this.#probe(),
+      onChange: (state) => {
+        show(state);
+        if (state === 'open' && previous === 'closed') {
+          options.log.warn(
+            'control plane failing: circuit breaker open; serving cached configs and failing calls at once until a probe succeeds',
+          );
+        } else if (state === 'closed') {
+          options.log.info('control plane answering again: circuit breaker closed');
+        }
+        previous = state;
+      },
+    });
+  }
+
+  get #probeTimeoutMs(): number {
+    return Math.min(this.#options.configTimeoutMs, PROBE_TIMEOUT_MS);
+  }
+
+  /** `waiting` until the control plane first answered; then `ready`, or `degraded` while the breaker is not closed. */
+  readiness(): Readiness {
+    if (!this.#reached) return 'waiting';
+    return this.#breaker.allows() ? 'ready' : 'degraded';
   }
 
   /**
@@ -77,30 +152,37 @@ export class ControlPlaneClient {
     timeoutMs: number,
     headers: Record<string, string>,
     body: string | undefined,
-  ): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+  ): Promise<{ status: number; headers: IncomingHttpHeaders; text: string; bytes: number }> {
     return new Promise((resolve, reject) => {
       let status = 0;
       let responseHeaders: IncomingHttpHeaders = {};
+      let bytes = 0;
+      // Set when undici starts writing the request on a connected socket: an error before that
+      // means nothing reached the control plane.
+      let started = false;
       const chunks: Buffer[] = [];
       this.#pool.dispatch(
         { method, path, headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
         {
-          // Declaring onRequestStart is what marks this as a handler of undici's current API.
-          onRequestStart() {},
+          // Declaring onRequestStart is also what marks this as a handler of undici's current API.
+          onRequestStart() {
+            started = true;
+          },
           onResponseStart(_controller, statusCode, received) {
             status = statusCode;
             responseHeaders = received;
           },
           onResponseData(_controller, chunk) {
             chunks.push(chunk);
+            bytes += chunk.length;
           },
           onResponseEnd() {
             const text =
               chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
-            resolve({ status, headers: responseHeaders, text });
+            resolve({ status, headers: responseHeaders, text, bytes });
           },
           onResponseError(_controller, error) {
-            reject(error);
+            reject(Object.assign(error, { started }));
           },
         },
       );
@@ -108,77 +190,99 @@ export class ControlPlaneClient {
   }
 
   async #request(
-    kind: 'config' | 'legacy_config' | 'execute' | 'health',
+    kind: Kind,
     method: 'GET' | 'POST',
     path: string,
     timeoutMs: number,
-    options: { body?: unknown; headers?: Record<string, string>; retry: boolean },
-  ): Promise<{ status: number; headers: IncomingHttpHeaders; body: unknown }> {
+    options: { body?: unknown; headers?: Record<string, string>; retry: boolean; probe?: boolean },
+  ): Promise<{ status: number; headers: IncomingHttpHeaders; body: unknown; bytes: number }> {
+    if (!options.probe && !this.#breaker.allows()) {
+      this.#options.metrics.breakerRejections.inc();
+      throw new CircuitOpenError();
+    }
     const started = performance.now();
-    if (kind === 'config' || kind === 'legacy_config') this.#options.metrics.configFetches.inc();
     const headers: Record<string, string> = { authorization: this.#auth, ...options.headers };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     for (let attempt = 0; ; attempt++) {
+      if (kind === 'config') this.#options.metrics.configFetches.inc();
       try {
         const response = await this.#send(method, path, timeoutMs, headers, body);
         this.#latency[kind].observe((performance.now() - started) / 1000);
         if (response.status >= 500) {
-          throw new UpstreamError(`control plane answered ${response.status} to ${method} ${kind}`);
+          if (!options.probe) this.#breaker.record(false);
+          throw new UpstreamError(
+            `control plane answered ${response.status} to ${method} ${kind}`,
+            'error-answer',
+          );
         }
-        return {
-          status: response.status,
-          headers: response.headers,
-          body: response.text ? JSON.parse(response.text) : undefined,
-        };
+        if (!options.probe) this.#breaker.record(true);
+        this.#reached = true;
+        let parsed: unknown;
+        try {
+          parsed = response.text ? JSON.parse(response.text) : undefined;
+        } catch {
+          throw new UpstreamError(
+            `control plane answered ${kind} with a body that is not JSON`,
+            'error-answer',
+          );
+        }
+        return { status: response.status, headers: response.headers, body: parsed, bytes: response.bytes };
       } catch (error) {
         if (error instanceof UpstreamError) throw error;
         if (attempt === 0 && options.retry && isNetworkFault(error)) continue;
+        if (!options.probe) this.#breaker.record(false);
         const timedOut =
           error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
+        const { code, started: wrote } = error as { code?: string; started?: boolean };
+        const delivery: Delivery =
+          !wrote || (code !== undefined && NEVER_SENT.has(code)) ? 'not-sent' : 'no-answer';
         throw new UpstreamError(
           timedOut
             ? `control plane did not answer ${kind} within ${timeoutMs} ms`
-            : `control plane unreachable (${(error as { code?: string }).code ?? (error as Error).message})`,
+            : `control plane unreachable (${code ?? (error as Error).message})`,
+          delivery,
           timedOut,
         );
       }
     }
   }
 
-  /** Config v2 of an api_key; with `etag`, a 304 answers not-modified. */
-  async config(apiKey: string, etag: string | undefined): Promise<ConfigAnswer> {
+  /**
+   * What `apiKey` exposes on a URL of this flavour, in one round trip. With `etag` (an AEI's
+   * config version), an unchanged config answers not-modified. A 404 that is not the route's own
+   * "unknown key" answer means a control plane without the route: an upstream failure, never a
+   * verdict on the key.
+   */
+  async keyConfig(apiKey: string, flavor: KeyFlavor, etag: string | undefined): Promise<KeyAnswer> {
     const res = await this.#request(
       'config',
       'GET',
-      `/internal/aei/mcp/${encodeURIComponent(apiKey)}/config`,
+      `/internal/keys/${encodeURIComponent(apiKey)}/config?flavor=${flavor}`,
       this.#options.configTimeoutMs,
       { retry: true, ...(etag !== undefined && { headers: { 'if-none-match': etag } }) },
     );
     if (res.status === 304) return { status: 'not-modified' };
-    if (res.status === 404) return { status: 'not-found' };
-    if (res.status !== 200) throw new UpstreamError(`control plane answered ${res.status} to a config read`);
+    if (res.status === 404) {
+      if ((res.body as { error?: { details?: { kind?: string } } })?.error?.details?.kind === 'unknown') {
+        return { status: 'unknown' };
+      }
+      throw new UpstreamError(
+        'the control plane has no /internal/keys route: upgrade control planes before their gateways',
+        'error-answer',
+      );
+    }
+    if (res.status !== 200)
+      throw new UpstreamError(`control plane answered ${res.status} to a key lookup`, 'error-answer');
+    const found = res.body as { kind: 'aei'; config: ConfigV2 } | { kind: 'legacy'; config: LegacyConfig };
+    if (found.kind === 'legacy') return { status: 'legacy', config: found.config, bytes: res.bytes };
     const header = res.headers.etag;
     return {
-      status: 'ok',
-      config: res.body as ConfigV2,
+      status: 'aei',
+      config: found.config,
       etag: typeof header === 'string' ? header : undefined,
+      bytes: res.bytes,
     };
-  }
-
-  /** The legacy v1 config of an api_key. */
-  async legacyConfig(apiKey: string): Promise<LegacyAnswer> {
-    const res = await this.#request(
-      'legacy_config',
-      'GET',
-      `/internal/mcp-instance/${encodeURIComponent(apiKey)}`,
-      this.#options.configTimeoutMs,
-      { retry: true },
-    );
-    if (res.status === 404) return { status: 'not-found' };
-    if (res.status !== 200)
-      throw new UpstreamError(`control plane answered ${res.status} to a legacy config read`);
-    return { status: 'ok', config: res.body as LegacyConfig };
   }
 
   /** Runs a bound tool; the answer is the executor's MCP result (isError included). */
@@ -197,19 +301,35 @@ export class ControlPlaneClient {
       retry: false,
     });
     if (res.status !== 200) {
+      // A 4xx is about the request itself (shape, size, token): the control plane ran nothing.
       const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
       throw new UpstreamError(
         `control plane refused the call (${res.status}${message ? `: ${message}` : ''})`,
+        'error-answer',
       );
     }
     return res.body as ToolResult;
   }
 
-  /** True when the control plane answers its health check. */
+  /**
+   * True when the control plane answers its readiness check (it reaches its database). Goes
+   * through the breaker like any request: false at once while it is open.
+   */
   async healthy(): Promise<boolean> {
     try {
-      const res = await this.#request('health', 'GET', '/healthz', this.#options.configTimeoutMs, {
+      const res = await this.#request('health', 'GET', '/readyz', this.#probeTimeoutMs, { retry: false });
+      return res.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The breaker's probe: the same check, sent whatever the breaker's state. */
+  async #probe(): Promise<boolean> {
+    try {
+      const res = await this.#request('health', 'GET', '/readyz', this.#probeTimeoutMs, {
         retry: false,
+        probe: true,
       });
       return res.status === 200;
     } catch {
@@ -218,6 +338,7 @@ export class ControlPlaneClient {
   }
 
   close(): Promise<void> {
+    this.#breaker.stop();
     return this.#pool.close();
   }
 }

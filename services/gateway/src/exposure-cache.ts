@@ -1,30 +1,72 @@
 /**
- * What each api_key exposes, cached by the key's SHA-256 in a bounded LRU: config v2 of an AEI, a
- * legacy v1 instance's config, or "unknown" (negative-cached briefly). Fresh entries answer without
- * any call; after the TTL an AEI's entry is revalidated with its ETag (a 304 costs no body); at most
- * one fetch per key is in flight; when the control plane fails, the last good entry is served
- * (stale-if-error) and counted. Invalidation drops entries by api_key, AEI id, or all.
+ * What each api_key exposes, cached by the key's SHA-256: config v2 of an AEI or a legacy v1
+ * instance's config, found with one control-plane lookup per key (`GET /internal/keys/{key}/config`).
+ * Fresh entries answer without any call; after the TTL an AEI's entry is revalidated with its ETag
+ * (a 304 costs no body); at most one lookup per key and URL flavour is in flight; when the control
+ * plane fails, the last good entry is served (stale-if-error) and counted. Invalidation drops
+ * entries by api_key, AEI id, or all.
+ *
+ * Known keys live in an LRU bounded by entries and by estimated heap bytes. Unknown keys are
+ * remembered briefly in a small LRU of their own, so random keys cannot push known configs out,
+ * and the lookups they cause are capped per second for the whole gateway: a spray of random keys
+ * costs the control plane at most that many lookups a second, and known keys never wait for it.
  */
 import { hash as digest } from 'node:crypto';
-import type { ConfigV2, LegacyConfig } from '@bindery/contracts';
+import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import type { ControlPlaneClient } from './control-plane-client.ts';
+import { CircuitOpenError, UpstreamError, type ControlPlaneClient } from './control-plane-client.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { RateLimiter } from './rate-limit.ts';
 
 export type Exposure =
   { kind: 'aei'; config: ConfigV2 } | { kind: 'legacy'; config: LegacyConfig } | { kind: 'unknown' };
 
+type KnownExposure = Exclude<Exposure, { kind: 'unknown' }>;
+
 interface Entry {
-  exposure: Exposure;
+  exposure: KnownExposure;
   etag: string | undefined;
   fetchedAt: number;
+  /** Estimated heap bytes (see `estimatedBytes`). */
+  bytes: number;
+}
+
+interface UnknownEntry {
+  fetchedAt: number;
+  /** `v1`: unknown to a v1 lookup only, which never looks at AEIs, so it may still be an AEI's key. */
+  flavor: 'v1' | 'all';
 }
 
 export interface CacheOptions {
   maxEntries: number;
+  maxBytes: number;
   ttlMs: number;
   negativeTtlMs: number;
+  /** 0 = no cap. */
+  unknownKeyLookupsPerSecond: number;
+}
+
+/** Unknown keys remembered at most. Only about `cap x negative TTL` of them are fresh at any time. */
+const MAX_UNKNOWN_ENTRIES = 10_000;
+/** The LRU node, the entry, the key hash and the AEI index, measured at roughly this much. */
+const ENTRY_OVERHEAD_BYTES = 512;
+
+/**
+ * Estimated heap cost of a config that arrived as `jsonBytes` of JSON. Measured on Node 20: the
+ * parsed config takes about 1.2 times its JSON size, and 1.65 times once the tool index
+ * (`tools.ts`) has been built from it; twice the JSON size leaves room for richer schemas.
+ */
+export function estimatedBytes(jsonBytes: number): number {
+  return 2 * jsonBytes + ENTRY_OVERHEAD_BYTES;
+}
+
+/** A lookup of a key the cache does not know was not sent: too many such lookups this second. */
+export class LookupsLimitedError extends Error {
+  override name = 'LookupsLimitedError';
+  constructor(readonly retryAfterSeconds: number) {
+    super(`too many lookups of unknown api_keys on this gateway; retry in ${retryAfterSeconds} s`);
+  }
 }
 
 /** SHA-256 of an api_key: the cache key, so no plain key is held longer than a request. */
@@ -41,9 +83,12 @@ export interface Resolved {
 
 export class ExposureCache {
   readonly #entries: LRUCache<string, Entry>;
+  readonly #unknown = new LRUCache<string, UnknownEntry>({ max: MAX_UNKNOWN_ENTRIES });
   readonly #inFlight = new Map<string, Promise<Resolved>>();
   /** AEI id -> hashes of keys cached for it (a rotated key leaves two for a while). */
   readonly #byAei = new Map<string, Set<string>>();
+  /** One bucket for the whole gateway: lookups of keys it does not know. */
+  readonly #lookups: RateLimiter;
   readonly #options: CacheOptions;
   readonly #client: ControlPlaneClient;
   readonly #metrics: GatewayMetrics;
@@ -62,8 +107,14 @@ export class ExposureCache {
     this.#metrics = metrics;
     this.#log = log;
     this.#now = now;
+    this.#lookups = new RateLimiter(
+      options.unknownKeyLookupsPerSecond,
+      Math.max(1, options.unknownKeyLookupsPerSecond),
+    );
     this.#entries = new LRUCache<string, Entry>({
       max: options.maxEntries,
+      maxSize: options.maxBytes,
+      sizeCalculation: (entry) => entry.bytes,
       dispose: (entry, hash) => this.#unindex(entry, hash),
     });
   }
@@ -84,9 +135,8 @@ export class ExposureCache {
     if (hashes?.size === 0) this.#byAei.delete(id);
   }
 
-  #fresh(entry: Entry): boolean {
-    const ttl = entry.exposure.kind === 'unknown' ? this.#options.negativeTtlMs : this.#options.ttlMs;
-    return this.#now() - entry.fetchedAt < ttl;
+  #age(fetchedAt: number): number {
+    return this.#now() - fetchedAt;
   }
 
   /**
@@ -95,62 +145,121 @@ export class ExposureCache {
    */
   peek(hash: string): Exposure | undefined {
     const entry = this.#entries.get(hash);
-    if (!entry || entry.exposure.kind === 'unknown' || !this.#fresh(entry)) return undefined;
+    if (!entry || this.#age(entry.fetchedAt) >= this.#options.ttlMs) return undefined;
     return entry.exposure;
   }
 
-  /** What `apiKey` exposes now: from the cache when fresh, else from the control plane. */
-  async resolve(apiKey: string, hash = keyHash(apiKey)): Promise<Resolved> {
+  /**
+   * What `apiKey` exposes now, for a URL of this flavour: from the cache when fresh, else from the
+   * control plane. Throws UpstreamError when the control plane fails and nothing is cached, and
+   * LookupsLimitedError when the key is not known and the gateway's lookup cap is spent.
+   */
+  async resolve(apiKey: string, hash = keyHash(apiKey), flavor: KeyFlavor = 'v2'): Promise<Resolved> {
     const entry = this.#entries.get(hash);
-    if (entry && this.#fresh(entry)) {
-      this.#metrics.cache.inc({ result: entry.exposure.kind === 'unknown' ? 'negative' : 'hit' });
+    if (entry && this.#age(entry.fetchedAt) < this.#options.ttlMs) {
+      this.#metrics.cache.inc({ result: 'hit' });
       return { exposure: entry.exposure, stale: false };
     }
-    const pending = this.#inFlight.get(hash);
+    if (!entry) {
+      const unknown = this.#unknown.get(hash);
+      if (
+        unknown &&
+        (unknown.flavor === 'all' || flavor === 'v1') &&
+        this.#age(unknown.fetchedAt) < this.#options.negativeTtlMs
+      ) {
+        this.#metrics.cache.inc({ result: 'negative' });
+        return { exposure: { kind: 'unknown' }, stale: false };
+      }
+    }
+    // A v1 URL asks about legacy instances only (cheaper: no AEI config is built), unless the key
+    // is already known as an AEI's: refreshing that takes the v2 lookup and its ETag.
+    const lookup: KeyFlavor = flavor === 'v1' && entry?.exposure.kind !== 'aei' ? 'v1' : 'v2';
+    const flight = lookup + hash;
+    const pending = this.#inFlight.get(flight);
     if (pending) return pending;
-    const fetching = this.#fetch(apiKey, hash, entry).finally(() => this.#inFlight.delete(hash));
-    this.#inFlight.set(hash, fetching);
+    const fetching = this.#fetch(apiKey, hash, entry, lookup).finally(() => this.#inFlight.delete(flight));
+    this.#inFlight.set(flight, fetching);
     return fetching;
   }
 
-  async #fetch(apiKey: string, hash: string, previous: Entry | undefined): Promise<Resolved> {
+  async #fetch(
+    apiKey: string,
+    hash: string,
+    previous: Entry | undefined,
+    flavor: KeyFlavor,
+  ): Promise<Resolved> {
+    // A key the cache does not know spends a lookup token; it is given back unless the control
+    // plane says the key is unknown, so only lookups that find nothing count against the cap.
+    const counted = previous === undefined;
+    if (counted) {
+      const wait = this.#lookups.take('all', this.#now());
+      if (wait > 0) {
+        this.#metrics.lookupsLimited.inc();
+        throw new LookupsLimitedError(wait);
+      }
+    }
+    let spent = false;
     try {
       const etag = previous?.exposure.kind === 'aei' ? previous.etag : undefined;
-      const answer = await this.#client.config(apiKey, etag);
-      if (answer.status === 'not-modified' && previous) {
+      const answer = await this.#client.keyConfig(apiKey, flavor, etag);
+      if (answer.status === 'not-modified') {
+        if (!previous)
+          throw new UpstreamError('control plane answered 304 to a lookup without an ETag', 'error-answer');
         this.#metrics.cache.inc({ result: 'revalidated' });
         this.#store(hash, { ...previous, fetchedAt: this.#now() });
         return { exposure: previous.exposure, stale: false };
       }
       this.#metrics.cache.inc({ result: 'miss' });
-      let exposure: Exposure = { kind: 'unknown' };
-      let newEtag: string | undefined;
-      if (answer.status === 'ok') {
-        exposure = { kind: 'aei', config: answer.config };
-        newEtag = answer.etag;
-      } else {
-        const legacy = await this.#client.legacyConfig(apiKey);
-        if (legacy.status === 'ok') exposure = { kind: 'legacy', config: legacy.config };
+      if (answer.status === 'unknown') {
+        spent = counted;
+        if (previous) this.#entries.delete(hash);
+        this.#unknown.set(hash, { fetchedAt: this.#now(), flavor: flavor === 'v1' ? 'v1' : 'all' });
+        this.#gauge();
+        return { exposure: { kind: 'unknown' }, stale: false };
       }
-      this.#store(hash, { exposure, etag: newEtag, fetchedAt: this.#now() });
+      const exposure: KnownExposure =
+        answer.status === 'aei'
+          ? { kind: 'aei', config: answer.config }
+          : { kind: 'legacy', config: answer.config };
+      this.#unknown.delete(hash);
+      this.#store(hash, {
+        exposure,
+        etag: answer.status === 'aei' ? answer.etag : undefined,
+        fetchedAt: this.#now(),
+        // An entry larger than the whole budget is still kept (alone), rather than fetched again on
+        // every request.
+        bytes: Math.min(estimatedBytes(answer.bytes), this.#options.maxBytes),
+      });
       return { exposure, stale: false };
     } catch (error) {
-      if (previous && previous.exposure.kind !== 'unknown') {
+      if (previous) {
         this.#metrics.cache.inc({ result: 'stale' });
-        this.#log.warn(
+        // While the breaker is open nothing is sent and every request lands here: one line per
+        // real failure is enough.
+        const level = error instanceof CircuitOpenError ? 'debug' : 'warn';
+        this.#log[level](
           { err: (error as Error).message },
           'control plane unavailable: serving the last good config (stale-if-error)',
         );
         return { exposure: previous.exposure, stale: true };
       }
       throw error;
+    } finally {
+      if (counted && !spent) this.#lookups.refund('all');
     }
   }
 
   #store(hash: string, entry: Entry): void {
     // Replacing an entry disposes the old one, which unindexes it.
     this.#entries.set(hash, entry);
-    this.#index(entry, hash);
+    // lru-cache refuses an entry over its size budget; only index what it kept.
+    if (this.#entries.peek(hash) === entry) this.#index(entry, hash);
+    this.#gauge();
+  }
+
+  #gauge(): void {
+    this.#metrics.cacheEntries.set(this.#entries.size);
+    this.#metrics.cacheBytes.set(this.#entries.calculatedSize);
   }
 
   /**
@@ -162,6 +271,8 @@ export class ExposureCache {
     if (target.all) {
       for (const id of this.#byAei.keys()) affected.add(id);
       this.#entries.clear();
+      this.#unknown.clear();
+      this.#gauge();
       return [...affected];
     }
     for (const id of target.aeiIds ?? []) {
@@ -172,7 +283,9 @@ export class ExposureCache {
       const entry = this.#entries.get(hash);
       if (entry?.exposure.kind === 'aei') affected.add(entry.exposure.config.aei.id);
       this.#entries.delete(hash);
+      this.#unknown.delete(hash);
     }
+    this.#gauge();
     return [...affected];
   }
 

@@ -142,6 +142,12 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
       writeDirectAnswer(res, session, await answer);
       return;
     }
+    // As on the routes: the transport maps answers by request id, so an id in flight is refused.
+    const taken = session.requestIds.claim(parsed.value, res);
+    if (taken) {
+      writeJsonRpcError(res, taken);
+      return;
+    }
     await session.transport.handleRequest(req, res, parsed.value);
   }
 
@@ -163,10 +169,13 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     // What the checks after the body will find, predicted without spending a token: a refusal
     // here leaves the request to Fastify, which produces it.
     const hash = keyHash(apiKey);
-    if (!sessions.get(sessionId, hash) || !limiter.available(hash)) return false;
+    const session = sessions.get(sessionId, hash);
+    if (!session || !limiter.available(hash)) return false;
     const exposure = cache.peek(hash);
     if (!exposure || refusalFor(exposure, target.flavor) !== undefined) return false;
 
+    // Busy from now on, body still arriving included: a session cap never closes it under us.
+    sessions.busyUntilClosed(session, res);
     const started = performance.now();
     res.once('finish', () => finished(req, res, target.route, started));
     const chunks: Buffer[] = [];

@@ -41,7 +41,12 @@ const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
 
 function upstreamFailure(error: UpstreamError): CallToolResult {
   const code = error.timedOut ? 'TIMEOUT' : 'UPSTREAM_FAILED';
-  const body = { error: { code, message: `${error.message}; try again shortly` } };
+  // A call that never left the gateway certainly changed nothing: say so, it is what a caller
+  // deciding whether to retry a write needs to know.
+  const message = error.sent
+    ? `${error.message}; try again shortly`
+    : `${error.message}; the call was not sent, so nothing was applied; try again shortly`;
+  const body = { error: { code, message, details: { sent: error.sent } } };
   return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
 }
 

@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics of one gateway (its own registry, so several gateways can share a process in
- * tests): requests, tool calls by status, config cache outcomes, control-plane latency.
+ * tests): requests, tool calls by status, config cache outcomes and size, control-plane latency and
+ * circuit breaker, sessions and what bounds them.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -34,6 +35,32 @@ export function createMetrics() {
       help: 'config requests sent to the control plane',
       registers: [registry],
     }),
+    cacheEntries: new Gauge({
+      name: 'gateway_config_cache_entries',
+      help: 'api_keys whose config is cached (known keys; unknown ones are counted apart)',
+      registers: [registry],
+    }),
+    cacheBytes: new Gauge({
+      name: 'gateway_config_cache_bytes',
+      help: 'estimated heap bytes of the cached configs (bounded by CONFIG_CACHE_MAX_BYTES)',
+      registers: [registry],
+    }),
+    lookupsLimited: new Counter({
+      name: 'gateway_unknown_key_lookups_limited_total',
+      help: 'lookups of keys the cache does not know refused without asking the control plane (UNKNOWN_KEY_LOOKUPS_PER_SECOND)',
+      registers: [registry],
+    }),
+    breakerState: new Gauge({
+      name: 'gateway_control_plane_breaker',
+      help: 'circuit breaker in front of the control plane: 1 for the current state (closed, open, half_open)',
+      labelNames: ['state'] as const,
+      registers: [registry],
+    }),
+    breakerRejections: new Counter({
+      name: 'gateway_control_plane_rejected_total',
+      help: 'control-plane requests not sent because the circuit breaker was open',
+      registers: [registry],
+    }),
     upstreamLatency: new Histogram({
       name: 'gateway_upstream_latency_seconds',
       help: 'latency of control-plane calls by kind',
@@ -42,6 +69,18 @@ export function createMetrics() {
       registers: [registry],
     }),
     sessions: new Gauge({ name: 'gateway_sessions', help: 'open MCP sessions', registers: [registry] }),
+    sessionsClosed: new Counter({
+      name: 'gateway_sessions_closed_total',
+      help: 'sessions the gateway closed: idle (GATEWAY_SESSION_IDLE_MS), evicted_key / evicted_global (least recently used idle session, to make room under GATEWAY_MAX_SESSIONS_PER_KEY / GATEWAY_MAX_SESSIONS)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    sessionsRefused: new Counter({
+      name: 'gateway_sessions_refused_total',
+      help: 'initialize requests refused because a session cap was reached and every session under it was busy',
+      labelNames: ['cap'] as const,
+      registers: [registry],
+    }),
     invalidations: new Counter({
       name: 'gateway_invalidations_total',
       help: 'cache invalidations received, by source',

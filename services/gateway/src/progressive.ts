@@ -178,7 +178,10 @@ async function runBatch(
     try {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(new UpstreamError(`${apiName} took longer than ${deps.itemTimeoutMs} ms`, true)),
+          () =>
+            reject(
+              new UpstreamError(`${apiName} took longer than ${deps.itemTimeoutMs} ms`, 'no-answer', true),
+            ),
           deps.itemTimeoutMs,
         );
       });

@@ -44,4 +44,10 @@ export class RateLimiter {
     this.#buckets.set(key, bucket);
     return Math.max(1, Math.ceil((cost - bucket.tokens) / this.#perSecond));
   }
+
+  /** Gives back tokens taken for something that turned out not to count (never above the burst). */
+  refund(key: string, cost = 1): void {
+    const bucket = this.#buckets.peek(key);
+    if (bucket) bucket.tokens = Math.min(this.#burst, bucket.tokens + cost);
+  }
 }

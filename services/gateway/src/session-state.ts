@@ -21,11 +21,27 @@ export interface SessionStateStore {
   close(): Promise<void>;
 }
 
+/**
+ * Heap bytes of a state, estimated from its JSON size (twice it, as for cached configs, plus the
+ * entry itself). Measured when it is stored, which happens when an answer is added to it, not per
+ * request.
+ */
+function stateBytes(sessionId: string, state: SessionState): number {
+  return 2 * (sessionId.length + JSON.stringify(state).length) + 256;
+}
+
+/**
+ * States in this process: an LRU bounded by entries and by estimated bytes, each state expiring
+ * after the TTL. A state holds catalog answers for one app, so its size follows the catalog; the
+ * byte bound keeps many sessions of a large catalog from growing the heap without limit.
+ */
 export class MemorySessionStore implements SessionStateStore {
   readonly #entries: LRUCache<string, SessionState>;
+  readonly #maxBytes: number;
 
-  constructor(ttlMs: number, max = 100_000) {
-    this.#entries = new LRUCache<string, SessionState>({ max, ttl: ttlMs });
+  constructor(ttlMs: number, maxBytes: number, max = 100_000) {
+    this.#maxBytes = maxBytes;
+    this.#entries = new LRUCache<string, SessionState>({ max, ttl: ttlMs, maxSize: maxBytes });
   }
 
   async get(sessionId: string) {
@@ -33,7 +49,20 @@ export class MemorySessionStore implements SessionStateStore {
   }
 
   async set(sessionId: string, state: SessionState) {
-    this.#entries.set(sessionId, state);
+    const size = stateBytes(sessionId, state);
+    if (size <= this.#maxBytes) {
+      this.#entries.set(sessionId, state, { size });
+      return;
+    }
+    // Larger than the whole budget: keep the chosen app and drop the catalog answers, which are a
+    // cache (they are built again from the config when asked).
+    const bare = { app_id: state.app_id };
+    this.#entries.set(sessionId, bare, { size: stateBytes(sessionId, bare) });
+  }
+
+  /** Estimated bytes of all states kept. */
+  get bytes(): number {
+    return this.#entries.calculatedSize;
   }
 
   async close() {

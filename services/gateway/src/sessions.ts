@@ -1,11 +1,20 @@
 /**
  * Open MCP sessions of this gateway, each bound to the api_key that opened it. Sessions live in
  * this process (their SSE streams do); a request for a session this replica does not know is
- * served statelessly by the routes instead. Idle sessions are closed after a while.
+ * served statelessly by the routes instead.
+ *
+ * Memory is bounded: at most `max` sessions in all and `maxPerKey` per api_key. A new session that
+ * would pass a cap first closes the least recently used idle session (of that key for the per-key
+ * cap, of any key otherwise); when every one of them is busy answering a request, the initialize
+ * is refused. Idle sessions also close after `idleMs`. A closed session's id is then one this
+ * replica does not hold: its streams (GET) get 404 and its messages are served statelessly.
  */
+import type { ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyBaseLogger } from 'fastify';
+import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
+import type { RequestIds } from './mcp/request-ids.ts';
 import type { McpEndpoint } from './mcp-server.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
@@ -18,40 +27,151 @@ export interface Session {
   /** The session's handlers, for the routes' fast path. */
   endpoint: McpEndpoint;
   transport: StreamableHTTPServerTransport;
+  /** Ids of the requests in flight through the SDK transport. */
+  requestIds: RequestIds;
   lastSeen: number;
+  /** Requests of this session being answered now (any path); a busy session is never closed for room. */
+  busy: number;
+}
+
+export interface SessionLimits {
+  max: number;
+  maxPerKey: number;
+  idleMs: number;
+}
+
+/** Room for one new session, held from the initialize request until the session exists. */
+export interface Reservation {
+  /** Gives the room back (idempotent): call it once the session is registered, or the request ended. */
+  release(): void;
 }
 
 export class SessionRegistry {
+  /** In least-recently-used order: `get` moves a session to the end. */
   readonly #sessions = new Map<string, Session>();
+  /** The same sessions by key hash, each map in least-recently-used order too. */
+  readonly #byKey = new Map<string, Map<string, Session>>();
+  /** Initialize requests holding room for a session that does not exist yet. */
+  #reserved = 0;
+  readonly #reservedByKey = new Map<string, number>();
   readonly #metrics: GatewayMetrics;
   readonly #log: FastifyBaseLogger;
-  readonly #idleMs: number;
+  readonly #limits: SessionLimits;
   readonly #sweeper: NodeJS.Timeout;
 
-  constructor(metrics: GatewayMetrics, log: FastifyBaseLogger, idleMs = 30 * 60_000) {
+  constructor(metrics: GatewayMetrics, log: FastifyBaseLogger, limits: SessionLimits) {
     this.#metrics = metrics;
     this.#log = log;
-    this.#idleMs = idleMs;
-    this.#sweeper = setInterval(() => this.#sweep(), Math.min(idleMs, 60_000));
+    this.#limits = limits;
+    this.#sweeper = setInterval(() => this.#sweep(), Math.min(limits.idleMs, 60_000));
     this.#sweeper.unref();
+  }
+
+  /**
+   * Room for a new session of this key, closing the least recently used idle session when a cap
+   * is reached; a refusal when a cap is reached and all the sessions under it are busy.
+   */
+  reserve(keyHash: string): Reservation | { refusal: JsonRpcErrorAnswer } {
+    const ofKey = this.#byKey.get(keyHash);
+    if ((ofKey?.size ?? 0) + (this.#reservedByKey.get(keyHash) ?? 0) >= this.#limits.maxPerKey) {
+      if (!ofKey || !this.#closeIdle(ofKey, 'evicted_key')) {
+        this.#metrics.sessionsRefused.inc({ cap: 'key' });
+        return {
+          refusal: full(
+            `this api_key already has ${this.#limits.maxPerKey} sessions open on this gateway, all busy`,
+          ),
+        };
+      }
+    }
+    if (this.#sessions.size + this.#reserved >= this.#limits.max) {
+      if (!this.#closeIdle(this.#sessions, 'evicted_global')) {
+        this.#metrics.sessionsRefused.inc({ cap: 'global' });
+        return { refusal: full(`this gateway has ${this.#limits.max} sessions open, all busy`) };
+      }
+    }
+    this.#reserved += 1;
+    this.#reservedByKey.set(keyHash, (this.#reservedByKey.get(keyHash) ?? 0) + 1);
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.#reserved -= 1;
+        const left = (this.#reservedByKey.get(keyHash) ?? 1) - 1;
+        if (left === 0) this.#reservedByKey.delete(keyHash);
+        else this.#reservedByKey.set(keyHash, left);
+      },
+    };
+  }
+
+  /** Closes the least recently used session of `sessions` that is not busy; false when all are. */
+  #closeIdle(sessions: Map<string, Session>, reason: 'evicted_key' | 'evicted_global'): boolean {
+    for (const session of sessions.values()) {
+      if (session.busy > 0) continue;
+      this.#close(session, reason);
+      return true;
+    }
+    return false;
+  }
+
+  #close(session: Session, reason: 'idle' | 'evicted_key' | 'evicted_global'): void {
+    // Out of the registry now, so the room is free at once; the transport closes its streams.
+    this.remove(session.id);
+    this.#metrics.sessionsClosed.inc({ reason });
+    this.#log.debug({ session: session.id, reason }, 'session closed by the gateway');
+    void session.transport
+      .close()
+      .catch((error: unknown) =>
+        this.#log.debug({ err: error, session: session.id }, 'session transport did not close cleanly'),
+      );
   }
 
   add(session: Session): void {
     this.#sessions.set(session.id, session);
+    let ofKey = this.#byKey.get(session.keyHash);
+    if (!ofKey) this.#byKey.set(session.keyHash, (ofKey = new Map()));
+    ofKey.set(session.id, session);
     this.#metrics.sessions.set(this.#sessions.size);
   }
 
   remove(id: string): void {
+    const session = this.#sessions.get(id);
+    if (!session) return;
     this.#sessions.delete(id);
+    const ofKey = this.#byKey.get(session.keyHash);
+    ofKey?.delete(id);
+    if (ofKey?.size === 0) this.#byKey.delete(session.keyHash);
     this.#metrics.sessions.set(this.#sessions.size);
   }
 
-  /** The session with this id, if this replica holds it and it belongs to this key. */
+  /** The session with this id, if this replica holds it and it belongs to this key; marks it used. */
   get(id: string, keyHash: string): Session | undefined {
     const session = this.#sessions.get(id);
     if (!session || session.keyHash !== keyHash) return undefined;
-    session.lastSeen = Date.now();
+    this.#touch(session);
     return session;
+  }
+
+  #touch(session: Session): void {
+    session.lastSeen = Date.now();
+    // Re-inserting moves it to the end of both maps: the first entries are the least recently used.
+    this.#sessions.delete(session.id);
+    this.#sessions.set(session.id, session);
+    const ofKey = this.#byKey.get(session.keyHash);
+    if (ofKey) {
+      ofKey.delete(session.id);
+      ofKey.set(session.id, session);
+    }
+  }
+
+  /** Marks `session` busy until `res` has closed (answered, or the client went away). */
+  busyUntilClosed(session: Session, res: ServerResponse): void {
+    session.busy += 1;
+    res.once('close', () => {
+      session.busy -= 1;
+      // Idle time counts from the end of its last request, not from its start.
+      if (this.#sessions.get(session.id) === session) this.#touch(session);
+    });
   }
 
   /** Tells every open session of these AEIs that its tool list changed; answers how many. */
@@ -71,19 +191,32 @@ export class SessionRegistry {
   }
 
   #sweep(): void {
-    const cutoff = Date.now() - this.#idleMs;
-    for (const session of this.#sessions.values()) {
-      if (session.lastSeen < cutoff) void session.transport.close();
+    const cutoff = Date.now() - this.#limits.idleMs;
+    // Least recently used first: stop at the first session seen since the cutoff.
+    for (const session of [...this.#sessions.values()]) {
+      if (session.lastSeen >= cutoff) break;
+      if (session.busy === 0) this.#close(session, 'idle');
     }
   }
 
   async closeAll(): Promise<void> {
     clearInterval(this.#sweeper);
-    await Promise.all([...this.#sessions.values()].map((s) => s.transport.close()));
-    this.#sessions.clear();
+    const all = [...this.#sessions.values()];
+    for (const session of all) this.remove(session.id);
+    await Promise.all(all.map((s) => s.transport.close()));
   }
 
   get size(): number {
     return this.#sessions.size;
   }
+}
+
+function full(message: string): JsonRpcErrorAnswer {
+  return {
+    status: 429,
+    code: JSONRPC.RATE_LIMITED,
+    message: `${message}; close a session or retry shortly`,
+    bindery: 'RATE_LIMITED',
+    headers: { 'retry-after': '1' },
+  };
 }

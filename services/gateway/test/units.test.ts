@@ -1,4 +1,4 @@
-// Pins the gateway's small pure pieces: settings (defaults and refusals), the Origin/Host policy,
+// Pins the gateway's small pure pieces: settings (defaults, bounds and refusals), the Origin/Host policy,
 // "did you mean" suggestions, the token-bucket rate limiter, and the lazy request logger.
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
@@ -14,7 +14,46 @@ describe('loadGatewayConfig', () => {
     const config = loadGatewayConfig({ INTERNAL_TOKEN: 'x'.repeat(16) });
     expect(config).toMatchObject({ port: 4100, host: '127.0.0.1', controlPlaneUrl: 'http://127.0.0.1:4000' });
     expect(config.allowedHosts).toEqual(['localhost', '127.0.0.1', '::1']);
-    expect(config.cache).toEqual({ maxEntries: 10_000, ttlMs: 30_000, negativeTtlMs: 5_000 });
+    expect(config.cache).toEqual({
+      maxEntries: 10_000,
+      maxBytes: 128 * 1024 * 1024,
+      ttlMs: 30_000,
+      negativeTtlMs: 5_000,
+      unknownKeyLookupsPerSecond: 50,
+    });
+    expect(config.sessions).toEqual({ max: 10_000, maxPerKey: 1_000, idleMs: 30 * 60_000 });
+    expect(config.breaker).toEqual({ failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 });
+    expect(config.progressive.stateMaxBytes).toBe(64 * 1024 * 1024);
+  });
+
+  it('reads the memory and breaker bounds, and refuses values out of range', () => {
+    const ok = { INTERNAL_TOKEN: 'x'.repeat(16) };
+    const config = loadGatewayConfig({
+      ...ok,
+      GATEWAY_MAX_SESSIONS: '3',
+      GATEWAY_MAX_SESSIONS_PER_KEY: '2',
+      GATEWAY_SESSION_IDLE_MS: '1000',
+      CONFIG_CACHE_MAX_BYTES: String(2 * 1024 * 1024),
+      UNKNOWN_KEY_LOOKUPS_PER_SECOND: '0',
+      BREAKER_FAILURE_THRESHOLD: '1',
+      BREAKER_COOLDOWN_MS: '8000',
+    });
+    expect(config.sessions).toEqual({ max: 3, maxPerKey: 2, idleMs: 1_000 });
+    expect(config.cache).toMatchObject({ maxBytes: 2 * 1024 * 1024, unknownKeyLookupsPerSecond: 0 });
+    // The ceiling follows a cool-down set above its default.
+    expect(config.breaker).toEqual({ failureThreshold: 1, cooldownMs: 8_000, maxCooldownMs: 8_000 });
+    for (const [name, value] of [
+      ['GATEWAY_MAX_SESSIONS', '0'],
+      ['GATEWAY_MAX_SESSIONS_PER_KEY', 'many'],
+      ['GATEWAY_SESSION_IDLE_MS', '10'],
+      ['CONFIG_CACHE_MAX_BYTES', '1000'],
+      ['CATALOG_SESSION_MAX_BYTES', '-1'],
+      ['UNKNOWN_KEY_LOOKUPS_PER_SECOND', '1.5'],
+      ['BREAKER_FAILURE_THRESHOLD', '0'],
+      ['BREAKER_MAX_COOLDOWN_MS', '100'],
+    ] as const) {
+      expect(() => loadGatewayConfig({ ...ok, [name]: value }), name).toThrow(new RegExp(name));
+    }
   });
 
   it('refuses a missing internal token, bad numbers and bad URLs, naming the setting', () => {

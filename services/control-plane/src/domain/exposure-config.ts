@@ -2,8 +2,9 @@
  * What a gateway needs to serve an api_key: config v2 of an AEI (DESIGN.md §4) or, for keys of
  * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself.
  */
-import type { ConfigV2, LegacyConfig, LegacyToolDefinition } from '@bindery/contracts';
+import type { ConfigV2, KeyFlavor, LegacyConfig, LegacyToolDefinition } from '@bindery/contracts';
 import { OPERATIONS } from '@bindery/context-ops';
+import type { Aei } from '../generated/prisma/client.ts';
 import { notFound } from '../errors.ts';
 import { hashSecret } from '../secrets.ts';
 import type { Db } from './context.ts';
@@ -27,6 +28,10 @@ export async function configVersionOf(db: Db, apiKey: string): Promise<number | 
 export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2> {
   const aei = await db.aei.findUnique({ where: { apiKeyHash: hashSecret(apiKey) } });
   if (!aei) throw notFound('AEI for api_key', `${apiKey.slice(0, 12)}…`);
+  return configOf(db, aei);
+}
+
+async function configOf(db: Db, aei: Aei): Promise<ConfigV2> {
   const enabled = aei.status === 'enabled';
   const tools = enabled ? await resolveTools(db, aei.id) : [];
   return {
@@ -63,11 +68,17 @@ export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2>
 
 /** The v1 config of a legacy instance's api_key. NOT_FOUND for unknown keys. */
 export async function legacyConfigForApiKey(db: Db, apiKey: string): Promise<LegacyConfig> {
+  const config = await legacyConfigOf(db, hashSecret(apiKey));
+  if (!config) throw notFound('MCP instance for api_key', `${apiKey.slice(0, 12)}…`);
+  return config;
+}
+
+async function legacyConfigOf(db: Db, apiKeyHash: string): Promise<LegacyConfig | undefined> {
   const instance = await db.mcpInstance.findUnique({
-    where: { apiKeyHash: hashSecret(apiKey) },
+    where: { apiKeyHash },
     include: { table: { select: { name: true } } },
   });
-  if (!instance) throw notFound('MCP instance for api_key', `${apiKey.slice(0, 12)}…`);
+  if (!instance) return undefined;
   const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
   return {
     instance: {
@@ -86,4 +97,36 @@ export async function legacyConfigForApiKey(db: Db, apiKey: string): Promise<Leg
       input_schema: OPERATIONS[t.operation_type].inputSchema,
     })),
   };
+}
+
+export type KeyLookup =
+  | { kind: 'aei'; config: ConfigV2 }
+  /** The AEI's config is still the one the caller holds (its ETag matched): no config was built. */
+  | { kind: 'aei-unchanged'; configVersion: number }
+  | { kind: 'legacy'; config: LegacyConfig }
+  | { kind: 'unknown' };
+
+/**
+ * What an api_key exposes on a URL of this flavour, in one call: an AEI's config v2 (`v2` only;
+ * `unchanged` says whether the caller's ETag still names its version), else a legacy instance's
+ * v1 config, else unknown. The key is hashed once; the AEI's bindings are only read when the
+ * caller's copy is out of date.
+ */
+export async function lookupApiKey(
+  db: Db,
+  apiKey: string,
+  flavor: KeyFlavor,
+  unchanged: (configVersion: number) => boolean = () => false,
+): Promise<KeyLookup> {
+  const apiKeyHash = hashSecret(apiKey);
+  if (flavor === 'v2') {
+    const aei = await db.aei.findUnique({ where: { apiKeyHash } });
+    if (aei) {
+      return unchanged(aei.configVersion)
+        ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
+        : { kind: 'aei', config: await configOf(db, aei) };
+    }
+  }
+  const legacy = await legacyConfigOf(db, apiKeyHash);
+  return legacy ? { kind: 'legacy', config: legacy } : { kind: 'unknown' };
 }

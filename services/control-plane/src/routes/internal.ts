@@ -1,7 +1,8 @@
 /**
- * The internal API for gateways: config v2 (with ETag / If-None-Match), the legacy v1 config, and
- * tool execution. Tool failures are 200 answers carrying `isError`, like MCP results; HTTP errors
- * are for the request itself (auth, shape).
+ * The internal API for gateways: what an api_key exposes (one lookup for AEI and legacy keys, with
+ * ETag / If-None-Match), and tool execution. Tool failures are 200 answers carrying `isError`, like
+ * MCP results; HTTP errors are for the request itself (auth, shape). The two older config routes
+ * stay for gateways of the previous version during a rolling upgrade.
  */
 import {
   AdiIdParams,
@@ -9,6 +10,8 @@ import {
   ConfigV2,
   ExecuteRequest,
   IdParams,
+  KeyConfig,
+  KeyConfigQuery,
   LegacyConfig,
   LegacyExecuteRequest,
   ToolResult,
@@ -16,7 +19,13 @@ import {
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { executeBinding, executeLegacy, type ExecutorOptions } from '../domain/executor.ts';
-import { configForApiKey, configVersionOf, legacyConfigForApiKey } from '../domain/exposure-config.ts';
+import {
+  configForApiKey,
+  configVersionOf,
+  legacyConfigForApiKey,
+  lookupApiKey,
+} from '../domain/exposure-config.ts';
+import { DomainError } from '../errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { errorResponses } from '../http/schemas.ts';
 
@@ -37,11 +46,52 @@ export function internalRoutes(executor: ExecutorOptions) {
     const db = ctx.prisma;
     const tags = ['internal'];
     app.get(
+      '/keys/:api_key/config',
+      {
+        schema: {
+          tags,
+          summary:
+            'What an api_key exposes: an AEI (config v2, ETag = config_version) or a legacy instance; ' +
+            'flavor v1 looks at legacy instances only',
+          security: internalSecurity,
+          params: ApiKeyParams,
+          querystring: KeyConfigQuery,
+          headers: Type.Object({ 'if-none-match': Type.Optional(Type.String()) }),
+          // 304 is answered without a body (and so without a schema): see the handler.
+          response: { 200: KeyConfig, ...errorResponses(404) },
+        },
+      },
+      async (request, reply) => {
+        const ifNoneMatch = request.headers['if-none-match'];
+        const found = await lookupApiKey(
+          db,
+          request.params.api_key,
+          request.query.flavor ?? 'v2',
+          (version) => matches(ifNoneMatch, `"${version}"`),
+        );
+        switch (found.kind) {
+          case 'aei-unchanged':
+            // The typed reply only knows the schema's statuses; 304 deliberately has none.
+            return (reply as FastifyReply).status(304).header('etag', `"${found.configVersion}"`).send();
+          case 'aei':
+            return reply.header('etag', `"${found.config.aei.config_version}"`).send(found);
+          case 'legacy':
+            return reply.send(found);
+          case 'unknown':
+            // `kind: unknown` tells this answer apart from a 404 of a control plane without the route.
+            throw new DomainError('NOT_FOUND', 'no exposure has this api_key', { kind: 'unknown' });
+        }
+      },
+    );
+    app.get(
       '/aei/mcp/:api_key/config',
       {
         schema: {
           tags,
-          summary: 'Config v2 of the AEI behind an api_key; ETag is its config_version',
+          deprecated: true,
+          summary:
+            'Config v2 of the AEI behind an api_key; ETag is its config_version (gateways of the previous ' +
+            'version; use /internal/keys/{api_key}/config)',
           security: internalSecurity,
           params: ApiKeyParams,
           headers: Type.Object({ 'if-none-match': Type.Optional(Type.String()) }),
@@ -66,7 +116,10 @@ export function internalRoutes(executor: ExecutorOptions) {
       {
         schema: {
           tags,
-          summary: 'The v1 config of a legacy instance’s api_key',
+          deprecated: true,
+          summary:
+            'The v1 config of a legacy instance’s api_key (gateways of the previous version; use ' +
+            '/internal/keys/{api_key}/config)',
           security: internalSecurity,
           params: ApiKeyParams,
           response: { 200: LegacyConfig, ...errorResponses(404) },

@@ -12,10 +12,11 @@ import type { GatewayConfig } from '../config.ts';
 import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
 import { MISSING_KEY, SESSION_NOT_FOUND, admitKey, originRefusal, type Flavor } from '../admission.ts';
 import { directAnswer, writeDirectAnswer } from '../direct-answer.ts';
-import { keyHash, type Exposure, type ExposureCache } from '../exposure-cache.ts';
+import { LookupsLimitedError, keyHash, type Exposure, type ExposureCache } from '../exposure-cache.ts';
 import { MCP_ROUTES } from '../fast-lane.ts';
 import { answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
 import { createMcpServer } from '../mcp-server.ts';
+import { RequestIds } from '../mcp/request-ids.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { SessionStateStore } from '../session-state.ts';
@@ -89,31 +90,48 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       log: request.log,
       toolsPageSize: config.toolsPageSize,
       exposure: async () => {
-        const now = (await cache.resolve(apiKey, hash)).exposure;
-        if (now.kind === 'unknown') throw new UpstreamError('this api_key is no longer valid');
+        let now: Exposure;
+        try {
+          now = (await cache.resolve(apiKey, hash, flavor)).exposure;
+        } catch (error) {
+          if (!(error instanceof LookupsLimitedError)) throw error;
+          throw new UpstreamError(error.message, 'not-sent');
+        }
+        if (now.kind === 'unknown') throw new UpstreamError('this api_key is no longer valid', 'not-sent');
         return now;
       },
     });
     const known = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, hash) : undefined;
     const serve = async (): Promise<void> => {
       if (known) {
-        const answer =
-          request.method === 'POST'
-            ? directAnswer(known, exposure, request.body, request.headers)
-            : undefined;
-        if (answer) {
-          writeDirectAnswer(reply.raw, known, await answer);
-          return;
+        if (request.method === 'POST') {
+          sessions.busyUntilClosed(known, reply.raw);
+          const answer = directAnswer(known, exposure, request.body, request.headers);
+          if (answer) {
+            writeDirectAnswer(reply.raw, known, await answer);
+            return;
+          }
+          const taken = known.requestIds.claim(request.body, reply.raw);
+          if (taken) {
+            writeJsonRpcError(reply.raw, taken);
+            return;
+          }
         }
         await known.transport.handleRequest(request.raw, reply.raw, request.body);
         return;
       }
       if (request.method === 'POST' && wantsInitialize(request.body)) {
+        const room = sessions.reserve(hash);
+        if ('refusal' in room) {
+          writeJsonRpcError(reply.raw, room.refusal);
+          return;
+        }
+        reply.raw.once('close', room.release);
         const endpoint = createMcpServer(serverDeps());
         const server = endpoint.server;
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) =>
+          onsessioninitialized: (id) => {
             sessions.add({
               id,
               keyHash: hash,
@@ -121,13 +139,18 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
               server,
               endpoint,
               transport,
+              requestIds,
               lastSeen: Date.now(),
-            }),
+              busy: 0,
+            });
+            room.release();
+          },
         });
         transport.onclose = () => {
           if (transport.sessionId) sessions.remove(transport.sessionId);
         };
         await server.connect(transport);
+        const requestIds = new RequestIds(transport);
         await transport.handleRequest(request.raw, reply.raw, request.body);
         return;
       }
@@ -136,8 +159,9 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         writeJsonRpcError(reply.raw, SESSION_NOT_FOUND);
         return;
       }
-      // A session this replica does not hold (opened on another one, or before a restart): serve
-      // this request statelessly; the exposure comes from the shared control plane either way.
+      // A session this replica does not hold (opened on another one, before a restart, or closed
+      // here by a cap or the idle sweep): serve this request statelessly; the exposure comes from
+      // the shared control plane either way.
       const { server } = createMcpServer(serverDeps());
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       reply.raw.on('close', () => {

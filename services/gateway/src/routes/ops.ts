@@ -1,10 +1,11 @@
 /**
- * Operator routes: liveness, readiness (503 until the control plane answered once), Prometheus
- * metrics (behind METRICS_TOKEN when it is set), and cache invalidation (ops token) which also
- * tells open sessions their tools changed.
+ * Operator routes: liveness, readiness (the control plane's state as the gateway sees it),
+ * Prometheus metrics (behind METRICS_TOKEN when it is set), and cache invalidation (ops token)
+ * which also tells open sessions their tools changed.
  */
 import { bearerTokenCheck } from '@bindery/contracts/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Readiness } from '../control-plane-client.ts';
 import type { ExposureCache } from '../exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { SessionRegistry } from '../sessions.ts';
@@ -16,8 +17,20 @@ export interface OpsRouteDeps {
   cache: ExposureCache;
   sessions: SessionRegistry;
   metrics: GatewayMetrics;
-  ready(): boolean;
+  readiness(): Readiness;
 }
+
+const READINESS: Record<Readiness, { status: number; message: string }> = {
+  ready: { status: 200, message: 'the control plane answers' },
+  // Still 200: this gateway serves every key it has cached, and when the control plane is down
+  // for one gateway it is usually down for all of them; a load balancer that dropped degraded
+  // gateways would drop exactly those still serving. The body and a metric say it for alerts.
+  degraded: {
+    status: 200,
+    message: 'the control plane is failing: cached keys are served, tool calls fail at once',
+  },
+  waiting: { status: 503, message: 'the control plane has not answered yet' },
+};
 
 export interface InvalidateBody {
   aei_ids?: string[];
@@ -54,9 +67,11 @@ function unauthorized(request: FastifyRequest, reply: FastifyReply, message: str
 
 export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok', service: 'gateway' }));
-  app.get('/readyz', async (_request, reply) =>
-    deps.ready() ? { status: 'ready' } : reply.status(503).send({ status: 'waiting for the control plane' }),
-  );
+  app.get('/readyz', async (_request, reply) => {
+    const state = deps.readiness();
+    const { status, message } = READINESS[state];
+    return reply.status(status).send({ status: state, control_plane: message });
+  });
   const metricsAllowed = deps.metricsToken === undefined ? undefined : bearerTokenCheck(deps.metricsToken);
   app.get('/metrics', async (request, reply) => {
     if (metricsAllowed && !metricsAllowed(request.headers.authorization)) {

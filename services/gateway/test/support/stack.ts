@@ -2,7 +2,9 @@
  * The real system for end-to-end tests: the control plane as its own process (tsx
  * src/server.ts) on a fresh PostgreSQL database, the gateway in this process, real HTTP between
  * them, and the SDK's MCP Client against the gateway. The control plane can be stopped and started
- * again on the same port and database.
+ * again on the same port and database, or frozen (SIGSTOP) and thawed (SIGCONT): a frozen process
+ * keeps its connections open and answers nothing, like a hung server. `close()` and
+ * `stopControlPlane()` thaw it first; so does an exit hook, should a test never get that far.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -57,7 +59,14 @@ export interface Stack {
     token?: string,
   ): Promise<{ status: number; body: Json }>;
   stopControlPlane(): Promise<void>;
+  /** Starts it and waits until the gateway's /readyz says `ready` (its circuit breaker closed). */
   startControlPlane(): Promise<void>;
+  /** SIGSTOP: the process stays, its sockets stay open, nothing answers. */
+  freezeControlPlane(): void;
+  /** SIGCONT: it answers again (what it received meanwhile included). */
+  thawControlPlane(): void;
+  /** Polls the gateway's /readyz until its body says `status` (throws after `timeoutMs`). */
+  waitForReadiness(status: 'ready' | 'degraded' | 'waiting', timeoutMs?: number): Promise<void>;
   /** A connected MCP client on a gateway URL path such as `/api/v2/mcp/server/<key>`. */
   connect(path: string, options?: { headers?: Record<string, string> }): Promise<Client>;
   close(): Promise<void>;
@@ -78,6 +87,26 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const controlPlaneUrl = `http://127.0.0.1:${cpPort}`;
   const gatewayUrl = `http://127.0.0.1:${gwPort}`;
   let child: ChildProcess | undefined;
+  // Whatever happens to the test, no control plane is left stopped or running behind it.
+  const reap = () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+    }
+  };
+  process.once('exit', reap);
+
+  async function waitForReadiness(status: string, timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      const res = await fetch(`${gatewayUrl}/readyz`);
+      last = await res.text();
+      if ((JSON.parse(last) as { status: string }).status === status) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`gateway readiness did not become "${status}" within ${timeoutMs} ms: ${last}`);
+  }
 
   async function startControlPlane(): Promise<void> {
     const proc = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
@@ -122,6 +151,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (!proc || proc.exitCode !== null) return;
     await new Promise<void>((resolve) => {
       proc.once('exit', () => resolve());
+      // A stopped process would hold SIGTERM until continued.
+      proc.kill('SIGCONT');
       proc.kill('SIGTERM');
     });
     child = undefined;
@@ -139,7 +170,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     false,
   );
   await gateway.listen({ host: '127.0.0.1', port: gwPort });
-  await startControlPlane();
+  const startAndWait = async () => {
+    await startControlPlane();
+    await waitForReadiness('ready');
+  };
+  await startAndWait();
 
   const clients: Client[] = [];
   const adminRaw = async (method: string, path: string, body?: unknown, token = ADMIN_TOKEN) => {
@@ -166,7 +201,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       return res.body;
     },
     stopControlPlane,
-    startControlPlane,
+    startControlPlane: startAndWait,
+    freezeControlPlane: () => child?.kill('SIGSTOP'),
+    thawControlPlane: () => child?.kill('SIGCONT'),
+    waitForReadiness,
     async connect(path, opts = {}) {
       const client = new Client({ name: 'bindery-e2e', version: '1.0.0' });
       const transport = new StreamableHTTPClientTransport(new URL(`${gatewayUrl}${path}`), {
@@ -179,8 +217,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     async close() {
       // A client whose session the test already ended may fail to close; that is not under test.
       for (const client of clients) await client.close().catch(() => undefined);
+      child?.kill('SIGCONT');
       await gateway.close();
       await stopControlPlane();
+      process.off('exit', reap);
       await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
     },
   };

@@ -1,0 +1,133 @@
+// Pins the byte bounds on what the gateway keeps per key and per session: the config cache,
+// filled from a real control plane, holds at most CONFIG_CACHE_MAX_BYTES of estimated heap (twice
+// the JSON it received, plus a fixed overhead per entry), dropping the least recently used config
+// first (it is fetched again when asked); progressive session states are bounded by bytes too, and
+// a state over the whole budget keeps its app but not its catalog answers.
+import Fastify from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ControlPlaneClient } from '../src/control-plane-client.ts';
+import { ExposureCache, estimatedBytes, keyHash } from '../src/exposure-cache.ts';
+import { createMetrics } from '../src/metrics.ts';
+import { MemorySessionStore, type SessionState } from '../src/session-state.ts';
+import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
+
+let stack: Stack;
+const keys: string[] = [];
+const log = Fastify({ logger: false }).log;
+
+beforeAll(async () => {
+  stack = await startStack();
+  const user = await stack.admin('POST', '/api/v2/users', { name: 'memory' });
+  const as = user.token as string;
+  const table = await stack.admin('POST', '/api/v2/tables', { name: 'big', data: { items: [] } }, as);
+  const adis: string[] = [];
+  for (let i = 0; i < 12; i++) {
+    const adi = await stack.admin(
+      'POST',
+      '/api/v2/adis',
+      { table_id: table.id, json_path: '/items', operation_type: 'query', name: `query_${i}` },
+      as,
+    );
+    adis.push(adi.id);
+  }
+  for (let k = 0; k < 3; k++) {
+    const aei = await stack.admin('POST', '/api/v2/aeis', { name: `agent-${k}` }, as);
+    await stack.admin(
+      'POST',
+      `/api/v2/aeis/${aei.id}/bindings`,
+      adis.map((adi_id) => ({ adi_id })),
+      as,
+    );
+    keys.push(aei.api_key);
+  }
+});
+afterAll(() => stack?.close());
+
+function cacheWith(maxBytes: number) {
+  const metrics = createMetrics();
+  const client = new ControlPlaneClient({
+    url: stack.controlPlaneUrl,
+    internalToken: INTERNAL_TOKEN,
+    configTimeoutMs: 5_000,
+    toolCallTimeoutMs: 5_000,
+    breaker: { failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 },
+    metrics,
+    log,
+  });
+  const cache = new ExposureCache(
+    client,
+    { maxEntries: 100, maxBytes, ttlMs: 60_000, negativeTtlMs: 5_000, unknownKeyLookupsPerSecond: 0 },
+    metrics,
+    log,
+  );
+  const gauge = async (name: 'cacheBytes' | 'cacheEntries' | 'configFetches') =>
+    (await metrics[name].get()).values.reduce((sum, v) => sum + v.value, 0);
+  return { cache, client, gauge };
+}
+
+describe('config cache', () => {
+  it('estimates an entry at twice its JSON plus a fixed overhead', async () => {
+    const { cache, client, gauge } = cacheWith(64 * 1024 * 1024);
+    const res = await fetch(`${stack.controlPlaneUrl}/internal/keys/${keys[0]}/config`, {
+      headers: { authorization: `Bearer ${INTERNAL_TOKEN}` },
+    });
+    const json = Buffer.byteLength(await res.text());
+    await cache.resolve(keys[0]!);
+    expect(await gauge('cacheBytes')).toBe(estimatedBytes(json));
+    expect(estimatedBytes(json)).toBe(2 * json + 512);
+    await client.close();
+  });
+
+  it('holds at most CONFIG_CACHE_MAX_BYTES, dropping the least recently used config first', async () => {
+    const probe = cacheWith(64 * 1024 * 1024);
+    await probe.cache.resolve(keys[0]!);
+    const one = await probe.gauge('cacheBytes');
+    await probe.client.close();
+
+    // Room for two configs of this size, not three.
+    const { cache, client, gauge } = cacheWith(Math.floor(one * 2.5));
+    for (const key of keys) expect((await cache.resolve(key)).exposure.kind).toBe('aei');
+    expect(await gauge('cacheEntries')).toBe(2);
+    expect(await gauge('cacheBytes')).toBeLessThanOrEqual(Math.floor(one * 2.5));
+    expect(cache.peek(keyHash(keys[0]!))).toBeUndefined();
+    expect(cache.peek(keyHash(keys[2]!))).toBeDefined();
+    // The dropped one is fetched again when asked.
+    const fetches = await gauge('configFetches');
+    await cache.resolve(keys[0]!);
+    expect(await gauge('configFetches')).toBe(fetches + 1);
+    expect(await gauge('cacheEntries')).toBe(2);
+    await client.close();
+  });
+});
+
+describe('progressive session state', () => {
+  const stateOf = (apis: number): SessionState => ({
+    app_id: 'crm',
+    catalog: {
+      version: 1,
+      app_id: 'crm',
+      apis: {
+        customers: Array.from({ length: apis }, (_, i) => ({
+          name: `api_${i}`,
+          description: 'x'.repeat(100),
+          category_id: 'customers',
+        })),
+      },
+    },
+  });
+
+  it('keeps at most its byte budget, least recently used out first', async () => {
+    const store = new MemorySessionStore(60_000, 16 * 1024);
+    for (let i = 0; i < 20; i++) await store.set(`session-${i}`, stateOf(10));
+    expect(store.bytes).toBeLessThanOrEqual(16 * 1024);
+    expect(await store.get('session-0')).toBeUndefined();
+    expect(await store.get('session-19')).toEqual(stateOf(10));
+  });
+
+  it('keeps the app of a state larger than the whole budget, without its catalog answers', async () => {
+    const store = new MemorySessionStore(60_000, 16 * 1024);
+    await store.set('huge', stateOf(500));
+    expect(await store.get('huge')).toEqual({ app_id: 'crm' });
+    expect(store.bytes).toBeLessThanOrEqual(16 * 1024);
+  });
+});
