@@ -96,6 +96,8 @@ export class ControlPlaneClient {
   readonly #breaker: CircuitBreaker;
   /** True once the control plane answered anything below 500 (readiness is "waiting" until then). */
   #reached = false;
+  /** A health check after a slow tool call is under way. */
+  #checkingHealth = false;
   /** The latency histogram's children, bound once: a labelled observe looks its labels up each time. */
   readonly #latency: Record<Kind, { observe(v: number): void }>;
 
@@ -231,9 +233,15 @@ export class ControlPlaneClient {
       } catch (error) {
         if (error instanceof UpstreamError) throw error;
         if (attempt === 0 && options.retry && isNetworkFault(error)) continue;
-        if (!options.probe) this.#breaker.record(false);
         const timedOut =
           error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
+        if (kind === 'execute' && timedOut) {
+          // A slow tool says little about the control plane: one tenant's slow calls must not
+          // open the breaker for everyone. A health check decides whether it counts.
+          this.#checkAfterSlowCall();
+        } else if (!options.probe) {
+          this.#breaker.record(false);
+        }
         const { code, started: wrote } = error as { code?: string; started?: boolean };
         const delivery: Delivery =
           !wrote || (code !== undefined && NEVER_SENT.has(code)) ? 'not-sent' : 'no-answer';
@@ -322,6 +330,19 @@ export class ControlPlaneClient {
     } catch {
       return false;
     }
+  }
+
+  /**
+   * After a tool call timed out: one health check (at most one at a time), which counts as a
+   * failure for the breaker when it fails too, and as nothing when it succeeds.
+   */
+  #checkAfterSlowCall(): void {
+    if (this.#checkingHealth || !this.#breaker.allows()) return;
+    this.#checkingHealth = true;
+    void this.#probe().then((healthy) => {
+      this.#checkingHealth = false;
+      if (!healthy) this.#breaker.record(false);
+    });
   }
 
   /** The breaker's probe: the same check, sent whatever the breaker's state. */
