@@ -68,3 +68,11 @@ export {
   type ToolDefinition,
 } from './progressive.ts';
 export { bearerToken } from './authorization.ts';
+export { JSON_ENVELOPE_DEPTH, MAX_BODY_DEPTH, MAX_JSON_DEPTH, jsonNestsDeeperThan } from './json-depth.ts';
+export {
+  findUnstorableText,
+  mayHoldUnstorableText,
+  printableText,
+  unstorableTextMessage,
+  type UnstorableText,
+} from './unstorable-text.ts';
