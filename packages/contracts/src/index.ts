@@ -70,9 +70,9 @@ export {
 export { bearerToken } from './authorization.ts';
 export { JSON_ENVELOPE_DEPTH, MAX_BODY_DEPTH, MAX_JSON_DEPTH, jsonNestsDeeperThan } from './json-depth.ts';
 export {
-  findUnstorableText,
-  mayHoldUnstorableText,
-  printableText,
-  unstorableTextMessage,
-  type UnstorableText,
-} from './unstorable-text.ts';
+  findUnstorable,
+  mayHoldUnstorable,
+  printable,
+  unstorableMessage,
+  type Unstorable,
+} from './unstorable-json.ts';

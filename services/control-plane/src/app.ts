@@ -14,7 +14,7 @@ import { requireAdmin } from './http/auth.ts';
 import { frameworkErrorAnswer, registerErrorHandler } from './http/error-handler.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { requestValidatorCompiler } from './http/request-validation.ts';
-import { refuseUnstorableInput } from './http/unstorable-text.ts';
+import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
 import { requireInternal } from './http/internal-auth.ts';

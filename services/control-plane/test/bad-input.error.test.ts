@@ -1,6 +1,7 @@
 // Pins the regressions of bad input that used to answer 500 (or be stored mangled) and now gets a
 // clear 400 VALIDATION_FAILED naming where: NUL characters and lone UTF-16 surrogates in bodies
-// (keys and values), path ids, cursors and tool arguments; JSON nested 10,000+ deep in table data
+// (keys and values), path ids, cursors and tool arguments; numbers that overflow to Infinity in
+// query strings and bodies; JSON nested 10,000+ deep in table data
 // and PUT bodies; a 5,000-deep input-schema override; wrong body types (`name: 123` is no longer
 // coerced to "123"); non-JSON bodies; URLs the router cannot decode. Nothing is written by a
 // refused request, and the server keeps answering.
@@ -107,6 +108,29 @@ describe('lone UTF-16 surrogates (not Unicode: cannot be stored faithfully)', ()
     expect(res.status).toBe(201);
     const got = await t.call('GET', `/api/v2/tables/${res.body.id}`);
     expect(got.body).toMatchObject({ name: 'smile 😀', data: '😀' });
+  });
+});
+
+describe('numbers that overflow a double', () => {
+  it('in a query string: 400 (?limit=1e999 used to reach the database as Infinity: 500)', async () => {
+    for (const limit of ['1e999', 'Infinity', '-Infinity']) {
+      expectRefused(await t.call('GET', `/api/v2/tables?limit=${limit}`), /^querystring\/limit must be/);
+    }
+  });
+
+  it('in a body: 400 naming where (1e999 used to be stored as null)', async () => {
+    const res = await t.call('PUT', `/api/v2/tables/${tableId}/data`, { raw: '{"a":1e999}' });
+    expectRefused(res, /^body\/a: the value is a number too large to represent/);
+    expect(res.body.error.details).toMatchObject({ pointer: '/a', problem: 'non-finite number' });
+    expectRefused(
+      await t.call('POST', '/api/v2/tables', { raw: `{"name":"n","data":[${'9'.repeat(400)}]}` }),
+      /^body\/data\/0: the value is a number too large/,
+    );
+    expect(await tableData()).toEqual({ a: 1 });
+    // Large but finite numbers are fine.
+    const big = await t.call('POST', '/api/v2/tables', { raw: '{"name":"big","data":[1e308,-1e-300]}' });
+    expect(big.status).toBe(201);
+    expect((await t.call('GET', `/api/v2/tables/${big.body.id}`)).body.data).toEqual([1e308, -1e-300]);
   });
 });
 

@@ -2,18 +2,14 @@
  * The one JSON body parser of the control plane, admin and internal routes alike. Before parsing,
  * the raw text's nesting is measured (MAX_BODY_DEPTH), so no parser, validator or domain check
  * ever recurses into a hostile document; parsing itself is Fastify's own (secure-json-parse,
- * prototype poisoning refused); after it, text the database cannot store is refused, naming where.
+ * prototype poisoning refused); after it, what the database cannot store (a NUL, a lone surrogate,
+ * a number that overflows) is refused, naming where.
  * JSON is the only body this API takes: other content types are refused (415 -> VALIDATION_FAILED).
  */
-import {
-  MAX_BODY_DEPTH,
-  findUnstorableText,
-  jsonNestsDeeperThan,
-  mayHoldUnstorableText,
-} from '@bindery/contracts';
+import { MAX_BODY_DEPTH, findUnstorable, jsonNestsDeeperThan, mayHoldUnstorable } from '@bindery/contracts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../errors.ts';
-import { unstorableError } from './unstorable-text.ts';
+import { unstorableError } from './unstorable-input.ts';
 
 export function registerJsonBody(app: FastifyInstance): void {
   // Fastify's own parser is callback-style (its type is a union with the promise form).
@@ -39,7 +35,7 @@ export function registerJsonBody(app: FastifyInstance): void {
     }
     parse(request, body, (error, value) => {
       if (error) return done(error);
-      const found = mayHoldUnstorableText(body) ? findUnstorableText(value) : undefined;
+      const found = mayHoldUnstorable(body) ? findUnstorable(value) : undefined;
       if (found) return done(unstorableError('body', found));
       done(null, value);
     });
