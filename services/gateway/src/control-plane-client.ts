@@ -3,12 +3,15 @@
  * undici pool. Config reads retry once on a network fault (safe: they change nothing); tool
  * executions never retry, since a write may already have happened.
  */
-import type {
-  ConfigV2,
-  ExecuteRequest,
-  LegacyConfig,
-  LegacyExecuteRequest,
-  ToolResult,
+import {
+  ERROR_CODES,
+  type ConfigV2,
+  type ErrorBody,
+  type ExecuteRequest,
+  type LegacyConfig,
+  type LegacyExecuteRequest,
+  type ToolError,
+  type ToolResult,
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, errors as undiciErrors } from 'undici';
@@ -45,6 +48,22 @@ const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKE
 function isNetworkFault(error: unknown): boolean {
   const code = (error as { code?: string }).code;
   return code !== undefined && RETRYABLE.has(code);
+}
+
+/**
+ * The control plane refusing a call for what the caller sent (400: arguments it cannot take, such
+ * as text with a NUL character; 413: arguments over its body limit) is the caller's error, not an
+ * upstream failure: it becomes a tool error with the control plane's own code and message.
+ * Other statuses (401: a misconfigured token) remain upstream failures.
+ */
+function refusedCall(status: number, body: unknown): ToolResult | undefined {
+  if (status !== 400 && status !== 413) return undefined;
+  const error = (body as Partial<ErrorBody> | undefined)?.error;
+  if (!error || !ERROR_CODES.includes(error.code) || typeof error.message !== 'string') return undefined;
+  const refusal: ToolError = {
+    error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(refusal) }], isError: true };
 }
 
 export class ControlPlaneClient {
@@ -196,6 +215,8 @@ export class ControlPlaneClient {
       body,
       retry: false,
     });
+    const refused = refusedCall(res.status, res.body);
+    if (refused) return refused;
     if (res.status !== 200) {
       const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
       throw new UpstreamError(
