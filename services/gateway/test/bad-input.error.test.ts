@@ -126,6 +126,18 @@ describe('bodies refused before the MCP layer', () => {
   });
 });
 
+describe('URLs the router cannot read', () => {
+  it('a percent-escape that is not UTF-8, or a key over 100 characters: HTTP 400 with -32600', async () => {
+    for (const url of ['/api/v2/mcp/server/%ED%A0%80', `/api/v2/mcp/server/${'k'.repeat(101)}`]) {
+      const res = await rawPost(stack.gatewayUrl, url, message(1, 'tools/list'));
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.text)).toMatchObject({
+        error: { code: -32600, data: { code: 'VALIDATION_FAILED' } },
+      });
+    }
+  });
+});
+
 describe('tools/call params', () => {
   it('a missing or non-string name: -32602 in one line (it used to be -32603 with a raw dump)', async () => {
     for (const lane of LANES) {
