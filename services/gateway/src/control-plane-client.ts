@@ -175,7 +175,8 @@ export class ControlPlaneClient {
       { retry: true, ...(etag !== undefined && { headers: { 'if-none-match': etag } }) },
     );
     if (res.status === 304) return { status: 'not-modified' };
-    if (res.status === 404) return { status: 'not-found' };
+    // 400: the control plane refused to look the key up at all (a NUL in it, say): no such key.
+    if (res.status === 404 || res.status === 400) return { status: 'not-found' };
     if (res.status !== 200) throw new UpstreamError(`control plane answered ${res.status} to a config read`);
     const header = res.headers.etag;
     return {
@@ -194,7 +195,7 @@ export class ControlPlaneClient {
       this.#options.configTimeoutMs,
       { retry: true },
     );
-    if (res.status === 404) return { status: 'not-found' };
+    if (res.status === 404 || res.status === 400) return { status: 'not-found' };
     if (res.status !== 200)
       throw new UpstreamError(`control plane answered ${res.status} to a legacy config read`);
     return { status: 'ok', config: res.body as LegacyConfig };

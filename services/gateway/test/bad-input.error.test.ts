@@ -138,6 +138,18 @@ describe('URLs the router cannot read', () => {
   });
 });
 
+describe('keys that cannot exist', () => {
+  it('a key holding a NUL (which the control plane refuses to look up) is 401, not 503', async () => {
+    for (const key of ['%00', 'bnd_key_%00x', 'x%ED%B0%80', `v${'%00'.repeat(30)}`]) {
+      const res = await rawPost(stack.gatewayUrl, `/api/v2/mcp/server/${key}`, message(1, 'tools/list'));
+      expect(res.status, `${key}: ${res.text}`).toBeLessThan(500);
+    }
+    const nul = await rawPost(stack.gatewayUrl, '/api/v2/mcp/server/bnd_key_%00x', message(1, 'tools/list'));
+    expect(nul.status).toBe(401);
+    expect(JSON.parse(nul.text)).toMatchObject({ error: { code: -32001, data: { code: 'UNAUTHORIZED' } } });
+  });
+});
+
 describe('tools/call params', () => {
   it('a missing or non-string name: -32602 in one line (it used to be -32603 with a raw dump)', async () => {
     for (const lane of LANES) {

@@ -3,13 +3,15 @@
 // cursors, tool names, arguments with NUL, lone surrogates, deep nesting, huge numbers, prototype
 // keys) and raw bodies, POSTed through every path (fast lane, Fastify's route, the SDK transport
 // with and without a session) of a direct and a progressive exposure, against the real control
-// plane. Answers below 500 must be JSON-RPC; the gateway and the control plane must still serve
-// afterwards. The seed is fixed (FUZZ_SEED overrides it, FUZZ_RUNS the number of requests); a
-// failure prints the seed and the shrunk request that reproduces it.
+// plane; and any api_key, in the URL or the Authorization header. Answers below 500 must be
+// JSON-RPC; the gateway and the control plane must still serve afterwards. The seed is fixed
+// (FUZZ_SEED overrides it, FUZZ_RUNS the number of requests); a failure prints the seed and the
+// shrunk request that reproduces it.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
-import { LANES, lanesFor, type Lane, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
+import { LANES, lanesFor, readAnswer, type Lane, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
+import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_123);
@@ -284,3 +286,41 @@ it('no JSON-RPC request gets a 5xx, -32603 or no answer, on any path', async () 
   expect((await fetch(`${stack.gatewayUrl}/healthz`)).status).toBe(200);
   expect((await fetch(`${stack.controlPlaneUrl}/healthz`)).status).toBe(200);
 }, 180_000);
+
+const CODE_POINTS = /[\ud800-\udbff][\udc00-\udfff]|[\s\S]/g;
+
+/** Percent-encodes a key for the URL; a lone surrogate (no UTF-8) as the bytes of its CESU-8 form. */
+const encodeKey = (key: string) =>
+  key.replace(CODE_POINTS, (c) => (/^[\ud800-\udfff]$/.test(c) ? '%ED%A0%80' : encodeURIComponent(c)));
+
+it('no api_key in the URL or the Authorization header gets a 5xx while the control plane is up', async () => {
+  const key = fc.oneof(
+    fc.constantFrom('\u0000', 'bnd_key_\u0000', 'a\u0000b', '\ud800x', 'x'.repeat(101), 'x'.repeat(300)),
+    hostileText,
+    fc.constant(exposed.apiKey),
+    fc.string({ unit: 'binary', maxLength: 120 }),
+  );
+  const attempts = fc.record({
+    flavor: fc.constantFrom('/api/v2/mcp/server/', '/api/v1/mcp/server/', 'bearer'),
+    key,
+    body: bodyFor(entries[0]!.tools),
+  });
+  await fc.assert(
+    fc.asyncProperty(attempts, async ({ flavor, key: k, body }) => {
+      // Header values cannot carry control characters or non-Latin-1 text: those go in the URL only.
+      const headerSafe = /^[\x20-\x7e]*$/.test(k);
+      const res =
+        flavor === 'bearer' && headerSafe
+          ? await rawPost(stack.gatewayUrl, '/api/v2/mcp/server', body, {
+              headers: { authorization: `Bearer ${k}` },
+            })
+          : await rawPost(
+              stack.gatewayUrl,
+              `${flavor === 'bearer' ? '/api/v2/mcp/server/' : flavor}${encodeKey(k)}`,
+              body,
+            );
+      checkAnswer(readAnswer(res));
+    }),
+    { seed: SEED, numRuns: Math.ceil(RUNS / 3), endOnFailure: true },
+  );
+}, 120_000);
