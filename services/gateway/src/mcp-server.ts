@@ -97,7 +97,10 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const exposure = known ?? (await deps.exposure());
     if (exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive') {
       const tools = progressiveTools(exposure.config.aei.catalog_search);
-      decodeCursor(cursor, tools.length); // one page: a cursor is refused unless it is a valid 0
+      // One page and never a nextCursor: only a cursor for its start could be one the gateway made.
+      if (decodeCursor(cursor, tools.length) !== 0) {
+        throw new McpError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
+      }
       return { tools: tools.map((t) => ({ ...t, inputSchema: t.inputSchema as never })) };
     }
     const { list } = toolIndex(exposure, deps.client);
