@@ -17,8 +17,9 @@ export interface Unstorable {
 
 // Only these can put such values into parsed JSON: raw control characters are invalid JSON, text
 // decoded from UTF-8 holds no lone surrogate, and only a long exponent or more than 308 digits
-// overflow a double.
-const SUSPECT = /\\u(?:0000|[dD][89a-fA-F])|[eE][+-]?\d{3}|\d{309}/;
+// overflow a double. The lookbehind makes a run of digits be tried from its start only: without
+// it, 9 MB of 308-digit numbers took 16 s to test.
+const SUSPECT = /\\u(?:0000|[dD][89a-fA-F])|[eE][+-]?\d{3}|(?<!\d)\d{309}/;
 
 /** False when JSON text certainly parses to nothing unstorable (a cheap test before a full walk). */
 export function mayHoldUnstorable(jsonText: string): boolean {
