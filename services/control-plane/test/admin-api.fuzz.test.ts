@@ -21,7 +21,7 @@ import { documentedRoutes, type DocumentedRoute } from './support/openapi-routes
 import { rawRequest } from './support/raw-request.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_123);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const DEADLINE_MS = 5_000;
 
 let t: TestApp;
