@@ -13,3 +13,4 @@ export { formatPointer, parsePointer } from './pointer.ts';
 export { inferSchema } from './schema-inference.ts';
 export { checkSchemaNarrowing } from './schema-narrowing.ts';
 export { serializeResult } from './serialize.ts';
+export { checkValueArgument } from './value-argument.ts';

@@ -74,3 +74,11 @@ export {
   type ToolDefinition,
 } from './progressive.ts';
 export { bearerToken } from './authorization.ts';
+export { JSON_ENVELOPE_DEPTH, MAX_BODY_DEPTH, MAX_JSON_DEPTH, jsonNestsDeeperThan } from './json-depth.ts';
+export {
+  findUnstorable,
+  mayHoldUnstorable,
+  printable,
+  unstorableMessage,
+  type Unstorable,
+} from './unstorable-json.ts';

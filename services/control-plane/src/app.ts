@@ -11,7 +11,10 @@ import type { Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
-import { registerErrorHandler } from './http/error-handler.ts';
+import { frameworkErrorAnswer, registerErrorHandler } from './http/error-handler.ts';
+import { registerJsonBody } from './http/json-body.ts';
+import { requestValidatorCompiler } from './http/request-validation.ts';
+import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
 import { purgeExpiredOutcomes } from './execution/idempotency.ts';
@@ -50,14 +53,14 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     logger: options.logger ?? { level: options.config.logLevel, serializers: { req: serializeRequest } },
     bodyLimit: options.config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: options.config.logRequests === false }),
-    ajv: {
-      // Unknown fields are refused with a clear error rather than silently dropped.
-      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false },
-    },
+    frameworkErrors: frameworkErrorAnswer,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(requestValidatorCompiler());
   app.decorate('domain', options.domain);
   registerErrorHandler(app);
   const metrics = createMetrics({ pool: options.pool });
+  registerJsonBody(app);
+  refuseUnstorableInput(app);
 
   await app.register(swagger, {
     openapi: {

@@ -9,12 +9,15 @@ import Fastify, {
   LogController,
   type FastifyError,
   type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
 import type { GatewayConfig } from './config.ts';
 import { ControlPlaneClient } from './control-plane-client.ts';
 import { ExposureCache } from './exposure-cache.ts';
 import { createFastLane, type FastLane } from './fast-lane.ts';
+import { BodyRefused, parseJsonBody } from './http/json-body.ts';
 import { subscribeInvalidations, type Subscription } from './invalidation-subscriber.ts';
 import { INTERNAL_ERROR, JSONRPC, PARSE_ERROR, sendJsonRpcError } from './jsonrpc-errors.ts';
 import { lazyChildLogger } from './lazy-logger.ts';
@@ -28,6 +31,27 @@ import { SessionRegistry } from './sessions.ts';
 declare module 'fastify' {
   interface FastifyInstance {
     gateway: { cache: ExposureCache; sessions: SessionRegistry; metrics: GatewayMetrics };
+  }
+}
+
+/**
+ * The router's own refusals (a URL whose percent-escapes are not UTF-8, an overlong key), which
+ * bypass the error handler: answered in the gateway's shapes rather than Fastify's default one.
+ */
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'a path parameter is longer than any api_key'
+      : 'the URL holds a percent-escape that is not UTF-8';
+  if (request.url.startsWith('/api/')) {
+    sendJsonRpcError(reply, {
+      status: 400,
+      code: JSONRPC.INVALID_REQUEST,
+      message,
+      bindery: 'VALIDATION_FAILED',
+    });
+  } else {
+    void reply.status(400).send({ error: { code: 'VALIDATION_FAILED', message } });
   }
 }
 
@@ -70,6 +94,15 @@ export async function buildGateway(
     requestTimeout: 30_000,
     logController: new LogController({ disableRequestLogging: !config.logRequests }),
     childLoggerFactory: lazyChildLogger,
+    frameworkErrors: answerFrameworkError,
+  });
+  // JSON only, parsed by the one function the fast lane uses too (depth bound, empty body,
+  // prototype poisoning); other media types are refused (415).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
+    const parsed = parseJsonBody(text as string);
+    if (parsed.ok) done(null, parsed.value);
+    else done(new BodyRefused(parsed.refusal));
   });
   const metrics = createMetrics();
   const client = new ControlPlaneClient({
@@ -112,6 +145,13 @@ export async function buildGateway(
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const onMcp = request.url.startsWith('/api/');
+    if (error instanceof BodyRefused) {
+      return onMcp
+        ? sendJsonRpcError(reply, error.answer)
+        : reply
+            .status(error.answer.status)
+            .send({ error: { code: error.answer.bindery, message: error.answer.message } });
+    }
     if (
       error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
       (error instanceof SyntaxError && error.statusCode === 400)

@@ -4,13 +4,16 @@
  * on a network fault (safe: they change nothing); tool executions never retry, since a write may
  * already have happened. Every failure says how far the request got (`UpstreamError.delivery`).
  */
-import type {
-  ConfigV2,
-  ExecuteRequest,
-  KeyFlavor,
-  LegacyConfig,
-  LegacyExecuteRequest,
-  ToolResult,
+import {
+  ERROR_CODES,
+  type ConfigV2,
+  type ErrorBody,
+  type ExecuteRequest,
+  type KeyFlavor,
+  type LegacyConfig,
+  type LegacyExecuteRequest,
+  type ToolError,
+  type ToolResult,
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
@@ -88,6 +91,22 @@ function isNetworkFault(error: unknown): boolean {
 const PROBE_TIMEOUT_MS = 2_000;
 
 type Kind = 'config' | 'execute' | 'health';
+
+/**
+ * The control plane refusing a call for what the caller sent (400: arguments it cannot take, such
+ * as text with a NUL character; 413: arguments over its body limit) is the caller's error, not an
+ * upstream failure: it becomes a tool error with the control plane's own code and message.
+ * Other statuses (401: a misconfigured token) remain upstream failures.
+ */
+function refusedCall(status: number, body: unknown): ToolResult | undefined {
+  if (status !== 400 && status !== 413) return undefined;
+  const error = (body as Partial<ErrorBody> | undefined)?.error;
+  if (!error || !ERROR_CODES.includes(error.code) || typeof error.message !== 'string') return undefined;
+  const refusal: ToolError = {
+    error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(refusal) }], isError: true };
+}
 
 export class ControlPlaneClient {
   readonly #pool: Pool;
@@ -271,6 +290,8 @@ export class ControlPlaneClient {
       { retry: true, ...(etag !== undefined && { headers: { 'if-none-match': etag } }) },
     );
     if (res.status === 304) return { status: 'not-modified' };
+    // 400: the control plane refused to look the key up at all (a NUL in it, say): no such key.
+    if (res.status === 400) return { status: 'unknown' };
     if (res.status === 404) {
       if ((res.body as { error?: { details?: { kind?: string } } })?.error?.details?.kind === 'unknown') {
         return { status: 'unknown' };
@@ -308,6 +329,8 @@ export class ControlPlaneClient {
       body,
       retry: false,
     });
+    const refused = refusedCall(res.status, res.body);
+    if (refused) return refused;
     if (res.status !== 200) {
       // A 4xx is about the request itself (shape, size, token): the control plane ran nothing.
       const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;

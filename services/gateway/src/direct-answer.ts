@@ -2,12 +2,14 @@
  * Plain JSON answers to `tools/call` and `tools/list` on a session this replica holds. The MCP
  * SDK's Streamable HTTP transport (web-standard Request/Response adaption, schema validation, SSE
  * framing) was most of the gateway's latency; these two methods are the hot ones, so they are
- * answered here by the session's own handlers, the very functions the SDK path calls. Anything
- * else, every protocol error included, still goes through the SDK transport.
+ * answered here by the session's own handlers, the very functions the SDK path calls. Malformed
+ * params of these two get the SDK path's answer from the same check (`mcp/requests.ts`); anything
+ * else still goes through the SDK transport.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Exposure } from './exposure-cache.ts';
+import { paramsRefusal } from './mcp/requests.ts';
 import type { Session } from './sessions.ts';
 
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
@@ -35,23 +37,22 @@ export function directAnswer(
   const params = (rawParams ?? {}) as Record<string, unknown>;
   if (typeof params !== 'object' || Array.isArray(params)) return undefined;
   if (params._meta !== undefined) return undefined; // progress tokens and the like: the SDK handles them
-  let run: Promise<unknown>;
-  if (method === 'tools/list' && (params.cursor === undefined || typeof params.cursor === 'string')) {
-    run = session.endpoint.listTools(params.cursor, exposure);
-  } else if (
-    method === 'tools/call' &&
-    typeof params.name === 'string' &&
-    (params.arguments === undefined ||
-      (typeof params.arguments === 'object' && params.arguments !== null && !Array.isArray(params.arguments)))
-  ) {
-    run = session.endpoint.callTool(params.name, (params.arguments ?? {}) as Record<string, unknown>, {
-      sessionId: session.id,
-      requestId: `${session.id}:${String(id)}`,
-      known: exposure,
-    });
-  } else {
-    return undefined;
-  }
+  if (method !== 'tools/list' && method !== 'tools/call') return undefined;
+  // Malformed params get the answer the SDK path's guard gives (mcp/requests.ts).
+  const refusal = paramsRefusal({ method, params });
+  if (refusal) return Promise.resolve(JSON.stringify({ jsonrpc: '2.0', id, error: refusal }));
+  const run: Promise<unknown> =
+    method === 'tools/list'
+      ? session.endpoint.listTools(params.cursor as string | undefined, exposure)
+      : session.endpoint.callTool(
+          params.name as string,
+          (params.arguments ?? {}) as Record<string, unknown>,
+          {
+            sessionId: session.id,
+            requestId: `${session.id}:${String(id)}`,
+            known: exposure,
+          },
+        );
   return run.then(
     (result) => JSON.stringify({ jsonrpc: '2.0', id, result }),
     (error: unknown) => {

@@ -7,20 +7,22 @@
  * When the headers arrive, the lane predicts from them, without spending a token, whether the
  * routes' checks would pass; if any would refuse (Host/Origin, key, rate limit, cache, exposure
  * status, session), or the body is not plain JSON of a known length within the limit, the request
- * goes to Fastify untouched, which produces every refusal. A taken request runs the same checks
- * for real once its body has arrived (`admission.ts`, as the routes do after parsing), since the
- * exposure or session may have changed meanwhile, and is then answered directly
- * (`direct-answer.ts`) or handed to the session's SDK transport with its parsed body.
+ * goes to Fastify untouched, which produces every refusal. A taken request's body is parsed and
+ * checked by the routes' own functions (`http/json-body.ts`, `mcp/requests.ts`); then it runs the
+ * same checks for real (`admission.ts`, as the routes do after parsing), since the exposure or
+ * session may have changed while it arrived, and is answered directly (`direct-answer.ts`) or
+ * handed to the session's SDK transport with its parsed body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, redactApiKeyInUrl } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
-import sjson from 'secure-json-parse';
 import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from './admission.ts';
 import type { GatewayConfig } from './config.ts';
 import { acceptsDirectAnswer, directAnswer, writeDirectAnswer } from './direct-answer.ts';
 import { keyHash, type ExposureCache } from './exposure-cache.ts';
-import { PARSE_ERROR, answerFault, writeJsonRpcError } from './jsonrpc-errors.ts';
+import { parseJsonBody } from './http/json-body.ts';
+import { answerFault, writeJsonRpcError } from './jsonrpc-errors.ts';
+import { envelopeRefusal } from './mcp/requests.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SessionRegistry } from './sessions.ts';
@@ -74,15 +76,6 @@ function isJson(contentType: string | undefined): boolean {
   return contentType === 'application/json' || (contentType?.startsWith('application/json;') ?? false);
 }
 
-/** Fastify's own JSON parsing rules: prototype poisoning is refused, as a parse error. */
-function parseBody(text: string): { ok: true; value: unknown } | { ok: false } {
-  try {
-    return { ok: true, value: sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }) };
-  } catch {
-    return { ok: false };
-  }
-}
-
 export interface FastLane {
   /** Takes `req` (and answers it) or answers false and leaves it untouched for Fastify. */
   take(req: IncomingMessage, res: ServerResponse): boolean;
@@ -119,10 +112,15 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     text: string,
     call: { apiKey: string; hash: string; sessionId: string; target: Target },
   ): Promise<void> {
-    const parsed = parseBody(text);
+    // Parsed and checked as the routes do (no rate-limit token spent on a refusal).
+    const parsed = parseJsonBody(text);
     if (!parsed.ok) {
-      // As Fastify's body parser answers it (no rate-limit token spent).
-      writeJsonRpcError(res, { ...PARSE_ERROR, headers: { connection: 'close' } });
+      writeJsonRpcError(res, { ...parsed.refusal, headers: { connection: 'close' } });
+      return;
+    }
+    const refusal = envelopeRefusal(parsed.value);
+    if (refusal) {
+      writeJsonRpcError(res, refusal);
       return;
     }
     // Checked again now that the body is here: the exposure may have been disabled, the key

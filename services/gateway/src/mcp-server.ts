@@ -20,6 +20,7 @@ import type { ControlPlaneClient } from './control-plane-client.ts';
 import { UpstreamError } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { decodeCursor, encodeCursor } from './mcp/pagination.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
 import { closeMatches } from './tool-suggestions.ts';
 import { toolIndex } from './tools.ts';
@@ -48,15 +49,6 @@ function upstreamFailure(error: UpstreamError): CallToolResult {
     : `${error.message}; the call was not sent, so nothing was applied; try again shortly`;
   const body = { error: { code, message, details: { sent: error.sent } } };
   return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
-}
-
-function decodeCursor(cursor: string | undefined): number {
-  if (cursor === undefined) return 0;
-  const offset = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!Number.isInteger(offset) || offset < 0) {
-    throw new McpError(ErrorCode.InvalidParams, `invalid cursor "${cursor}"`);
-  }
-  return offset;
 }
 
 const LEVELS: readonly LoggingLevel[] = [
@@ -109,15 +101,15 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
   async function listTools(cursor: string | undefined, known?: Exposure): Promise<ListToolsResult> {
     const exposure = known ?? (await deps.exposure());
     if (exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive') {
-      return {
-        tools: progressiveTools(exposure.config.aei.catalog_search).map((t) => ({
-          ...t,
-          inputSchema: t.inputSchema as never,
-        })),
-      };
+      const tools = progressiveTools(exposure.config.aei.catalog_search);
+      // One page and never a nextCursor: only a cursor for its start could be one the gateway made.
+      if (decodeCursor(cursor, tools.length) !== 0) {
+        throw new McpError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
+      }
+      return { tools: tools.map((t) => ({ ...t, inputSchema: t.inputSchema as never })) };
     }
     const { list } = toolIndex(exposure, deps.client);
-    const offset = decodeCursor(cursor);
+    const offset = decodeCursor(cursor, list.length);
     const page = list.slice(offset, offset + deps.toolsPageSize);
     const next = offset + page.length;
     return {
@@ -126,7 +118,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
         description: t.description,
         inputSchema: t.inputSchema as never,
       })),
-      ...(next < list.length && { nextCursor: Buffer.from(String(next)).toString('base64url') }),
+      ...(next < list.length && { nextCursor: encodeCursor(next) }),
     };
   }
 

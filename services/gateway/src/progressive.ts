@@ -8,6 +8,9 @@ import {
   MAX_BATCH_EXECUTIONS,
   PROGRESSIVE_TOOL_NAMES,
   SEARCH_TOOL_NAME,
+  findUnstorable,
+  printable,
+  unstorableMessage,
   type ConfigV2,
   type ErrorCode,
 } from '@bindery/contracts';
@@ -223,6 +226,15 @@ export async function callCatalogTool(
   requestId: string,
 ): Promise<CallToolResult> {
   try {
+    // What the platform cannot store is refused here too, as the control plane refuses it in the
+    // arguments of the tools it runs (execute_apis items go there, each answered on its own).
+    const unstorable = name === 'execute_apis' ? undefined : findUnstorable(args);
+    if (unstorable) {
+      throw new CatalogError('VALIDATION_FAILED', unstorableMessage('arguments', unstorable), {
+        pointer: printable(unstorable.pointer),
+        problem: unstorable.problem,
+      });
+    }
     if (name === 'initialize_session') {
       const wanted = text(args, 'app_id');
       if (sessionId === undefined) {

@@ -8,7 +8,8 @@ import type {
   PageQuery,
   UpdateBindingBody,
 } from '@bindery/contracts';
-import { OPERATIONS, checkSchemaNarrowing, type JsonSchema } from '@bindery/context-ops';
+import { MAX_JSON_DEPTH } from '@bindery/contracts';
+import { OPERATIONS, checkSchemaNarrowing, checkValueArgument, type JsonSchema } from '@bindery/context-ops';
 import { Prisma, type AeiBinding } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
 import { newId } from '../secrets.ts';
@@ -40,6 +41,9 @@ function checkOverride(
   field: string,
 ) {
   const canonical = OPERATIONS[operationOf(op)].inputSchema;
+  // Bounded first: the narrowing check walks the override recursively. One limit whether the
+  // override came alone or in a batch (which nests it one level deeper in the body).
+  fromOpError(() => checkValueArgument(schema, field, MAX_JSON_DEPTH));
   fromOpError(() => checkSchemaNarrowing(canonical, schema as JsonSchema), field);
 }
 

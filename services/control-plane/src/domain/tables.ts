@@ -9,8 +9,10 @@ import type {
   TableSummary,
   UpdateTableBody,
 } from '@bindery/contracts';
+import { MAX_JSON_DEPTH } from '@bindery/contracts';
+import { checkValueArgument } from '@bindery/context-ops';
 import { Prisma, type Table } from '../generated/prisma/client.ts';
-import { DomainError, notFound } from '../errors.ts';
+import { DomainError, fromOpError, notFound } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
@@ -28,8 +30,12 @@ const SUMMARY_FIELDS = {
   updatedAt: true,
 } as const;
 
-/** Prisma writes a JS null into a Json column as SQL NULL; a JSON null has to be spelled JsonNull. */
+/**
+ * Table data as Prisma writes it: checked to nest no deeper than MAX_JSON_DEPTH (whatever the body
+ * around it added), and a JSON null spelled JsonNull (Prisma writes a JS null as SQL NULL).
+ */
 function jsonInput(value: unknown): Prisma.InputJsonValue | typeof Prisma.JsonNull {
+  fromOpError(() => checkValueArgument(value, 'data', MAX_JSON_DEPTH));
   return value === null ? Prisma.JsonNull : (value as Prisma.InputJsonValue);
 }
 

@@ -41,9 +41,20 @@ function mapError(error: FastifyError | Error): Mapped | undefined {
       return { code: 'VALIDATION_FAILED', message: `request body is not valid JSON: ${fastify.message}` };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { code: 'VALIDATION_FAILED', message: 'send the body as application/json' };
+    case 'FST_ERR_BAD_URL':
+      return { code: 'VALIDATION_FAILED', message: 'the URL holds a percent-escape that is not UTF-8' };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { code: 'VALIDATION_FAILED', message: 'a path parameter is longer than any id or key' };
   }
   if (error instanceof SyntaxError && fastify.statusCode === 400) {
     return { code: 'VALIDATION_FAILED', message: `request body is not valid JSON: ${error.message}` };
+  }
+  // Any other refusal of the framework's own (a malformed request it cannot read) is the caller's
+  // fault: its message names no internals, and it keeps the one error body.
+  if (fastify.code?.startsWith('FST_') && fastify.statusCode !== undefined) {
+    const status = fastify.statusCode;
+    if (status === 413) return { code: 'PAYLOAD_TOO_LARGE', message: fastify.message };
+    if (status >= 400 && status < 500) return { code: 'VALIDATION_FAILED', message: fastify.message };
   }
   return undefined;
 }
@@ -51,6 +62,20 @@ function mapError(error: FastifyError | Error): Mapped | undefined {
 /** Builds the error body for a code (also used for 404 on unknown routes). */
 export function errorBody(request: FastifyRequest, mapped: Mapped): ErrorBody {
   return { error: { ...mapped, request_id: String(request.id) } };
+}
+
+/**
+ * For Fastify's `frameworkErrors` option: the router's own refusals (a URL whose percent-escapes
+ * are not UTF-8, an overlong path parameter) answered with the one error body instead of
+ * Fastify's default shape.
+ */
+export function frameworkErrorAnswer(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const mapped = mapError(error) ?? { code: 'VALIDATION_FAILED', message: 'the request URL is not valid' };
+  void reply.status(ERROR_STATUS[mapped.code]).send(errorBody(request, mapped));
 }
 
 export function registerErrorHandler(app: FastifyInstance): void {

@@ -17,6 +17,7 @@ import { MCP_ROUTES } from '../fast-lane.ts';
 import { answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
 import { createMcpServer } from '../mcp-server.ts';
 import { RequestIds } from '../mcp/request-ids.ts';
+import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import type { SessionStateStore } from '../session-state.ts';
@@ -71,6 +72,12 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     apiKey: string | undefined,
     flavor: Flavor,
   ) {
+    if (request.method === 'POST') {
+      // Part of reading the body, as parsing is: answered before the key is looked at, and no
+      // rate-limit token is spent on it (the fast lane does the same).
+      const refusal = envelopeRefusal(request.body);
+      if (refusal) return sendJsonRpcError(reply, refusal);
+    }
     const hash = apiKey ? keyHash(apiKey) : '';
     const exposure = await admit(request, reply, apiKey, hash, flavor);
     if (!exposure || !apiKey) return reply;
@@ -151,6 +158,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         };
         await server.connect(transport);
         const requestIds = new RequestIds(transport);
+        guardRequests(transport);
         await transport.handleRequest(request.raw, reply.raw, request.body);
         return;
       }
@@ -169,6 +177,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         void server.close();
       });
       await server.connect(transport);
+      guardRequests(transport);
       await transport.handleRequest(request.raw, reply.raw, request.body);
     };
     reply.hijack();

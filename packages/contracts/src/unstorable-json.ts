@@ -1,0 +1,89 @@
+/**
+ * JSON the platform refuses wherever it enters, because it cannot be stored as sent:
+ * - a NUL character (U+0000), which PostgreSQL's `text` and `jsonb` reject;
+ * - an unpaired UTF-16 surrogate (U+D800..U+DFFF alone), which is not Unicode;
+ * - a number too large for a double (`1e999`), which parses to Infinity and would be stored as
+ *   `null`.
+ * The control plane refuses them in every body, path parameter and query string; the gateway in
+ * the arguments of the tools it answers itself.
+ */
+
+export interface Unstorable {
+  /** JSON Pointer of the bad key or value inside the value checked (a key: the key's own pointer). */
+  pointer: string;
+  in: 'key' | 'value';
+  problem: 'NUL' | 'lone surrogate' | 'non-finite number';
+}
+
+// Only these can put such values into parsed JSON: raw control characters are invalid JSON, text
+// decoded from UTF-8 holds no lone surrogate, and only a long exponent or more than 308 digits
+// overflow a double. The lookbehind makes a run of digits be tried from its start only: without
+// it, 9 MB of 308-digit numbers took 16 s to test.
+const SUSPECT = /\\u(?:0000|[dD][89a-fA-F])|[eE][+-]?\d{3}|(?<!\d)\d{309}/;
+
+/** False when JSON text certainly parses to nothing unstorable (a cheap test before a full walk). */
+export function mayHoldUnstorable(jsonText: string): boolean {
+  return SUSPECT.test(jsonText);
+}
+
+// A high surrogate not followed by a low one, or a low one not preceded by a high one (no `u`
+// flag: the pattern must see code units, not code points).
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function textProblem(text: string): Unstorable['problem'] | undefined {
+  if (text.includes('\u0000')) return 'NUL';
+  if (LONE_SURROGATE.test(text)) return 'lone surrogate';
+  return undefined;
+}
+
+const escapeToken = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+
+/**
+ * The first unstorable key or value in a parsed JSON value, or undefined. Recursive: callers pass
+ * values whose depth a body parser has already bounded.
+ */
+export function findUnstorable(value: unknown, pointer = ''): Unstorable | undefined {
+  if (typeof value === 'string') {
+    const problem = textProblem(value);
+    return problem && { pointer, in: 'value', problem };
+  }
+  if (typeof value === 'number') {
+    return Number.isFinite(value) ? undefined : { pointer, in: 'value', problem: 'non-finite number' };
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findUnstorable(value[i], `${pointer}/${i}`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const at = `${pointer}/${escapeToken(key)}`;
+    const problem = textProblem(key);
+    if (problem) return { pointer: at, in: 'key', problem };
+    const found = findUnstorable(item, at);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Text with its NULs and lone surrogates escaped (`\u0000`), as JSON would show it. */
+export function printable(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+const PROBLEMS: Record<Unstorable['problem'], string> = {
+  NUL: 'contains a NUL character (U+0000), which cannot be stored',
+  'lone surrogate': 'contains an unpaired UTF-16 surrogate, which is not valid Unicode',
+  'non-finite number': 'is a number too large to represent (it would be stored as null)',
+};
+
+/**
+ * The one-line refusal of what was found under `part` (`body`, `params`, `arguments`), such as
+ * `body/data/notes: the text contains a NUL character (U+0000), which cannot be stored`.
+ */
+export function unstorableMessage(part: string, found: Unstorable): string {
+  const what = found.in === 'key' ? 'key' : found.problem === 'non-finite number' ? 'value' : 'text';
+  return `${part}${printable(found.pointer)}: the ${what} ${PROBLEMS[found.problem]}`;
+}

@@ -1,0 +1,59 @@
+// Pins the finder of JSON the platform cannot store: NUL characters and unpaired surrogates in keys
+// and values (surrogate pairs are fine), numbers that overflow to Infinity, with the pointer and a
+// one-line message naming where; and the raw-text pre-test, which must never miss one and must
+// stay linear on hostile text (long digit runs once took 16 s for 9 MB).
+import { describe, expect, it } from 'vitest';
+import { findUnstorable, mayHoldUnstorable, unstorableMessage } from '../src/index.ts';
+
+describe('findUnstorable', () => {
+  it('finds NULs and lone surrogates in values and keys, with their pointer', () => {
+    expect(findUnstorable({ a: ['ok', 'x\u0000'] })).toEqual({
+      pointer: '/a/1',
+      in: 'value',
+      problem: 'NUL',
+    });
+    expect(findUnstorable({ 'k/\u0000': 1 })).toEqual({ pointer: '/k~1\u0000', in: 'key', problem: 'NUL' });
+    expect(findUnstorable(['\ud800'])?.problem).toBe('lone surrogate');
+    expect(findUnstorable(['x\udc00'])?.problem).toBe('lone surrogate');
+    expect(findUnstorable(['\udc00\ud800'])?.problem).toBe('lone surrogate'); // reversed pair
+    expect(findUnstorable({ a: '\ud83d\ude00', b: 'plain', c: [1, null, true] })).toBeUndefined();
+  });
+
+  it('finds numbers that are not finite', () => {
+    expect(findUnstorable(JSON.parse('{"n":[1e999]}'))).toEqual({
+      pointer: '/n/0',
+      in: 'value',
+      problem: 'non-finite number',
+    });
+    expect(findUnstorable([1e308, -1e-300, 0])).toBeUndefined();
+  });
+
+  it('says where in one line, with the bad characters escaped', () => {
+    const found = findUnstorable({ 'a\u0000': 1 })!;
+    expect(unstorableMessage('body', found)).toBe(
+      'body/a\\u0000: the key contains a NUL character (U+0000), which cannot be stored',
+    );
+  });
+});
+
+describe('mayHoldUnstorable', () => {
+  it('is true for every text that parses to something unstorable', () => {
+    for (const text of ['"\\u0000"', '{"\\uD800":1}', '"\\udfff"', '1e999', '[2E+308]', '9'.repeat(400)]) {
+      expect(mayHoldUnstorable(text), text).toBe(true);
+      expect(findUnstorable(JSON.parse(text)), text).toBeDefined();
+    }
+  });
+
+  it('is false for ordinary JSON', () => {
+    expect(mayHoldUnstorable(JSON.stringify({ a: [1, 2.5, 'x', 1e10, 123456789012345], b: '\u00e9' }))).toBe(
+      false,
+    );
+  });
+
+  it('stays linear on long runs of digits', () => {
+    const runs = `[${Array.from({ length: 10_000 }, () => '9'.repeat(308)).join(',')}]`;
+    const started = performance.now();
+    expect(mayHoldUnstorable(runs)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * How route schemas validate requests. Text-only parts (path parameters, query strings, headers)
+ * are coerced to the schema's types, since `?limit=20` can only arrive as a string; JSON bodies are
+ * never coerced: `{"name": 123}` is a wrong type, refused, not silently stored as "123". Unknown
+ * fields are refused rather than dropped, and defaults are applied.
+ */
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
+import type { FastifySchemaCompiler } from 'fastify';
+
+// Fastify's own defaults, but for removeAdditional (refuse, do not drop) and coercion. No format
+// plugin: request schemas use no `format` (a new one would fail at start-up, not pass unchecked).
+const BASE: Options = { useDefaults: true, removeAdditional: false, allErrors: false, addUsedSchema: false };
+
+/** The first top-level field of a text part that coercion turned into a non-finite number. */
+function nonFiniteField(data: unknown): string | undefined {
+  if (data === null || typeof data !== 'object') return undefined;
+  for (const [key, value] of Object.entries(data)) {
+    const values: unknown[] = Array.isArray(value) ? value : [value];
+    if (values.some((v) => typeof v === 'number' && !Number.isFinite(v))) return key;
+  }
+  return undefined;
+}
+
+/**
+ * Ajv's coercion turns "1e999" or "Infinity" into Infinity and then skips its integer and bound
+ * checks for it (they only look at finite numbers), so `?limit=1e999` reached the database as
+ * `take: Infinity`. Text parts are flat, so one look at the coerced fields closes that gap.
+ */
+function refusingNonFinite(validate: ValidateFunction): ValidateFunction {
+  const checked = ((data: unknown, context?: Parameters<ValidateFunction>[1]) => {
+    if (!validate(data, context)) {
+      checked.errors = validate.errors;
+      return false;
+    }
+    const field = nonFiniteField(data);
+    const error: ErrorObject | undefined =
+      field === undefined
+        ? undefined
+        : {
+            instancePath: `/${field}`,
+            schemaPath: '#/type',
+            keyword: 'type',
+            params: {},
+            message: 'must be a finite number',
+          };
+    checked.errors = error ? [error] : null;
+    return error === undefined;
+  }) as ValidateFunction;
+  // Fastify passes the parent along (so ajv can coerce a root value) when it sees this.
+  checked.schemaEnv = validate.schemaEnv;
+  return checked;
+}
+
+/** A validator compiler for `app.setValidatorCompiler`: one Ajv for bodies, one for text parts. */
+export function requestValidatorCompiler(): FastifySchemaCompiler<unknown> {
+  const text = new Ajv({ ...BASE, coerceTypes: 'array' });
+  const body = new Ajv({ ...BASE, coerceTypes: false });
+  return ({ schema, httpPart }) =>
+    httpPart === 'body' ? body.compile(schema as object) : refusingNonFinite(text.compile(schema as object));
+}

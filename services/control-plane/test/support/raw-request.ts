@@ -1,0 +1,57 @@
+/**
+ * One HTTP request through node:http, sent exactly as given (any method with any body, any
+ * Content-Type or none, a path already percent-encoded), with a deadline: the answer, or
+ * `timedOut` when none came in time.
+ */
+import { request } from 'node:http';
+
+export interface RawRequest {
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  timeoutMs?: number;
+}
+
+export interface RawResponse {
+  status: number;
+  text: string;
+  timedOut: boolean;
+}
+
+export function rawRequest(baseUrl: string, req: RawRequest): Promise<RawResponse> {
+  const { port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: req.method,
+        path: req.path,
+        headers: {
+          ...(req.body !== undefined && { 'content-length': String(Buffer.byteLength(req.body)) }),
+          ...req.headers,
+        },
+        timeout: req.timeoutMs ?? 5_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString('utf8'),
+            timedOut: false,
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    outgoing.on('timeout', () => {
+      outgoing.destroy();
+      resolve({ status: 0, text: '', timedOut: true });
+    });
+    outgoing.on('error', reject);
+    outgoing.end(req.body);
+  });
+}

@@ -1,0 +1,117 @@
+/**
+ * Raw JSON-RPC over HTTP against a gateway, for tests that send what no SDK client would: a
+ * session opened by hand, the paths a request can take to an answer, and answers read alike
+ * whether they came as JSON or as an SSE stream.
+ */
+import type { Json } from './fixtures.ts';
+import { rawPost, type RawAnswer } from './raw-post.ts';
+
+export const PROTOCOL_VERSION = '2025-06-18';
+
+export interface McpAnswer {
+  status: number;
+  /** The JSON-RPC messages of the answer: the JSON body (one or a batch) or each SSE `data:` line. */
+  messages: Json[];
+  text: string;
+}
+
+/** Reads a raw answer: JSON bodies parsed, SSE streams split into their messages. */
+export function readAnswer(res: RawAnswer): McpAnswer {
+  const type = String(res.headers['content-type'] ?? '');
+  let messages: Json[] = [];
+  if (type.includes('text/event-stream')) {
+    messages = res.text
+      .split('\n')
+      .filter((line) => line.startsWith('data: ') && line.length > 6)
+      .map((line) => JSON.parse(line.slice(6)));
+  } else if (type.includes('application/json') && res.text !== '') {
+    const body: Json = JSON.parse(res.text);
+    messages = Array.isArray(body) ? body : [body];
+  }
+  return { status: res.status, messages, text: res.text };
+}
+
+/** The answer's response to request `id` (not a notification), or undefined. */
+export function responseTo(answer: McpAnswer, id: unknown): Json {
+  return answer.messages.find((m) => m.id === id && ('result' in m || 'error' in m));
+}
+
+/**
+ * Opens a session by hand (initialize, then the initialized notification); with `logs` the
+ * session also asks for log messages, which makes its tool calls take the SDK transport.
+ */
+export async function openSession(gatewayUrl: string, path: string, logs = false): Promise<string> {
+  const init = await rawPost(
+    gatewayUrl,
+    path,
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'raw', version: '1' },
+      },
+    }),
+  );
+  const sessionId = init.headers['mcp-session-id'];
+  if (init.status !== 200 || typeof sessionId !== 'string') {
+    throw new Error(`initialize failed: ${init.status} ${init.text}`);
+  }
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION };
+  await rawPost(gatewayUrl, path, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), {
+    headers,
+  });
+  if (logs) {
+    const set = await rawPost(
+      gatewayUrl,
+      path,
+      JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'logging/setLevel', params: { level: 'debug' } }),
+      { headers },
+    );
+    if (set.status !== 200) throw new Error(`logging/setLevel failed: ${set.status} ${set.text}`);
+  }
+  return sessionId;
+}
+
+/** The ways a POST reaches its answer; each test of a refusal runs on every one of them. */
+export type Lane = 'fast lane' | 'framework' | 'SDK, held session' | 'SDK, stateless';
+export const LANES: readonly Lane[] = ['fast lane', 'framework', 'SDK, held session', 'SDK, stateless'];
+
+export interface Lanes {
+  /** POSTs `body` the way `lane` names: a held session with a known length (the fast lane's
+   * direct answer), the same chunked (Fastify's route, direct answer), a session that asked for
+   * logs (the SDK transport), no session (a stateless SDK server). */
+  post(lane: Lane, body: string): Promise<McpAnswer>;
+}
+
+export async function lanesFor(gatewayUrl: string, path: string): Promise<Lanes> {
+  const plain = await openSession(gatewayUrl, path);
+  const logging = await openSession(gatewayUrl, path, true);
+  const session = (id: string) => ({ 'mcp-session-id': id, 'mcp-protocol-version': PROTOCOL_VERSION });
+  return {
+    async post(lane, body) {
+      const options =
+        lane === 'fast lane'
+          ? { headers: session(plain) }
+          : lane === 'framework'
+            ? { headers: session(plain), chunked: true }
+            : lane === 'SDK, held session'
+              ? { headers: session(logging) }
+              : {};
+      return readAnswer(await rawPost(gatewayUrl, path, body, options));
+    },
+  };
+}
+
+/** gateway_requests_total summed per lane, from one /metrics read. */
+export async function servedByLane(gatewayUrl: string): Promise<{ fast: number; framework: number }> {
+  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const sums = { fast: 0, framework: 0 };
+  for (const line of text.split('\n')) {
+    const match = /^gateway_requests_total\{.*lane="(fast|framework)".*\} (\d+)$/.exec(line);
+    if (match) sums[match[1] as 'fast' | 'framework'] += Number(match[2]);
+  }
+  return sums;
+}
