@@ -54,6 +54,7 @@ export {
   ExecuteRequest,
   IDEMPOTENCY_META_KEY,
   IdempotencyKey,
+  isIdempotencyKey,
   KeyConfig,
   KeyConfigQuery,
   KeyFlavor,

@@ -99,11 +99,19 @@ export const AdiIdParams = Type.Object({ adi_id: Type.String({ maxLength: 64 }) 
 /** Where an MCP client puts a write's idempotency key: `params._meta["bindery/idempotency_key"]`. */
 export const IDEMPOTENCY_META_KEY = 'bindery/idempotency_key';
 
+const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]{1,255}$';
+const IDEMPOTENCY_KEY_RE = new RegExp(IDEMPOTENCY_KEY_PATTERN);
+
+/** True for a well-formed idempotency key: 1-255 visible ASCII characters. */
+export function isIdempotencyKey(value: unknown): value is string {
+  return typeof value === 'string' && IDEMPOTENCY_KEY_RE.test(value);
+}
+
 /** The caller's name for one write, reused on its retries: 1-255 visible ASCII characters. */
 export const IdempotencyKey = Type.String({
   minLength: 1,
   maxLength: 255,
-  pattern: '^[\\x21-\\x7E]+$',
+  pattern: IDEMPOTENCY_KEY_PATTERN,
   description:
     'A write sent again with the same key (in the same exposure) answers the first outcome instead of writing twice; ignored by reads.',
 });

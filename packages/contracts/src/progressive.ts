@@ -88,6 +88,15 @@ export const PROGRESSIVE_TOOLS: readonly ToolDefinition[] = [
                 type: 'object',
                 description: 'its parameters, as get_api_details describes them',
               },
+              idempotency_key: {
+                type: 'string',
+                minLength: 1,
+                maxLength: 255,
+                pattern: '^[\\x21-\\x7E]+$',
+                description:
+                  'for a write: your name for this one write (1-255 visible ASCII characters); sent again ' +
+                  'with the same key it answers the first outcome instead of writing twice',
+              },
             },
             ['api_name'],
           ),

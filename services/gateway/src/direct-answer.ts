@@ -9,7 +9,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Exposure } from './exposure-cache.ts';
-import { paramsRefusal } from './mcp/requests.ts';
+import { idempotencyKeyOf, paramsRefusal } from './mcp/requests.ts';
 import type { Session } from './sessions.ts';
 
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
@@ -36,7 +36,11 @@ export function directAnswer(
   if (session.endpoint.wantsLogs() || !acceptsDirectAnswer(headers)) return undefined;
   const params = (rawParams ?? {}) as Record<string, unknown>;
   if (typeof params !== 'object' || Array.isArray(params)) return undefined;
-  if (params._meta !== undefined) return undefined; // progress tokens and the like: the SDK handles them
+  // Progress tokens need notifications on the request's stream: the SDK handles them. Other `_meta`
+  // (an idempotency key, say) is read here as the SDK path reads it.
+  if (typeof params._meta === 'object' && params._meta !== null && 'progressToken' in params._meta) {
+    return undefined;
+  }
   if (method !== 'tools/list' && method !== 'tools/call') return undefined;
   // Malformed params get the answer the SDK path's guard gives (mcp/requests.ts).
   const refusal = paramsRefusal({ method, params });
@@ -50,6 +54,7 @@ export function directAnswer(
           {
             sessionId: session.id,
             requestId: `${session.id}:${String(id)}`,
+            idempotencyKey: idempotencyKeyOf(params),
             known: exposure,
           },
         );

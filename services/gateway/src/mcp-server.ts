@@ -20,7 +20,9 @@ import type { ControlPlaneClient } from './control-plane-client.ts';
 import { UpstreamError } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { unansweredCall } from './mcp/call-failures.ts';
 import { decodeCursor, encodeCursor } from './mcp/pagination.ts';
+import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
 import { closeMatches } from './tool-suggestions.ts';
 import { toolIndex } from './tools.ts';
@@ -39,17 +41,6 @@ export interface McpServerDeps {
 }
 
 const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
-
-function upstreamFailure(error: UpstreamError): CallToolResult {
-  const code = error.timedOut ? 'TIMEOUT' : 'UPSTREAM_FAILED';
-  // A call that never left the gateway certainly changed nothing: say so, it is what a caller
-  // deciding whether to retry a write needs to know.
-  const message = error.sent
-    ? `${error.message}; try again shortly`
-    : `${error.message}; the call was not sent, so nothing was applied; try again shortly`;
-  const body = { error: { code, message, details: { sent: error.sent } } };
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
-}
 
 const LEVELS: readonly LoggingLevel[] = [
   'debug',
@@ -78,6 +69,8 @@ export interface McpEndpoint {
     call: {
       sessionId: string | undefined;
       requestId: string;
+      /** `params._meta["bindery/idempotency_key"]`: a write sent again with it writes once. */
+      idempotencyKey?: string | undefined;
       notify?: (n: ServerNotification) => Promise<void>;
       known?: Exposure;
     },
@@ -155,13 +148,14 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const started = performance.now();
     let result: CallToolResult;
     try {
-      result = (await tool.run(args, call.requestId)) as CallToolResult;
+      result = (await tool.run(args, call.requestId, call.idempotencyKey)) as CallToolResult;
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       deps.metrics.toolCalls.inc({ status: 'upstream_failed' });
       deps.log.warn({ tool: name, err: error.message }, 'tool call failed upstream');
-      result = upstreamFailure(error);
+      const failure = unansweredCall(error, { readOnly: tool.readOnly, idempotencyKey: call.idempotencyKey });
+      result = { content: [{ type: 'text', text: JSON.stringify({ error: failure }) }], isError: true };
     }
     const ms = Math.round((performance.now() - started) * 100) / 100;
     const level: LoggingLevel = result.isError ? 'warning' : 'info';
@@ -187,6 +181,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     return callTool(request.params.name, request.params.arguments ?? {}, {
       sessionId,
       requestId: `${sessionId ?? 'stateless'}:${String(extra.requestId)}`,
+      idempotencyKey: idempotencyKeyOf(request.params),
       notify: (n) => extra.sendNotification(n),
     });
   });

@@ -9,6 +9,7 @@ import {
   PROGRESSIVE_TOOL_NAMES,
   SEARCH_TOOL_NAME,
   findUnstorable,
+  isIdempotencyKey,
   printable,
   unstorableMessage,
   type ConfigV2,
@@ -26,6 +27,7 @@ import {
   type App,
 } from './catalog.ts';
 import { UpstreamError } from './control-plane-client.ts';
+import { unansweredCall } from './mcp/call-failures.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SessionState, SessionStateStore } from './session-state.ts';
 import type { ToolIndex } from './tools.ts';
@@ -161,7 +163,11 @@ async function runBatch(
   );
   let next = 0;
   const runOne = async (index: number) => {
-    const item = executions[index] as { api_name?: unknown; parameters?: unknown } | null;
+    const item = executions[index] as {
+      api_name?: unknown;
+      parameters?: unknown;
+      idempotency_key?: unknown;
+    } | null;
     const apiName = typeof item?.api_name === 'string' ? item.api_name : '';
     const failed = (code: ErrorCode, message: string, details?: Record<string, unknown>) =>
       (results[index] = {
@@ -177,6 +183,10 @@ async function runBatch(
     if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) {
       return failed('VALIDATION_FAILED', '"parameters" must be an object');
     }
+    const idempotencyKey = item?.idempotency_key;
+    if (idempotencyKey !== undefined && !isIdempotencyKey(idempotencyKey)) {
+      return failed('VALIDATION_FAILED', '"idempotency_key" must be 1-255 visible ASCII characters');
+    }
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
@@ -189,7 +199,7 @@ async function runBatch(
         );
       });
       const answer = await Promise.race([
-        tool.run(parameters as Record<string, unknown>, `${requestId}:${index}`),
+        tool.run(parameters as Record<string, unknown>, `${requestId}:${index}`, idempotencyKey),
         timeout,
       ]);
       const parsed = JSON.parse(answer.content[0]?.text ?? 'null') as unknown;
@@ -203,7 +213,8 @@ async function runBatch(
         : { api_name: apiName, success: true, data: parsed, error: null };
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
-      failed(error.timedOut ? 'TIMEOUT' : 'UPSTREAM_FAILED', error.message);
+      const { code, message, details } = unansweredCall(error, { readOnly: tool.readOnly, idempotencyKey });
+      failed(code, message, details);
     } finally {
       clearTimeout(timer);
     }

@@ -2,7 +2,7 @@
  * The MCP tools an exposure offers, and how each one runs: a binding of an AEI through the ADI
  * executor, or a legacy v1 tool through the instance executor. Built from the cached config alone.
  */
-import type { ToolResult } from '@bindery/contracts';
+import { READ_OPERATIONS, type ToolResult } from '@bindery/contracts';
 import type { ControlPlaneClient } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 
@@ -10,8 +10,13 @@ export interface ExposedTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  run(args: Record<string, unknown>, requestId: string): Promise<ToolResult>;
+  /** True when the tool cannot write (a read operation): an unanswered call of it changed nothing. */
+  readOnly: boolean;
+  /** Runs the tool; `idempotencyKey` makes a write safe to send again (reads ignore it). */
+  run(args: Record<string, unknown>, requestId: string, idempotencyKey?: string): Promise<ToolResult>;
 }
+
+const readOnly = (operation: string) => (READ_OPERATIONS as readonly string[]).includes(operation);
 
 export interface ToolIndex {
   list: ExposedTool[];
@@ -39,12 +44,14 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       name: b.tool_name,
       description: b.tool_description,
       inputSchema: b.input_schema,
-      run: (args, requestId) =>
+      readOnly: readOnly(b.adi_ref.operation_type),
+      run: (args, requestId, idempotencyKey) =>
         client.execute(b.adi_ref.adi_id, {
           aei_id: aeiId,
           binding_id: b.binding_id,
           arguments: args,
           request_id: requestId,
+          ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
         }),
     }));
   }
@@ -54,8 +61,14 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       name: t.name,
       description: t.description,
       inputSchema: t.input_schema,
-      run: (args, requestId) =>
-        client.executeLegacy(instanceId, { tool_name: t.name, arguments: args, request_id: requestId }),
+      readOnly: readOnly(t.operation_type),
+      run: (args, requestId, idempotencyKey) =>
+        client.executeLegacy(instanceId, {
+          tool_name: t.name,
+          arguments: args,
+          request_id: requestId,
+          ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
+        }),
     }));
   }
   return [];

@@ -23,6 +23,7 @@ import {
   isJSONRPCRequest,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
+import { IDEMPOTENCY_META_KEY, isIdempotencyKey } from '@bindery/contracts';
 import { EMPTY_BODY } from '../http/json-body.ts';
 import { JSONRPC, type JsonRpcErrorAnswer } from '../jsonrpc-errors.ts';
 
@@ -121,6 +122,12 @@ export function paramsRefusal(request: { method: string; params?: unknown }): Re
     if (params.arguments !== undefined && !isObject(params.arguments)) {
       return invalidParams('tools/call params.arguments must be an object of named arguments');
     }
+    const key = isObject(params._meta) ? params._meta[IDEMPOTENCY_META_KEY] : undefined;
+    if (key !== undefined && !isIdempotencyKey(key)) {
+      return invalidParams(
+        `tools/call params._meta["${IDEMPOTENCY_META_KEY}"] must be 1-255 visible ASCII characters`,
+      );
+    }
     return undefined;
   }
   if (method === 'tools/list') {
@@ -131,6 +138,13 @@ export function paramsRefusal(request: { method: string; params?: unknown }): Re
   }
   const issue = firstIssue(method as keyof typeof SCHEMAS, request);
   return issue === undefined ? undefined : invalidParams(issue);
+}
+
+/** The idempotency key of a tools/call (checked by `paramsRefusal` first), if it carries one. */
+export function idempotencyKeyOf(params: { _meta?: unknown } | undefined): string | undefined {
+  const meta = params?._meta;
+  const key = isObject(meta) ? meta[IDEMPOTENCY_META_KEY] : undefined;
+  return isIdempotencyKey(key) ? key : undefined;
 }
 
 /**
