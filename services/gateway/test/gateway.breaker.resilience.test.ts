@@ -17,11 +17,12 @@ let client: Client;
 beforeAll(async () => {
   stack = await startStack({
     gatewayEnv: {
-      // Stale after 200 ms, so each request revalidates; a revalidation gives up after 1 s (short,
-      // yet long enough for a busy test machine while the control plane is up).
+      // Stale after 200 ms, so each request revalidates; a revalidation gives up after 600 ms
+      // (short, yet long enough for a busy test machine while the control plane is up). A tool
+      // call waits 6 s: the call sent before the breaker opens outlives three revalidations.
       CONFIG_CACHE_TTL_MS: '200',
-      CONFIG_TIMEOUT_MS: '1000',
-      TOOL_CALL_TIMEOUT_MS: '4000',
+      CONFIG_TIMEOUT_MS: '600',
+      TOOL_CALL_TIMEOUT_MS: '6000',
       BREAKER_COOLDOWN_MS: '200',
       BREAKER_MAX_COOLDOWN_MS: '1000',
     },
@@ -60,7 +61,7 @@ describe('control plane frozen', () => {
       const inFlight = client.callTool({ name: 'find_customers', arguments: count });
       await sleep(250); // past the TTL
 
-      // Three revalidations time out (1 s each), each then serving the stale config.
+      // Three revalidations time out (600 ms each), each then serving the stale config.
       for (let i = 0; i < 3; i++) {
         expect((await client.listTools()).tools).toHaveLength(2);
       }
