@@ -7,13 +7,14 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
-import type { Config } from './config.ts';
+import { QUERY_DEFAULTS, type Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
+import { QueryPool } from './execution/query-pool.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
@@ -27,14 +28,20 @@ import { projectRoutes } from './routes/projects.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { userRoutes } from './routes/users.ts';
 
+type QuerySettings = keyof typeof QUERY_DEFAULTS;
+
 export interface AppOptions {
   config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
-    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes'>>;
+    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes' | QuerySettings>>;
   domain: DomainContext;
   logger?: FastifyServerOptions['logger'];
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
+
+function definedOnly<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
 
 /** Builds the control-plane app (not listening). */
 export async function buildApp(options: AppOptions): Promise<AdminApp> {
@@ -92,13 +99,25 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     },
     { prefix: '/api/v1' },
   );
+  const query = { ...QUERY_DEFAULTS, ...definedOnly(options.config) };
+  const queries = new QueryPool({
+    timeoutMs: query.queryTimeoutMs,
+    inlineMs: query.queryInlineMs,
+    threads: query.queryWorkers,
+    queue: query.queryQueue,
+    workerMemoryMb: query.queryWorkerMemoryMb,
+    log: app.log.child({ component: 'query-pool' }),
+  });
+  // The worker threads must not outlive the app (a test's app, or a server shutting down).
+  app.addHook('onClose', () => queries.close());
   await app.register(
     async (internal: AdminApp) => {
       requireInternal(internal, options.config.internalToken);
       await internal.register(
         internalRoutes({
-          limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes },
+          limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget },
           contexts: new ContextCache(options.config.contextCacheBytes ?? DEFAULT_CONTEXT_CACHE_BYTES),
+          queries,
         }),
       );
     },

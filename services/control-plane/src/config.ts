@@ -32,7 +32,26 @@ export interface Config {
   gatewayPublicUrl: string;
   /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
   seedDemo: boolean | undefined;
+  /** Wall time of one `query`, in-process slice and worker thread together (LIMIT_EXCEEDED above). */
+  queryTimeoutMs: number;
+  /** How long a query runs in-process before it moves to a worker thread (0 = always a worker). */
+  queryInlineMs: number;
+  /** Worker threads for queries that outgrow the in-process slice. */
+  queryWorkers: number;
+  /** Queries waiting for a worker thread at most (RATE_LIMITED beyond). */
+  queryQueue: number;
+  /** Heap cap of each query worker, in MiB. */
+  queryWorkerMemoryMb: number;
 }
+
+/** Defaults of the query settings (tests building their own config fall back to these too). */
+export const QUERY_DEFAULTS = {
+  queryTimeoutMs: 1_000,
+  queryInlineMs: 10,
+  queryWorkers: 2,
+  queryQueue: 8,
+  queryWorkerMemoryMb: 256,
+} as const satisfies Partial<Config>;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -117,6 +136,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       'OPS_TOKEN must be set when GATEWAY_URLS is: it is the credential the gateways ask for on /cache/invalidate',
     );
   }
+  const queryTimeoutMs = integer(env, 'QUERY_TIMEOUT_MS', QUERY_DEFAULTS.queryTimeoutMs, 10, 60_000);
+  const queryInlineMs = integer(env, 'QUERY_INLINE_MS', QUERY_DEFAULTS.queryInlineMs, 0, 1_000);
+  if (queryInlineMs > queryTimeoutMs) {
+    throw new ConfigError(
+      `QUERY_INLINE_MS (${queryInlineMs}) must not be larger than QUERY_TIMEOUT_MS (${queryTimeoutMs})`,
+    );
+  }
   return {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 4000, 0, 65535),
@@ -134,5 +160,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     redisUrl: redisUrl(env),
     gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || 'http://127.0.0.1:4100'),
     seedDemo: flag(env, 'BINDERY_SEED_DEMO'),
+    queryTimeoutMs,
+    queryInlineMs,
+    queryWorkers: integer(env, 'QUERY_WORKERS', QUERY_DEFAULTS.queryWorkers, 1, 64),
+    queryQueue: integer(env, 'QUERY_QUEUE', QUERY_DEFAULTS.queryQueue, 0, 10_000),
+    queryWorkerMemoryMb: integer(
+      env,
+      'QUERY_WORKER_MEMORY_MB',
+      QUERY_DEFAULTS.queryWorkerMemoryMb,
+      32,
+      64 * 1024,
+    ),
   };
 }
