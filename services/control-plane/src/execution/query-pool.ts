@@ -49,6 +49,10 @@ const MIB = 1024 * 1024;
 // The interpreter does roughly this many steps a millisecond on the machines measured, so the slice
 // ends at about the same point by steps (deterministic) or by time (under load).
 const SLICE_STEPS_PER_MS = 100_000;
+// Worker threads run at a lower CPU priority (nice +10; Linux and macOS, through piscina's optional
+// @napi-rs/nice): with every core busy with long queries, the event loop (and the database) still
+// gets the CPU first, so cheap calls keep answering at once.
+const WORKER_NICE = 10;
 // What a slice may build on the event loop's heap before it moves to a worker's capped one.
 const SLICE_MAX_BYTES = 16 * MIB;
 // A worker checks its own deadline every 1,024 steps and answers; terminating it this long after its
@@ -103,6 +107,7 @@ export class QueryPool {
       maxThreads: options.threads,
       idleTimeout: 60_000,
       maxQueue: options.threads,
+      niceIncrement: WORKER_NICE,
       resourceLimits: { maxOldGenerationSizeMb: options.workerMemoryMb },
     });
     // A worker failing with no task on it (at start, say) is reported here; without a listener the
