@@ -3,7 +3,8 @@
 // a tool error while the control plane keeps answering, and a cheap call made while a hostile query
 // runs answers in under 200 ms. Also pins the worker path itself: a query that outgrows the
 // in-process slice is answered by a worker thread; a worker that runs out of heap is replaced; a
-// full queue answers RATE_LIMITED with a retry hint; legacy v1 tools run under the same budget.
+// full queue answers RATE_LIMITED with a retry hint; legacy v1 tools run under the same budget; a
+// binding override's `pattern` checks an agent's argument in linear time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
@@ -78,6 +79,31 @@ describe('the reproductions, with the default budget (1 s)', () => {
       expect(Math.max(...cheap)).toBeLessThan(200);
     },
   );
+
+  it("a binding override's pattern checks a long argument at once (it backtracked exponentially)", async () => {
+    const patched = await t.call('PATCH', `/api/v2/aeis/${f.aeiId}/bindings/${f.tools.small!.bindingId}`, {
+      token: f.token,
+      body: {
+        input_schema: {
+          type: 'object',
+          properties: { query: { type: 'string', minLength: 1, pattern: '^(a+)+$' } },
+          required: ['query'],
+          additionalProperties: false,
+        },
+      },
+    });
+    expect(patched.status).toBe(200);
+    const res = await query(t, f, 'small', `${'a'.repeat(5_000)}!`);
+    expect(res.value.error.code).toBe('VALIDATION_FAILED');
+    expect(res.value.error.message).toContain('must match pattern');
+    expect(res.elapsed).toBeLessThan(1_000);
+    await stillAnswers(t);
+    const reset = await t.call('PATCH', `/api/v2/aeis/${f.aeiId}/bindings/${f.tools.small!.bindingId}`, {
+      token: f.token,
+      body: { input_schema: null },
+    });
+    expect(reset.status).toBe(200);
+  });
 
   it('a legacy v1 query tool runs under the same budget', async () => {
     const created = await t.call('POST', '/api/v1/mcp', {

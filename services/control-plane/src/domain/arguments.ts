@@ -2,10 +2,17 @@
  * Validates a tool call's arguments against the binding's effective input schema (the override, or
  * the ADI's canonical schema) with ajv, applying the schema's defaults.
  */
+import { linearRegExp } from '@bindery/context-ops';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { DomainError } from '../errors.ts';
 
-const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: false });
+// Patterns come from users' schemas: RE2, so an argument cannot make one backtrack for minutes.
+const ajv = new Ajv2020({
+  allErrors: true,
+  useDefaults: true,
+  strict: false,
+  code: { regExp: linearRegExp },
+});
 // Schemas are few (one per binding) but come from users: bound the cache so it cannot grow forever.
 const MAX_CACHED = 2_000;
 const compiled = new Map<string, ValidateFunction>();
