@@ -316,12 +316,11 @@ const sort: Bounded = function sort(this: Runtime, args: Args): unknown {
   return [...(list as number[])].sort((a, b) => a - b);
 };
 
-// Keys of `&expr` over `list`, all numbers or all strings, as sort_by/max_by/min_by need them.
+// Keys of `&expr` over `list`, all numbers or all strings, as sort_by needs them.
 function sortKeys(
   runtime: Runtime,
   list: JsonValue[],
   expref: ExpressionNode,
-  allowedMessage: 'sort_by' | 'by',
 ): {
   keys: (number | string)[];
   type: 'number' | 'string';
@@ -334,11 +333,7 @@ function sortKeys(
     const actual = typeName(key);
     if (type === undefined) {
       if (actual !== 'number' && actual !== 'string') {
-        throw new Error(
-          allowedMessage === 'sort_by'
-            ? `Invalid type: unexpected type (${actual})`
-            : `Invalid type: expected one of (number | string), received ${actual}`,
-        );
+        throw new Error(`Invalid type: unexpected type (${actual})`);
       }
       type = actual;
     } else if (actual !== type) {
@@ -353,7 +348,7 @@ const sortBy: Bounded = function sortBy(this: Runtime, args: Args): unknown {
   const [list, expref] = args as [JsonValue[], ExpressionNode];
   if (list.length === 0) return [];
   const meter = this._interpreter.meter;
-  const { keys, type } = sortKeys(this, list, expref, 'sort_by');
+  const { keys, type } = sortKeys(this, list, expref);
   meter.step(sortCost(list.length));
   meter.reserveBytes(2 * list.length * ARRAY_SLOT_BYTES);
   const order = Array.from({ length: list.length }, (_, i) => i);
@@ -369,14 +364,30 @@ function extremeBy(direction: 1 | -1): Bounded {
     const [list, expref] = args as [JsonValue[], ExpressionNode];
     if (list.length === 0) return null;
     const meter = this._interpreter.meter;
-    const { keys, type } = sortKeys(this, list, expref, 'by');
+    const interpreter = this._interpreter;
     let best = 0;
-    for (let i = 1; i < list.length; i += 1) {
+    let bestKey: unknown;
+    let type: string | undefined;
+    for (let i = 0; i < list.length; i += 1) {
+      const key = interpreter.visit(expref, list[i] as JsonValue);
+      const actual = typeof key;
+      if (type === undefined) {
+        if (actual !== 'number' && actual !== 'string') {
+          throw new Error(`Invalid type: expected one of (number | string), received ${typeName(key)}`);
+        }
+        type = actual;
+        bestKey = key;
+        continue;
+      }
+      if (actual !== type) throw new Error(`Invalid type: expected (${type}), received ${typeName(key)}`);
       const order =
         type === 'string'
-          ? compareStrings(keys[i] as string, keys[best] as string, meter)
-          : (keys[i] as number) - (keys[best] as number);
-      if (order * direction > 0) best = i;
+          ? compareStrings(key as string, bestKey as string, meter)
+          : (key as number) - (bestKey as number);
+      if (order * direction > 0) {
+        best = i;
+        bestKey = key;
+      }
     }
     return list[best];
   };
