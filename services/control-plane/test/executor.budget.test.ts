@@ -39,6 +39,8 @@ describe('the reproductions, with the default budget (1 s)', () => {
   beforeAll(async () => {
     t = await startTestApp();
     f = await buildFixture(t, DATA, TOOLS);
+    // A query past the slice: the warm worker has started (as it long has on a serving control plane).
+    expect((await query(t, f, 'items', 'sum(map(&length(map(&[@, @], $)), @))')).value).toBe(1_000_000);
   });
   afterAll(() => t?.close());
 
@@ -61,14 +63,22 @@ describe('the reproductions, with the default budget (1 s)', () => {
   it.each([6, 10])(
     'a map nested %i deep over 1,000 items answers LIMIT_EXCEEDED within about the budget, and a cheap call meanwhile answers in < 200 ms',
     async (depth) => {
-      const hostile = query(t, f, 'items', nestedMap(depth));
-      // Past the in-process slice (10 ms): the hostile query is in a worker thread now.
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      // The client shares this process with the control plane, so a blocked event loop would also
+      // delay the client's own timers: each cheap call's latency is counted from when it was due,
+      // not from when it could start, which is what a separate client would see.
+      expect((await query(t, f, 'small', 'values[1]')).value).toBe(2); // its first call compiles and caches
+      const started = performance.now();
+      let hostileDone = Infinity;
+      const hostile = query(t, f, 'items', nestedMap(depth)).finally(() => (hostileDone = performance.now()));
       const cheap: number[] = [];
-      for (let i = 0; i < 5; i += 1) {
+      for (let i = 0; i < 8; i += 1) {
+        // Past the in-process slice (10 ms): the hostile query is in a worker thread by then.
+        const due = started + 150 + i * 50;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
+        if (due > hostileDone) break;
         const res = await query(t, f, 'small', 'values[1]');
         expect(res.value).toBe(2);
-        cheap.push(res.elapsed);
+        cheap.push(performance.now() - due);
       }
       const res = await hostile;
       expect(res.isError).toBe(true);
@@ -76,6 +86,7 @@ describe('the reproductions, with the default budget (1 s)', () => {
       expect(['time', 'memory', 'steps']).toContain(res.value.error.details.limit);
       expect(res.value.error.message).toMatch(/avoid nesting map\(\)/);
       expect(res.elapsed).toBeLessThan(3_000);
+      expect(cheap.length).toBeGreaterThan(0);
       expect(Math.max(...cheap)).toBeLessThan(200);
     },
   );
