@@ -142,7 +142,9 @@ describe('amplifying and superlinear functions are bounded', () => {
   });
 
   it('to_string: shared subtrees are charged as written out, not expanded unseen', () => {
-    const { error, elapsed } = exceeded(`to_string(${sharedPairs(30)})`);
+    const { error, elapsed } = exceeded(`to_string(${sharedPairs(30)})`, NUMBERS, {
+      maxStringLength: 1_000_000,
+    });
     expect(['string_length', 'time', 'steps', 'memory']).toContain(error.details?.limit);
     expect(elapsed).toBeLessThan(3_000);
   });
@@ -158,7 +160,10 @@ describe('amplifying and superlinear functions are bounded', () => {
   });
 
   it('flatten: an array holding one array many times is counted before it is flattened', () => {
-    const { error, elapsed } = exceeded(`${sharedPairs(30)}${'[]'.repeat(30)}`, NUMBERS, { timeMs: 10_000 });
+    const { error, elapsed } = exceeded(`${sharedPairs(30)}${'[]'.repeat(30)}`, NUMBERS, {
+      timeMs: 10_000,
+      maxBytes: 4_000_000,
+    });
     expect(error.details?.limit).toBe('memory');
     expect(elapsed).toBeLessThan(5_000);
   });

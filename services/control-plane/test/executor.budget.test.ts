@@ -222,7 +222,7 @@ describe('a full queue', () => {
     const waiting = query(t, f, 'items', nestedMap(6));
     await new Promise((resolve) => setTimeout(resolve, 50));
     const refused = await query(t, f, 'small', 'name');
-    expect(refused.value.error).toMatchObject({ code: 'RATE_LIMITED', details: { retry_after_ms: 500 } });
+    expect(refused.value.error).toMatchObject({ code: 'RATE_LIMITED', details: { retry_after_seconds: 1 } });
     expect(refused.value.error.message).toMatch(/Retry/);
     expect(refused.elapsed).toBeLessThan(200);
     expect((await running).value.error.code).toBe('LIMIT_EXCEEDED');

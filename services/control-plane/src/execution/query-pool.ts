@@ -250,12 +250,14 @@ export class QueryPool {
     next.resolve();
   }
 
+  // `retry_after_seconds`, as every RATE_LIMITED answer (docs/api.md): one query's time, rounded up.
   #busy(): OpError {
+    const seconds = Math.max(1, Math.ceil(this.budget.timeMs / 1000));
     return new OpError(
       'RATE_LIMITED',
-      `Too many long-running queries right now. Retry in about ${Math.ceil(this.budget.timeMs / 1000)} s, ` +
+      `Too many long-running queries right now. Retry in about ${seconds} s, ` +
         'or narrow the query so it finishes quickly (filter first, select only the fields you need).',
-      { retry_after_ms: this.budget.timeMs },
+      { retry_after_seconds: seconds },
     );
   }
 }
