@@ -67,7 +67,12 @@ describe('the reproductions, with the default budget (1 s)', () => {
       // The client shares this process with the control plane, so a blocked event loop would also
       // delay the client's own timers: each cheap call's latency is counted from when it was due,
       // not from when it could start, which is what a separate client would see.
-      expect((await query(t, f, 'small', 'values[1]')).value).toBe(2); // its first call compiles and caches
+      // The idle latency of the same call, for the bound: 200 ms, or three times the slowest idle call
+      // when the machine is so busy that even idle calls are slow (blocking costs a whole second).
+      let idleWorst = 0;
+      for (let i = 0; i < 5; i += 1)
+        idleWorst = Math.max(idleWorst, (await query(t, f, 'small', 'values[1]')).elapsed);
+      const bound = Math.max(200, 3 * idleWorst);
       const started = performance.now();
       let hostileDone = Infinity;
       const hostile = query(t, f, 'items', nestedMap(depth)).finally(() => (hostileDone = performance.now()));
@@ -88,7 +93,7 @@ describe('the reproductions, with the default budget (1 s)', () => {
       expect(res.value.error.message).toMatch(/avoid nesting map\(\)/);
       expect(res.elapsed).toBeLessThan(4_000);
       expect(cheap.length).toBeGreaterThan(0);
-      expect(Math.max(...cheap)).toBeLessThan(200);
+      expect(Math.max(...cheap)).toBeLessThan(bound);
     },
   );
 
@@ -160,12 +165,13 @@ describe('the reproductions, with the default budget (1 s)', () => {
 });
 
 describe('the worker path', () => {
-  // A 1 ms slice (100,000 steps): anything bigger than a cheap query moves to a worker.
+  // A 1 ms slice (100,000 steps): anything bigger than a cheap query moves to a worker. The time
+  // budget is generous: these tests are about the path, and a busy machine starves workers (nice +10).
   let t: TestApp;
   let f: Fixture;
 
   beforeAll(async () => {
-    t = await startTestApp({ query: { queryInlineMs: 1 } });
+    t = await startTestApp({ query: { queryInlineMs: 1, queryTimeoutMs: 10_000 } });
     f = await buildFixture(t, DATA, { ...TOOLS, add: { json_path: '/items', operation_type: 'create' } });
   });
   afterAll(() => t?.close());
@@ -197,7 +203,7 @@ describe('a worker out of heap', () => {
     // Every query goes to a worker, and a worker's heap (32 MiB) cannot hold an 8 MB context.
     t = await startTestApp({
       bodyLimitBytes: 32 * 1024 * 1024,
-      query: { queryInlineMs: 0, queryWorkerMemoryMb: 32 },
+      query: { queryInlineMs: 0, queryWorkerMemoryMb: 32, queryTimeoutMs: 10_000 },
     });
     const big = Array.from({ length: 100_000 }, (_, i) => ({
       id: i,
@@ -234,7 +240,7 @@ describe('a full queue', () => {
   beforeAll(async () => {
     // One worker, one waiting place, every query in a worker.
     t = await startTestApp({
-      query: { queryInlineMs: 0, queryWorkers: 1, queryQueue: 1, queryTimeoutMs: 500 },
+      query: { queryInlineMs: 0, queryWorkers: 1, queryQueue: 1, queryTimeoutMs: 1_000 },
     });
     f = await buildFixture(t, DATA, TOOLS);
   });
