@@ -35,6 +35,8 @@ export interface AppOptions {
     Partial<Pick<Config, 'logRequests' | 'contextCacheBytes' | QuerySettings>>;
   domain: DomainContext;
   logger?: FastifyServerOptions['logger'];
+  /** Start the query worker pool (and its warm worker) at once; otherwise at the first long query. */
+  warmQueryWorkers?: boolean;
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
@@ -108,6 +110,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     workerMemoryMb: query.queryWorkerMemoryMb,
     log: app.log.child({ component: 'query-pool' }),
   });
+  if (options.warmQueryWorkers) queries.warm();
   // The worker threads must not outlive the app (a test's app, or a server shutting down).
   app.addHook('onClose', () => queries.close());
   await app.register(

@@ -25,6 +25,8 @@ const database = await openDatabase(
 );
 const app = await buildApp({
   config,
+  // The first long query should not wait for a worker thread to start.
+  warmQueryWorkers: true,
   domain: {
     prisma: database.prisma,
     // Forwards to the invalidation below, which logs through this app's logger. Nothing changes an

@@ -80,7 +80,7 @@ export class QueryPool {
   readonly budget: QueryBudget;
   readonly #slice: QueryBudget | undefined;
   readonly #options: QueryPoolOptions;
-  readonly #pool: Piscina<QueryTask, QueryOutcome>;
+  #pool: Piscina<QueryTask, QueryOutcome> | undefined;
   readonly #waiting: Waiter[] = [];
   #running = 0;
   #closed = false;
@@ -101,18 +101,14 @@ export class QueryPool {
             maxStringLength: this.budget.maxStringLength,
           }
         : undefined;
-    this.#pool = new Piscina<QueryTask, QueryOutcome>({
-      filename: WORKER,
-      minThreads: 1,
-      maxThreads: options.threads,
-      idleTimeout: 60_000,
-      maxQueue: options.threads,
-      niceIncrement: WORKER_NICE,
-      resourceLimits: { maxOldGenerationSizeMb: options.workerMemoryMb },
-    });
-    // A worker failing with no task on it (at start, say) is reported here; without a listener the
-    // event would crash the process.
-    this.#pool.on('error', (error: unknown) => options.log?.warn({ err: error }, 'query worker failed'));
+  }
+
+  /**
+   * Starts the worker threads' pool (and its one warm worker, about 0.5 s of CPU) now rather than at
+   * the first long query; a server calls it at start, an app in a test never needs to.
+   */
+  warm(): void {
+    this.#workers();
   }
 
   /**
@@ -145,7 +141,27 @@ export class QueryPool {
       clearTimeout(waiter.timer);
       waiter.reject(this.#busy());
     }
-    await this.#pool.destroy();
+    await this.#pool?.destroy();
+  }
+
+  // The pool, made on first use: one worker is kept from then on (piscina's minThreads).
+  #workers(): Piscina<QueryTask, QueryOutcome> {
+    if (this.#pool !== undefined) return this.#pool;
+    const options = this.#options;
+    const pool = new Piscina<QueryTask, QueryOutcome>({
+      filename: WORKER,
+      minThreads: 1,
+      maxThreads: options.threads,
+      idleTimeout: 60_000,
+      maxQueue: options.threads,
+      niceIncrement: WORKER_NICE,
+      resourceLimits: { maxOldGenerationSizeMb: options.workerMemoryMb },
+    });
+    // A worker failing with no task on it (at start, say) is reported here; without a listener the
+    // event would crash the process.
+    pool.on('error', (error: unknown) => options.log?.warn({ err: error }, 'query worker failed'));
+    this.#pool = pool;
+    return pool;
   }
 
   // Only the limits the slice has less of than the whole budget are worth a second run.
@@ -174,7 +190,7 @@ export class QueryPool {
     const abort = new AbortController();
     const watch = watchDeadline(abort, limits.query.timeMs);
     try {
-      const outcome = await this.#pool.run(
+      const outcome = await this.#workers().run(
         {
           contextKey: context.key,
           contextText: context.text,
