@@ -243,6 +243,8 @@ describe('a full queue', () => {
       query: { queryInlineMs: 0, queryWorkers: 1, queryQueue: 1, queryTimeoutMs: 1_000 },
     });
     f = await buildFixture(t, DATA, TOOLS);
+    // The worker has started (a queued query would otherwise also wait for that).
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
   });
   afterAll(() => t?.close());
 
