@@ -40,8 +40,9 @@ describe('the reproductions, with the default budget (1 s)', () => {
   beforeAll(async () => {
     t = await startTestApp();
     f = await buildFixture(t, DATA, TOOLS);
-    // A query past the slice: the warm worker has started (as it long has on a serving control plane).
-    expect((await query(t, f, 'items', 'sum(map(&length(map(&[@, @], $)), @))')).value).toBe(1_000_000);
+    // A query past the slice starts the worker, as one long has on a serving control plane. Its own
+    // answer does not matter here (on a starved machine it may run out of time).
+    await query(t, f, 'items', 'sum(map(&length(map(&[@, @], $)), @))');
   });
   afterAll(() => t?.close());
 
