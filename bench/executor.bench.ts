@@ -7,6 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ADMIN_TOKEN, INTERNAL_TOKEN, startControlPlane } from './support/control-plane.ts';
+import { CITIES, generateCustomers } from './support/customers.ts';
 import { ms, summarize, timeSequential } from './support/stats.ts';
 
 const { values } = parseArgs({
@@ -15,38 +16,8 @@ const { values } = parseArgs({
 const engine = values.engine === 'pglite' ? 'pglite' : 'postgres';
 const targetBytes = Number(values.mb) * 1024 * 1024;
 
-// A small deterministic generator, so runs compare like with like.
-let seed = 42;
-const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
-const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)] as T;
-const CITIES = ['Oslo', 'Lyon', 'Kyoto', 'Lima', 'Pune', 'Perth', 'Tartu', 'Quito'] as const;
-const TIERS = ['gold', 'silver', 'bronze'] as const;
-
-function customer(id: number) {
-  return {
-    id,
-    name: `Customer ${id}`,
-    email: `customer${id}@example.com`,
-    tier: pick(TIERS),
-    city: pick(CITIES),
-    tags: Array.from({ length: 3 }, () => `tag${Math.floor(random() * 50)}`),
-    orders: Array.from({ length: 2 }, (_, k) => ({
-      id: `o${id}-${k}`,
-      total: Math.round(random() * 10_000) / 100,
-    })),
-    notes: 'Prefers email. Renewal in spring; ask about the annual plan before the quarter ends.',
-  };
-}
-
 function generate(bytes: number) {
-  const customers = [];
-  let size = 0;
-  for (let id = 0; size < bytes; id++) {
-    const c = customer(id);
-    size += JSON.stringify(c).length + 1;
-    customers.push(c);
-  }
-  return { customers, counters: [] as unknown[] };
+  return { customers: generateCustomers(bytes), counters: [] as unknown[] };
 }
 
 const cp = await startControlPlane(engine);

@@ -91,8 +91,14 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** Starts `src/server.ts` on a new database (`pglite` for the embedded one) and waits until it listens. */
-export async function startControlPlane(engine: 'postgres' | 'pglite'): Promise<RunningControlPlane> {
+/**
+ * Starts `src/server.ts` on a new database (`pglite` for the embedded one) and waits until it listens;
+ * `settings` adds to (or overrides) its environment.
+ */
+export async function startControlPlane(
+  engine: 'postgres' | 'pglite',
+  settings: Record<string, string> = {},
+): Promise<RunningControlPlane> {
   const env: Record<string, string> = {
     PORT: '0',
     BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
@@ -100,6 +106,7 @@ export async function startControlPlane(engine: 'postgres' | 'pglite'): Promise<
     BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
     BINDERY_SEED_DEMO: 'false',
     RESULT_LIMIT_BYTES: String(32 * 1024 * 1024),
+    ...settings,
   };
   let cleanup: () => Promise<void>;
   let database: string;

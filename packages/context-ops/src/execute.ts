@@ -2,7 +2,7 @@
  * Running an operation: arguments and config are checked against the operation's schemas, the
  * operation runs on the context node, and its limits and item schema are enforced.
  */
-import { isOperationType, type OperationType } from '@bindery/contracts';
+import { isOperationType, type OperationType } from '@bindery/contracts/operations';
 import { validateAdiConfig } from './adi-config.ts';
 import { OpError } from './errors.ts';
 import { checkItemSchema } from './item-schema.ts';

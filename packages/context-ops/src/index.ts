@@ -5,8 +5,10 @@
 export { validateAdiConfig } from './adi-config.ts';
 export { OpError } from './errors.ts';
 export { executeRead, executeWrite, type ReadResult, type WriteResult } from './execute.ts';
+export { limitExceeded as queryLimitExceeded, type QueryLimit } from './jmespath/meter.ts';
 export type { JsonSchema, JsonValue } from './json.ts';
-export { DEFAULT_LIMITS, type Limits } from './limits.ts';
+export { linearRegExp } from './linear-regexp.ts';
+export { DEFAULT_LIMITS, DEFAULT_QUERY_BUDGET, type Limits, type QueryBudget } from './limits.ts';
 export type { OperationDefinition } from './operation.ts';
 export { OPERATIONS } from './operations.ts';
 export { formatPointer, parsePointer } from './pointer.ts';

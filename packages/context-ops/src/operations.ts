@@ -1,7 +1,7 @@
 /**
  * The registry of the ten prebuilt operations (DESIGN.md §5), keyed by operation type.
  */
-import { OPERATION_TYPES, type OperationType } from '@bindery/contracts';
+import { OPERATION_TYPES, type OperationType } from '@bindery/contracts/operations';
 import type { OperationDefinition, ReadOperation, WriteOperation } from './operation.ts';
 import { copy } from './ops/copy.ts';
 import { create } from './ops/create.ts';

@@ -5,6 +5,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import type { JsonSchema } from './json.ts';
+import { linearRegExp } from './linear-regexp.ts';
 
 const CACHE_LIMIT = 256;
 const compiled = new Map<string, ValidateFunction>();
@@ -33,6 +34,7 @@ export function compileSchema(schema: JsonSchema): ValidateFunction {
     strictTuples: false,
     strictRequired: false,
     logger: false,
+    code: { regExp: linearRegExp },
   });
   // ajv-formats is CommonJS: under NodeNext its default import is the module object.
   formats.default(ajv);

@@ -26,11 +26,15 @@ export function measureResult(value: JsonValue, maxBytes: number): number {
   return sink.bytes;
 }
 
-interface Sink {
-  bytes: number;
+/** Where `writeJson` writes; it may throw to stop the walk (a budget passed). */
+export interface JsonSink {
   /** Called before a string is escaped: refuses it early when even its raw length cannot fit. */
-  reserve(minimumBytes: number): void;
+  reserve(minimumUnits: number): void;
   write(chunk: string): void;
+}
+
+interface Sink extends JsonSink {
+  bytes: number;
 }
 
 function budgetedSink(maxBytes: number, keep: (chunk: string) => void): Sink {
@@ -57,9 +61,13 @@ function tooLarge(maxBytes: number): OpError {
   );
 }
 
+/**
+ * Writes the JSON text of `value` to `sink` piece by piece, exactly as JSON.stringify would (one
+ * `write` at least per value visited, so a sink can meter the walk).
+ */
 // Mirrors JSON.stringify for JSON input; the non-JSON branches (undefined, NaN) follow JSON.stringify
 // too, so a value that slipped through typing still serialises the way every other tool would.
-function writeJson(value: unknown, sink: Sink): void {
+export function writeJson(value: unknown, sink: JsonSink): void {
   if (value === null) return sink.write('null');
   switch (typeof value) {
     case 'boolean':
@@ -96,7 +104,7 @@ function writeJson(value: unknown, sink: Sink): void {
   sink.write('}');
 }
 
-function writeString(text: string, sink: Sink): void {
+function writeString(text: string, sink: JsonSink): void {
   // Every UTF-16 unit takes at least one UTF-8 byte and quotes add two, so this check needs no copy.
   sink.reserve(text.length + 2);
   sink.write(JSON.stringify(text));

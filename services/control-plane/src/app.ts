@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
-import type { Config } from './config.ts';
+import { QUERY_DEFAULTS, type Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
@@ -18,6 +18,7 @@ import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
 import { purgeExpiredOutcomes } from './execution/idempotency.ts';
+import { QueryPool } from './execution/query-pool.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
@@ -33,19 +34,29 @@ import { projectRoutes } from './routes/projects.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { userRoutes } from './routes/users.ts';
 
+type QuerySettings = keyof typeof QUERY_DEFAULTS;
+
 export interface AppOptions {
   config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
-    Partial<Pick<Config, 'logRequests' | 'contextCacheBytes' | 'metricsToken' | 'idempotencyTtlMs'>>;
+    Partial<
+      Pick<Config, 'logRequests' | 'contextCacheBytes' | 'metricsToken' | 'idempotencyTtlMs' | QuerySettings>
+    >;
   domain: DomainContext;
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
   pool?: PoolCounts | undefined;
   logger?: FastifyServerOptions['logger'];
+  /** Start the query worker pool (and its warm worker) at once; otherwise at the first long query. */
+  warmQueryWorkers?: boolean;
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
 const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /** How often expired idempotency records are deleted (each replica does it; deleting twice is harmless). */
 const IDEMPOTENCY_PURGE_EVERY_MS = 15 * 60_000;
+
+function definedOnly<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
 
 /** Builds the control-plane app (not listening). */
 export async function buildApp(options: AppOptions): Promise<AdminApp> {
@@ -106,17 +117,30 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     },
     { prefix: '/api/v1' },
   );
+  const query = { ...QUERY_DEFAULTS, ...definedOnly(options.config) };
+  const queries = new QueryPool({
+    timeoutMs: query.queryTimeoutMs,
+    inlineMs: query.queryInlineMs,
+    threads: query.queryWorkers,
+    queue: query.queryQueue,
+    workerMemoryMb: query.queryWorkerMemoryMb,
+    log: app.log.child({ component: 'query-pool' }),
+  });
+  if (options.warmQueryWorkers) queries.warm();
+  // The worker threads must not outlive the app (a test's app, or a server shutting down).
+  app.addHook('onClose', () => queries.close());
   await app.register(
     async (internal: AdminApp) => {
       requireInternal(internal, options.config.internalToken);
       await internal.register(
         internalRoutes({
-          limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes },
+          limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget },
           contexts: new ContextCache(
             options.config.contextCacheBytes ?? DEFAULT_CONTEXT_CACHE_BYTES,
             metrics.contextCache,
           ),
           metrics,
+          queries,
         }),
       );
     },

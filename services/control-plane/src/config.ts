@@ -36,7 +36,26 @@ export interface Config {
   seedDemo: boolean | undefined;
   /** How long a write's idempotency key is remembered (a retry after that writes again). */
   idempotencyTtlMs: number;
+  /** Wall time of one `query`, in-process slice and worker thread together (LIMIT_EXCEEDED above). */
+  queryTimeoutMs: number;
+  /** How long a query runs in-process before it moves to a worker thread (0 = always a worker). */
+  queryInlineMs: number;
+  /** Worker threads for queries that outgrow the in-process slice. */
+  queryWorkers: number;
+  /** Queries waiting for a worker thread at most (RATE_LIMITED beyond). */
+  queryQueue: number;
+  /** Heap cap of each query worker, in MiB. */
+  queryWorkerMemoryMb: number;
 }
+
+/** Defaults of the query settings (tests building their own config fall back to these too). */
+export const QUERY_DEFAULTS = {
+  queryTimeoutMs: 1_000,
+  queryInlineMs: 10,
+  queryWorkers: 2,
+  queryQueue: 8,
+  queryWorkerMemoryMb: 256,
+} as const satisfies Partial<Config>;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -121,6 +140,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       'OPS_TOKEN must be set when GATEWAY_URLS is: it is the credential the gateways ask for on /cache/invalidate',
     );
   }
+  const queryTimeoutMs = integer(env, 'QUERY_TIMEOUT_MS', QUERY_DEFAULTS.queryTimeoutMs, 10, 60_000);
+  const queryInlineMs = integer(env, 'QUERY_INLINE_MS', QUERY_DEFAULTS.queryInlineMs, 0, 1_000);
+  if (queryInlineMs > queryTimeoutMs) {
+    throw new ConfigError(
+      `QUERY_INLINE_MS (${queryInlineMs}) must not be larger than QUERY_TIMEOUT_MS (${queryTimeoutMs})`,
+    );
+  }
   return {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 4000, 0, 65535),
@@ -140,5 +166,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || 'http://127.0.0.1:4100'),
     seedDemo: flag(env, 'BINDERY_SEED_DEMO'),
     idempotencyTtlMs: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
+    queryTimeoutMs,
+    queryInlineMs,
+    queryWorkers: integer(env, 'QUERY_WORKERS', QUERY_DEFAULTS.queryWorkers, 1, 64),
+    queryQueue: integer(env, 'QUERY_QUEUE', QUERY_DEFAULTS.queryQueue, 0, 10_000),
+    queryWorkerMemoryMb: integer(
+      env,
+      'QUERY_WORKER_MEMORY_MB',
+      QUERY_DEFAULTS.queryWorkerMemoryMb,
+      32,
+      64 * 1024,
+    ),
   };
 }

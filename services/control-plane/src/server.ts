@@ -30,6 +30,8 @@ try {
 const app = await buildApp({
   config,
   pool: database.pool,
+  // The first long query should not wait for a worker thread to start.
+  warmQueryWorkers: true,
   domain: {
     prisma: database.prisma,
     // Forwards to the invalidation below, which logs through this app's logger. Nothing changes an

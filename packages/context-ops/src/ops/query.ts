@@ -1,7 +1,8 @@
 /** `query`: a JMESPath expression evaluated on the context node. */
-import { compile, TreeInterpreter } from '@jmespath-community/jmespath';
+import { compile } from '@jmespath-community/jmespath';
 import { OpError } from '../errors.ts';
-import { isJsonObject, setOwn, type JsonObject, type JsonValue } from '../json.ts';
+import { evaluate } from '../jmespath/interpreter.ts';
+import { limitExceeded } from '../jmespath/meter.ts';
 import type { ReadOperation } from '../operation.ts';
 import { configSchema, objectSchema } from './schema-fragments.ts';
 
@@ -44,17 +45,16 @@ export const query: ReadOperation<QueryArgs> = {
       throw invalidQuery('syntax', error);
     }
     refuseProtoKeys(ast);
-    // The library reads fields with `value[name]`, so a field named after an Object.prototype member
-    // (`constructor`, `toString`, ...) would return a function or the prototype itself. Such queries
-    // run on a prototype-free copy of the data, where only own keys exist.
-    const data = readsPrototypeNames(ast) ? withoutPrototypes(node) : node;
-    let result: unknown;
     try {
-      result = TreeInterpreter.search(ast, data);
+      return evaluate(ast, node, limits.query);
     } catch (error) {
+      if (error instanceof OpError) throw error;
+      // The engine's own size limits, met by a string or array the meter did not see coming.
+      if (error instanceof RangeError && /Invalid (string|array|typed array) length/.test(error.message)) {
+        throw limitExceeded('memory', limits.query);
+      }
       throw invalidQuery('evaluation', error);
     }
-    return data === node ? (result as JsonValue) : withPrototypes(result as JsonValue);
   },
 };
 
@@ -76,28 +76,4 @@ function refuseProtoKeys(ast: unknown): void {
     });
   }
   Object.values(node).forEach(refuseProtoKeys);
-}
-
-function readsPrototypeNames(ast: unknown): boolean {
-  if (Array.isArray(ast)) return ast.some(readsPrototypeNames);
-  if (typeof ast !== 'object' || ast === null) return false;
-  const node = ast as Record<string, unknown>;
-  if (node.type === 'Field' && typeof node.name === 'string' && node.name in Object.prototype) return true;
-  return Object.values(node).some(readsPrototypeNames);
-}
-
-function withoutPrototypes(value: JsonValue): JsonValue {
-  if (Array.isArray(value)) return value.map(withoutPrototypes);
-  if (!isJsonObject(value)) return value;
-  const copy = Object.create(null) as JsonObject;
-  for (const key of Object.keys(value)) copy[key] = withoutPrototypes(value[key] as JsonValue);
-  return copy;
-}
-
-function withPrototypes(value: JsonValue): JsonValue {
-  if (Array.isArray(value)) return value.map(withPrototypes);
-  if (!isJsonObject(value)) return value;
-  const copy: JsonObject = {};
-  for (const key of Object.keys(value)) setOwn(copy, key, withPrototypes(value[key] as JsonValue));
-  return copy;
 }

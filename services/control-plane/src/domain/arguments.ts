@@ -2,10 +2,17 @@
  * Validates a tool call's arguments against the binding's effective input schema (the override, or
  * the ADI's canonical schema) with ajv, applying the schema's defaults.
  */
+import { linearRegExp } from '@bindery/context-ops';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { DomainError } from '../errors.ts';
 
-const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: false });
+// Patterns come from users' schemas: RE2, so an argument cannot make one backtrack for minutes.
+const ajv = new Ajv2020({
+  allErrors: true,
+  useDefaults: true,
+  strict: false,
+  code: { regExp: linearRegExp },
+});
 // Schemas are few (one per binding) but come from users: bound the cache so it cannot grow forever.
 const MAX_CACHED = 2_000;
 const compiled = new Map<string, ValidateFunction>();
@@ -34,7 +41,19 @@ export function checkArguments(
   toolName: string,
 ): Record<string, unknown> {
   const copy = structuredClone(args);
-  const validate = validatorFor(schema);
+  let validate: ValidateFunction;
+  try {
+    validate = validatorFor(schema);
+  } catch (error) {
+    // Schemas are checked when saved; one saved before a rule changed (a pattern RE2 cannot run, say)
+    // fails here, and the owner needs to know which tool and why.
+    throw new DomainError(
+      'INTERNAL',
+      `the input schema of ${toolName} can no longer be used; its owner must change it: ${
+        error instanceof Error ? error.message : String(error)
+      }`,
+    );
+  }
   if (validate(copy)) return copy;
   const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
     path: e.instancePath || '/',

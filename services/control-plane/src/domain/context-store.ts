@@ -44,7 +44,12 @@ async function currentVersion(db: Db, at: ContextLocation, lock: boolean): Promi
 }
 
 /** The node at `version` from the cache, else fetched as text and parsed (and then cached). */
-async function nodeAt(db: Db, cache: ContextCache, at: ContextLocation, version: number): Promise<JsonValue> {
+async function nodeAt(
+  db: Db,
+  cache: ContextCache,
+  at: ContextLocation,
+  version: number,
+): Promise<{ node: JsonValue; text: string }> {
   const cached = cache.get(at.tableId, at.pointer, version);
   if (cached !== undefined) return cached;
   const rows = await db.$queryRaw<{ text: string | null; version: number }[]>`
@@ -53,18 +58,18 @@ async function nodeAt(db: Db, cache: ContextCache, at: ContextLocation, version:
   if (!row) throw tableMissing(at);
   if (row.text === null) throw contextMissing(at);
   const node = JSON.parse(row.text) as JsonValue;
-  cache.set(at.tableId, at.pointer, row.version, node, row.text.length);
-  return node;
+  cache.set(at.tableId, at.pointer, row.version, node, row.text);
+  return { node, text: row.text };
 }
 
-/** The context node and the table's version. */
+/** The context node, its JSON text, and the table's version. */
 export async function readContext(
   db: Db,
   cache: ContextCache,
   at: ContextLocation,
-): Promise<{ node: JsonValue; version: number }> {
+): Promise<{ node: JsonValue; text: string; version: number }> {
   const version = await currentVersion(db, at, false);
-  return { node: await nodeAt(db, cache, at, version), version };
+  return { ...(await nodeAt(db, cache, at, version)), version };
 }
 
 /** Work a write does inside its transaction besides the change itself. */
@@ -102,7 +107,7 @@ export async function writeContext<T>(
           { expected_version: expectedVersion, current_version: version },
         );
       }
-      const { context, result } = change(await nodeAt(tx, cache, at, version));
+      const { context, result } = change((await nodeAt(tx, cache, at, version)).node);
       const text = JSON.stringify(context);
       const updated = await tx.$queryRaw<{ version: number }[]>`
       UPDATE "table"
@@ -118,6 +123,6 @@ export async function writeContext<T>(
     }, WRITE_TRANSACTION)
     .then(tracked.committed, tracked.failed);
   // Only after commit: a rolled-back write must never be served from the cache.
-  cache.set(at.tableId, at.pointer, written.version, written.context, written.text.length);
+  cache.set(at.tableId, at.pointer, written.version, written.context, written.text);
   return { result: written.result, version: written.version };
 }

@@ -30,6 +30,7 @@ import {
   replayIfRecorded,
   type KeyedWrite,
 } from '../execution/idempotency.ts';
+import type { QueryPool } from '../execution/query-pool.ts';
 import { operationOf } from './adis.ts';
 import { checkArguments } from './arguments.ts';
 import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit.ts';
@@ -43,6 +44,8 @@ export interface ExecutorOptions {
   limits: Limits;
   contexts: ContextCache;
   metrics: Pick<ControlPlaneMetrics, 'execution' | 'audit' | 'writes'>;
+  /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
+  queries: QueryPool;
 }
 
 interface Target {
@@ -71,7 +74,11 @@ async function runOperation(
 ): Promise<JsonValue> {
   const at = { tableId: target.tableId, tokens: parsePointer(target.jsonPath), pointer: target.jsonPath };
   if (OPERATIONS[target.op].kind === 'read') {
-    const { node } = await readContext(ctx.prisma, options.contexts, at);
+    const { node, text, version } = await readContext(ctx.prisma, options.contexts, at);
+    if (target.op === 'query') {
+      const key = `${target.tableId}\u0000${target.jsonPath}\u0000${version}`;
+      return options.queries.run({ node, text, key }, args, target.config, options.limits);
+    }
     return executeRead(target.op, node, args, target.config, options.limits).result;
   }
   const { expected_version: expected, ...opArgs } = args;

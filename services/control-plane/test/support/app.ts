@@ -3,6 +3,7 @@
  * BINDERY_TEST_DB), listening on a loopback port, driven over HTTP with fetch.
  */
 import { buildApp } from '../../src/app.ts';
+import type { QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import type { ConfigChangeListener } from '../../src/domain/context.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
@@ -53,6 +54,8 @@ export async function startTestApp(
     sameDatabaseAs?: TestApp;
     /** Also told about every config change (after `configChanges` records it). */
     listener?: ConfigChangeListener;
+    /** Query settings (QUERY_TIMEOUT_MS, ...); the defaults otherwise. */
+    query?: Partial<Record<keyof typeof QUERY_DEFAULTS, number>>;
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -80,6 +83,7 @@ export async function startTestApp(
       internalToken: INTERNAL_TOKEN,
       maxResultBytes: options.maxResultBytes ?? 1_000_000,
       metricsToken: options.metricsToken,
+      ...options.query,
     },
     pool: database.pool,
     domain: {

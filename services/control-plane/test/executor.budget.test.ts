@@ -1,0 +1,267 @@
+// Pins query budgets through the real internal execute route, on both engines: the reproductions
+// that killed or froze the control plane (two crash queries, a nested map over 1,000 items) answer
+// a tool error while the control plane keeps answering, and a cheap call made while a hostile query
+// runs answers in under 200 ms. Also pins the worker path itself: a query that outgrows the
+// in-process slice is answered by a worker thread; a worker that runs out of heap is replaced; a
+// full queue answers RATE_LIMITED with a retry hint; legacy v1 tools run under the same budget; a
+// binding override's `pattern` checks an agent's argument in linear time.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Prisma } from '../src/generated/prisma/client.ts';
+import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
+import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
+
+const ITEMS = Array.from({ length: 1_000 }, (_, i) => i);
+const TOOLS = {
+  items: { json_path: '/items', operation_type: 'query' },
+  small: { json_path: '/small', operation_type: 'query' },
+} as const;
+const DATA = { items: ITEMS, small: { name: 'small', values: [1, 2, 3] } };
+
+/** `map(&map(&...map(&@, $)..., $), $)`: `depth` maps over the 1,000-item root, nested. */
+function nestedMap(depth: number): string {
+  return depth === 1 ? 'map(&@, $)' : `map(&${nestedMap(depth - 1)}, $)`;
+}
+
+async function query(t: TestApp, f: Fixture, tool: string, expression: string) {
+  const started = performance.now();
+  const answer = toolAnswer(await execute(t, f, tool, { query: expression }));
+  return { ...answer, elapsed: performance.now() - started };
+}
+
+async function stillAnswers(t: TestApp): Promise<void> {
+  const health = await t.call('GET', '/healthz', { token: null });
+  expect(health.status).toBe(200);
+}
+
+describe('the reproductions, with the default budget (1 s)', () => {
+  let t: TestApp;
+  let f: Fixture;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    f = await buildFixture(t, DATA, TOOLS);
+    // A query past the slice starts the worker, as one long has on a serving control plane. Its own
+    // answer does not matter here (on a starved machine it may run out of time).
+    await query(t, f, 'items', 'sum(map(&length(map(&[@, @], $)), @))');
+  });
+  afterAll(() => t?.close());
+
+  it("replace('a','a','b',`1000000000`) answers at once and the control plane stays up", async () => {
+    const res = await query(t, f, 'items', "replace('a','a','b',`1000000000`)");
+    // Only real occurrences are walked: there is one, so the answer is "b", not a billion-slot array.
+    expect(res).toMatchObject({ isError: false, value: 'b' });
+    expect(res.elapsed).toBeLessThan(3_000);
+    await stillAnswers(t);
+  });
+
+  it("length(pad_left('a',`500000000`)) answers LIMIT_EXCEEDED and the control plane stays up", async () => {
+    const res = await query(t, f, 'items', "length(pad_left('a',`500000000`))");
+    expect(res.isError).toBe(true);
+    expect(res.value.error).toMatchObject({ code: 'LIMIT_EXCEEDED', details: { limit: 'string_length' } });
+    await stillAnswers(t);
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
+  });
+
+  it.each([6, 10])(
+    'a map nested %i deep over 1,000 items answers LIMIT_EXCEEDED within about the budget, and a cheap call meanwhile answers in < 200 ms',
+    async (depth) => {
+      // The client shares this process with the control plane, so a blocked event loop would also
+      // delay the client's own timers: each cheap call's latency is counted from when it was due,
+      // not from when it could start, which is what a separate client would see.
+      // The idle latency of the same call, for the bound: 200 ms, or three times the slowest idle call
+      // when the machine is so busy that even idle calls are slow (blocking costs a whole second).
+      let idleWorst = 0;
+      for (let i = 0; i < 5; i += 1)
+        idleWorst = Math.max(idleWorst, (await query(t, f, 'small', 'values[1]')).elapsed);
+      const bound = Math.max(200, 3 * idleWorst);
+      const started = performance.now();
+      let hostileDone = Infinity;
+      const hostile = query(t, f, 'items', nestedMap(depth)).finally(() => (hostileDone = performance.now()));
+      const cheap: number[] = [];
+      for (let i = 0; i < 8; i += 1) {
+        // Past the in-process slice (10 ms): the hostile query is in a worker thread by then.
+        const due = started + 150 + i * 50;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
+        if (due > hostileDone) break;
+        const res = await query(t, f, 'small', 'values[1]');
+        expect(res.value).toBe(2);
+        cheap.push(performance.now() - due);
+      }
+      const res = await hostile;
+      expect(res.isError).toBe(true);
+      expect(res.value.error.code).toBe('LIMIT_EXCEEDED');
+      expect(['time', 'memory', 'steps']).toContain(res.value.error.details.limit);
+      expect(res.value.error.message).toMatch(/avoid nesting map\(\)/);
+      expect(res.elapsed).toBeLessThan(4_000);
+      expect(cheap.length).toBeGreaterThan(0);
+      expect(Math.max(...cheap)).toBeLessThan(bound);
+    },
+  );
+
+  it("a binding override's pattern checks a long argument at once (it backtracked exponentially)", async () => {
+    const patched = await t.call('PATCH', `/api/v2/aeis/${f.aeiId}/bindings/${f.tools.small!.bindingId}`, {
+      token: f.token,
+      body: {
+        input_schema: {
+          type: 'object',
+          properties: { query: { type: 'string', minLength: 1, pattern: '^(a+)+$' } },
+          required: ['query'],
+          additionalProperties: false,
+        },
+      },
+    });
+    expect(patched.status).toBe(200);
+    const res = await query(t, f, 'small', `${'a'.repeat(5_000)}!`);
+    expect(res.value.error.code).toBe('VALIDATION_FAILED');
+    expect(res.value.error.message).toContain('must match pattern');
+    expect(res.elapsed).toBeLessThan(3_000);
+    await stillAnswers(t);
+    const reset = await t.call('PATCH', `/api/v2/aeis/${f.aeiId}/bindings/${f.tools.small!.bindingId}`, {
+      token: f.token,
+      body: { input_schema: null },
+    });
+    expect(reset.status).toBe(200);
+  });
+
+  it('an override saved before patterns ran on RE2, and one RE2 cannot run, answers a tool error naming the tool', async () => {
+    // Saving it is refused now; a row from before is written directly, as an old database holds it.
+    await t.database.prisma.aeiBinding.update({
+      where: { id: f.tools.small!.bindingId },
+      data: {
+        inputSchema: {
+          type: 'object',
+          properties: { query: { type: 'string', minLength: 1, pattern: '^(?=n)name$' } },
+          required: ['query'],
+          additionalProperties: false,
+        },
+      },
+    });
+    const res = await query(t, f, 'small', 'name');
+    expect(res.value.error.code).toBe('INTERNAL');
+    expect(res.value.error.message).toContain('input schema of small');
+    await t.database.prisma.aeiBinding.update({
+      where: { id: f.tools.small!.bindingId },
+      data: { inputSchema: Prisma.DbNull },
+    });
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
+  });
+
+  it('a legacy v1 query tool runs under the same budget', async () => {
+    const created = await t.call('POST', '/api/v1/mcp', {
+      token: f.token,
+      body: { table_id: f.tableId, json_pointer: '/items' },
+    });
+    expect(created.status).toBe(201);
+    const run = async (query: string) =>
+      toolAnswer(
+        await t.call('POST', `/internal/mcp-instance/${created.body.id}/execute`, {
+          token: INTERNAL_TOKEN,
+          body: { tool_name: 'query_data', arguments: { query } },
+        }),
+      );
+    expect((await run("length(pad_left('a',`500000000`))")).value.error.code).toBe('LIMIT_EXCEEDED');
+    expect((await run(nestedMap(6))).value.error.code).toBe('LIMIT_EXCEEDED');
+    expect((await run('length(@)')).value).toBe(1_000);
+  });
+});
+
+describe('the worker path', () => {
+  // A 1 ms slice (100,000 steps): anything bigger than a cheap query moves to a worker. The time
+  // budget is generous: these tests are about the path, and a busy machine starves workers (nice +10).
+  let t: TestApp;
+  let f: Fixture;
+
+  beforeAll(async () => {
+    t = await startTestApp({ query: { queryInlineMs: 1, queryTimeoutMs: 10_000 } });
+    f = await buildFixture(t, DATA, { ...TOOLS, add: { json_path: '/items', operation_type: 'create' } });
+  });
+  afterAll(() => t?.close());
+
+  it('a query that outgrows the slice but fits the budget is answered by a worker', async () => {
+    // About four million steps: twenty times the slice, far inside the budget.
+    const res = await query(t, f, 'items', 'sum(map(&length(map(&[@, @], $)), @))');
+    expect(res).toMatchObject({ isError: false, value: 1_000_000 });
+    // Errors of the worker keep their code and message; a second run uses the worker's parsed copy.
+    const bad = await query(t, f, 'items', 'sum(map(&length(map(&[@, @], $)), @)) | no_such_function(@)');
+    expect(bad.value.error).toMatchObject({ code: 'INVALID_QUERY', details: { stage: 'evaluation' } });
+    const tooLarge = await query(t, f, 'items', 'map(&map(&@, $), @)');
+    expect(tooLarge.value.error.code).toBe('RESULT_TOO_LARGE');
+  });
+
+  it('a worker answers with the data of the current version after a write', async () => {
+    const count = 'length(map(&length(map(&[@, @], $)), @))';
+    expect((await query(t, f, 'items', count)).value).toBe(1_000);
+    expect(toolAnswer(await execute(t, f, 'add', { value: 1_000 })).isError).toBe(false);
+    expect((await query(t, f, 'items', count)).value).toBe(1_001);
+  });
+});
+
+describe('a worker out of heap', () => {
+  let t: TestApp;
+  let f: Fixture;
+
+  beforeAll(async () => {
+    // Every query goes to a worker, and a worker's heap (32 MiB) cannot hold an 8 MB context.
+    t = await startTestApp({
+      bodyLimitBytes: 32 * 1024 * 1024,
+      query: { queryInlineMs: 0, queryWorkerMemoryMb: 32, queryTimeoutMs: 10_000 },
+    });
+    const big = Array.from({ length: 100_000 }, (_, i) => ({
+      id: i,
+      name: `item ${i}`,
+      tags: ['a', 'b'],
+      nested: { x: i },
+    }));
+    f = await buildFixture(
+      t,
+      { big, small: DATA.small },
+      {
+        big: { json_path: '/big', operation_type: 'query' },
+        small: TOOLS.small,
+      },
+    );
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  it('answers LIMIT_EXCEEDED (memory); the worker is replaced and the next call works', async () => {
+    const res = await query(t, f, 'big', 'length(@)');
+    expect(res.value.error).toMatchObject({ code: 'LIMIT_EXCEEDED', details: { limit: 'memory' } });
+    await stillAnswers(t);
+    expect((await query(t, f, 'small', 'values[2]')).value).toBe(3);
+    // And again: each failure is its own, the pool keeps serving.
+    expect((await query(t, f, 'big', 'length(@)')).value.error.details.limit).toBe('memory');
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
+  });
+});
+
+describe('a full queue', () => {
+  let t: TestApp;
+  let f: Fixture;
+
+  beforeAll(async () => {
+    // One worker, one waiting place, every query in a worker.
+    t = await startTestApp({
+      query: { queryInlineMs: 0, queryWorkers: 1, queryQueue: 1, queryTimeoutMs: 1_000 },
+    });
+    f = await buildFixture(t, DATA, TOOLS);
+    // The worker has started (a queued query would otherwise also wait for that).
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
+  });
+  afterAll(() => t?.close());
+
+  it('answers RATE_LIMITED with a retry hint while the worker and its queue are taken', async () => {
+    const running = query(t, f, 'items', nestedMap(6));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const waiting = query(t, f, 'items', nestedMap(6));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const refused = await query(t, f, 'small', 'name');
+    expect(refused.value.error).toMatchObject({ code: 'RATE_LIMITED', details: { retry_after_seconds: 1 } });
+    expect(refused.value.error.message).toMatch(/Retry/);
+    // Refused at once, not after waiting for the queue.
+    expect(refused.elapsed).toBeLessThan(1_000);
+    expect((await running).value.error.code).toBe('LIMIT_EXCEEDED');
+    expect((await waiting).value.error.code).toBe('LIMIT_EXCEEDED');
+    // Once the worker is free, the same call is answered.
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
+  });
+});
