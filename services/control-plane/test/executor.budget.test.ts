@@ -201,12 +201,13 @@ describe('a worker out of heap', () => {
   let f: Fixture;
 
   beforeAll(async () => {
-    // Every query goes to a worker, and a worker's heap (32 MiB) cannot hold an 8 MB context.
+    // Every query goes to a worker, and a worker's heap (32 MiB) cannot hold this 16 MB context
+    // parsed (at 8 MB it sometimes could).
     t = await startTestApp({
       bodyLimitBytes: 32 * 1024 * 1024,
       query: { queryInlineMs: 0, queryWorkerMemoryMb: 32, queryTimeoutMs: 10_000 },
     });
-    const big = Array.from({ length: 100_000 }, (_, i) => ({
+    const big = Array.from({ length: 200_000 }, (_, i) => ({
       id: i,
       name: `item ${i}`,
       tags: ['a', 'b'],

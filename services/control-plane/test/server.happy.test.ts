@@ -7,7 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { engine } from './support/app.ts';
-import { reapAll, startServer, PROCESS_TEST } from './support/server-process.ts';
+import { adminCall, reapAll, startServer, PROCESS_TEST } from './support/server-process.ts';
+
+// Answers are arbitrary JSON; the test reads the fields it needs.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
 
 let dataDir: string;
 
@@ -59,6 +63,53 @@ describe.runIf(engine === 'pglite')('control plane process on the embedded datab
     const again = await fetch(`${second.url}/api/v2/me`, { headers: { authorization: `Bearer ${token}` } });
     expect(again.status).toBe(200);
     await second.stop();
+  });
+
+  it('on SIGTERM answers the request in flight, then exits at once (no idle keep-alive socket holds it)', async () => {
+    const env = {
+      BINDERY_DATA_DIR: await mkdtemp(join(tmpdir(), 'bindery-stop-')),
+      BINDERY_ADMIN_TOKEN: 'bnd_admin_shutdown-test-token-01',
+      INTERNAL_TOKEN: 'internal-token-for-server-tests',
+      BINDERY_SEED_DEMO: 'false',
+    };
+    const server = await startServer(env);
+    try {
+      const admin = (path: string, body: unknown) =>
+        adminCall(server.url, env.BINDERY_ADMIN_TOKEN, 'POST', path, body).then((r) => r.body as Json);
+      const table = await admin('/api/v2/tables', {
+        name: 'numbers',
+        data: { items: Array.from({ length: 1_000 }, (_, i) => i) },
+      });
+      const adi = await admin('/api/v2/adis', {
+        table_id: table.id,
+        json_path: '/items',
+        operation_type: 'query',
+      });
+      const aei = await admin('/api/v2/aeis', { name: 'slow' });
+      const binding = await admin(`/api/v2/aeis/${aei.id}/bindings`, { adi_id: adi.id });
+      // A query that runs its whole 1 s budget in a worker thread, sent over a keep-alive connection.
+      const inFlight = fetch(`${server.url}/internal/adi/${adi.id}/execute`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          aei_id: aei.id,
+          binding_id: binding.id,
+          arguments: { query: 'map(&map(&map(&map(&map(&map(&@, $), $), $), $), $), $)' },
+        }),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const stopping = performance.now();
+      const code = await server.stop();
+      const took = performance.now() - stopping;
+      const answer = await inFlight;
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(((await answer.json()) as Json).content[0].text).error.code).toBe('LIMIT_EXCEEDED');
+      expect(code).toBe(0);
+      // Before answers sent while closing closed their connection, this took about a minute.
+      expect(took).toBeLessThan(15_000);
+    } finally {
+      await rm(env.BINDERY_DATA_DIR, { recursive: true, force: true });
+    }
   });
 
   it('refuses to start on a bad setting, saying which', async () => {

@@ -151,3 +151,45 @@ describe('control plane stopped', () => {
     expect(resultJson(await client.callTool({ name: 'find_customers', arguments: count }))).toBe(2);
   });
 });
+
+describe('a slow tool on a healthy control plane', () => {
+  it("never opens the breaker: one tenant's slow calls must not fail everyone's", async () => {
+    // Its own gateway: one failure would open this breaker, and a call gives up after 300 ms.
+    const strict = await startStack({
+      gatewayEnv: { BREAKER_FAILURE_THRESHOLD: '1', TOOL_CALL_TIMEOUT_MS: '300' },
+    });
+    try {
+      const user = await strict.admin('POST', '/api/v2/users', { name: 'slow' });
+      const as = (method: string, path: string, body?: unknown) =>
+        strict.admin(method, path, body, user.token);
+      const table = await as('POST', '/api/v2/tables', {
+        name: 'numbers',
+        data: { items: Array.from({ length: 1_000 }, (_, i) => i) },
+      });
+      const adi = await as('POST', '/api/v2/adis', {
+        table_id: table.id,
+        json_path: '/items',
+        operation_type: 'query',
+      });
+      const aei = await as('POST', '/api/v2/aeis', { name: 'slow' });
+      await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: adi.id, tool_name: 'ask' });
+      const slowClient = await strict.connect(`/api/v2/mcp/server/${aei.api_key}`);
+      // Maps nested six deep over 1,000 items: it runs in a query worker until its 1 s budget ends,
+      // while the control plane's event loop keeps answering.
+      const hostile = 'map(&map(&map(&map(&map(&map(&@, $), $), $), $), $), $)';
+      for (let i = 0; i < 3; i++) {
+        const slow = await slowClient.callTool({ name: 'ask', arguments: { query: hostile } });
+        expect(resultJson(slow).error.code).toBe('TIMEOUT');
+        await sleep(100); // the health check the timeout triggers
+      }
+      const state = (await strict.gateway.gateway.metrics.breakerState.get()).values.find(
+        (v) => v.value === 1,
+      )?.labels.state;
+      expect(state).toBe('closed');
+      const cheap = await slowClient.callTool({ name: 'ask', arguments: { query: 'length(@)' } });
+      expect(resultJson(cheap)).toBe(1_000);
+    } finally {
+      await strict.close();
+    }
+  });
+});
