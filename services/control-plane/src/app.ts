@@ -17,7 +17,7 @@ import { requestValidatorCompiler } from './http/request-validation.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
-import { purgeExpiredOutcomes } from './execution/idempotency.ts';
+import { purgeExpiredOutcomes } from './domain/idempotency.ts';
 import { QueryPool } from './execution/query-pool.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
@@ -118,6 +118,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     { prefix: '/api/v1' },
   );
   const query = { ...QUERY_DEFAULTS, ...definedOnly(options.config) };
+  const idempotencyTtlMs = options.config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS;
   const queries = new QueryPool({
     timeoutMs: query.queryTimeoutMs,
     inlineMs: query.queryInlineMs,
@@ -141,12 +142,13 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
           ),
           metrics,
           queries,
+          idempotencyTtlMs,
         }),
       );
     },
     { prefix: '/internal' },
   );
-  purgeIdempotencyRecords(app, options.config.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
+  purgeIdempotencyRecords(app, idempotencyTtlMs);
   return app;
 }
 

@@ -36,6 +36,7 @@ export interface WriteMeter {
   /** Seconds of the whole write transaction, by outcome. */
   committed: Observer;
   failed: Observer;
+  skipped: Observer;
 }
 
 /** What the context cache reports. */
@@ -107,7 +108,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const writeSeconds = new Histogram({
     name: 'controlplane_context_write_seconds',
-    help: 'time of a whole context write transaction, by outcome (committed, failed)',
+    help: 'time of a whole context write transaction, by outcome (committed, failed, skipped: a retry answered from its first outcome)',
     labelNames: ['outcome'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
@@ -178,6 +179,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       waitSeconds: writeWait,
       committed: writeSeconds.labels('committed'),
       failed: writeSeconds.labels('failed'),
+      skipped: writeSeconds.labels('skipped'),
     } satisfies WriteMeter,
     contextCache: {
       hit: cacheLookups.labels('hit'),
@@ -217,6 +219,10 @@ export function trackWrite(meter: WriteMeter) {
     },
     failed(error: unknown): never {
       meter.failed.observe(settle());
+      throw error;
+    },
+    skipped(error: unknown): never {
+      meter.skipped.observe(settle());
       throw error;
     },
   };

@@ -4,8 +4,9 @@
 // ignore keys, legacy v1 tools take keys too, replays are audited as `replayed`, and expired
 // records are deleted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeExpiredOutcomes } from '../src/execution/idempotency.ts';
+import { purgeExpiredOutcomes } from '../src/domain/idempotency.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
+import { sample } from './support/metrics.ts';
 import { buildFixture, execute, tableState, toolAnswer, type Fixture } from './support/tools.ts';
 
 let t: TestApp;
@@ -37,8 +38,9 @@ describe('a write retried with its key', () => {
     expect(after.data.items.filter((x: string) => x === 'a')).toHaveLength(1);
   });
 
-  it('writes once when twenty retries race', async () => {
+  it('writes once when twenty retries race, and retries are not metered as failed writes', async () => {
     const before = await tableState(t, f);
+    const failedBefore = await writeCount('failed');
     const answers = await Promise.all(
       Array.from({ length: 20 }, () =>
         execute(t, f, 'add', { value: 'race' }, { idempotency_key: 'k-race' }).then(toolAnswer),
@@ -48,6 +50,8 @@ describe('a write retried with its key', () => {
     const after = await tableState(t, f);
     expect(after.version).toBe(before.version + 1);
     expect(after.data.items.filter((x: string) => x === 'race')).toHaveLength(1);
+    // Retries that queued behind the first on the row lock end as skipped writes, never failed.
+    expect(await writeCount('failed')).toBe(failedBefore);
   });
 
   it('is audited as replayed', async () => {
@@ -152,4 +156,27 @@ describe('expiry', () => {
     await execute(t, f, 'add', { value: 'old' }, { idempotency_key: 'k-old' });
     expect((await tableState(t, f)).data.items.filter((x: string) => x === 'old')).toHaveLength(2);
   });
+
+  it('ignores an expired record the purge has not reached yet: the key is free again', async () => {
+    await execute(t, f, 'add', { value: 'stale' }, { idempotency_key: 'k-stale' });
+    // Older than the default 24 hours, and no purge runs in between.
+    await t.database.prisma.idempotencyRecord.updateMany({
+      where: { key: 'k-stale' },
+      data: { createdAt: new Date(Date.now() - 25 * 3_600_000) },
+    });
+    const again = toolAnswer(await execute(t, f, 'add', { value: 'stale' }, { idempotency_key: 'k-stale' }));
+    expect(again.isError).toBe(false);
+    expect((await tableState(t, f)).data.items.filter((x: string) => x === 'stale')).toHaveLength(2);
+    // The fresh outcome is what a retry now gets back.
+    expect(
+      toolAnswer(await execute(t, f, 'add', { value: 'stale' }, { idempotency_key: 'k-stale' })),
+    ).toEqual(again);
+    expect((await tableState(t, f)).data.items.filter((x: string) => x === 'stale')).toHaveLength(2);
+  });
 });
+
+/** How many context writes ended with `outcome`, from the control plane's /metrics. */
+async function writeCount(outcome: 'committed' | 'failed' | 'skipped'): Promise<number> {
+  const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
+  return sample(text, 'controlplane_context_write_seconds_count', { outcome }) ?? 0;
+}

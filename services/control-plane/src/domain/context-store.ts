@@ -72,6 +72,15 @@ export async function readContext(
   return { ...(await nodeAt(db, cache, at, version)), version };
 }
 
+/**
+ * Thrown by a write hook to end the write without changing anything because nothing needs doing
+ * (a retry answered from its first outcome): the transaction rolls back like a failure, but the
+ * write is metered as skipped, not failed.
+ */
+export class SkippedWrite extends Error {
+  override name = 'SkippedWrite';
+}
+
 /** Work a write does inside its transaction besides the change itself. */
 export interface WriteHooks<T> {
   /** Under the row lock, before the change; throwing rolls the transaction back, nothing written. */
@@ -121,7 +130,9 @@ export async function writeContext<T>(
       await hooks.afterChange?.(tx, { result, version: newVersion });
       return { result, context, text, version: newVersion };
     }, WRITE_TRANSACTION)
-    .then(tracked.committed, tracked.failed);
+    .then(tracked.committed, (error: unknown) =>
+      error instanceof SkippedWrite ? tracked.skipped(error) : tracked.failed(error),
+    );
   // Only after commit: a rolled-back write must never be served from the cache.
   cache.set(at.tableId, at.pointer, written.version, written.context, written.text);
   return { result: written.result, version: written.version };

@@ -29,7 +29,7 @@ import {
   recordOutcome,
   replayIfRecorded,
   type KeyedWrite,
-} from '../execution/idempotency.ts';
+} from './idempotency.ts';
 import type { QueryPool } from '../execution/query-pool.ts';
 import { operationOf } from './adis.ts';
 import { checkArguments } from './arguments.ts';
@@ -46,6 +46,8 @@ export interface ExecutorOptions {
   metrics: Pick<ControlPlaneMetrics, 'execution' | 'audit' | 'writes'>;
   /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
   queries: QueryPool;
+  /** How long a write's idempotency key is remembered. */
+  idempotencyTtlMs: number;
 }
 
 interface Target {
@@ -207,7 +209,13 @@ export async function executeBinding(
       },
       checked,
       options,
-      keyedWrite(`aei:${binding.aeiId}`, request.idempotency_key, binding.id, checked),
+      keyedWrite(
+        `aei:${binding.aeiId}`,
+        request.idempotency_key,
+        binding.id,
+        checked,
+        options.idempotencyTtlMs,
+      ),
     );
   });
 }
@@ -250,7 +258,13 @@ export async function executeLegacy(
       { op, tableId: instance.tableId, jsonPath: instance.jsonPath, config },
       checked,
       options,
-      keyedWrite(`mcp_instance:${instance.id}`, request.idempotency_key, tool.name, checked),
+      keyedWrite(
+        `mcp_instance:${instance.id}`,
+        request.idempotency_key,
+        tool.name,
+        checked,
+        options.idempotencyTtlMs,
+      ),
     );
   });
 }

@@ -7,9 +7,10 @@
  */
 import type { JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
-import { argumentsDigest } from '../domain/audit.ts';
-import type { Db } from '../domain/context.ts';
-import { uniqueViolation } from '../domain/prisma-errors.ts';
+import { argumentsDigest } from './audit.ts';
+import type { Db } from './context.ts';
+import { SkippedWrite } from './context-store.ts';
+import { uniqueViolation } from './prisma-errors.ts';
 
 /** One keyed write: where the key lives, the key, and what the call was. */
 export interface KeyedWrite {
@@ -18,36 +19,54 @@ export interface KeyedWrite {
   key: string;
   /** Digest of the tool and its arguments (defaults applied), to tell a retry from a reuse. */
   digest: string;
+  /** A record made before this instant has expired: the key is free again, as if never used. */
+  notBefore: Date;
 }
 
-/** A keyed write for `key` on `scope`, or undefined without a key. */
+/** A keyed write for `key` on `scope`, remembered for `rememberMs`, or undefined without a key. */
 export function keyedWrite(
   scope: string,
   key: string | undefined,
   tool: string,
   args: Record<string, unknown>,
+  rememberMs: number,
 ): KeyedWrite | undefined {
   if (key === undefined) return undefined;
-  return { scope, key, digest: argumentsDigest({ tool, arguments: args }) };
+  return {
+    scope,
+    key,
+    digest: argumentsDigest({ tool, arguments: args }),
+    notBefore: new Date(Date.now() - rememberMs),
+  };
 }
 
 /**
  * Thrown (inside or outside the write's transaction) when the key already has a committed outcome:
  * the transaction rolls back, nothing is written, and the caller answers `answer` again.
  */
-export class ReplayedOutcome extends Error {
+export class ReplayedOutcome extends SkippedWrite {
   override name = 'ReplayedOutcome';
   constructor(readonly answer: JsonValue) {
     super('answered from the first outcome of this idempotency key');
   }
 }
 
-/** Throws ReplayedOutcome when the key has a recorded outcome for this call, CONFLICT for another call. */
+/**
+ * Throws ReplayedOutcome when the key has a recorded outcome for this call, CONFLICT for another
+ * call. An expired record (the periodic purge has not reached it yet) is deleted and ignored, so a
+ * key's lifetime is the setting's, not the setting's plus up to one purge interval.
+ */
 export async function replayIfRecorded(db: Db, write: KeyedWrite): Promise<void> {
-  const record = await db.idempotencyRecord.findUnique({
-    where: { scope_key: { scope: write.scope, key: write.key } },
-  });
+  const where = { scope_key: { scope: write.scope, key: write.key } };
+  const record = await db.idempotencyRecord.findUnique({ where });
   if (!record) return;
+  if (record.createdAt < write.notBefore) {
+    // deleteMany: another replica may have deleted it first, which is just as good.
+    await db.idempotencyRecord.deleteMany({
+      where: { scope: write.scope, key: write.key, createdAt: record.createdAt },
+    });
+    return;
+  }
   if (record.requestDigest !== write.digest) {
     throw new DomainError(
       'CONFLICT',
