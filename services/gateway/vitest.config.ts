@@ -1,6 +1,25 @@
-// Gateway suites: unit tests, and end-to-end tests against a real control plane process.
+// Gateway suites: unit tests, and end-to-end tests against a real control plane process. Every
+// suite runs with the control plane on PostgreSQL; the end-to-end suites whose outcome depends on
+// the database engine (writes, idempotent retries across a frozen control plane, stored input) run
+// again with the control plane on embedded PGlite.
 import { defineConfig } from 'vitest/config';
 
+const ON_BOTH_ENGINES = [
+  'test/gateway.happy.test.ts',
+  'test/gateway.idempotency.resilience.test.ts',
+  'test/bad-input.error.test.ts',
+];
+
 export default defineConfig({
-  test: { testTimeout: 60_000, hookTimeout: 90_000 },
+  test: {
+    testTimeout: 60_000,
+    hookTimeout: 90_000,
+    projects: [
+      { extends: true, test: { name: 'postgres', env: { BINDERY_TEST_DB: 'postgres' } } },
+      {
+        extends: true,
+        test: { name: 'pglite', env: { BINDERY_TEST_DB: 'pglite' }, include: ON_BOTH_ENGINES },
+      },
+    ],
+  },
 });

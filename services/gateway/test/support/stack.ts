@@ -1,6 +1,7 @@
 /**
  * The real system for end-to-end tests: the control plane as its own process (tsx
- * src/server.ts) on a fresh PostgreSQL database, the gateway in this process, real HTTP between
+ * src/server.ts) on a fresh PostgreSQL database (or, in the suite's `pglite` project, on a fresh
+ * embedded data directory), the gateway in this process, real HTTP between
  * them, and the SDK's MCP Client against the gateway. The control plane can be stopped and started
  * again on the same port and database, or frozen (SIGSTOP) and thawed (SIGCONT): a frozen process
  * keeps its connections open and answers nothing, like a hung server. `close()` and
@@ -8,7 +9,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -23,6 +27,24 @@ export const INTERNAL_TOKEN = 'e2e-internal-token-0001';
 export const OPS_TOKEN = 'e2e-ops-token-000000001';
 const CONTROL_PLANE_DIR = fileURLToPath(new URL('../../../control-plane', import.meta.url));
 const SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+/** The control plane's database engine, set per vitest project. */
+export const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
+
+/** A fresh database for one stack: its environment for the control plane, and how to drop it. */
+async function freshDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (engine === 'pglite') {
+    const dir = await mkdtemp(join(tmpdir(), 'bindery-e2e-'));
+    return { env: { BINDERY_DATA_DIR: dir }, drop: () => rm(dir, { recursive: true, force: true }) };
+  }
+  const database = `bindery_e2e_${randomBytes(5).toString('hex')}`;
+  await admin(`CREATE DATABASE "${database}"`);
+  const dbUrl = new URL(SERVER_URL);
+  dbUrl.pathname = `/${database}`;
+  return {
+    env: { DATABASE_URL: dbUrl.toString() },
+    drop: () => admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`),
+  };
+}
 
 async function admin(sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: SERVER_URL });
@@ -78,10 +100,7 @@ export interface StackOptions {
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
-  const database = `bindery_e2e_${randomBytes(5).toString('hex')}`;
-  await admin(`CREATE DATABASE "${database}"`);
-  const dbUrl = new URL(SERVER_URL);
-  dbUrl.pathname = `/${database}`;
+  const database = await freshDatabase();
   const cpPort = await freePort();
   const gwPort = await freePort();
   const controlPlaneUrl = `http://127.0.0.1:${cpPort}`;
@@ -114,7 +133,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       env: {
         PATH: process.env.PATH ?? '',
         PORT: String(cpPort),
-        DATABASE_URL: dbUrl.toString(),
+        ...database.env,
         BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
         INTERNAL_TOKEN,
         OPS_TOKEN,
@@ -221,7 +240,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await gateway.close();
       await stopControlPlane();
       process.off('exit', reap);
-      await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+      await database.drop();
     },
   };
 }
