@@ -71,6 +71,11 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   registerErrorHandler(app);
   closeConnectionsWhenClosing(app);
   const metrics = createMetrics({ pool: options.pool });
+  app.addHook('onRequest', async (_request, reply) => {
+    metrics.requestsInFlight.inc();
+    // The answer's 'close' comes once for every request: answered, or its connection gone.
+    reply.raw.once('close', () => metrics.requestsInFlight.dec());
+  });
   registerJsonBody(app);
   refuseUnstorableInput(app);
 

@@ -36,6 +36,8 @@ export interface Config {
   seedDemo: boolean | undefined;
   /** How long a write's idempotency key is remembered (a retry after that writes again). */
   idempotencyTtlMs: number;
+  /** On SIGTERM/SIGINT, how long requests in flight may still run before they are cut. */
+  shutdownGraceMs: number;
   /** Wall time of one `query`, in-process slice and worker thread together (LIMIT_EXCEEDED above). */
   queryTimeoutMs: number;
   /** How long a query runs in-process before it moves to a worker thread (0 = always a worker). */
@@ -166,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || 'http://127.0.0.1:4100'),
     seedDemo: flag(env, 'BINDERY_SEED_DEMO'),
     idempotencyTtlMs: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 600_000),
     queryTimeoutMs,
     queryInlineMs,
     queryWorkers: integer(env, 'QUERY_WORKERS', QUERY_DEFAULTS.queryWorkers, 1, 64),

@@ -78,6 +78,11 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const meters = new Map<ToolKind, Map<string, ExecutionMeter>>();
 
+  const requestsInFlight = new Gauge({
+    name: 'controlplane_http_requests_in_flight',
+    help: 'HTTP requests received and not yet answered (what a shutdown waits for)',
+    registers: [registry],
+  });
   const auditInFlight = new Gauge({
     name: 'controlplane_audit_writes_in_flight',
     help: 'audit rows being written',
@@ -187,6 +192,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       entries: cacheEntries,
       bytes: cacheBytes,
     } satisfies ContextCacheMeter,
+    requestsInFlight,
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * Starts the control plane: config from the environment, database opened and migrated, root token
  * ensured, the demo seeded on a fresh database, then listen; SIGINT/SIGTERM close everything
- * gracefully.
+ * gracefully (requests in flight first, for up to SHUTDOWN_GRACE_MS).
  */
+import { closeOnSignals } from '@bindery/contracts/server';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
@@ -81,18 +82,13 @@ if (wantsDemo(config.seedDemo, database.kind)) {
   }
 }
 
-let closing = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, 'shutting down');
-    void app
-      .close()
-      .then(() => invalidation.close())
-      .then(() => database.close())
-      .then(() => process.exit(0));
-  });
-}
+// Requests in flight (tool calls, writes, their audit rows) finish before the database closes.
+closeOnSignals(app, {
+  graceMs: config.shutdownGraceMs,
+  afterClose: async () => {
+    await invalidation.close();
+    await database.close();
+  },
+});
 
 await app.listen({ host: config.host, port: config.port });

@@ -4,13 +4,8 @@
 // no answer is retried with its key, and each append ends up applied exactly once (none lost,
 // none doubled, though some unanswered ones had been applied), while retries of answered calls
 // get their first answer back word for word.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { engine } from './support/app.ts';
-import { createDatabase, TEMPLATE_DB } from './support/postgres.ts';
-import { adminCall, reapAll, startServer, PROCESS_TEST } from './support/server-process.ts';
+import { adminCall, processDatabase, reapAll, startServer, PROCESS_TEST } from './support/server-process.ts';
 
 const ADMIN = 'bnd_admin_crash-test-root-token-01';
 const INTERNAL = 'internal-token-for-crash-tests';
@@ -25,14 +20,9 @@ afterAll(async () => {
 });
 
 async function databaseEnv(): Promise<Record<string, string>> {
-  if (engine === 'postgres') {
-    const db = await createDatabase(TEMPLATE_DB);
-    cleanups.push(db.drop);
-    return { DATABASE_URL: db.url };
-  }
-  const dir = await mkdtemp(join(tmpdir(), 'bindery-crash-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return { BINDERY_DATA_DIR: dir };
+  const db = await processDatabase();
+  cleanups.push(db.drop);
+  return db.env;
 }
 
 // Answers are arbitrary JSON; the test reads the fields it needs.

@@ -191,7 +191,10 @@ export async function buildGateway(
   });
 
   lane.current = createFastLane({ config, cache, sessions, limiter, metrics, log: app.log });
-  app.addHook('preClose', async () => lane.current?.stop());
+  app.addHook('preClose', async () => {
+    lane.current?.stop();
+    sessions.endStandingStreams();
+  });
   await app.register(async (scope) =>
     mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter }),
   );

@@ -22,6 +22,8 @@ export interface GatewayConfig {
   /** Extra browser origins allowed besides those on an allowed host; `*` allows any. */
   allowedOrigins: string[];
   bodyLimitBytes: number;
+  /** On SIGTERM/SIGINT, how long tool calls in flight may still run before they are cut. */
+  shutdownGraceMs: number;
   cache: {
     maxEntries: number;
     /** Estimated heap bytes of all cached configs (see exposure-cache.ts for the estimate). */
@@ -124,6 +126,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     allowedHosts: ['localhost', '127.0.0.1', '::1', ...list(env.GATEWAY_ALLOWED_HOSTS)],
     allowedOrigins: list(env.GATEWAY_ALLOWED_ORIGINS),
     bodyLimitBytes: integer(env, 'GATEWAY_BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 600_000),
     cache: {
       maxEntries: integer(env, 'CONFIG_CACHE_MAX', 10_000, 1, 10_000_000),
       maxBytes: integer(env, 'CONFIG_CACHE_MAX_BYTES', 128 * MiB, MiB, 64 * 1024 * MiB),

@@ -1,4 +1,8 @@
-/** Starts the gateway and closes it gracefully on SIGINT/SIGTERM. */
+/**
+ * Starts the gateway and closes it gracefully on SIGINT/SIGTERM: standing SSE streams end, tool
+ * calls in flight are answered (for up to SHUTDOWN_GRACE_MS), then sessions and connections close.
+ */
+import { closeOnSignals } from '@bindery/contracts/server';
 import { buildGateway } from './app.ts';
 import { GatewayConfigError, loadGatewayConfig, type GatewayConfig } from './config.ts';
 
@@ -11,12 +15,5 @@ try {
   process.exit(1);
 }
 const app = await buildGateway(config);
-let closing = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (closing) return;
-    closing = true;
-    void app.close().then(() => process.exit(0));
-  });
-}
+closeOnSignals(app, { graceMs: config.shutdownGraceMs });
 await app.listen({ host: config.host, port: config.port });

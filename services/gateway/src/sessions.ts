@@ -199,6 +199,15 @@ export class SessionRegistry {
     }
   }
 
+  /**
+   * Ends every session's standing SSE stream (the GET a client keeps open for notifications) with
+   * a proper end of stream, leaving requests in flight to finish: the first step of a shutdown, as
+   * an open stream would otherwise keep the server from closing. Clients reconnect elsewhere.
+   */
+  endStandingStreams(): void {
+    for (const session of this.#sessions.values()) session.transport.closeStandaloneSSEStream();
+  }
+
   async closeAll(): Promise<void> {
     clearInterval(this.#sweeper);
     const all = [...this.#sessions.values()];

@@ -4,7 +4,12 @@
  * (call it in afterAll), also when a test failed halfway.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { engine } from './app.ts';
+import { createDatabase, TEMPLATE_DB } from './postgres.ts';
 
 /**
  * Options for suites of process tests: each starts control planes (a few seconds each, several
@@ -142,4 +147,17 @@ export async function tableIds(url: string, token: string): Promise<string[]> {
     cursor = page.body.next_cursor as string | null;
   } while (cursor);
   return ids;
+}
+
+/**
+ * A fresh database of the suite's engine for server processes: the environment that points a
+ * control plane at it (DATABASE_URL or BINDERY_DATA_DIR), and how to drop it afterwards.
+ */
+export async function processDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (engine === 'postgres') {
+    const db = await createDatabase(TEMPLATE_DB);
+    return { env: { DATABASE_URL: db.url }, drop: db.drop };
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'bindery-process-'));
+  return { env: { BINDERY_DATA_DIR: dir }, drop: () => rm(dir, { recursive: true, force: true }) };
 }

@@ -1,0 +1,84 @@
+/**
+ * Graceful shutdown, the same for both services: on SIGINT or SIGTERM the HTTP server stops taking
+ * connections, requests already received run to their answer (Fastify answers 503 to new requests
+ * on open keep-alive connections, `/readyz` included), then `afterClose` releases what the server
+ * used (database, worker threads) and the process exits 0. Should requests still be running after
+ * `graceMs`, their connections are cut, `afterClose` still runs (a database is closed cleanly
+ * either way) and the process exits 1, saying so.
+ */
+
+/** What the shutdown needs of a Fastify app. */
+export interface ShutdownTarget {
+  close(): PromiseLike<unknown>;
+  server: { closeAllConnections(): void; closeIdleConnections(): void };
+  log: {
+    info(details: object, message: string): void;
+    warn(details: object, message: string): void;
+    error(details: object, message: string): void;
+  };
+}
+
+export interface ShutdownOptions {
+  graceMs: number;
+  /** Runs once the server is closed (or its grace period is over). */
+  afterClose?: () => Promise<unknown>;
+  /** Ends the process; tests of this module pass their own. */
+  exit?: (code: number) => void;
+}
+
+/** How long `afterClose` may take once the grace period is over, before the process exits anyway. */
+const RELEASE_AFTER_GRACE_MS = 5_000;
+/**
+ * How often keep-alive connections that fell idle are closed while the server drains. Node closes
+ * the idle ones once, when closing starts; one whose last answer comes later (a tool call, or a
+ * stream written outside the framework's hooks) would otherwise keep the server open until its
+ * keep-alive timeout.
+ */
+const IDLE_SWEEP_MS = 100;
+
+/** Installs the signal handlers; answers a function that starts the same shutdown by hand. */
+export function closeOnSignals(app: ShutdownTarget, options: ShutdownOptions): (reason: string) => void {
+  const exit = options.exit ?? ((code: number) => process.exit(code));
+  let started = false;
+  const shutdown = (reason: string) => {
+    if (started) return; // A terminal's Ctrl+C may reach the process more than once.
+    started = true;
+    app.log.info({ reason, grace_ms: options.graceMs }, 'shutting down: finishing requests in flight');
+    let graceOver = false;
+    const sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+    const release = () => (options.afterClose ? options.afterClose() : Promise.resolve());
+    const grace = setTimeout(() => {
+      graceOver = true;
+      clearInterval(sweep);
+      app.log.warn(
+        { grace_ms: options.graceMs },
+        'shutdown grace period over: cutting the connections of requests still running',
+      );
+      app.server.closeAllConnections();
+      const cap = setTimeout(() => exit(1), RELEASE_AFTER_GRACE_MS);
+      cap.unref();
+      void release().then(
+        () => exit(1),
+        () => exit(1),
+      );
+    }, options.graceMs);
+    Promise.resolve(app.close())
+      .then(async () => {
+        if (graceOver) return;
+        clearTimeout(grace);
+        clearInterval(sweep);
+        await release();
+        app.log.info({}, 'stopped');
+        exit(0);
+      })
+      .catch((error: unknown) => {
+        if (graceOver) return;
+        clearTimeout(grace);
+        clearInterval(sweep);
+        app.log.error({ err: error }, 'shutdown failed');
+        exit(1);
+      });
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => shutdown(signal));
+  return shutdown;
+}

@@ -1,0 +1,133 @@
+// Pins graceful shutdown of the control plane process on both engines: on SIGTERM, twenty slow
+// tool calls already received are all answered and audited, the process exits 0 and the database
+// is closed cleanly (a restart sees every audit row); a request that outlives
+// SHUTDOWN_GRACE_MS has its connection cut and the process exits 1, saying so.
+import { afterAll, describe, expect, it } from 'vitest';
+import { sample } from './support/metrics.ts';
+import { adminCall, processDatabase, reapAll, startServer, PROCESS_TEST } from './support/server-process.ts';
+
+const ADMIN = 'bnd_admin_shutdown-test-root-token';
+const INTERNAL = 'internal-token-for-shutdown-tests';
+const CALLS = 20;
+/** Runs far longer than any budget of these tests over a 1,000-item array. */
+const SLOW_QUERY = 'map(&map(&map(&map(&map(&map(&map(&@, $), $), $), $), $), $), $)';
+
+// Answers are arbitrary JSON; the test reads the fields it needs.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const drops: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  await reapAll();
+  for (const drop of drops) await drop();
+});
+
+async function environment(extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  const db = await processDatabase();
+  drops.push(db.drop);
+  return {
+    ...db.env,
+    BINDERY_ADMIN_TOKEN: ADMIN,
+    INTERNAL_TOKEN: INTERNAL,
+    BINDERY_SEED_DEMO: 'false',
+    LOG_REQUESTS: 'false',
+    ...extra,
+  };
+}
+
+/** One tool of `operation` on `data` at `path`, bound to a new AEI: what an execute call needs. */
+async function oneTool(url: string, data: Json, path: string, operation: string) {
+  const admin = async (p: string, body: unknown) =>
+    (await adminCall(url, ADMIN, 'POST', p, body)).body as Json;
+  const table = await admin('/api/v2/tables', { name: 'big', data });
+  const adi = await admin('/api/v2/adis', { table_id: table.id, json_path: path, operation_type: operation });
+  const aei = await admin('/api/v2/aeis', { name: 'shutdown' });
+  const binding = await admin(`/api/v2/aeis/${aei.id}/bindings`, { adi_id: adi.id });
+  const execute = (args: Json) =>
+    fetch(`${url}/internal/adi/${adi.id}/execute`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INTERNAL}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ aei_id: aei.id, binding_id: binding.id, arguments: args }),
+    });
+  return { table, aei, execute };
+}
+
+/** Polls /metrics until `count` requests besides the poll itself are received and unanswered. */
+async function untilInFlight(url: string, count: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const inFlight = (sample(text, 'controlplane_http_requests_in_flight') ?? 0) - 1;
+    if (inFlight >= count) return;
+    if (Date.now() > deadline) throw new Error(`only ${inFlight} of ${count} requests received`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
+  it('answers and audits twenty slow tool calls in flight at SIGTERM, then exits 0', async () => {
+    // Twenty queries, each running its whole one-second budget on one of four worker threads; those
+    // that wait for a thread more than two seconds answer RATE_LIMITED. All of them answer between
+    // one and three seconds after they came in.
+    const env = await environment({ QUERY_TIMEOUT_MS: '1000', QUERY_WORKERS: '4', QUERY_QUEUE: '16' });
+    let server = await startServer(env);
+    const tool = await oneTool(
+      server.url,
+      { items: Array.from({ length: 1_000 }, (_, i) => i) },
+      '/items',
+      'query',
+    );
+    let answered = 0;
+    const calls = Array.from({ length: CALLS }, () =>
+      tool.execute({ query: SLOW_QUERY }).then(async (res) => {
+        answered += 1;
+        return { status: res.status, body: (await res.json()) as Json };
+      }),
+    );
+    // SIGTERM once the server has received all twenty (requests it has not read when it closes are
+    // refused with their connection, as on any server).
+    await untilInFlight(server.url, CALLS);
+    const inFlightAtSignal = CALLS - answered;
+    const code = await server.stop();
+    const answers = await Promise.all(calls);
+
+    expect(inFlightAtSignal).toBe(CALLS);
+    const codes = answers.map((answer) => {
+      expect(answer.status).toBe(200);
+      return JSON.parse(answer.body.content[0].text).error.code as string;
+    });
+    expect(codes.filter((code) => code === 'LIMIT_EXCEEDED').length).toBeGreaterThanOrEqual(4);
+    expect(codes.filter((code) => code !== 'LIMIT_EXCEEDED' && code !== 'RATE_LIMITED')).toEqual([]);
+    expect(code).toBe(0);
+    expect(server.output()).toContain('shutting down: finishing requests in flight');
+
+    // The database was closed cleanly with every audit row in it.
+    server = await startServer(env);
+    const audit = (await adminCall(server.url, ADMIN, 'GET', `/api/v2/audit?aei_id=${tool.aei.id}&limit=100`))
+      .body as Json;
+    expect(audit.items).toHaveLength(CALLS);
+    expect(audit.items.map((row: Json) => row.error_code).sort()).toEqual([...codes].sort());
+    expect(await server.stop()).toBe(0);
+  });
+
+  it('cuts a request that outlives SHUTDOWN_GRACE_MS and exits 1, saying so', async () => {
+    // A query allowed to run for a minute, and half a second of grace.
+    const env = await environment({ SHUTDOWN_GRACE_MS: '500', QUERY_TIMEOUT_MS: '60000' });
+    const server = await startServer(env);
+    const items = Array.from({ length: 1_000 }, (_, i) => i);
+    const tool = await oneTool(server.url, { items }, '/items', 'query');
+    const slow = tool.execute({ query: SLOW_QUERY }).then(
+      (res) => `answered ${res.status}`,
+      () => 'cut',
+    );
+    // The query is running (in its worker thread) once the in-process slice is over.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stopping = performance.now();
+    const code = await server.stop();
+    const took = performance.now() - stopping;
+    expect(await slow).toBe('cut');
+    expect(code).toBe(1);
+    expect(took).toBeLessThan(10_000);
+    expect(server.output()).toContain('shutdown grace period over');
+  });
+});
