@@ -28,8 +28,10 @@ export interface GatewayConfig {
     maxBytes: number;
     ttlMs: number;
     negativeTtlMs: number;
-    /** Lookups of keys the cache does not know, per second, this gateway sends at most; 0 = no cap. */
+    /** Lookups that find no exposure, per second, this gateway sends at most; 0 = no cap. */
     unknownKeyLookupsPerSecond: number;
+    /** The same, for requests from one client address; 0 = no cap. */
+    unknownKeyLookupsPerAddressPerSecond: number;
   };
   /** Open MCP sessions: at most `max` in all and `maxPerKey` per api_key; idle ones close after `idleMs`. */
   sessions: { max: number; maxPerKey: number; idleMs: number };
@@ -130,6 +132,13 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
       ttlMs: integer(env, 'CONFIG_CACHE_TTL_MS', 30_000, 0, 24 * 3600_000),
       negativeTtlMs: integer(env, 'CONFIG_NEGATIVE_TTL_MS', 5_000, 0, 3600_000),
       unknownKeyLookupsPerSecond: integer(env, 'UNKNOWN_KEY_LOOKUPS_PER_SECOND', 50, 0, 1_000_000),
+      unknownKeyLookupsPerAddressPerSecond: integer(
+        env,
+        'UNKNOWN_KEY_LOOKUPS_PER_ADDRESS_PER_SECOND',
+        10,
+        0,
+        1_000_000,
+      ),
     },
     sessions: {
       max: integer(env, 'GATEWAY_MAX_SESSIONS', 10_000, 1, 10_000_000),

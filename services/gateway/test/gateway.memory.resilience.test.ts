@@ -56,7 +56,14 @@ function cacheWith(maxBytes: number) {
   });
   const cache = new ExposureCache(
     client,
-    { maxEntries: 100, maxBytes, ttlMs: 60_000, negativeTtlMs: 5_000, unknownKeyLookupsPerSecond: 0 },
+    {
+      maxEntries: 100,
+      maxBytes,
+      ttlMs: 60_000,
+      negativeTtlMs: 5_000,
+      unknownKeyLookupsPerSecond: 0,
+      unknownKeyLookupsPerAddressPerSecond: 0,
+    },
     metrics,
     log,
   );
