@@ -27,17 +27,22 @@ import { CircuitBreaker, type BreakerState } from './upstream/circuit-breaker.ts
  *   was applied, and sending it again is safe;
  * - `no-answer`: it was (or may have been) sent, and no answer came (timeout, connection lost
  *   after the request started): the control plane may have acted on it;
- * - `error-answer`: the control plane answered with a server error.
+ * - `error-answer`: the control plane answered with a server error (or an answer the gateway
+ *   cannot read): it may have acted on it before failing;
+ * - `refused`: the control plane answered 4xx: it refused the request itself (a wrong token, a
+ *   route it does not have), so nothing was applied, and sending it again fails the same way.
  */
-export type Delivery = 'not-sent' | 'no-answer' | 'error-answer';
+export type Delivery = 'not-sent' | 'no-answer' | 'error-answer' | 'refused';
 
-/** The control plane could not be reached or answered with a server error. */
+/** The control plane could not be reached, failed, or refused the gateway's request. */
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
   constructor(
     message: string,
     readonly delivery: Delivery,
     readonly timedOut = false,
+    /** The HTTP status of an answer (`error-answer`, `refused`). */
+    readonly status?: number,
   ) {
     super(message);
   }
@@ -235,6 +240,8 @@ export class ControlPlaneClient {
           throw new UpstreamError(
             `control plane answered ${response.status} to ${method} ${kind}`,
             'error-answer',
+            false,
+            response.status,
           );
         }
         if (!options.probe) this.#breaker.record(true);
@@ -298,11 +305,19 @@ export class ControlPlaneClient {
       }
       throw new UpstreamError(
         'the control plane has no /internal/keys route: upgrade control planes before their gateways',
-        'error-answer',
+        'refused',
+        false,
+        404,
       );
     }
-    if (res.status !== 200)
-      throw new UpstreamError(`control plane answered ${res.status} to a key lookup`, 'error-answer');
+    if (res.status !== 200) {
+      throw new UpstreamError(
+        `control plane answered ${res.status} to a key lookup`,
+        res.status < 400 ? 'error-answer' : 'refused',
+        false,
+        res.status,
+      );
+    }
     const found = res.body as { kind: 'aei'; config: ConfigV2 } | { kind: 'legacy'; config: LegacyConfig };
     if (found.kind === 'legacy') return { status: 'legacy', config: found.config, bytes: res.bytes };
     const header = res.headers.etag;
@@ -332,11 +347,14 @@ export class ControlPlaneClient {
     const refused = refusedCall(res.status, res.body);
     if (refused) return refused;
     if (res.status !== 200) {
-      // A 4xx is about the request itself (shape, size, token): the control plane ran nothing.
+      // A 4xx is about the request itself (token, route, media type): the control plane refused
+      // it before running anything. (A 1xx-3xx other than 200 is no answer the route gives.)
       const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
       throw new UpstreamError(
-        `control plane refused the call (${res.status}${message ? `: ${message}` : ''})`,
-        'error-answer',
+        `the control plane refused the call (HTTP ${res.status}${message ? `: ${message}` : ''})`,
+        res.status >= 400 ? 'refused' : 'error-answer',
+        false,
+        res.status,
       );
     }
     return res.body as ToolResult;
