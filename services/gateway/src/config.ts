@@ -41,6 +41,8 @@ export interface GatewayConfig {
   rateLimit: { perSecond: number; burst: number };
   toolCallTimeoutMs: number;
   configTimeoutMs: number;
+  /** A health check of the control plane after this long without any answer from it (readiness). */
+  controlPlaneIdleProbeMs: number;
   toolsPageSize: number;
   /** Progressive mode: session state lifetime, execute_apis limits. */
   progressive: {
@@ -152,6 +154,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     },
     toolCallTimeoutMs: integer(env, 'TOOL_CALL_TIMEOUT_MS', 30_000, 100, 600_000),
     configTimeoutMs: integer(env, 'CONFIG_TIMEOUT_MS', 5_000, 100, 60_000),
+    controlPlaneIdleProbeMs: integer(env, 'CONTROL_PLANE_IDLE_PROBE_MS', 10_000, 100, 3_600_000),
     toolsPageSize: integer(env, 'TOOLS_PAGE_SIZE', 500, 1, 100_000),
     progressive: {
       sessionTtlMs: integer(env, 'CATALOG_SESSION_TTL_MS', 3_600_000, 1_000, 7 * 24 * 3_600_000),

@@ -78,6 +78,8 @@ export interface ControlPlaneClientOptions {
   internalToken: string;
   configTimeoutMs: number;
   toolCallTimeoutMs: number;
+  /** After this long without an answer from the control plane, `watch` sends a health check. */
+  idleProbeMs: number;
   breaker: { failureThreshold: number; cooldownMs: number; maxCooldownMs: number };
   metrics: GatewayMetrics;
   log: FastifyBaseLogger;
@@ -94,6 +96,8 @@ function isNetworkFault(error: unknown): boolean {
 
 /** The health check's time limit at most: a probe that hangs keeps the breaker open for nothing. */
 const PROBE_TIMEOUT_MS = 2_000;
+/** How often `watch` asks until the control plane has answered once. */
+const WAITING_POLL_MS = 500;
 
 type Kind = 'config' | 'execute' | 'health';
 
@@ -120,6 +124,11 @@ export class ControlPlaneClient {
   readonly #breaker: CircuitBreaker;
   /** True once the control plane answered anything below 500 (readiness is "waiting" until then). */
   #reached = false;
+  /** When it last answered anything below 500 (`performance.now()`). */
+  #lastContact = 0;
+  /** The next check of `watch`; undefined once closed. */
+  #watchTimer: NodeJS.Timeout | undefined;
+  #closed = false;
   /** A health check after a slow tool call is under way. */
   #checkingHealth = false;
   /** The latency histogram's children, bound once: a labelled observe looks its labels up each time. */
@@ -246,6 +255,7 @@ export class ControlPlaneClient {
         }
         if (!options.probe) this.#breaker.record(true);
         this.#reached = true;
+        this.#lastContact = performance.now();
         let parsed: unknown;
         try {
           parsed = response.text ? JSON.parse(response.text) : undefined;
@@ -374,6 +384,39 @@ export class ControlPlaneClient {
   }
 
   /**
+   * Keeps readiness true to the control plane's state without traffic: health checks every 500 ms
+   * until it first answers, then one whenever it has not answered anything for `idleProbeMs`. A
+   * failed check is followed by the next one after the breaker's cool-down rather than a whole
+   * interval, so a control plane that died while the gateway was quiet opens the breaker (and
+   * turns /readyz `degraded`) within `idleProbeMs` plus a few cool-downs, not thresholds times
+   * intervals. While the breaker is open its own probes do this. Timers are unref'd; `close` stops.
+   */
+  watch(): void {
+    this.#watchAfter(0);
+  }
+
+  #watchAfter(delayMs: number): void {
+    if (this.#closed) return;
+    this.#watchTimer = setTimeout(() => void this.#watchOnce(), delayMs);
+    this.#watchTimer.unref();
+  }
+
+  async #watchOnce(): Promise<void> {
+    if (!this.#reached) {
+      await this.healthy();
+      this.#watchAfter(WAITING_POLL_MS);
+      return;
+    }
+    const quiet = performance.now() - this.#lastContact;
+    if (!this.#breaker.allows() || quiet < this.#options.idleProbeMs) {
+      this.#watchAfter(Math.max(WAITING_POLL_MS, this.#options.idleProbeMs - quiet));
+      return;
+    }
+    const healthy = await this.healthy();
+    this.#watchAfter(healthy ? this.#options.idleProbeMs : this.#options.breaker.cooldownMs);
+  }
+
+  /**
    * After a tool call timed out: one health check (at most one at a time), which counts as a
    * failure for the breaker when it fails too, and as nothing when it succeeds.
    */
@@ -400,6 +443,8 @@ export class ControlPlaneClient {
   }
 
   close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#watchTimer);
     this.#breaker.stop();
     return this.#pool.close();
   }

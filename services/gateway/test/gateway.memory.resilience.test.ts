@@ -50,6 +50,7 @@ function cacheWith(maxBytes: number) {
     internalToken: INTERNAL_TOKEN,
     configTimeoutMs: 5_000,
     toolCallTimeoutMs: 5_000,
+    idleProbeMs: 10_000,
     breaker: { failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 },
     metrics,
     log,

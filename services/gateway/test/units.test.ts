@@ -24,6 +24,7 @@ describe('loadGatewayConfig', () => {
     });
     expect(config.sessions).toEqual({ max: 10_000, maxPerKey: 1_000, idleMs: 30 * 60_000 });
     expect(config.breaker).toEqual({ failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 });
+    expect(config.controlPlaneIdleProbeMs).toBe(10_000);
     expect(config.progressive.stateMaxBytes).toBe(64 * 1024 * 1024);
   });
 
@@ -53,6 +54,7 @@ describe('loadGatewayConfig', () => {
       ['UNKNOWN_KEY_LOOKUPS_PER_ADDRESS_PER_SECOND', '-1'],
       ['BREAKER_FAILURE_THRESHOLD', '0'],
       ['BREAKER_MAX_COOLDOWN_MS', '100'],
+      ['CONTROL_PLANE_IDLE_PROBE_MS', '0'],
     ] as const) {
       expect(() => loadGatewayConfig({ ...ok, [name]: value }), name).toThrow(new RegExp(name));
     }
