@@ -29,6 +29,15 @@ describe('findUnstorable', () => {
     expect(findUnstorable([1e308, -1e-300, 0])).toBeUndefined();
   });
 
+  it('names the first one found from a base pointer, keys escaped, siblings that are fine left out', () => {
+    const value = JSON.parse('{"ok":[1,"a",{"b":null}],"a":[true,{"x/y~":[0,-1e999]}],"later":1e999}');
+    expect(findUnstorable(value, '/executions/0/parameters')).toEqual({
+      pointer: '/executions/0/parameters/a/1/x~1y~0/1',
+      in: 'value',
+      problem: 'non-finite number',
+    });
+  });
+
   it('says where in one line, with the bad characters escaped', () => {
     const found = findUnstorable({ 'a\u0000': 1 })!;
     expect(unstorableMessage('body', found)).toBe(
