@@ -3,7 +3,7 @@
  * stored only as a SHA-256 hash plus a short display prefix.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { DISPLAY_PREFIX_LENGTH } from '@bindery/contracts';
+import { API_KEY_PREFIX, API_KEY_RANDOM_BYTES, DISPLAY_PREFIX_LENGTH } from '@bindery/contracts';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -56,9 +56,15 @@ export function displayPrefix(secret: string): string {
   return secret.slice(0, DISPLAY_PREFIX_LENGTH);
 }
 
-/** A new random credential: `bnd_admin_…` for admin tokens, `bnd_key_…` for exposure api keys. */
+/**
+ * A new random credential: `bnd_admin_…` for admin tokens, `bnd_key_…` for exposure api keys (in
+ * the shape gateways check before any lookup, `isWellFormedApiKey` in contracts).
+ */
 export function newCredential(kind: CredentialKind): Credential {
-  const secret = `bnd_${kind === 'admin' ? 'admin' : 'key'}_${randomBytes(24).toString('base64url')}`;
+  const secret =
+    kind === 'admin'
+      ? `bnd_admin_${randomBytes(24).toString('base64url')}`
+      : `${API_KEY_PREFIX}${randomBytes(API_KEY_RANDOM_BYTES).toString('base64url')}`;
   return { secret, hash: hashSecret(secret), prefix: displayPrefix(secret) };
 }
 

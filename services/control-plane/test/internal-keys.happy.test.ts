@@ -2,8 +2,8 @@
 // answers its config v2 with an ETag (If-None-Match gives 304 with no body), a legacy key its v1
 // config on either flavour, an unknown key 404 marked `kind: unknown`, and the v1 flavour never
 // reveals an AEI; only the internal token opens it; request logs mask the key; the older routes
-// still answer.
-import { redactApiKeyInUrl } from '@bindery/contracts';
+// still answer. Keys of both kinds have the shape gateways check before any lookup.
+import { isWellFormedApiKey, redactApiKeyInUrl } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { buildFixture, type Fixture } from './support/tools.ts';
@@ -114,5 +114,15 @@ describe('access', () => {
     expect(redactApiKeyInUrl(`/internal/keys/${f.apiKey}/config?flavor=v1`)).toBe(
       `/internal/keys/${f.apiKey.slice(0, 12)}…/config?flavor=v1`,
     );
+  });
+});
+
+describe('issued keys', () => {
+  it('have the shape gateways check before any lookup, for AEIs, rotations and legacy instances', async () => {
+    const rotated = await t.call('POST', `/api/v2/aeis/${f.aeiId}/rotate-key`, { token: f.token });
+    expect(rotated.status, JSON.stringify(rotated.body)).toBeLessThan(300);
+    for (const key of [f.apiKey, rotated.body.api_key, legacyKey]) {
+      expect(isWellFormedApiKey(key), key.slice(0, 12)).toBe(true);
+    }
   });
 });

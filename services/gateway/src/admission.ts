@@ -4,10 +4,12 @@
  * its status. Each refusal is a JSON-RPC error answer with its HTTP status.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { isWellFormedApiKey } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { CircuitOpenError, UpstreamError } from './control-plane-client.ts';
 import { LookupsLimitedError, type Exposure, type ExposureCache } from './exposure-cache.ts';
 import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
+import type { GatewayMetrics } from './metrics.ts';
 import { checkOrigin, type OriginPolicy } from './origin-guard.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
@@ -47,14 +49,20 @@ export function originRefusal(
     : { status: 403, code: JSONRPC.FORBIDDEN, message: reason, bindery: 'FORBIDDEN' };
 }
 
+/** A key no exposure has (on this URL), or one that cannot be a key at all. */
+const UNKNOWN_KEY: JsonRpcErrorAnswer = {
+  status: 401,
+  code: JSONRPC.UNAUTHORIZED,
+  message: 'unknown api_key',
+  bindery: 'UNAUTHORIZED',
+};
+
 /**
  * Why an exposure may not be served on this URL (the v1 URL serves legacy instances only; the v2
  * URL serves AEIs and, by fallback, legacy ones), or undefined when it may.
  */
 export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnswer | undefined {
-  if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) {
-    return { status: 401, code: JSONRPC.UNAUTHORIZED, message: 'unknown api_key', bindery: 'UNAUTHORIZED' };
-  }
+  if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) return UNKNOWN_KEY;
   const status = exposure.kind === 'aei' ? exposure.config.aei.status : exposure.config.instance.status;
   if (status !== 'enabled') {
     return {
@@ -70,16 +78,23 @@ export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnsw
 export type Admission = { exposure: Exposure; refusal?: undefined } | { refusal: JsonRpcErrorAnswer };
 
 /**
- * Spends a rate-limit token, then finds what the key exposes (fresh cache entry, else the control
- * plane, else the last good entry) and checks it may be served on this URL. A key the cache does
- * not know, past the gateway's cap on such lookups, is refused with 429: it is not known to be bad.
+ * Refuses a key not in the shape the control plane issues as unknown, at once (no lookup, no
+ * rate-limit token); spends a rate-limit token, then finds what the key exposes (fresh cache
+ * entry, else the control plane, else the last good entry) and checks it may be served on this
+ * URL. A key the cache does not know, past a cap on lookups that find nothing (of the client's
+ * `address`, or the gateway's), is refused with 429: it is not known to be bad.
  */
 export async function admitKey(
-  deps: { limiter: RateLimiter; cache: ExposureCache; log: FastifyBaseLogger },
+  deps: { limiter: RateLimiter; cache: ExposureCache; metrics: GatewayMetrics; log: FastifyBaseLogger },
   apiKey: string,
   hash: string,
   flavor: Flavor,
+  address: string | undefined,
 ): Promise<Admission> {
+  if (!isWellFormedApiKey(apiKey)) {
+    deps.metrics.malformedKeys.inc();
+    return { refusal: UNKNOWN_KEY };
+  }
   const wait = deps.limiter.take(hash);
   if (wait > 0) {
     return {
@@ -94,7 +109,7 @@ export async function admitKey(
   }
   let exposure: Exposure;
   try {
-    exposure = (await deps.cache.resolve(apiKey, hash, flavor)).exposure;
+    exposure = (await deps.cache.resolve(apiKey, hash, flavor, address)).exposure;
   } catch (error) {
     if (error instanceof LookupsLimitedError) {
       return {

@@ -110,6 +110,7 @@ export async function buildGateway(
     internalToken: config.internalToken,
     configTimeoutMs: config.configTimeoutMs,
     toolCallTimeoutMs: config.toolCallTimeoutMs,
+    idleProbeMs: config.controlPlaneIdleProbeMs,
     breaker: config.breaker,
     metrics,
     log: app.log,
@@ -126,14 +127,9 @@ export async function buildGateway(
     : new MemorySessionStore(config.progressive.sessionTtlMs, config.progressive.stateMaxBytes);
   app.decorate('gateway', { cache, sessions, metrics });
 
-  // Readiness: poll the control plane until it has answered once; after that the circuit
-  // breaker says how it is doing (see routes/ops.ts).
-  const poll = setInterval(() => {
-    if (client.readiness() === 'waiting') void client.healthy();
-    else clearInterval(poll);
-  }, 500);
-  poll.unref();
-  void client.healthy();
+  // Readiness: health checks until the control plane has answered once, then whenever it has been
+  // quiet for a while, so /readyz (routes/ops.ts) never reports a control plane long gone.
+  client.watch();
 
   app.addHook('onResponse', async (request, reply) => {
     metrics.requests.inc({
@@ -218,7 +214,6 @@ export async function buildGateway(
   }
 
   app.addHook('onClose', async () => {
-    clearInterval(poll);
     await sessions.closeAll();
     await subscription?.close();
     await store.close();

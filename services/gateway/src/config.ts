@@ -30,8 +30,10 @@ export interface GatewayConfig {
     maxBytes: number;
     ttlMs: number;
     negativeTtlMs: number;
-    /** Lookups of keys the cache does not know, per second, this gateway sends at most; 0 = no cap. */
+    /** Lookups that find no exposure, per second, this gateway sends at most; 0 = no cap. */
     unknownKeyLookupsPerSecond: number;
+    /** The same, for requests from one client address; 0 = no cap. */
+    unknownKeyLookupsPerAddressPerSecond: number;
   };
   /** Open MCP sessions: at most `max` in all and `maxPerKey` per api_key; idle ones close after `idleMs`. */
   sessions: { max: number; maxPerKey: number; idleMs: number };
@@ -41,6 +43,8 @@ export interface GatewayConfig {
   rateLimit: { perSecond: number; burst: number };
   toolCallTimeoutMs: number;
   configTimeoutMs: number;
+  /** A health check of the control plane after this long without any answer from it (readiness). */
+  controlPlaneIdleProbeMs: number;
   toolsPageSize: number;
   /** Progressive mode: session state lifetime, execute_apis limits. */
   progressive: {
@@ -133,6 +137,13 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
       ttlMs: integer(env, 'CONFIG_CACHE_TTL_MS', 30_000, 0, 24 * 3600_000),
       negativeTtlMs: integer(env, 'CONFIG_NEGATIVE_TTL_MS', 5_000, 0, 3600_000),
       unknownKeyLookupsPerSecond: integer(env, 'UNKNOWN_KEY_LOOKUPS_PER_SECOND', 50, 0, 1_000_000),
+      unknownKeyLookupsPerAddressPerSecond: integer(
+        env,
+        'UNKNOWN_KEY_LOOKUPS_PER_ADDRESS_PER_SECOND',
+        10,
+        0,
+        1_000_000,
+      ),
     },
     sessions: {
       max: integer(env, 'GATEWAY_MAX_SESSIONS', 10_000, 1, 10_000_000),
@@ -146,6 +157,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     },
     toolCallTimeoutMs: integer(env, 'TOOL_CALL_TIMEOUT_MS', 30_000, 100, 600_000),
     configTimeoutMs: integer(env, 'CONFIG_TIMEOUT_MS', 5_000, 100, 60_000),
+    controlPlaneIdleProbeMs: integer(env, 'CONTROL_PLANE_IDLE_PROBE_MS', 10_000, 100, 3_600_000),
     toolsPageSize: integer(env, 'TOOLS_PAGE_SIZE', 500, 1, 100_000),
     progressive: {
       sessionTtlMs: integer(env, 'CATALOG_SESSION_TTL_MS', 3_600_000, 1_000, 7 * 24 * 3_600_000),

@@ -27,17 +27,22 @@ import { CircuitBreaker, type BreakerState } from './upstream/circuit-breaker.ts
  *   was applied, and sending it again is safe;
  * - `no-answer`: it was (or may have been) sent, and no answer came (timeout, connection lost
  *   after the request started): the control plane may have acted on it;
- * - `error-answer`: the control plane answered with a server error.
+ * - `error-answer`: the control plane answered with a server error (or an answer the gateway
+ *   cannot read): it may have acted on it before failing;
+ * - `refused`: the control plane answered 4xx: it refused the request itself (a wrong token, a
+ *   route it does not have), so nothing was applied, and sending it again fails the same way.
  */
-export type Delivery = 'not-sent' | 'no-answer' | 'error-answer';
+export type Delivery = 'not-sent' | 'no-answer' | 'error-answer' | 'refused';
 
-/** The control plane could not be reached or answered with a server error. */
+/** The control plane could not be reached, failed, or refused the gateway's request. */
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
   constructor(
     message: string,
     readonly delivery: Delivery,
     readonly timedOut = false,
+    /** The HTTP status of an answer (`error-answer`, `refused`). */
+    readonly status?: number,
   ) {
     super(message);
   }
@@ -73,6 +78,8 @@ export interface ControlPlaneClientOptions {
   internalToken: string;
   configTimeoutMs: number;
   toolCallTimeoutMs: number;
+  /** After this long without an answer from the control plane, `watch` sends a health check. */
+  idleProbeMs: number;
   breaker: { failureThreshold: number; cooldownMs: number; maxCooldownMs: number };
   metrics: GatewayMetrics;
   log: FastifyBaseLogger;
@@ -89,6 +96,8 @@ function isNetworkFault(error: unknown): boolean {
 
 /** The health check's time limit at most: a probe that hangs keeps the breaker open for nothing. */
 const PROBE_TIMEOUT_MS = 2_000;
+/** How often `watch` asks until the control plane has answered once. */
+const WAITING_POLL_MS = 500;
 
 type Kind = 'config' | 'execute' | 'health';
 
@@ -115,6 +124,11 @@ export class ControlPlaneClient {
   readonly #breaker: CircuitBreaker;
   /** True once the control plane answered anything below 500 (readiness is "waiting" until then). */
   #reached = false;
+  /** When it last answered anything below 500 (`performance.now()`). */
+  #lastContact = 0;
+  /** The next check of `watch`; undefined once closed. */
+  #watchTimer: NodeJS.Timeout | undefined;
+  #closed = false;
   /** A health check after a slow tool call is under way. */
   #checkingHealth = false;
   /** The latency histogram's children, bound once: a labelled observe looks its labels up each time. */
@@ -235,10 +249,13 @@ export class ControlPlaneClient {
           throw new UpstreamError(
             `control plane answered ${response.status} to ${method} ${kind}`,
             'error-answer',
+            false,
+            response.status,
           );
         }
         if (!options.probe) this.#breaker.record(true);
         this.#reached = true;
+        this.#lastContact = performance.now();
         let parsed: unknown;
         try {
           parsed = response.text ? JSON.parse(response.text) : undefined;
@@ -298,11 +315,19 @@ export class ControlPlaneClient {
       }
       throw new UpstreamError(
         'the control plane has no /internal/keys route: upgrade control planes before their gateways',
-        'error-answer',
+        'refused',
+        false,
+        404,
       );
     }
-    if (res.status !== 200)
-      throw new UpstreamError(`control plane answered ${res.status} to a key lookup`, 'error-answer');
+    if (res.status !== 200) {
+      throw new UpstreamError(
+        `control plane answered ${res.status} to a key lookup`,
+        res.status < 400 ? 'error-answer' : 'refused',
+        false,
+        res.status,
+      );
+    }
     const found = res.body as { kind: 'aei'; config: ConfigV2 } | { kind: 'legacy'; config: LegacyConfig };
     if (found.kind === 'legacy') return { status: 'legacy', config: found.config, bytes: res.bytes };
     const header = res.headers.etag;
@@ -332,11 +357,14 @@ export class ControlPlaneClient {
     const refused = refusedCall(res.status, res.body);
     if (refused) return refused;
     if (res.status !== 200) {
-      // A 4xx is about the request itself (shape, size, token): the control plane ran nothing.
+      // A 4xx is about the request itself (token, route, media type): the control plane refused
+      // it before running anything. (A 1xx-3xx other than 200 is no answer the route gives.)
       const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
       throw new UpstreamError(
-        `control plane refused the call (${res.status}${message ? `: ${message}` : ''})`,
-        'error-answer',
+        `the control plane refused the call (HTTP ${res.status}${message ? `: ${message}` : ''})`,
+        res.status >= 400 ? 'refused' : 'error-answer',
+        false,
+        res.status,
       );
     }
     return res.body as ToolResult;
@@ -353,6 +381,39 @@ export class ControlPlaneClient {
     } catch {
       return false;
     }
+  }
+
+  /**
+   * Keeps readiness true to the control plane's state without traffic: health checks every 500 ms
+   * until it first answers, then one whenever it has not answered anything for `idleProbeMs`. A
+   * failed check is followed by the next one after the breaker's cool-down rather than a whole
+   * interval, so a control plane that died while the gateway was quiet opens the breaker (and
+   * turns /readyz `degraded`) within `idleProbeMs` plus a few cool-downs, not thresholds times
+   * intervals. While the breaker is open its own probes do this. Timers are unref'd; `close` stops.
+   */
+  watch(): void {
+    this.#watchAfter(0);
+  }
+
+  #watchAfter(delayMs: number): void {
+    if (this.#closed) return;
+    this.#watchTimer = setTimeout(() => void this.#watchOnce(), delayMs);
+    this.#watchTimer.unref();
+  }
+
+  async #watchOnce(): Promise<void> {
+    if (!this.#reached) {
+      await this.healthy();
+      this.#watchAfter(WAITING_POLL_MS);
+      return;
+    }
+    const quiet = performance.now() - this.#lastContact;
+    if (!this.#breaker.allows() || quiet < this.#options.idleProbeMs) {
+      this.#watchAfter(Math.max(WAITING_POLL_MS, this.#options.idleProbeMs - quiet));
+      return;
+    }
+    const healthy = await this.healthy();
+    this.#watchAfter(healthy ? this.#options.idleProbeMs : this.#options.breaker.cooldownMs);
   }
 
   /**
@@ -382,6 +443,8 @@ export class ControlPlaneClient {
   }
 
   close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#watchTimer);
     this.#breaker.stop();
     return this.#pool.close();
   }

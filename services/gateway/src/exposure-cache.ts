@@ -7,9 +7,11 @@
  * entries by api_key, AEI id, or all.
  *
  * Known keys live in an LRU bounded by entries and by estimated heap bytes. Unknown keys are
- * remembered briefly in a small LRU of their own, so random keys cannot push known configs out,
- * and the lookups they cause are capped per second for the whole gateway: a spray of random keys
- * costs the control plane at most that many lookups a second, and known keys never wait for it.
+ * remembered briefly in a small LRU of their own, so random keys cannot push known configs out.
+ * Lookups that find nothing are capped per second, per client address and for the whole gateway
+ * (see `#fetch`): a spray of random keys costs the control plane a bounded number of lookups a
+ * second, one address cannot spend the whole gateway's allowance, and keys that exist never spend
+ * it. Keys not in the shape the control plane issues never get this far (`admission.ts`).
  */
 import { hash as digest } from 'node:crypto';
 import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
@@ -45,6 +47,8 @@ export interface CacheOptions {
   negativeTtlMs: number;
   /** 0 = no cap. */
   unknownKeyLookupsPerSecond: number;
+  /** The same for one client address; 0 = no cap. */
+  unknownKeyLookupsPerAddressPerSecond: number;
 }
 
 /** Unknown keys remembered at most. Only about `cap x negative TTL` of them are fresh at any time. */
@@ -61,11 +65,19 @@ export function estimatedBytes(jsonBytes: number): number {
   return 2 * jsonBytes + ENTRY_OVERHEAD_BYTES;
 }
 
-/** A lookup of a key the cache does not know was not sent: too many such lookups this second. */
+/**
+ * A lookup of a key the cache does not know was not sent: too many lookups found nothing lately,
+ * from this client address or on the whole gateway.
+ */
 export class LookupsLimitedError extends Error {
   override name = 'LookupsLimitedError';
-  constructor(readonly retryAfterSeconds: number) {
-    super(`too many lookups of unknown api_keys on this gateway; retry in ${retryAfterSeconds} s`);
+  constructor(
+    readonly retryAfterSeconds: number,
+    readonly scope: 'address' | 'gateway',
+  ) {
+    super(
+      `too many lookups of unknown api_keys ${scope === 'address' ? 'from this address' : 'on this gateway'}; retry in ${retryAfterSeconds} s`,
+    );
   }
 }
 
@@ -87,8 +99,10 @@ export class ExposureCache {
   readonly #inFlight = new Map<string, Promise<Resolved>>();
   /** AEI id -> hashes of keys cached for it (a rotated key leaves two for a while). */
   readonly #byAei = new Map<string, Set<string>>();
-  /** One bucket for the whole gateway: lookups of keys it does not know. */
+  /** One bucket for the whole gateway: lookups that found nothing, charged after the answer. */
   readonly #lookups: RateLimiter;
+  /** A bucket per client address: its lookups in flight and those that found nothing. */
+  readonly #lookupsByAddress: RateLimiter;
   readonly #options: CacheOptions;
   readonly #client: ControlPlaneClient;
   readonly #metrics: GatewayMetrics;
@@ -110,6 +124,10 @@ export class ExposureCache {
     this.#lookups = new RateLimiter(
       options.unknownKeyLookupsPerSecond,
       Math.max(1, options.unknownKeyLookupsPerSecond),
+    );
+    this.#lookupsByAddress = new RateLimiter(
+      options.unknownKeyLookupsPerAddressPerSecond,
+      Math.max(1, options.unknownKeyLookupsPerAddressPerSecond),
     );
     this.#entries = new LRUCache<string, Entry>({
       max: options.maxEntries,
@@ -152,9 +170,15 @@ export class ExposureCache {
   /**
    * What `apiKey` exposes now, for a URL of this flavour: from the cache when fresh, else from the
    * control plane. Throws UpstreamError when the control plane fails and nothing is cached, and
-   * LookupsLimitedError when the key is not known and the gateway's lookup cap is spent.
+   * LookupsLimitedError when the key is not known and a lookup cap (of the client's `address`, or
+   * the gateway's) is spent.
    */
-  async resolve(apiKey: string, hash = keyHash(apiKey), flavor: KeyFlavor = 'v2'): Promise<Resolved> {
+  async resolve(
+    apiKey: string,
+    hash = keyHash(apiKey),
+    flavor: KeyFlavor = 'v2',
+    address?: string,
+  ): Promise<Resolved> {
     const entry = this.#entries.get(hash);
     if (entry && this.#age(entry.fetchedAt) < this.#options.ttlMs) {
       this.#metrics.cache.inc({ result: 'hit' });
@@ -177,7 +201,9 @@ export class ExposureCache {
     const flight = lookup + hash;
     const pending = this.#inFlight.get(flight);
     if (pending) return pending;
-    const fetching = this.#fetch(apiKey, hash, entry, lookup).finally(() => this.#inFlight.delete(flight));
+    const fetching = this.#fetch(apiKey, hash, entry, lookup, address).finally(() =>
+      this.#inFlight.delete(flight),
+    );
     this.#inFlight.set(flight, fetching);
     return fetching;
   }
@@ -187,15 +213,27 @@ export class ExposureCache {
     hash: string,
     previous: Entry | undefined,
     flavor: KeyFlavor,
+    address: string | undefined,
   ): Promise<Resolved> {
-    // A key the cache does not know spends a lookup token; it is given back unless the control
-    // plane says the key is unknown, so only lookups that find nothing count against the cap.
+    // Only lookups that find nothing count against the caps. The client's address lends a token
+    // for the lookup (so one address has at most its burst of lookups in flight), given back when
+    // the key exists. The gateway's bucket lends nothing: it must hold a token for the lookup to
+    // be sent, and is charged once the answer is "unknown", so valid keys (a restart full of
+    // them) never hold its tokens and never make another key wait.
     const counted = previous === undefined;
+    const addressKey = address ?? '';
     if (counted) {
-      const wait = this.#lookups.take('all', this.#now());
-      if (wait > 0) {
-        this.#metrics.lookupsLimited.inc();
-        throw new LookupsLimitedError(wait);
+      const now = this.#now();
+      const byAddress = this.#lookupsByAddress.take(addressKey, now);
+      if (byAddress > 0) {
+        this.#metrics.lookupsLimited.inc({ scope: 'address' });
+        throw new LookupsLimitedError(byAddress, 'address');
+      }
+      const global = this.#lookups.wait('all', now);
+      if (global > 0) {
+        this.#lookupsByAddress.refund(addressKey);
+        this.#metrics.lookupsLimited.inc({ scope: 'gateway' });
+        throw new LookupsLimitedError(global, 'gateway');
       }
     }
     let spent = false;
@@ -212,6 +250,9 @@ export class ExposureCache {
       this.#metrics.cache.inc({ result: 'miss' });
       if (answer.status === 'unknown') {
         spent = counted;
+        // Lookups already in flight when the bucket ran dry are charged too (as debt, repaid
+        // before the next one goes out), so the cap holds over time.
+        if (counted) this.#lookups.charge('all', this.#now());
         if (previous) this.#entries.delete(hash);
         this.#unknown.set(hash, { fetchedAt: this.#now(), flavor: flavor === 'v1' ? 'v1' : 'all' });
         this.#gauge();
@@ -245,7 +286,7 @@ export class ExposureCache {
       }
       throw error;
     } finally {
-      if (counted && !spent) this.#lookups.refund('all');
+      if (counted && !spent) this.#lookupsByAddress.refund(addressKey);
     }
   }
 

@@ -125,7 +125,13 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     }
     // Checked again now that the body is here: the exposure may have been disabled, the key
     // rotated or the session closed while it was arriving.
-    const admission = await admitKey({ limiter, cache, log }, call.apiKey, call.hash, call.target.flavor);
+    const admission = await admitKey(
+      { limiter, cache, metrics, log },
+      call.apiKey,
+      call.hash,
+      call.target.flavor,
+      req.socket.remoteAddress,
+    );
     if (admission.refusal) {
       writeJsonRpcError(res, admission.refusal);
       return;

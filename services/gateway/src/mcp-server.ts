@@ -21,6 +21,7 @@ import { UpstreamError } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { unansweredCall } from './mcp/call-failures.ts';
+import { unstorableArguments } from './mcp/unstorable-arguments.ts';
 import { decodeCursor, encodeCursor } from './mcp/pagination.ts';
 import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
@@ -144,6 +145,13 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
         `unknown tool "${name}"${close.length > 0 ? `; did you mean ${close.map((c) => `"${c}"`).join(', ')}?` : ''}`,
         { tool: name, close_matches: close },
       );
+    }
+    // A number that overflowed to Infinity would reach the control plane as null: only here can
+    // it still be seen, so the gateway refuses it as the control plane refuses a NUL.
+    const unstorable = unstorableArguments(args);
+    if (unstorable) {
+      deps.metrics.toolCalls.inc({ status: 'error' });
+      return { content: [{ type: 'text', text: JSON.stringify({ error: unstorable }) }], isError: true };
     }
     const started = performance.now();
     let result: CallToolResult;

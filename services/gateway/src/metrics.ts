@@ -47,7 +47,13 @@ export function createMetrics() {
     }),
     lookupsLimited: new Counter({
       name: 'gateway_unknown_key_lookups_limited_total',
-      help: 'lookups of keys the cache does not know refused without asking the control plane (UNKNOWN_KEY_LOOKUPS_PER_SECOND)',
+      help: 'lookups of keys the cache does not know refused without asking the control plane, by the cap that refused them: address (UNKNOWN_KEY_LOOKUPS_PER_ADDRESS_PER_SECOND), gateway (UNKNOWN_KEY_LOOKUPS_PER_SECOND)',
+      labelNames: ['scope'] as const,
+      registers: [registry],
+    }),
+    malformedKeys: new Counter({
+      name: 'gateway_malformed_keys_total',
+      help: 'requests refused as unknown because the api_key is not in the shape the control plane issues (never looked up)',
       registers: [registry],
     }),
     breakerState: new Gauge({

@@ -8,10 +8,7 @@ import {
   MAX_BATCH_EXECUTIONS,
   PROGRESSIVE_TOOL_NAMES,
   SEARCH_TOOL_NAME,
-  findUnstorable,
   isIdempotencyKey,
-  printable,
-  unstorableMessage,
   type ConfigV2,
   type ErrorCode,
 } from '@bindery/contracts';
@@ -28,6 +25,7 @@ import {
 } from './catalog.ts';
 import { UpstreamError } from './control-plane-client.ts';
 import { unansweredCall } from './mcp/call-failures.ts';
+import { unstorableArguments } from './mcp/unstorable-arguments.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SessionState, SessionStateStore } from './session-state.ts';
 import type { ToolIndex } from './tools.ts';
@@ -187,6 +185,8 @@ async function runBatch(
     if (idempotencyKey !== undefined && !isIdempotencyKey(idempotencyKey)) {
       return failed('VALIDATION_FAILED', '"idempotency_key" must be 1-255 visible ASCII characters');
     }
+    const unstorable = unstorableArguments(parameters, `/executions/${index}/parameters`);
+    if (unstorable) return failed(unstorable.code, unstorable.message, unstorable.details);
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
@@ -238,14 +238,9 @@ export async function callCatalogTool(
 ): Promise<CallToolResult> {
   try {
     // What the platform cannot store is refused here too, as the control plane refuses it in the
-    // arguments of the tools it runs (execute_apis items go there, each answered on its own).
-    const unstorable = name === 'execute_apis' ? undefined : findUnstorable(args);
-    if (unstorable) {
-      throw new CatalogError('VALIDATION_FAILED', unstorableMessage('arguments', unstorable), {
-        pointer: printable(unstorable.pointer),
-        problem: unstorable.problem,
-      });
-    }
+    // arguments of the tools it runs (execute_apis items are checked one by one: each fails alone).
+    const unstorable = name === 'execute_apis' ? undefined : unstorableArguments(args);
+    if (unstorable) throw new CatalogError(unstorable.code, unstorable.message, unstorable.details);
     if (name === 'initialize_session') {
       const wanted = text(args, 'app_id');
       if (sessionId === undefined) {

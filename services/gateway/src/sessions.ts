@@ -58,6 +58,7 @@ export class SessionRegistry {
   readonly #log: FastifyBaseLogger;
   readonly #limits: SessionLimits;
   readonly #sweeper: NodeJS.Timeout;
+  #lastSweepAt = 0;
 
   constructor(metrics: GatewayMetrics, log: FastifyBaseLogger, limits: SessionLimits) {
     this.#metrics = metrics;
@@ -144,6 +145,19 @@ export class SessionRegistry {
     this.#metrics.sessions.set(this.#sessions.size);
   }
 
+  /** The session with this id, if this replica holds it, without marking it used (to inspect it). */
+  peek(id: string): Readonly<Session> | undefined {
+    return this.#sessions.get(id);
+  }
+
+  /**
+   * When the idle sweep last ran (`Date.now()`; 0 before the first): every session idle since
+   * `lastSweepAt - idleMs` and not busy then has been closed.
+   */
+  get lastSweepAt(): number {
+    return this.#lastSweepAt;
+  }
+
   /** The session with this id, if this replica holds it and it belongs to this key; marks it used. */
   get(id: string, keyHash: string): Session | undefined {
     const session = this.#sessions.get(id);
@@ -191,12 +205,14 @@ export class SessionRegistry {
   }
 
   #sweep(): void {
-    const cutoff = Date.now() - this.#limits.idleMs;
+    const now = Date.now();
+    const cutoff = now - this.#limits.idleMs;
     // Least recently used first: stop at the first session seen since the cutoff.
     for (const session of [...this.#sessions.values()]) {
       if (session.lastSeen >= cutoff) break;
       if (session.busy === 0) this.#close(session, 'idle');
     }
+    this.#lastSweepAt = now;
   }
 
   /**

@@ -3,7 +3,8 @@
 // message (-32600), arguments nested 10,000 deep (-32600, HTTP 400), tools/call without a string
 // name or with non-object arguments (-32602, one line), malformed cursors (always -32602, `!!!`
 // included), arguments the control plane refuses (NUL, lone surrogates, over its body limit: a
-// tool error with its code, never UPSTREAM_FAILED). Each runs on every path a request can take:
+// tool error with its code, never UPSTREAM_FAILED), numbers that overflow a double (refused by the
+// gateway, which alone still sees them: direct, legacy v1 and execute_apis items). Each runs on every path a request can take:
 // the fast lane, Fastify's route, the SDK transport on a held session and without one.
 import { MAX_BODY_DEPTH, MAX_JSON_DEPTH } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -292,6 +293,92 @@ describe('arguments the control plane refuses are tool errors with its code, not
         message: /nested deeper than the limit of 64/,
       });
     }
+  });
+});
+
+describe('numbers that overflow a double (they used to be written as null)', () => {
+  // JSON numbers the gateway parses to Infinity: sent on, JSON writes them as null, so the control
+  // plane never sees them. The long mantissa once slipped past the raw-text pre-test too.
+  const huge = ['1e999', '-1E+400', `1${'0'.repeat(250)}e60`, '9'.repeat(400)];
+  const rawCall = (id: number, name: string, args: string) =>
+    `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`;
+  const rows = async () =>
+    (await stack.admin('GET', `/api/v2/tables/${exposed.tables.orders}`, undefined, exposed.token)).data
+      .length as number;
+
+  it('a direct tool: VALIDATION_FAILED naming the argument, on every path, nothing written', async () => {
+    const before = await rows();
+    for (const lane of LANES) {
+      for (const number of huge) {
+        const error = toolError(
+          await direct.post(lane, rawCall(1, 'add_order', `{"value":{"id":"n","total":[0,${number}]}}`)),
+          1,
+        );
+        expect(error).toMatchObject({
+          code: 'VALIDATION_FAILED',
+          message: /^arguments\/value\/total\/1: the value is a number too large to represent/,
+          details: { pointer: '/value/total/1', problem: 'non-finite number' },
+        });
+      }
+    }
+    expect(await rows()).toBe(before);
+  });
+
+  it('a legacy v1 tool: the same', async () => {
+    const legacy = await stack.admin(
+      'POST',
+      '/api/v1/mcp',
+      { table_id: exposed.tables.orders, json_pointer: '' },
+      exposed.token,
+    );
+    const v1 = await lanesFor(stack.gatewayUrl, `/api/v1/mcp/server/${legacy.api_key}`);
+    const before = await rows();
+    for (const lane of LANES) {
+      const error = toolError(await v1.post(lane, rawCall(1, 'create_data', '{"value":{"total":1e999}}')), 1);
+      expect(error).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        message: /^arguments\/value\/total: the value is a number too large/,
+      });
+    }
+    expect(await rows()).toBe(before);
+  });
+
+  it('an execute_apis item fails alone, naming the item; a catalog tool is refused whole', async () => {
+    const before = await rows();
+    for (const lane of ['fast lane', 'SDK, held session'] as const) {
+      const init = await progressive.post(
+        lane,
+        call(1, { name: 'initialize_session', arguments: { app_id: 'default' } }),
+      );
+      expect(responseTo(init, 1).result.isError).toBeUndefined();
+      const answer = await progressive.post(
+        lane,
+        rawCall(
+          2,
+          'execute_apis',
+          `{"executions":[{"api_name":"add_order","parameters":{"value":{"id":"ok"}}},{"api_name":"add_order","parameters":{"value":{"total":-1E+400}}}]}`,
+        ),
+      );
+      const { results } = resultJson(responseTo(answer, 2).result);
+      expect(results[0]).toMatchObject({ success: true });
+      expect(results[1]).toMatchObject({
+        success: false,
+        error: {
+          code: 'VALIDATION_FAILED',
+          message: expect.stringMatching(
+            /^arguments\/executions\/1\/parameters\/value\/total: the value is a number too large/,
+          ),
+          details: { pointer: '/executions/1/parameters/value/total', problem: 'non-finite number' },
+        },
+      });
+      const search = toolError(
+        await progressive.post(lane, rawCall(3, 'get_api_details', '{"api_names":["add_order"],"x":1e999}')),
+        3,
+      );
+      expect(search).toMatchObject({ code: 'VALIDATION_FAILED', message: /^arguments\/x: the value/ });
+    }
+    // Only the good items were written.
+    expect(await rows()).toBe(before + 2);
   });
 });
 

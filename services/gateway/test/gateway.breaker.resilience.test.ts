@@ -6,7 +6,7 @@
 // by itself. Also: a refused connection is reported as "not sent", a timeout is not.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { resultJson, twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, unusedApiKey, type Exposed } from './support/fixtures.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
@@ -91,7 +91,7 @@ describe('control plane frozen', () => {
       // A key never seen: 503 with Retry-After at once, nothing sent.
       const unknown = await rawPost(
         stack.gatewayUrl,
-        '/api/v2/mcp/server/bnd_key_never_seen_while_open',
+        `/api/v2/mcp/server/${unusedApiKey()}`,
         JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       );
       expect(unknown.status).toBe(503);

@@ -50,13 +50,21 @@ function cacheWith(maxBytes: number) {
     internalToken: INTERNAL_TOKEN,
     configTimeoutMs: 5_000,
     toolCallTimeoutMs: 5_000,
+    idleProbeMs: 10_000,
     breaker: { failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 },
     metrics,
     log,
   });
   const cache = new ExposureCache(
     client,
-    { maxEntries: 100, maxBytes, ttlMs: 60_000, negativeTtlMs: 5_000, unknownKeyLookupsPerSecond: 0 },
+    {
+      maxEntries: 100,
+      maxBytes,
+      ttlMs: 60_000,
+      negativeTtlMs: 5_000,
+      unknownKeyLookupsPerSecond: 0,
+      unknownKeyLookupsPerAddressPerSecond: 0,
+    },
     metrics,
     log,
   );

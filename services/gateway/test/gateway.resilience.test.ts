@@ -3,7 +3,7 @@
 // UPSTREAM_FAILED, readiness and metrics say so, and once the control plane is back calls succeed
 // again without restarting the gateway.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, unusedApiKey, type Exposed } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
@@ -67,7 +67,7 @@ describe('control plane down', () => {
   it('a key never seen before gets 503 with Retry-After while the control plane is down', async () => {
     await stack.stopControlPlane();
     try {
-      const res = await fetch(`${stack.gatewayUrl}/api/v2/mcp/server/bnd_key_never_seen`, {
+      const res = await fetch(`${stack.gatewayUrl}/api/v2/mcp/server/${unusedApiKey()}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),

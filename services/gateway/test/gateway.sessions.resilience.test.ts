@@ -3,7 +3,8 @@
 // GATEWAY_MAX_SESSIONS any key's; the closed session's stream gets 404 "Session not found" while
 // its client's requests are still served (statelessly, as for a session of another replica); when
 // every session under a cap is busy the initialize is refused with 429; idle sessions close after
-// GATEWAY_SESSION_IDLE_MS, busy ones do not.
+// GATEWAY_SESSION_IDLE_MS, busy ones do not. No fixed sleeps: each wait is for state the test can
+// see (a stream registered, a call arrived, a sweep run), with a deadline.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
@@ -35,6 +36,15 @@ const metric = async (name: 'sessionsClosed' | 'sessionsRefused', label: string)
 const open = () => stack.gateway.gateway.sessions.size;
 const count = { query: 'length(@)' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `check` holds, polling; fails naming `what` after `timeoutMs`. */
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
 
 /**
  * What a GET stream for this session answers now: 404 once the gateway closed it, 409 while it is
@@ -72,10 +82,11 @@ describe('caps', () => {
   let b1: Client;
   let b2: Client;
   // An SDK client opens its GET stream just after connect() returns; that request marks the
-  // session used too, so let it arrive before the test orders sessions by use.
+  // session used too, so wait until it holds the stream (another GET then gets 409) before the
+  // test orders sessions by use. That probe marks the newest session used again: no change.
   const connect = async (exposed: Exposed) => {
     const client = await stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`);
-    await sleep(150);
+    await until(async () => (await stream(exposed, sessionId(client))).status === 409, 'its GET stream');
     return client;
   };
 
@@ -126,7 +137,11 @@ describe('caps', () => {
       for (const client of [a1, b1, b2]) {
         held.push(client.callTool({ name: 'find_customers', arguments: count }));
       }
-      await sleep(300);
+      const sessions = stack.gateway.gateway.sessions;
+      await until(
+        () => [a1, b1, b2].every((c) => (sessions.peek(sessionId(c))?.busy ?? 0) > 0),
+        'the three calls to reach the gateway',
+      );
 
       const perKey = await initialize(b);
       expect(perKey.status).toBe(429);
@@ -156,6 +171,7 @@ describe('caps', () => {
 });
 
 describe('idle timeout', () => {
+  const IDLE_MS = 1_000;
   let idleGateway: FastifyInstance;
   let url: string;
 
@@ -166,7 +182,7 @@ describe('idle timeout', () => {
         GATEWAY_PORT: String(port),
         CONTROL_PLANE_URL: stack.controlPlaneUrl,
         INTERNAL_TOKEN,
-        GATEWAY_SESSION_IDLE_MS: '1000',
+        GATEWAY_SESSION_IDLE_MS: String(IDLE_MS),
       }),
       false,
     );
@@ -190,7 +206,13 @@ describe('idle timeout', () => {
     let call: Promise<unknown> | undefined;
     try {
       call = working.callTool({ name: 'find_customers', arguments: count });
-      await sleep(2_500); // past the idle time and a sweep (every second here)
+      // Busy from the moment its call arrived, and last used no later than that.
+      await until(() => (sessions.peek(sessionId(working))?.busy ?? 0) > 0, 'the call to reach the gateway');
+      const busySince = Date.now();
+      // A sweep that would have closed both, were they idle (sweeps run every second here).
+      await until(() => sessions.lastSweepAt > busySince + IDLE_MS, 'a sweep past the idle time');
+      expect(sessions.peek(sessionId(idle))).toBeUndefined();
+      expect(sessions.peek(sessionId(working))).toBeDefined();
       expect(sessions.size).toBe(1);
     } finally {
       stack.thawControlPlane();

@@ -20,9 +20,11 @@ describe('loadGatewayConfig', () => {
       ttlMs: 30_000,
       negativeTtlMs: 5_000,
       unknownKeyLookupsPerSecond: 50,
+      unknownKeyLookupsPerAddressPerSecond: 10,
     });
     expect(config.sessions).toEqual({ max: 10_000, maxPerKey: 1_000, idleMs: 30 * 60_000 });
     expect(config.breaker).toEqual({ failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 });
+    expect(config.controlPlaneIdleProbeMs).toBe(10_000);
     expect(config.progressive.stateMaxBytes).toBe(64 * 1024 * 1024);
   });
 
@@ -49,8 +51,10 @@ describe('loadGatewayConfig', () => {
       ['CONFIG_CACHE_MAX_BYTES', '1000'],
       ['CATALOG_SESSION_MAX_BYTES', '-1'],
       ['UNKNOWN_KEY_LOOKUPS_PER_SECOND', '1.5'],
+      ['UNKNOWN_KEY_LOOKUPS_PER_ADDRESS_PER_SECOND', '-1'],
       ['BREAKER_FAILURE_THRESHOLD', '0'],
       ['BREAKER_MAX_COOLDOWN_MS', '100'],
+      ['CONTROL_PLANE_IDLE_PROBE_MS', '0'],
     ] as const) {
       expect(() => loadGatewayConfig({ ...ok, [name]: value }), name).toThrow(new RegExp(name));
     }
@@ -135,6 +139,18 @@ describe('RateLimiter', () => {
   it('is off at 0 per second', () => {
     const limiter = new RateLimiter(0, 1);
     for (let i = 0; i < 100; i++) expect(limiter.take('k')).toBe(0);
+  });
+
+  it('charges after the fact into debt (at most one burst), which refills repay before anything passes', () => {
+    const limiter = new RateLimiter(2, 3);
+    const t0 = 1_000_000;
+    expect(limiter.wait('k', t0)).toBe(0);
+    expect(limiter.wait('k', t0)).toBe(0); // waiting takes nothing
+    for (let i = 0; i < 10; i++) limiter.charge('k', t0);
+    // -3 at most: 4 tokens short of one, 2 a second.
+    expect(limiter.wait('k', t0)).toBe(2);
+    expect(limiter.take('k', t0 + 1_000)).toBe(1);
+    expect(limiter.available('k', t0 + 2_000)).toBe(true);
   });
 });
 

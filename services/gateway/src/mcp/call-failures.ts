@@ -1,7 +1,10 @@
 /**
  * What a tool call answers when the control plane could not give its outcome, worded for the one
- * decision a caller has to make: may I send it again? Three cases, by what the gateway knows:
+ * decision a caller has to make: may I send it again? Four cases, by what the gateway knows:
  * - never sent (circuit breaker open, connection refused): nothing was applied, `UPSTREAM_FAILED`;
+ * - refused (the control plane answered 4xx to the gateway's request: a wrong internal token, a
+ *   route it lacks): nothing was applied either, `UPSTREAM_FAILED`, but repeating it fails the
+ *   same way until an operator fixes the set-up;
  * - sent to a tool that only reads, no answer: nothing changed either, `TIMEOUT` or
  *   `UPSTREAM_FAILED`, safe to repeat;
  * - sent to a tool that may write, no answer (a timeout, a connection lost, a 5xx): it may have
@@ -20,6 +23,13 @@ export interface FailedCall {
 
 /** The `{code, message, details}` of a call whose outcome the control plane did not give. */
 export function unansweredCall(error: UpstreamError, call: FailedCall): ToolError['error'] {
+  if (error.delivery === 'refused') {
+    return {
+      code: 'UPSTREAM_FAILED',
+      message: `${error.message}: nothing was applied; the refusal is about the gateway's request, not this call, so repeating it fails the same way until an operator fixes the gateway or the control plane`,
+      details: { sent: true, applied: false, ...(error.status !== undefined && { status: error.status }) },
+    };
+  }
   if (!error.sent) {
     return {
       code: 'UPSTREAM_FAILED',

@@ -58,7 +58,13 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       sendJsonRpcError(reply, MISSING_KEY);
       return undefined;
     }
-    const admission = await admitKey({ limiter, cache, log: request.log }, apiKey, hash, flavor);
+    const admission = await admitKey(
+      { limiter, cache, metrics, log: request.log },
+      apiKey,
+      hash,
+      flavor,
+      request.ip,
+    );
     if (admission.refusal) {
       sendJsonRpcError(reply, admission.refusal);
       return undefined;
@@ -99,7 +105,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       exposure: async () => {
         let now: Exposure;
         try {
-          now = (await cache.resolve(apiKey, hash, flavor)).exposure;
+          now = (await cache.resolve(apiKey, hash, flavor, request.ip)).exposure;
         } catch (error) {
           if (!(error instanceof LookupsLimitedError)) throw error;
           throw new UpstreamError(error.message, 'not-sent');

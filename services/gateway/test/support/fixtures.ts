@@ -1,6 +1,8 @@
 /**
  * Admin-API set-ups the end-to-end tests share: a user with tables, ADIs, an AEI and bindings.
  */
+import { randomBytes } from 'node:crypto';
+import { API_KEY_PREFIX, API_KEY_RANDOM_BYTES } from '@bindery/contracts';
 import type { Stack } from './stack.ts';
 
 // Answers are arbitrary JSON; each test asserts the fields it cares about.
@@ -82,4 +84,9 @@ export async function twoTableExposure(stack: Stack): Promise<Exposed> {
 export function resultJson(result: Record<string, unknown>): Json {
   const content = result.content as { type: string; text: string }[];
   return JSON.parse(content[0]!.text);
+}
+
+/** An api_key in the shape the control plane issues that no exposure has (odds: 2^-192). */
+export function unusedApiKey(): string {
+  return `${API_KEY_PREFIX}${randomBytes(API_KEY_RANDOM_BYTES).toString('base64url')}`;
 }

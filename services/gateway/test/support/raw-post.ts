@@ -1,7 +1,8 @@
 /**
  * A POST through node:http, which (unlike fetch) sends Host, Origin and framing exactly as given:
  * `chunked` sends the body without a content-length, `beforeBody` runs after the headers are sent
- * and before the body is.
+ * and before the body is, `from` is the loopback address to send from (127.0.0.1 by default), so
+ * one test can play several clients.
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
 
@@ -15,6 +16,7 @@ export interface RawPostOptions {
   headers?: Record<string, string>;
   chunked?: boolean;
   beforeBody?: () => Promise<void>;
+  from?: string;
 }
 
 export function rawPost(
@@ -29,6 +31,7 @@ export function rawPost(
       {
         host: '127.0.0.1',
         port,
+        ...(options.from && { localAddress: options.from }),
         method: 'POST',
         path,
         headers: {

@@ -81,8 +81,11 @@ export interface Stack {
     token?: string,
   ): Promise<{ status: number; body: Json }>;
   stopControlPlane(): Promise<void>;
-  /** Starts it and waits until the gateway's /readyz says `ready` (its circuit breaker closed). */
-  startControlPlane(): Promise<void>;
+  /**
+   * Starts it (with `env` over the stack's settings, such as another INTERNAL_TOKEN) and waits
+   * until the gateway's /readyz says `ready` (its circuit breaker closed).
+   */
+  startControlPlane(env?: Record<string, string>): Promise<void>;
   /** SIGSTOP: the process stays, its sockets stay open, nothing answers. */
   freezeControlPlane(): void;
   /** SIGCONT: it answers again (what it received meanwhile included). */
@@ -127,7 +130,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     throw new Error(`gateway readiness did not become "${status}" within ${timeoutMs} ms: ${last}`);
   }
 
-  async function startControlPlane(): Promise<void> {
+  async function startControlPlane(env: Record<string, string> = {}): Promise<void> {
     const proc = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
       cwd: CONTROL_PLANE_DIR,
       env: {
@@ -142,6 +145,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         LOG_LEVEL: 'info',
         LOG_REQUESTS: 'false',
         ...options.controlPlaneEnv,
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -189,8 +193,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     false,
   );
   await gateway.listen({ host: '127.0.0.1', port: gwPort });
-  const startAndWait = async () => {
-    await startControlPlane();
+  const startAndWait = async (env?: Record<string, string>) => {
+    await startControlPlane(env);
     await waitForReadiness('ready');
   };
   await startAndWait();

@@ -1,0 +1,111 @@
+// Pins that every setting reaches the process that reads it and is documented: turbo runs tasks in
+// strict env mode, so a variable turbo.json does not list never reaches `pnpm start` or `pnpm test`
+// (a setting that silently keeps its default). Every name either service's config.ts reads, and
+// every process.env name any source, test or benchmark of the repository reads, must be passed
+// through; every setting must be in README's settings table.
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const SELF = relative(ROOT, fileURLToPath(import.meta.url));
+const CONFIGS = ['services/control-plane/src/config.ts', 'services/gateway/src/config.ts'];
+const SCANNED = ['services', 'packages', 'bench', 'prisma/scripts'];
+// Passed to every task by turbo itself, whatever turbo.json says.
+const ALWAYS_PASSED = new Set(['PATH']);
+
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+/** Every setting a config.ts reads: `env.NAME`, and names handed to its parsers (`'NAME'`). */
+function settingsOf(source: string): Set<string> {
+  const names = new Set<string>();
+  for (const match of source.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)) names.add(match[1]!);
+  for (const match of source.matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'/g)) names.add(match[1]!);
+  return names;
+}
+
+function sourceFiles(dir: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(join(ROOT, dir))) {
+    if (entry === 'node_modules' || entry === 'generated' || entry.startsWith('.')) continue;
+    const path = join(dir, entry);
+    if (statSync(join(ROOT, path)).isDirectory()) found.push(...sourceFiles(path));
+    else if (/\.(?:ts|mts|mjs|js)$/.test(entry)) found.push(path);
+  }
+  return found;
+}
+
+/** Every `process.env.NAME` read anywhere (an assignment of a default, `??=`, is not a read). */
+function processEnvReads(): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const file of SCANNED.flatMap(sourceFiles)) {
+    if (file === SELF) continue;
+    for (const match of read(file).matchAll(
+      /process\.env(?:\.([A-Z][A-Z0-9_]*)\b|\[['"]([A-Z][A-Z0-9_]*)['"]\])(?!\s*\?\?=)/g,
+    )) {
+      const name = match[1] ?? match[2]!;
+      if (!names.has(name)) names.set(name, file);
+    }
+  }
+  return names;
+}
+
+function passedByTurbo(): Set<string> {
+  const turbo = JSON.parse(read('turbo.json')) as {
+    globalEnv?: string[];
+    globalPassThroughEnv?: string[];
+    tasks: Record<string, { env?: string[]; passThroughEnv?: string[] }>;
+  };
+  const names = [...(turbo.globalEnv ?? []), ...(turbo.globalPassThroughEnv ?? [])];
+  for (const task of ['start', 'test']) {
+    names.push(...(turbo.tasks[task]?.env ?? []), ...(turbo.tasks[task]?.passThroughEnv ?? []));
+  }
+  return new Set(names);
+}
+
+const settings = new Set(CONFIGS.flatMap((file) => [...settingsOf(read(file))]));
+
+describe('settings', () => {
+  it('are found: the scan sees the settings both services are known to read', () => {
+    for (const name of [
+      'DATABASE_URL',
+      'INTERNAL_TOKEN',
+      'EXECUTE_ITEM_TIMEOUT_MS',
+      'GATEWAY_ALLOWED_HOSTS',
+    ]) {
+      expect(settings, name).toContain(name);
+    }
+    expect(processEnvReads().get('TEST_DATABASE_URL')).toBeDefined();
+  });
+
+  it('every one either config.ts reads is passed through by turbo', () => {
+    const passed = passedByTurbo();
+    expect([...settings].filter((name) => !passed.has(name)).sort()).toEqual([]);
+  });
+
+  it('every process.env name read by a source, test or benchmark is passed through by turbo', () => {
+    const passed = passedByTurbo();
+    const missing = [...processEnvReads()]
+      .filter(([name]) => !passed.has(name) && !ALWAYS_PASSED.has(name))
+      .map(([name, file]) => `${name} (${file})`);
+    expect(missing.sort()).toEqual([]);
+  });
+
+  it('every one either config.ts reads is in README’s settings table', () => {
+    const readme = read('README.md');
+    const table = readme.slice(
+      readme.indexOf('## Settings'),
+      readme.indexOf('\n## ', readme.indexOf('## Settings') + 1),
+    );
+    const documented = new Set(
+      table
+        .split('\n')
+        .filter((line) => line.startsWith('|'))
+        .flatMap((line) =>
+          [...(line.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!),
+        ),
+    );
+    expect([...settings].filter((name) => !documented.has(name)).sort()).toEqual([]);
+  });
+});
