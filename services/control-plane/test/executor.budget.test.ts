@@ -4,7 +4,8 @@
 // runs answers in under 200 ms. Also pins the worker path itself: a query that outgrows the
 // in-process slice is answered by a worker thread; a worker that runs out of heap is replaced; a
 // full queue answers RATE_LIMITED with a retry hint; legacy v1 tools run under the same budget; a
-// binding override's `pattern` checks an agent's argument in linear time.
+// binding override's `pattern` checks an agent's argument in linear time, a pattern too costly to
+// check is refused when saved, and an override means at call time what it meant when saved.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../src/generated/prisma/client.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
@@ -121,6 +122,61 @@ describe('the reproductions, with the default budget (1 s)', () => {
       body: { input_schema: null },
     });
     expect(reset.status).toBe(200);
+  });
+
+  it('a pattern whose checks took seconds is refused when the override is saved, naming it; a normal one is saved', async () => {
+    const path = `/api/v2/aeis/${f.aeiId}/bindings/${f.tools.small!.bindingId}`;
+    const override = (pattern: string) => ({
+      input_schema: {
+        type: 'object',
+        properties: { query: { type: 'string', minLength: 1, pattern } },
+        required: ['query'],
+        additionalProperties: false,
+      },
+    });
+    const started = performance.now();
+    const refused = await t.call('PATCH', path, { token: f.token, body: override('(?:[a-c]|ab){700,999}$') });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe('VALIDATION_FAILED');
+    expect(refused.body.error.message).toContain(
+      'pattern "(?:[a-c]|ab){700,999}$" is too complex to check quickly',
+    );
+    const saved = await t.call('PATCH', path, { token: f.token, body: override('^[a-z]{1,64}$') });
+    expect(saved.status).toBe(200);
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
+    expect((await query(t, f, 'small', 'values[0]')).value.error.code).toBe('VALIDATION_FAILED');
+    expect((await t.call('PATCH', path, { token: f.token, body: { input_schema: null } })).status).toBe(200);
+  });
+
+  it("an override means at call time what it meant when saved: its format is checked, \\s is JavaScript's", async () => {
+    // Arguments were checked by a second ajv set-up without formats: "format" was saved and ignored.
+    const path = `/api/v2/aeis/${f.aeiId}/bindings/${f.tools.small!.bindingId}`;
+    const override = (query: Record<string, unknown>) => ({
+      input_schema: {
+        type: 'object',
+        properties: { query: { type: 'string', minLength: 1, ...query } },
+        required: ['query'],
+        additionalProperties: false,
+      },
+    });
+    expect(
+      (await t.call('PATCH', path, { token: f.token, body: override({ format: 'email' }) })).status,
+    ).toBe(200);
+    const refused = await query(t, f, 'small', 'name');
+    expect(refused.value.error.code).toBe('VALIDATION_FAILED');
+    expect(refused.value.error.message).toContain('must match format "email"');
+    // An address passes the schema and reaches the engine, which cannot read it as JMESPath.
+    expect((await query(t, f, 'small', 'a@example.com')).value.error.code).toBe('INVALID_QUERY');
+    expect(
+      (await t.call('PATCH', path, { token: f.token, body: override({ pattern: '^\\S+$' }) })).status,
+    ).toBe(200);
+    // U+2003 (em space) is white space in JavaScript; RE2's own \S would take it.
+    const spaced = await query(t, f, 'small', 'values\u2003');
+    expect(spaced.value.error.code).toBe('VALIDATION_FAILED');
+    expect(spaced.value.error.message).toContain('must match pattern');
+    expect((await query(t, f, 'small', 'name')).value).toBe('small');
+    expect((await t.call('PATCH', path, { token: f.token, body: { input_schema: null } })).status).toBe(200);
   });
 
   it('an override saved before patterns ran on RE2, and one RE2 cannot run, answers a tool error naming the tool', async () => {
