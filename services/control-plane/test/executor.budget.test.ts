@@ -1,7 +1,7 @@
 // Pins query budgets through the real internal execute route, on both engines: the reproductions
 // that killed or froze the control plane (two crash queries, a nested map over 1,000 items) answer
 // a tool error while the control plane keeps answering, and while a hostile query runs the event
-// loop is never held 100 ms and cheap calls answer in under 200 ms. Also pins the worker path
+// loop is never held 100 ms and cheap calls keep answering. Also pins the worker path
 // itself: a query that outgrows the in-process slice is answered by a worker thread, and the same
 // query again skips the slice; a worker that runs out of heap is replaced; a full queue answers
 // RATE_LIMITED with a retry hint; one tenant flooding the pool is refused past its share while
@@ -89,7 +89,7 @@ describe('the reproductions, with the default budget (1 s)', () => {
   });
 
   it.each([6, 10])(
-    'a map nested %i deep over 1,000 items answers LIMIT_EXCEEDED within about the budget; meanwhile the event loop is never held 100 ms and cheap calls answer in < 200 ms',
+    'a map nested %i deep over 1,000 items answers LIMIT_EXCEEDED within about the budget; meanwhile the event loop is never held 100 ms',
     async (depth) => {
       // The client shares this process with the control plane, so a blocked event loop would also
       // delay the client's own timers: each cheap call's latency is counted from when it was due,
@@ -117,10 +117,14 @@ describe('the reproductions, with the default budget (1 s)', () => {
       expect(['time', 'memory', 'steps']).toContain(res.value.error.details.limit);
       expect(res.value.error.message).toMatch(/avoid nesting map\(\)/);
       expect(res.elapsed).toBeLessThan(4_000);
+      // The strict measure: the longest the event loop was held (the histogram is in nanoseconds;
+      // the query run in-process held it about a second). Cheap calls also wait for the database
+      // (on PGlite, on this same thread) and for a CPU shared with other suites, so their bound is
+      // looser, yet one a blocked loop fails: the call due 150 ms in would wait 850 ms.
+      const held = delay.max / 1e6;
+      expect(held, `event loop held ${held} ms; cheap calls ${cheap.join(', ')} ms`).toBeLessThan(100);
       expect(cheap.length).toBeGreaterThan(0);
-      expect(Math.max(...cheap)).toBeLessThan(200);
-      // The histogram is in nanoseconds; the run in-process would hold the loop about a second.
-      expect(delay.max / 1e6).toBeLessThan(100);
+      expect(Math.max(...cheap), `cheap calls ${cheap.join(', ')} ms`).toBeLessThan(500);
     },
   );
 
@@ -407,22 +411,28 @@ describe('two tenants sharing the query pool', () => {
       expect(res.value).toBe(2);
       cheap.push(res.elapsed);
     }
-    expect(Math.max(...cheap)).toBeLessThan(200);
+    // Cheap calls never reach the pool; the bound leaves room for a CPU shared with other suites.
+    expect(Math.max(...cheap), `cheap calls ${cheap.join(', ')} ms`).toBeLessThan(500);
     // B's query goes before A's second: a freed thread goes to the tenant served longest ago.
     const longAnswer = await long;
     expect(longAnswer, JSON.stringify(longAnswer.value)).toMatchObject({ isError: false, value: 100_000 });
     const answers = await Promise.all(flood);
-    const refused = answers.filter((res) => res.value.error?.code === 'RATE_LIMITED');
-    expect(refused).toHaveLength(4);
+    const refused = answers.filter((res) => res.value.error?.details?.reason === 'tenant_limit');
+    expect(refused, JSON.stringify(answers.map((res) => res.value.error))).toHaveLength(4);
     for (const res of refused) {
-      expect(res.value.error.details).toMatchObject({ reason: 'tenant_limit', retry_after_seconds: 2 });
+      expect(res.value.error).toMatchObject({ code: 'RATE_LIMITED', details: { retry_after_seconds: 2 } });
       expect(res.value.error.message).toContain('This account already has 2 long-running queries');
     }
-    expect(answers.filter((res) => res.value.error?.code === 'LIMIT_EXCEEDED')).toHaveLength(2);
+    // A's two in the pool ran out of time (on a starved machine the second may instead have waited
+    // past two budgets: it goes after B's).
+    for (const res of answers.filter((res) => !refused.includes(res))) {
+      expect(['LIMIT_EXCEEDED', 'RATE_LIMITED']).toContain(res.value.error.code);
+    }
     await poolReaches(t, 0, 0);
     expect(await metric(t, 'controlplane_query_rejections_total', { reason: 'tenant_limit' })).toBe(4);
     expect(await metric(t, 'controlplane_query_rejections_total', { reason: 'queue_full' })).toBe(0);
-    // The warm-up, A's two and B's one.
-    expect(await metric(t, 'controlplane_query_escalations_total')).toBe(4);
+    // The warm-up, A's two (less one that waited too long) and B's one.
+    const timedOut = answers.filter((res) => res.value.error?.details?.reason === 'wait_timeout').length;
+    expect(await metric(t, 'controlplane_query_escalations_total')).toBe(4 - timedOut);
   });
 });
