@@ -67,7 +67,7 @@ let active: PatternChecks | undefined;
  * Runs `validate` with its pattern checks counted: strings too long to check are listed (the check
  * answers "no match", so a validation that met one must fail whatever else it says), and passing
  * PATTERN_TIME_BUDGET_MS throws LIMIT_EXCEEDED. Validation is synchronous, so one module-level
- * record serves; nesting keeps the outer one.
+ * record serves; a validation inside another counts its own checks, and the outer's resume after.
  */
 export function trackPatternChecks<T>(validate: () => T): { result: T; checks: PatternChecks } {
   const outer = active;
