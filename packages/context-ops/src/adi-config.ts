@@ -6,7 +6,8 @@ import type { OperationType } from '@bindery/contracts';
 import { OpError } from './errors.ts';
 import { isJsonObject, type JsonSchema } from './json.ts';
 import { OPERATIONS } from './operations.ts';
-import { compileSchema, describeSchemaError, schemaErrors } from './schema-validation.ts';
+import { PatternRefused } from './schema-pattern.ts';
+import { compileUserSchema, describeSchemaError, schemaErrors } from './schema-validation.ts';
 
 /**
  * The config for `op`, normalised (null/undefined become `{}`); throws VALIDATION_FAILED naming the
@@ -38,13 +39,15 @@ export function validateAdiConfig(op: OperationType, config: unknown): Record<st
   const itemSchema = config.item_schema;
   if (isJsonObject(itemSchema)) {
     try {
-      compileSchema(itemSchema);
+      compileUserSchema(itemSchema);
     } catch (cause) {
       const reason = cause instanceof Error ? cause.message : String(cause);
-      throw new OpError('VALIDATION_FAILED', `config.item_schema is not a valid JSON Schema: ${reason}`, {
-        field: 'item_schema',
-        reason,
-      });
+      const refused = cause instanceof PatternRefused;
+      throw new OpError(
+        'VALIDATION_FAILED',
+        `config.item_schema ${refused ? 'cannot be used' : 'is not a valid JSON Schema'}: ${reason}`,
+        { field: 'item_schema', reason, ...(refused && { pattern: cause.pattern }) },
+      );
     }
   }
   // A copy, so later edits of the caller's object cannot change what was validated.

@@ -7,12 +7,19 @@ export { OpError } from './errors.ts';
 export { executeRead, executeWrite, type ReadResult, type WriteResult } from './execute.ts';
 export { limitExceeded as queryLimitExceeded, type QueryLimit } from './jmespath/meter.ts';
 export type { JsonSchema, JsonValue } from './json.ts';
-export { linearRegExp } from './linear-regexp.ts';
 export { DEFAULT_LIMITS, DEFAULT_QUERY_BUDGET, type Limits, type QueryBudget } from './limits.ts';
 export type { OperationDefinition } from './operation.ts';
 export { OPERATIONS } from './operations.ts';
 export { formatPointer, parsePointer } from './pointer.ts';
 export { inferSchema } from './schema-inference.ts';
 export { checkSchemaNarrowing } from './schema-narrowing.ts';
+export {
+  MAX_PATTERN_INPUT,
+  MAX_PATTERN_PROGRAM_SIZE,
+  PATTERN_TIME_BUDGET_MS,
+  PATTERN_WORK_PER_CHECK,
+  PatternRefused,
+} from './schema-pattern.ts';
+export { compileUserSchema, type SchemaValidator, type UserSchemaOptions } from './schema-validation.ts';
 export { serializeResult } from './serialize.ts';
 export { checkValueArgument } from './value-argument.ts';

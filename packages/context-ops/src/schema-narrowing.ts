@@ -6,7 +6,8 @@
  */
 import { OpError } from './errors.ts';
 import { isJsonObject, type JsonSchema } from './json.ts';
-import { compileSchema, describeSchemaError, schemaErrors } from './schema-validation.ts';
+import { PatternRefused } from './schema-pattern.ts';
+import { compileUserSchema, describeSchemaError, schemaErrors } from './schema-validation.ts';
 
 const ROOT = 'input_schema';
 
@@ -49,8 +50,14 @@ export function checkSchemaNarrowing(canonical: JsonSchema, override: JsonSchema
   if (!isJsonObject(override)) refuse(`${ROOT} must be a JSON Schema object`, ROOT);
   refuseUnsupported(override, ROOT);
   try {
-    compileSchema(override);
+    compileUserSchema(override);
   } catch (cause) {
+    if (cause instanceof PatternRefused) {
+      throw new OpError('VALIDATION_FAILED', `${ROOT} cannot be used: ${cause.message}`, {
+        field: ROOT,
+        pattern: cause.pattern,
+      });
+    }
     refuse(
       `${ROOT} is not a valid JSON Schema: ${cause instanceof Error ? cause.message : String(cause)}`,
       ROOT,

@@ -4,7 +4,7 @@
 import { OPERATION_TYPES, READ_OPERATIONS } from '@bindery/contracts';
 import { describe, expect, it } from 'vitest';
 import { OPERATIONS, type JsonSchema } from '../src/index.ts';
-import { compileSchema } from '../src/schema-validation.ts';
+import { compileUserSchema } from '../src/schema-validation.ts';
 
 const REQUIRED: Record<string, string[] | undefined> = {
   get_all: undefined,
@@ -71,7 +71,7 @@ describe('OPERATIONS', () => {
       expect((property.description as string).length).toBeGreaterThan(20);
     }
     expect(schema.required).toEqual(REQUIRED[op]);
-    expect(() => compileSchema(schema)).not.toThrow();
+    expect(() => compileUserSchema(schema)).not.toThrow();
   });
 
   it.each(OPERATION_TYPES)('%s has a closed config schema with only its own keys', (op) => {
@@ -79,7 +79,7 @@ describe('OPERATIONS', () => {
     expect(schema.type).toBe('object');
     expect(schema.additionalProperties).toBe(false);
     expect(Object.keys(schema.properties as object)).toEqual(CONFIG_KEYS[op]);
-    expect(() => compileSchema(schema)).not.toThrow();
+    expect(() => compileUserSchema(schema)).not.toThrow();
   });
 
   it('is frozen, so no caller can change the canonical contract for everyone', () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { inferSchema, type JsonValue } from '../src/index.ts';
 import { MAX_INFERRED_PROPERTIES, MAX_SAMPLED_ITEMS } from '../src/schema-inference.ts';
-import { compileSchema } from '../src/schema-validation.ts';
+import { compileUserSchema } from '../src/schema-validation.ts';
 
 const DIALECT = 'https://json-schema.org/draft/2020-12/schema';
 
@@ -94,7 +94,7 @@ describe('inferSchema', () => {
       total: 2,
     };
     const schema = inferSchema(data);
-    const validate = compileSchema(schema);
+    const validate = compileUserSchema(schema);
     expect(validate(data)).toBe(true);
     expect(validate({ users: [{ roles: [] }], total: 2 })).toBe(false);
   });

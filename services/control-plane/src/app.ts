@@ -129,8 +129,10 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     inlineMs: query.queryInlineMs,
     threads: query.queryWorkers,
     queue: query.queryQueue,
+    perTenant: query.queryTenantEscalations,
     workerMemoryMb: query.queryWorkerMemoryMb,
     log: app.log.child({ component: 'query-pool' }),
+    meter: metrics.queryPool,
   });
   if (options.warmQueryWorkers) queries.warm();
   // The worker threads must not outlive the app (a test's app, or a server shutting down).

@@ -46,6 +46,8 @@ export interface Config {
   queryWorkers: number;
   /** Queries waiting for a worker thread at most (RATE_LIMITED beyond). */
   queryQueue: number;
+  /** Queries of one tenant (the user owning the exposure) in the worker pool at once, running or waiting. */
+  queryTenantEscalations: number;
   /** Heap cap of each query worker, in MiB. */
   queryWorkerMemoryMb: number;
 }
@@ -56,6 +58,7 @@ export const QUERY_DEFAULTS = {
   queryInlineMs: 10,
   queryWorkers: 2,
   queryQueue: 8,
+  queryTenantEscalations: 2,
   queryWorkerMemoryMb: 256,
 } as const satisfies Partial<Config>;
 
@@ -173,6 +176,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     queryInlineMs,
     queryWorkers: integer(env, 'QUERY_WORKERS', QUERY_DEFAULTS.queryWorkers, 1, 64),
     queryQueue: integer(env, 'QUERY_QUEUE', QUERY_DEFAULTS.queryQueue, 0, 10_000),
+    queryTenantEscalations: integer(
+      env,
+      'QUERY_TENANT_ESCALATIONS',
+      QUERY_DEFAULTS.queryTenantEscalations,
+      1,
+      10_000,
+    ),
     queryWorkerMemoryMb: integer(
       env,
       'QUERY_WORKER_MEMORY_MB',

@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of one control plane (its own registry, so several apps can share a process
  * in tests): tool executions by kind, operation and outcome, audit writes, context writes and their
- * row lock, the context cache, and the PostgreSQL connection pool. Named like the gateway's
+ * row lock, the context cache, the query worker pool, and the PostgreSQL connection pool. Named like the gateway's
  * (`gateway_` there, `controlplane_` here).
  *
  * The executor's hot path only calls `observe` on label children bound once per label set; nothing
@@ -45,6 +45,22 @@ export interface ContextCacheMeter {
   miss: { inc(): void };
   entries: { set(value: number): void };
   bytes: { set(value: number): void };
+}
+
+/** Why the query pool refused a query (RATE_LIMITED): its `details.reason`. */
+export type QueryRejection = 'tenant_limit' | 'queue_full' | 'wait_timeout' | 'closing';
+
+const QUERY_REJECTIONS: readonly QueryRejection[] = ['tenant_limit', 'queue_full', 'wait_timeout', 'closing'];
+
+/** What the query worker pool reports. */
+export interface QueryPoolMeter {
+  running: { set(value: number): void };
+  queued: { set(value: number): void };
+  /** A query handed to the pool (it outgrew its slice, or is known to). */
+  escalated: { inc(): void };
+  /** A query sent to the pool without its in-process slice: it outgrew one before. */
+  sliceSkipped: { inc(): void };
+  rejected(reason: QueryRejection): { inc(): void };
 }
 
 /** The connection counts of a `pg.Pool` (read at scrape time). */
@@ -136,6 +152,34 @@ export function createMetrics(options: MetricsOptions = {}) {
     registers: [registry],
   });
 
+  const queryRunning = new Gauge({
+    name: 'controlplane_query_pool_running',
+    help: 'queries running in a query worker thread',
+    registers: [registry],
+  });
+  const queryQueued = new Gauge({
+    name: 'controlplane_query_pool_queued',
+    help: 'queries waiting for a query worker thread',
+    registers: [registry],
+  });
+  const queryEscalations = new Counter({
+    name: 'controlplane_query_escalations_total',
+    help: 'queries handed to the worker pool: they outgrew the in-process slice, or did before',
+    registers: [registry],
+  });
+  const querySliceSkips = new Counter({
+    name: 'controlplane_query_slice_skips_total',
+    help: 'queries sent to the worker pool without the in-process slice, because they outgrew it before',
+    registers: [registry],
+  });
+  const queryRejections = new Counter({
+    name: 'controlplane_query_rejections_total',
+    help: 'queries the worker pool refused (RATE_LIMITED), by reason: tenant_limit, queue_full, wait_timeout, closing',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const rejections = new Map(QUERY_REJECTIONS.map((reason) => [reason, queryRejections.labels(reason)]));
+
   const pool = options.pool;
   if (pool) {
     // Read when scraped: nothing on the query path.
@@ -193,6 +237,13 @@ export function createMetrics(options: MetricsOptions = {}) {
       bytes: cacheBytes,
     } satisfies ContextCacheMeter,
     requestsInFlight,
+    queryPool: {
+      running: queryRunning,
+      queued: queryQueued,
+      escalated: queryEscalations,
+      sliceSkipped: querySliceSkips,
+      rejected: (reason) => rejections.get(reason) ?? queryRejections.labels(reason),
+    } satisfies QueryPoolMeter,
   };
 }
 

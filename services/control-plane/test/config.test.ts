@@ -117,12 +117,13 @@ describe('invalidation and demo settings', () => {
 });
 
 describe('query settings', () => {
-  it('defaults: 1 s per query, a 10 ms in-process slice, 2 workers of 256 MiB, 8 waiting', () => {
+  it('defaults: 1 s per query, a 10 ms in-process slice, 2 workers of 256 MiB, 8 waiting, 2 per tenant', () => {
     expect(loadConfig({})).toMatchObject({
       queryTimeoutMs: 1_000,
       queryInlineMs: 10,
       queryWorkers: 2,
       queryQueue: 8,
+      queryTenantEscalations: 2,
       queryWorkerMemoryMb: 256,
     });
   });
@@ -134,6 +135,7 @@ describe('query settings', () => {
         QUERY_INLINE_MS: '0',
         QUERY_WORKERS: '4',
         QUERY_QUEUE: '0',
+        QUERY_TENANT_ESCALATIONS: '1',
         QUERY_WORKER_MEMORY_MB: '512',
       }),
     ).toMatchObject({
@@ -141,12 +143,14 @@ describe('query settings', () => {
       queryInlineMs: 0,
       queryWorkers: 4,
       queryQueue: 0,
+      queryTenantEscalations: 1,
       queryWorkerMemoryMb: 512,
     });
     expect(() => loadConfig({ QUERY_TIMEOUT_MS: '5' })).toThrow(/QUERY_TIMEOUT_MS/);
     expect(() => loadConfig({ QUERY_WORKERS: '0' })).toThrow(/QUERY_WORKERS/);
     expect(() => loadConfig({ QUERY_WORKER_MEMORY_MB: '8' })).toThrow(/QUERY_WORKER_MEMORY_MB/);
     expect(() => loadConfig({ QUERY_QUEUE: '-1' })).toThrow(/QUERY_QUEUE/);
+    expect(() => loadConfig({ QUERY_TENANT_ESCALATIONS: '0' })).toThrow(/QUERY_TENANT_ESCALATIONS/);
     expect(() => loadConfig({ QUERY_INLINE_MS: '50', QUERY_TIMEOUT_MS: '20' })).toThrow(
       /QUERY_INLINE_MS \(50\) must not be larger than QUERY_TIMEOUT_MS \(20\)/,
     );

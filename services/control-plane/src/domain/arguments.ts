@@ -1,38 +1,10 @@
 /**
  * Validates a tool call's arguments against the binding's effective input schema (the override, or
- * the ADI's canonical schema) with ajv, applying the schema's defaults.
+ * the ADI's canonical schema), applying the schema's defaults. The schema is compiled as it was when
+ * it was saved (context-ops `compileUserSchema`: same formats, keywords, pattern engine and limits).
  */
-import { linearRegExp } from '@bindery/context-ops';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { compileUserSchema, type SchemaValidator } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
-
-// Patterns come from users' schemas: RE2, so an argument cannot make one backtrack for minutes.
-const ajv = new Ajv2020({
-  allErrors: true,
-  useDefaults: true,
-  strict: false,
-  code: { regExp: linearRegExp },
-});
-// Schemas are few (one per binding) but come from users: bound the cache so it cannot grow forever.
-const MAX_CACHED = 2_000;
-const compiled = new Map<string, ValidateFunction>();
-
-function validatorFor(schema: Record<string, unknown>): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let validate = compiled.get(key);
-  if (!validate) {
-    if (compiled.size >= MAX_CACHED) {
-      const oldest = compiled.keys().next().value;
-      if (oldest !== undefined) {
-        ajv.removeSchema(compiled.get(oldest)?.schema as object);
-        compiled.delete(oldest);
-      }
-    }
-    validate = ajv.compile(schema);
-    compiled.set(key, validate);
-  }
-  return validate;
-}
 
 /** The arguments with defaults applied, or VALIDATION_FAILED listing what is wrong. */
 export function checkArguments(
@@ -41,9 +13,9 @@ export function checkArguments(
   toolName: string,
 ): Record<string, unknown> {
   const copy = structuredClone(args);
-  let validate: ValidateFunction;
+  let validate: SchemaValidator;
   try {
-    validate = validatorFor(schema);
+    validate = compileUserSchema(schema, { useDefaults: true });
   } catch (error) {
     // Schemas are checked when saved; one saved before a rule changed (a pattern RE2 cannot run, say)
     // fails here, and the owner needs to know which tool and why.

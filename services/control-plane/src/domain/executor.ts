@@ -55,6 +55,8 @@ interface Target {
   tableId: string;
   jsonPath: string;
   config: Record<string, unknown>;
+  /** The user owning the exposure: long queries are shared out per tenant. */
+  tenant: string;
 }
 
 /** Every write answer is an object; the new version lets an agent chain expected_version. */
@@ -78,8 +80,9 @@ async function runOperation(
   if (OPERATIONS[target.op].kind === 'read') {
     const { node, text, version } = await readContext(ctx.prisma, options.contexts, at);
     if (target.op === 'query') {
-      const key = `${target.tableId}\u0000${target.jsonPath}\u0000${version}`;
-      return options.queries.run({ node, text, key }, args, target.config, options.limits);
+      const place = `${target.tableId}\u0000${target.jsonPath}`;
+      const context = { node, text, key: `${place}\u0000${version}`, place };
+      return options.queries.run(context, args, target.config, options.limits, target.tenant);
     }
     return executeRead(target.op, node, args, target.config, options.limits).result;
   }
@@ -206,6 +209,7 @@ export async function executeBinding(
         tableId: binding.adi.tableId,
         jsonPath: binding.adi.jsonPath,
         config: binding.adi.config as Record<string, unknown>,
+        tenant: binding.aei.userId,
       },
       checked,
       options,
@@ -255,7 +259,7 @@ export async function executeLegacy(
       op === 'preview' && instance.previewKeys.length > 0 ? { preview_keys: instance.previewKeys } : {};
     return runOperation(
       ctx,
-      { op, tableId: instance.tableId, jsonPath: instance.jsonPath, config },
+      { op, tableId: instance.tableId, jsonPath: instance.jsonPath, config, tenant: instance.userId },
       checked,
       options,
       keyedWrite(

@@ -8,7 +8,13 @@
  * The threads come from piscina. The queue in front of them is kept here rather than in piscina:
  * piscina does not count tasks that carry an abort signal against `maxQueue` (every task here
  * carries one, to terminate a worker that overruns), and a task must know when it reaches a thread
- * for its time budget to start then.
+ * for its time budget to start then. Keeping it here also makes it fair: one tenant (the user
+ * owning the exposure) has at most a few queries in the pool at once, and a freed thread goes to
+ * the waiting tenant with the fewest running, so one tenant's flood cannot starve the others.
+ *
+ * A query that outgrew its slice is remembered (by context place and expression) for a while: the
+ * same query again skips the slice and goes straight to a worker, so a repeated hostile query does
+ * not cost the event loop its slice each time.
  */
 import {
   DEFAULT_QUERY_BUDGET,
@@ -20,7 +26,9 @@ import {
   type QueryBudget,
   type QueryLimit,
 } from '@bindery/context-ops';
+import { LRUCache } from 'lru-cache';
 import { Piscina } from 'piscina';
+import type { QueryPoolMeter, QueryRejection } from '../metrics.ts';
 import type { QueryOutcome, QueryTask } from './query-worker.ts';
 
 export interface QueryPoolOptions {
@@ -32,9 +40,13 @@ export interface QueryPoolOptions {
   threads: number;
   /** Queries waiting for a thread at most (QUERY_QUEUE); more answer RATE_LIMITED. */
   queue: number;
+  /** Queries of one tenant in the pool at once, running or waiting (QUERY_TENANT_ESCALATIONS). */
+  perTenant: number;
   /** Heap cap of each worker, in MiB (QUERY_WORKER_MEMORY_MB). */
   workerMemoryMb: number;
   log?: { warn(details: object, message: string): void };
+  /** Where the pool reports its load, escalations and refusals (the /metrics series). */
+  meter?: QueryPoolMeter;
 }
 
 /** A context node with its JSON text, and a key naming exactly that text (table, pointer, version). */
@@ -42,6 +54,8 @@ export interface QueryContext {
   node: JsonValue;
   text: string;
   key: string;
+  /** Where the context lives (table and pointer), whatever its version. */
+  place: string;
 }
 
 const WORKER = new URL('./query-worker.mjs', import.meta.url).href;
@@ -68,11 +82,23 @@ const WORKER_CACHE_SHARE = 1 / 16;
 // The budget of intermediate values is this share of a worker's heap cap: the context and the
 // estimate's slack need the rest.
 const BUDGET_MEMORY_SHARE = 1 / 4;
+// Queries that outgrew their slice, remembered this long: enough to catch a client repeating one,
+// short enough that a context that has since shrunk gets its fast path back.
+const KNOWN_SLOW = { max: 1_000, ttl: 10 * 60_000 } as const;
 
 interface Waiter {
+  tenant: string;
   resolve(): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout;
+}
+
+/** One tenant's queries in the pool. */
+interface TenantLoad {
+  running: number;
+  waiting: number;
+  /** When a query of this tenant last got a thread (the pool's count of starts), 0 for never. */
+  lastStart: number;
 }
 
 export class QueryPool {
@@ -82,7 +108,10 @@ export class QueryPool {
   readonly #options: QueryPoolOptions;
   #pool: Piscina<QueryTask, QueryOutcome> | undefined;
   readonly #waiting: Waiter[] = [];
+  readonly #tenants = new Map<string, TenantLoad>();
+  readonly #knownSlow = new LRUCache<string, true>(KNOWN_SLOW);
   #running = 0;
+  #starts = 0;
   #closed = false;
 
   constructor(options: QueryPoolOptions) {
@@ -112,26 +141,39 @@ export class QueryPool {
   }
 
   /**
-   * The result of `query` (args already validated) on `context`, within the budget; throws OpError:
-   * the engine's errors, LIMIT_EXCEEDED past the budget (or a worker's heap), RATE_LIMITED when the
-   * workers and their queue are full.
+   * The result of `query` (args already validated) on `context` for `tenant` (the user owning the
+   * exposure), within the budget; throws OpError: the engine's errors, LIMIT_EXCEEDED past the
+   * budget (or a worker's heap), RATE_LIMITED when the tenant already has its share of the pool or
+   * the workers and their queue are full.
    */
   async run(
     context: QueryContext,
     args: Record<string, unknown>,
     config: Record<string, unknown>,
     limits: Limits,
+    tenant: string,
   ): Promise<JsonValue> {
     const started = performance.now();
+    const fingerprint = `${context.place}\u0000${String(args.query)}`;
     if (this.#slice !== undefined) {
-      try {
-        return executeRead('query', context.node, args, config, { ...limits, query: this.#slice }).result;
-      } catch (error) {
-        if (!this.#outgrewSlice(error)) throw error;
+      if (this.#knownSlow.has(fingerprint)) {
+        this.#options.meter?.sliceSkipped.inc();
+      } else {
+        try {
+          return executeRead('query', context.node, args, config, { ...limits, query: this.#slice }).result;
+        } catch (error) {
+          if (!this.#outgrewSlice(error)) throw error;
+          this.#knownSlow.set(fingerprint, true);
+        }
       }
     }
     const timeMs = Math.max(1, this.budget.timeMs - (performance.now() - started));
-    return this.#inWorker(context, args, config, { ...limits, query: { ...this.budget, timeMs } });
+    return this.#inWorker(context, args, config, { ...limits, query: { ...this.budget, timeMs } }, tenant);
+  }
+
+  /** Queries running in a worker and waiting for one, now (also on /metrics). */
+  get load(): { running: number; queued: number } {
+    return { running: this.#running, queued: this.#waiting.length };
   }
 
   /** Stops every worker; queued queries are refused. */
@@ -139,8 +181,10 @@ export class QueryPool {
     this.#closed = true;
     for (const waiter of this.#waiting.splice(0)) {
       clearTimeout(waiter.timer);
-      waiter.reject(this.#busy());
+      waiter.reject(this.#refuse('closing'));
     }
+    this.#tenants.clear();
+    this.#report();
     await this.#pool?.destroy();
   }
 
@@ -185,8 +229,10 @@ export class QueryPool {
     args: Record<string, unknown>,
     config: Record<string, unknown>,
     limits: Limits,
+    tenant: string,
   ): Promise<JsonValue> {
-    await this.#acquire();
+    await this.#acquire(tenant);
+    this.#options.meter?.escalated.inc();
     const abort = new AbortController();
     const watch = watchDeadline(abort, limits.query.timeMs);
     try {
@@ -230,50 +276,109 @@ export class QueryPool {
       throw failed;
     } finally {
       watch.stop();
-      this.#release();
+      this.#release(tenant);
     }
   }
 
-  #acquire(): Promise<void> {
-    if (this.#closed) return Promise.reject(this.#busy());
+  #acquire(tenant: string): Promise<void> {
+    if (this.#closed) return Promise.reject(this.#refuse('closing'));
+    const load = this.#tenants.get(tenant) ?? { running: 0, waiting: 0, lastStart: 0 };
+    if (load.running + load.waiting >= this.#options.perTenant) {
+      return Promise.reject(this.#refuse('tenant_limit'));
+    }
+    this.#tenants.set(tenant, load);
     if (this.#running < this.#options.threads) {
-      this.#running += 1;
+      this.#start(load);
       return Promise.resolve();
     }
-    if (this.#waiting.length >= this.#options.queue) return Promise.reject(this.#busy());
+    if (this.#waiting.length >= this.#options.queue) {
+      this.#forget(tenant, load);
+      return Promise.reject(this.#refuse('queue_full'));
+    }
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
+        tenant,
         resolve,
         reject,
         // Waiting longer than two whole queries may run means the workers are saturated: say so.
         timer: setTimeout(() => {
           this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
-          reject(this.#busy());
+          load.waiting -= 1;
+          this.#forget(tenant, load);
+          this.#report();
+          reject(this.#refuse('wait_timeout'));
         }, 2 * this.budget.timeMs),
       };
+      load.waiting += 1;
       this.#waiting.push(waiter);
+      this.#report();
     });
   }
 
-  // Hands the thread to the next waiter, if any (the running count stays), or frees it.
-  #release(): void {
-    const next = this.#waiting.shift();
-    if (next === undefined) {
-      this.#running -= 1;
+  #start(load: TenantLoad): void {
+    load.running += 1;
+    load.lastStart = ++this.#starts;
+    this.#running += 1;
+    this.#report();
+  }
+
+  // Frees the thread and hands it to a waiting query, round robin by tenant: of the tenants with
+  // the fewest queries running, the one whose last query started longest ago (so after one of a
+  // tenant's queries, another tenant's goes before its second), its longest-waiting query.
+  #release(tenant: string): void {
+    const load = this.#tenants.get(tenant);
+    if (load !== undefined) {
+      load.running -= 1;
+      this.#forget(tenant, load);
+    }
+    this.#running -= 1;
+    let chosen: { index: number; load: TenantLoad } | undefined;
+    this.#waiting.forEach((waiter, index) => {
+      const candidate = this.#tenants.get(waiter.tenant);
+      if (candidate === undefined) return;
+      const better =
+        chosen === undefined ||
+        candidate.running < chosen.load.running ||
+        (candidate.running === chosen.load.running && candidate.lastStart < chosen.load.lastStart);
+      if (better) chosen = { index, load: candidate };
+    });
+    if (chosen === undefined) {
+      this.#report();
       return;
     }
+    const [next] = this.#waiting.splice(chosen.index, 1);
+    if (next === undefined) return;
     clearTimeout(next.timer);
+    chosen.load.waiting -= 1;
+    this.#start(chosen.load);
     next.resolve();
   }
 
-  // `retry_after_seconds`, as every RATE_LIMITED answer (docs/api.md): one query's time, rounded up.
-  #busy(): OpError {
+  #forget(tenant: string, load: TenantLoad): void {
+    if (load.running === 0 && load.waiting === 0) this.#tenants.delete(tenant);
+  }
+
+  #report(): void {
+    this.#options.meter?.running.set(this.#running);
+    this.#options.meter?.queued.set(this.#waiting.length);
+  }
+
+  // `retry_after_seconds`, as every RATE_LIMITED answer (docs/api.md): one query's time, rounded up;
+  // `reason` says which limit was met.
+  #refuse(reason: QueryRejection): OpError {
+    this.#options.meter?.rejected(reason).inc();
     const seconds = Math.max(1, Math.ceil(this.budget.timeMs / 1000));
+    const why =
+      reason === 'tenant_limit'
+        ? `This account already has ${this.#options.perTenant} long-running queries in progress.`
+        : reason === 'closing'
+          ? 'The server is shutting down.'
+          : 'Too many long-running queries right now.';
     return new OpError(
       'RATE_LIMITED',
-      `Too many long-running queries right now. Retry in about ${seconds} s, ` +
+      `${why} Retry in about ${seconds} s, ` +
         'or narrow the query so it finishes quickly (filter first, select only the fields you need).',
-      { retry_after_seconds: seconds },
+      { retry_after_seconds: seconds, reason },
     );
   }
 }
