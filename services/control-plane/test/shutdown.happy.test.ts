@@ -69,7 +69,12 @@ describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
     // Twenty queries, each running its whole one-second budget on one of four worker threads; those
     // that wait for a thread more than two seconds answer RATE_LIMITED. All of them answer between
     // one and three seconds after they came in.
-    const env = await environment({ QUERY_TIMEOUT_MS: '1000', QUERY_WORKERS: '4', QUERY_QUEUE: '16' });
+    const env = await environment({
+      QUERY_TIMEOUT_MS: '1000',
+      QUERY_WORKERS: '4',
+      QUERY_QUEUE: '16',
+      QUERY_TENANT_ESCALATIONS: '20',
+    });
     let server = await startServer(env);
     const tool = await oneTool(
       server.url,

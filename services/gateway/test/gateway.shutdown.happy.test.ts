@@ -24,7 +24,12 @@ beforeAll(async () => {
   // Each query runs its one-second budget on one of four worker threads (or waits, at most two
   // seconds, for one): every call answers between one and three seconds after it came in.
   stack = await startStack({
-    controlPlaneEnv: { QUERY_TIMEOUT_MS: '1000', QUERY_WORKERS: '4', QUERY_QUEUE: '16' },
+    controlPlaneEnv: {
+      QUERY_TIMEOUT_MS: '1000',
+      QUERY_WORKERS: '4',
+      QUERY_QUEUE: '16',
+      QUERY_TENANT_ESCALATIONS: '20',
+    },
   });
   token = (await stack.admin('POST', '/api/v2/users', { name: 'shutdown' })).token;
   const as = (path: string, body: unknown) => stack.admin('POST', path, body, token);
