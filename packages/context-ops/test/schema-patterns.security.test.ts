@@ -164,15 +164,18 @@ describe('pattern size and cost (each check bounded)', () => {
     expect(keys({ [long]: 'not a number' })).toBe(false);
   });
 
-  it('one check at the limits takes well under a second (the reported pattern took 8 s on 64 KiB)', () => {
+  it('one check at the limits is bounded work (the reported pattern took 8 s on 64 KiB)', () => {
     // A program that defeats RE2's cache of states, on the longest input it may check; and the
-    // largest program allowed on the longest input it may check.
+    // largest program allowed on the longest input it may check. The work (instructions times
+    // characters) is capped by construction; the time is a loose guard for a loaded machine (about
+    // 100 ms each when idle; the figures are in the query benchmark's neighbourhood, not here).
     for (const source of ['[ab]*a[ab]{20}$', `[ab]*a[ab]{${990}}$`]) {
       const pattern = compilePattern(source);
+      expect(pattern.programSize * pattern.maxInput, source).toBeLessThanOrEqual(PATTERN_WORK_PER_CHECK);
       const input = randomAb(pattern.maxInput);
       const started = performance.now();
       pattern.test(input);
-      expect(performance.now() - started, source).toBeLessThan(1_000);
+      expect(performance.now() - started, source).toBeLessThan(5_000);
     }
   });
 
@@ -187,7 +190,7 @@ describe('pattern size and cost (each check bounded)', () => {
     const elapsed = performance.now() - started;
     expect(error.code).toBe('LIMIT_EXCEEDED');
     expect(error.details).toMatchObject({ limit: 'pattern_time', budget_ms: PATTERN_TIME_BUDGET_MS });
-    expect(elapsed).toBeLessThan(PATTERN_TIME_BUDGET_MS + 1_500);
+    expect(elapsed).toBeLessThan(PATTERN_TIME_BUDGET_MS + 4_000);
   });
 });
 
