@@ -177,10 +177,14 @@ describe('a slow tool on a healthy control plane', () => {
       // Maps nested six deep over 1,000 items: it runs in a query worker until its 1 s budget ends,
       // while the control plane's event loop keeps answering.
       const hostile = 'map(&map(&map(&map(&map(&map(&@, $), $), $), $), $), $)';
+      // The first times out at the gateway; the next may too, or be refused at once by the control
+      // plane's share of query workers for one tenant (its earlier queries still run there).
       for (let i = 0; i < 3; i++) {
         const slow = await slowClient.callTool({ name: 'ask', arguments: { query: hostile } });
-        expect(resultJson(slow).error.code).toBe('TIMEOUT');
-        await sleep(100); // the health check the timeout triggers
+        const code = resultJson(slow).error.code;
+        if (i === 0) expect(code).toBe('TIMEOUT');
+        else expect(['TIMEOUT', 'RATE_LIMITED']).toContain(code);
+        await sleep(100); // the health check a timeout triggers
       }
       const state = (await strict.gateway.gateway.metrics.breakerState.get()).values.find(
         (v) => v.value === 1,
