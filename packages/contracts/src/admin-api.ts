@@ -146,6 +146,11 @@ export const UpdateAdiBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateAdiBody = Static<typeof UpdateAdiBody>;
+export const AdiStatus = Type.Union([Type.Literal('ok'), Type.Literal('context_missing')], {
+  description:
+    'context_missing: the table’s current data has nothing at json_path (its calls answer NOT_FOUND)',
+});
+export type AdiStatus = Static<typeof AdiStatus>;
 export const Adi = Type.Object({
   id: Type.String(),
   table_id: Type.String(),
@@ -157,6 +162,7 @@ export const Adi = Type.Object({
   category: Nullable(Type.String()),
   config: JsonObject,
   input_schema: JsonObject,
+  status: AdiStatus,
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -4,6 +4,7 @@ export { ID_PREFIX, SLUG_PATTERN, SLUG_RE, TOOL_NAME_PATTERN, TOOL_NAME_RE } fro
 export {
   Adi,
   AdiListQuery,
+  AdiStatus,
   Aei,
   AeiStatus,
   AeiWithKey,

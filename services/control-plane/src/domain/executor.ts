@@ -51,6 +51,8 @@ export interface ExecutorOptions {
 }
 
 interface Target {
+  /** The tool's name as its caller knows it (for messages). */
+  toolName: string;
   op: OperationType;
   tableId: string;
   jsonPath: string;
@@ -74,7 +76,12 @@ async function runOperation(
   options: ExecutorOptions,
   keyed: KeyedWrite | undefined,
 ): Promise<JsonValue> {
-  const at = { tableId: target.tableId, tokens: parsePointer(target.jsonPath), pointer: target.jsonPath };
+  const at = {
+    tableId: target.tableId,
+    tokens: parsePointer(target.jsonPath),
+    pointer: target.jsonPath,
+    toolName: target.toolName,
+  };
   if (OPERATIONS[target.op].kind === 'read') {
     const { node, text, version } = await readContext(ctx.prisma, options.contexts, at);
     if (target.op === 'query') {
@@ -202,6 +209,7 @@ export async function executeBinding(
     return runOperation(
       ctx,
       {
+        toolName: binding.toolName,
         op,
         tableId: binding.adi.tableId,
         jsonPath: binding.adi.jsonPath,
@@ -255,7 +263,7 @@ export async function executeLegacy(
       op === 'preview' && instance.previewKeys.length > 0 ? { preview_keys: instance.previewKeys } : {};
     return runOperation(
       ctx,
-      { op, tableId: instance.tableId, jsonPath: instance.jsonPath, config },
+      { toolName: tool.name, op, tableId: instance.tableId, jsonPath: instance.jsonPath, config },
       checked,
       options,
       keyedWrite(
