@@ -211,9 +211,35 @@ export const Aei = Type.Object({
   updated_at: Timestamp,
 });
 export type Aei = Static<typeof Aei>;
+/** Where a gateway serves an exposure: `{gateway}/api/v2/mcp/server/{api_key}`, or without the key
+ * when it comes as `Authorization: Bearer <api_key>`. */
+export const MCP_SERVER_PATH = '/api/v2/mcp/server';
+/** A configuration snippet for one MCP client, to merge into the file it names. */
+const ClientFile = Type.Object({
+  file: Type.String({ description: 'the client’s configuration file this goes into' }),
+  config: JsonObject,
+});
+/** Ready-to-paste client configurations; each holds the api_key. */
+export const ClientConfigs = Type.Object({
+  claude_desktop: ClientFile,
+  vscode: ClientFile,
+  cursor: ClientFile,
+  mcp_inspector: Type.Object({ command: Type.String({ description: 'lists the tools from a shell' }) }),
+});
+export type ClientConfigs = Static<typeof ClientConfigs>;
+/** How an MCP client reaches an exposure, answered with its api_key (create and rotate only). */
+export const AeiConnection = Type.Object({
+  mcp_url: Type.String({ description: 'the MCP endpoint with the api_key in its path' }),
+  mcp_url_header: Type.String({
+    description: 'the MCP endpoint without the key: send "Authorization: Bearer <api_key>"',
+  }),
+  client_configs: ClientConfigs,
+});
+export type AeiConnection = Static<typeof AeiConnection>;
 export const AeiWithKey = Type.Intersect([
   Aei,
   Type.Object({ api_key: Type.String({ description: 'shown only in this answer; store it now' }) }),
+  AeiConnection,
 ]);
 
 // bindings ------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
-import { QUERY_DEFAULTS, type Config } from './config.ts';
+import { DEFAULT_GATEWAY_PUBLIC_URL, QUERY_DEFAULTS, type Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
@@ -39,7 +39,15 @@ type QuerySettings = keyof typeof QUERY_DEFAULTS;
 export interface AppOptions {
   config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
     Partial<
-      Pick<Config, 'logRequests' | 'contextCacheBytes' | 'metricsToken' | 'idempotencyTtlMs' | QuerySettings>
+      Pick<
+        Config,
+        | 'logRequests'
+        | 'contextCacheBytes'
+        | 'metricsToken'
+        | 'idempotencyTtlMs'
+        | 'gatewayPublicUrl'
+        | QuerySettings
+      >
     >;
   domain: DomainContext;
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
@@ -104,7 +112,9 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(projectRoutes);
       await v2.register(tableRoutes);
       await v2.register(adiRoutes);
-      await v2.register(aeiRoutes);
+      await v2.register(
+        aeiRoutes({ gatewayPublicUrl: options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL }),
+      );
       await v2.register(bindingRoutes);
       await v2.register(auditRoutes);
     },
