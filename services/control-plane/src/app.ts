@@ -32,6 +32,7 @@ import { createMetrics, type PoolCounts } from './metrics.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { tableRoutes } from './routes/tables.ts';
+import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
@@ -89,7 +90,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         title: 'Bindery control plane',
         version: '0.1.0',
         description:
-          'Admin API: contexts (tables), tools (ADIs), exposures (AEIs) and their bindings. ' +
+          'Admin API: users and admin tokens, contexts (tables), tools (ADIs), exposures (AEIs) and ' +
+          'their bindings. ' +
           'Errors are always {"error": {"code", "message", "details", "request_id"}}.',
       },
       components: {
@@ -109,6 +111,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     async (v2: AdminApp) => {
       requireAdmin(v2);
       await v2.register(userRoutes);
+      await v2.register(tokenRoutes);
       await v2.register(projectRoutes);
       await v2.register(tableRoutes);
       await v2.register(adiRoutes);
