@@ -1,6 +1,7 @@
 /**
  * What a gateway needs to serve an api_key: config v2 of an AEI (DESIGN.md §4) or, for keys of
- * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself.
+ * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself. The
+ * exposures of a disabled user are served as disabled, whatever their own status.
  */
 import type { ConfigV2, KeyFlavor, LegacyConfig, LegacyToolDefinition } from '@bindery/contracts';
 import { OPERATIONS } from '@bindery/context-ops';
@@ -24,15 +25,19 @@ export async function configVersionOf(db: Db, apiKey: string): Promise<number | 
   return aei?.configVersion;
 }
 
+/** Whether an exposure's owner is disabled: the owner's status, read with the exposure. */
+const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
+type WithOwner = { user: { disabledAt: Date | null } };
+
 /** Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys. */
 export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2> {
-  const aei = await db.aei.findUnique({ where: { apiKeyHash: hashSecret(apiKey) } });
+  const aei = await db.aei.findUnique({ where: { apiKeyHash: hashSecret(apiKey) }, include: OWNER_STATUS });
   if (!aei) throw notFound('AEI for api_key', `${apiKey.slice(0, 12)}…`);
   return configOf(db, aei);
 }
 
-async function configOf(db: Db, aei: Aei): Promise<ConfigV2> {
-  const enabled = aei.status === 'enabled';
+async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
+  const enabled = aei.status === 'enabled' && aei.user.disabledAt === null;
   const tools = enabled ? await resolveTools(db, aei.id) : [];
   return {
     aei: {
@@ -76,15 +81,16 @@ export async function legacyConfigForApiKey(db: Db, apiKey: string): Promise<Leg
 async function legacyConfigOf(db: Db, apiKeyHash: string): Promise<LegacyConfig | undefined> {
   const instance = await db.mcpInstance.findUnique({
     where: { apiKeyHash },
-    include: { table: { select: { name: true } } },
+    include: { table: { select: { name: true } }, ...OWNER_STATUS },
   });
   if (!instance) return undefined;
+  const enabled = instance.status !== 'disabled' && instance.user.disabledAt === null;
   const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
   return {
     instance: {
       id: instance.id,
       user_id: instance.userId,
-      status: instance.status === 'disabled' ? 'disabled' : 'enabled',
+      status: enabled ? 'enabled' : 'disabled',
       table_id: instance.tableId,
       json_path: instance.jsonPath,
       preview_keys: instance.previewKeys,
@@ -120,7 +126,7 @@ export async function lookupApiKey(
 ): Promise<KeyLookup> {
   const apiKeyHash = hashSecret(apiKey);
   if (flavor === 'v2') {
-    const aei = await db.aei.findUnique({ where: { apiKeyHash } });
+    const aei = await db.aei.findUnique({ where: { apiKeyHash }, include: OWNER_STATUS });
     if (aei) {
       return unchanged(aei.configVersion)
         ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
