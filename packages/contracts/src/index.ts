@@ -24,6 +24,7 @@ export {
   JsonValue,
   LegacyToolDefinition,
   McpInstance,
+  McpInstanceStatus,
   McpInstanceWithKey,
   OperationTypeSchema,
   Page,
@@ -83,3 +84,12 @@ export {
   unstorableMessage,
   type Unstorable,
 } from './unstorable-json.ts';
+export {
+  DryRunQuery,
+  InstanceMigration,
+  InstanceRollback,
+  MigrateInstancesBody,
+  MigratedTool,
+  MigrationOutcome,
+  MigrationReport,
+} from './legacy-migration.ts';
