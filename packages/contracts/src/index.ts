@@ -93,3 +93,16 @@ export {
   MigrationOutcome,
   MigrationReport,
 } from './legacy-migration.ts';
+export {
+  EXPORT_FORMAT,
+  EXPORT_VERSION,
+  ExportAdi,
+  ExportAei,
+  ExportBinding,
+  ExportDocument,
+  ExportProject,
+  ExportTable,
+  ImportClash,
+  ImportResult,
+  ImportedAei,
+} from './export-document.ts';
