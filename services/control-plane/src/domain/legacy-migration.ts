@@ -33,9 +33,10 @@ function aeiNameFor(instance: InstanceRow, tableName: string): string {
 function plannedTools(instance: InstanceRow): MigratedTool[] {
   return legacyTools(instance).map((tool) => {
     const op = tool.operation_type;
-    // v1 applied preview_keys to its preview tool only; the ADI carries them in its config.
-    const raw =
-      op === 'preview' && instance.previewKeys.length > 0 ? { preview_keys: instance.previewKeys } : {};
+    // v1 applied preview_keys to its preview tool only; the ADI carries them in its config, once
+    // each (v1 took a key twice, with the same result; an ADI config refuses that).
+    const keys = [...new Set(instance.previewKeys)];
+    const raw = op === 'preview' && keys.length > 0 ? { preview_keys: keys } : {};
     return {
       tool_name: tool.name,
       operation_type: op,
