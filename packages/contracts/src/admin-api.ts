@@ -388,14 +388,26 @@ export const CreateMcpInstanceBody = Type.Object(
   { additionalProperties: false },
 );
 export type CreateMcpInstanceBody = Static<typeof CreateMcpInstanceBody>;
+/** `migrated`: turned into ADIs + an AEI, which now holds its api_key (`migrated_to_aei_id`). */
+export const McpInstanceStatus = Type.Union([
+  Type.Literal('enabled'),
+  Type.Literal('disabled'),
+  Type.Literal('migrated'),
+]);
 export const McpInstance = Type.Object({
   id: Type.String(),
   table_id: Type.String(),
   json_pointer: Type.String(),
   tools_definition: Type.Array(LegacyToolDefinition),
   preview_keys: Type.Array(Type.String()),
-  status: AeiStatus,
+  status: McpInstanceStatus,
   api_key_prefix: Type.String(),
+  migrated_to_aei_id: Nullable(
+    Type.String({
+      description: 'the AEI this instance was migrated to; null when not migrated or that AEI was deleted',
+    }),
+  ),
+  migrated_at: Nullable(Timestamp),
   created_at: Timestamp,
 });
 export type McpInstance = Static<typeof McpInstance>;

@@ -33,6 +33,7 @@ export {
   MAX_TOKEN_DAYS,
   MCP_SERVER_PATH,
   McpInstance,
+  McpInstanceStatus,
   McpInstanceWithKey,
   OperationTypeSchema,
   Page,
@@ -98,3 +99,25 @@ export {
   unstorableMessage,
   type Unstorable,
 } from './unstorable-json.ts';
+export {
+  DryRunQuery,
+  InstanceMigration,
+  InstanceRollback,
+  MigrateInstancesBody,
+  MigratedTool,
+  MigrationOutcome,
+  MigrationReport,
+} from './legacy-migration.ts';
+export {
+  EXPORT_FORMAT,
+  EXPORT_VERSION,
+  ExportAdi,
+  ExportAei,
+  ExportBinding,
+  ExportDocument,
+  ExportProject,
+  ExportTable,
+  ImportClash,
+  ImportResult,
+  ImportedAei,
+} from './export-document.ts';

@@ -26,6 +26,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { internalRoutes } from './routes/internal.ts';
 import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
+import { exportImportRoutes } from './routes/export-import.ts';
 import { healthRoutes } from './routes/health.ts';
 import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
 import { createMetrics, type PoolCounts } from './metrics.ts';
@@ -125,6 +126,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       );
       await v2.register(bindingRoutes);
       await v2.register(auditRoutes);
+      await v2.register(exportImportRoutes);
     },
     { prefix: '/api/v2' },
   );

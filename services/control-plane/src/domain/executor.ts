@@ -8,7 +8,6 @@ import type {
   ErrorCode,
   ExecuteRequest,
   LegacyExecuteRequest,
-  LegacyToolDefinition,
   OperationType,
   ToolResult,
 } from '@bindery/contracts';
@@ -37,7 +36,7 @@ import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit
 import type { DomainContext } from './context.ts';
 import type { ContextCache } from './context-cache.ts';
 import { readContext, writeContext } from './context-store.ts';
-import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
+import { legacyTools } from './legacy-instances.ts';
 import type { ControlPlaneMetrics, ExecutionMeter } from '../metrics.ts';
 
 export interface ExecutorOptions {
@@ -236,7 +235,11 @@ export async function executeBinding(
   });
 }
 
-/** Executes a tool of a legacy v1 instance, by its v1 tool name. */
+/**
+ * Executes a tool of a legacy v1 instance, by its v1 tool name. Once the instance is migrated, the
+ * call runs the binding of that name in its AEI instead (a gateway may still hold the instance's
+ * config for a moment): the same tool on the same context, audited under the AEI.
+ */
 export async function executeLegacy(
   ctx: DomainContext,
   instanceId: string,
@@ -246,10 +249,41 @@ export async function executeLegacy(
   const args = request.arguments ?? {};
   const instance = await ctx.prisma.mcpInstance.findUnique({
     where: { id: instanceId },
-    include: OWNER_STATUS,
+    include: { ...OWNER_STATUS, migratedTo: { select: { id: true, name: true } } },
   });
   if (!instance) return failure(new DomainError('NOT_FOUND', `MCP instance ${instanceId} not found`));
-  const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
+  if (instance.migratedAt) {
+    const aei = instance.migratedTo;
+    if (!aei) {
+      return failure(
+        new DomainError('NOT_FOUND', `MCP instance ${instanceId} was migrated and its exposure deleted`),
+      );
+    }
+    const binding = await ctx.prisma.aeiBinding.findFirst({
+      where: { aeiId: aei.id, toolName: request.tool_name },
+      select: { id: true, adiId: true },
+    });
+    if (!binding) {
+      return failure(
+        new DomainError('NOT_FOUND', `exposure "${aei.name}" has no tool "${request.tool_name}"`, {
+          aei_id: aei.id,
+        }),
+      );
+    }
+    return executeBinding(
+      ctx,
+      binding.adiId,
+      {
+        aei_id: aei.id,
+        binding_id: binding.id,
+        arguments: args,
+        ...(request.request_id !== undefined && { request_id: request.request_id }),
+        ...(request.idempotency_key !== undefined && { idempotency_key: request.idempotency_key }),
+      },
+      options,
+    );
+  }
+  const tools = legacyTools(instance);
   const tool = tools.find((t) => t.name === request.tool_name);
   const trail = {
     userId: instance.userId,

@@ -3,13 +3,13 @@
  * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself. The
  * exposures of a disabled user are served as disabled, whatever their own status.
  */
-import type { ConfigV2, KeyFlavor, LegacyConfig, LegacyToolDefinition } from '@bindery/contracts';
+import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
 import { OPERATIONS } from '@bindery/context-ops';
 import type { Aei } from '../generated/prisma/client.ts';
 import { notFound } from '../errors.ts';
 import { hashSecret } from '../secrets.ts';
 import type { Db } from './context.ts';
-import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
+import { legacyTools } from './legacy-instances.ts';
 import { resolveTools } from './tools.ts';
 import { defaultToolDescription } from './tool-naming.ts';
 
@@ -48,6 +48,7 @@ async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
       exposure_mode: aei.exposureMode === 'progressive' ? 'progressive' : 'direct',
       catalog_search: aei.catalogSearch,
       config_version: aei.configVersion,
+      legacy_instance_id: aei.legacyInstanceId,
     },
     bindings: tools.map((tool) => ({
       binding_id: tool.bindingId,
@@ -85,7 +86,7 @@ async function legacyConfigOf(db: Db, apiKeyHash: string): Promise<LegacyConfig 
   });
   if (!instance) return undefined;
   const enabled = instance.status !== 'disabled' && instance.user.disabledAt === null;
-  const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
+  const tools = legacyTools(instance);
   return {
     instance: {
       id: instance.id,
@@ -113,10 +114,11 @@ export type KeyLookup =
   | { kind: 'unknown' };
 
 /**
- * What an api_key exposes on a URL of this flavour, in one call: an AEI's config v2 (`v2` only;
- * `unchanged` says whether the caller's ETag still names its version), else a legacy instance's
- * v1 config, else unknown. The key is hashed once; the AEI's bindings are only read when the
- * caller's copy is out of date.
+ * What an api_key exposes on a URL of this flavour, in one call: an AEI's config v2 (`unchanged`
+ * says whether the caller's ETag still names its version), else a legacy instance's v1 config,
+ * else unknown. A v1 URL serves an AEI only when it was migrated from a legacy instance (the
+ * instance's old URL keeps working). The key is hashed once; the AEI's bindings are only read when
+ * the caller's copy is out of date.
  */
 export async function lookupApiKey(
   db: Db,
@@ -125,13 +127,13 @@ export async function lookupApiKey(
   unchanged: (configVersion: number) => boolean = () => false,
 ): Promise<KeyLookup> {
   const apiKeyHash = hashSecret(apiKey);
-  if (flavor === 'v2') {
-    const aei = await db.aei.findUnique({ where: { apiKeyHash }, include: OWNER_STATUS });
-    if (aei) {
-      return unchanged(aei.configVersion)
-        ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
-        : { kind: 'aei', config: await configOf(db, aei) };
-    }
+  const aei = await db.aei.findUnique({ where: { apiKeyHash }, include: OWNER_STATUS });
+  if (aei) {
+    // An AEI's key belongs to no legacy instance (a migration moves the hash, never copies it).
+    if (flavor === 'v1' && aei.legacyInstanceId === null) return { kind: 'unknown' };
+    return unchanged(aei.configVersion)
+      ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
+      : { kind: 'aei', config: await configOf(db, aei) };
   }
   const legacy = await legacyConfigOf(db, apiKeyHash);
   return legacy ? { kind: 'legacy', config: legacy } : { kind: 'unknown' };
