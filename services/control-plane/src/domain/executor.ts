@@ -308,7 +308,14 @@ export async function executeLegacy(
       op === 'preview' && instance.previewKeys.length > 0 ? { preview_keys: instance.previewKeys } : {};
     return runOperation(
       ctx,
-      { toolName: tool.name, op, tableId: instance.tableId, jsonPath: instance.jsonPath, config, tenant: instance.userId },
+      {
+        toolName: tool.name,
+        op,
+        tableId: instance.tableId,
+        jsonPath: instance.jsonPath,
+        config,
+        tenant: instance.userId,
+      },
       checked,
       options,
       keyedWrite(
