@@ -1,6 +1,7 @@
 // Gateway suites: unit tests, and end-to-end tests against a real control plane process. Every
 // suite runs with the control plane on PostgreSQL; the end-to-end suites whose outcome depends on
-// the database engine (writes, idempotent retries across a frozen control plane, stored input) run
+// the database engine (writes, idempotent retries across a frozen control plane, stored input, the
+// legacy migration) run
 // again with the control plane on embedded PGlite.
 import { defineConfig } from 'vitest/config';
 
@@ -8,6 +9,7 @@ const ON_BOTH_ENGINES = [
   'test/gateway.happy.test.ts',
   'test/gateway.idempotency.resilience.test.ts',
   'test/bad-input.error.test.ts',
+  'test/gateway.legacy-migration.test.ts',
 ];
 
 export default defineConfig({

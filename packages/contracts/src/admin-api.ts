@@ -46,13 +46,84 @@ export const CreatedUser = Type.Object({
   name: Type.String(),
   token: Type.String({ description: 'the new user’s admin token; shown only in this answer' }),
 });
+export const UserStatus = Type.Union([Type.Literal('enabled'), Type.Literal('disabled')], {
+  description: 'a disabled user’s tokens get 401 and its exposures stop serving',
+});
 export const User = Type.Object({
   id: Type.String(),
   name: Type.String(),
   is_root: Type.Boolean(),
+  status: UserStatus,
+  disabled_at: Nullable(Timestamp),
   created_at: Timestamp,
 });
 export type User = Static<typeof User>;
+export const UpdateUserBody = Type.Object(
+  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(UserStatus) },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateUserBody = Static<typeof UpdateUserBody>;
+/** What a user owns: a user owning anything is deleted only with `?cascade=true`. */
+export const UserHoldings = Type.Object({
+  projects: Type.Integer(),
+  tables: Type.Integer(),
+  adis: Type.Integer(),
+  aeis: Type.Integer(),
+  legacy_instances: Type.Integer(),
+});
+export type UserHoldings = Static<typeof UserHoldings>;
+export const UserDetail = Type.Intersect([User, Type.Object({ owns: UserHoldings })]);
+export type UserDetail = Static<typeof UserDetail>;
+export const DeleteUserQuery = Type.Object({
+  cascade: Type.Optional(
+    Type.Boolean({ default: false, description: 'also delete everything the user owns' }),
+  ),
+});
+
+// admin tokens --------------------------------------------------------------------------------
+/** RFC 3339 date-time with a zone (request schemas carry no `format`: the pattern checks it). */
+const DATE_TIME_PATTERN =
+  '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|z|[+-]\\d{2}:\\d{2})$';
+export const MAX_TOKEN_DAYS = 3650;
+export const CreateTokenBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200, description: 'what the token is for' }),
+    expires_at: Type.Optional(
+      Type.String({
+        pattern: DATE_TIME_PATTERN,
+        maxLength: 40,
+        description: 'RFC 3339 date-time in the future; omit (and expires_in_days) for no expiry',
+      }),
+    ),
+    expires_in_days: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_TOKEN_DAYS, description: 'instead of expires_at' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreateTokenBody = Static<typeof CreateTokenBody>;
+export const TokenStatus = Type.Union([
+  Type.Literal('active'),
+  Type.Literal('expired'),
+  Type.Literal('revoked'),
+]);
+export type TokenStatus = Static<typeof TokenStatus>;
+export const AdminToken = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String({ description: 'null for tokens the system made (a user’s first token)' })),
+  prefix: Type.String({ description: 'the first characters of the token, for recognising it' }),
+  status: TokenStatus,
+  current: Type.Boolean({ description: 'true for the token this request was made with' }),
+  created_at: Timestamp,
+  last_used_at: Nullable(Timestamp),
+  expires_at: Nullable(Timestamp),
+  revoked_at: Nullable(Timestamp),
+});
+export type AdminToken = Static<typeof AdminToken>;
+export const CreatedToken = Type.Intersect([
+  AdminToken,
+  Type.Object({ token: Type.String({ description: 'shown only in this answer; store it now' }) }),
+]);
 
 // projects ------------------------------------------------------------------------------------
 export const CreateProjectBody = Type.Object(
@@ -146,6 +217,11 @@ export const UpdateAdiBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateAdiBody = Static<typeof UpdateAdiBody>;
+export const AdiStatus = Type.Union([Type.Literal('ok'), Type.Literal('context_missing')], {
+  description:
+    'context_missing: the table’s current data has nothing at json_path (its calls answer NOT_FOUND)',
+});
+export type AdiStatus = Static<typeof AdiStatus>;
 export const Adi = Type.Object({
   id: Type.String(),
   table_id: Type.String(),
@@ -157,6 +233,7 @@ export const Adi = Type.Object({
   category: Nullable(Type.String()),
   config: JsonObject,
   input_schema: JsonObject,
+  status: AdiStatus,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -205,9 +282,35 @@ export const Aei = Type.Object({
   updated_at: Timestamp,
 });
 export type Aei = Static<typeof Aei>;
+/** Where a gateway serves an exposure: `{gateway}/api/v2/mcp/server/{api_key}`, or without the key
+ * when it comes as `Authorization: Bearer <api_key>`. */
+export const MCP_SERVER_PATH = '/api/v2/mcp/server';
+/** A configuration snippet for one MCP client, to merge into the file it names. */
+const ClientFile = Type.Object({
+  file: Type.String({ description: 'the client’s configuration file this goes into' }),
+  config: JsonObject,
+});
+/** Ready-to-paste client configurations; each holds the api_key. */
+export const ClientConfigs = Type.Object({
+  claude_desktop: ClientFile,
+  vscode: ClientFile,
+  cursor: ClientFile,
+  mcp_inspector: Type.Object({ command: Type.String({ description: 'lists the tools from a shell' }) }),
+});
+export type ClientConfigs = Static<typeof ClientConfigs>;
+/** How an MCP client reaches an exposure, answered with its api_key (create and rotate only). */
+export const AeiConnection = Type.Object({
+  mcp_url: Type.String({ description: 'the MCP endpoint with the api_key in its path' }),
+  mcp_url_header: Type.String({
+    description: 'the MCP endpoint without the key: send "Authorization: Bearer <api_key>"',
+  }),
+  client_configs: ClientConfigs,
+});
+export type AeiConnection = Static<typeof AeiConnection>;
 export const AeiWithKey = Type.Intersect([
   Aei,
   Type.Object({ api_key: Type.String({ description: 'shown only in this answer; store it now' }) }),
+  AeiConnection,
 ]);
 
 // bindings ------------------------------------------------------------------------------------
@@ -285,14 +388,26 @@ export const CreateMcpInstanceBody = Type.Object(
   { additionalProperties: false },
 );
 export type CreateMcpInstanceBody = Static<typeof CreateMcpInstanceBody>;
+/** `migrated`: turned into ADIs + an AEI, which now holds its api_key (`migrated_to_aei_id`). */
+export const McpInstanceStatus = Type.Union([
+  Type.Literal('enabled'),
+  Type.Literal('disabled'),
+  Type.Literal('migrated'),
+]);
 export const McpInstance = Type.Object({
   id: Type.String(),
   table_id: Type.String(),
   json_pointer: Type.String(),
   tools_definition: Type.Array(LegacyToolDefinition),
   preview_keys: Type.Array(Type.String()),
-  status: AeiStatus,
+  status: McpInstanceStatus,
   api_key_prefix: Type.String(),
+  migrated_to_aei_id: Nullable(
+    Type.String({
+      description: 'the AEI this instance was migrated to; null when not migrated or that AEI was deleted',
+    }),
+  ),
+  migrated_at: Nullable(Timestamp),
   created_at: Timestamp,
 });
 export type McpInstance = Static<typeof McpInstance>;

@@ -44,6 +44,14 @@ export const ConfigV2 = Type.Object({
     exposure_mode: ExposureMode,
     catalog_search: Type.Boolean(),
     config_version: Type.Integer(),
+    legacy_instance_id: Type.Optional(
+      Nullable(
+        Type.String({
+          description:
+            'the legacy instance this AEI was migrated from: its v1 URL serves the AEI too (null or absent: v2 URLs only)',
+        }),
+      ),
+    ),
   }),
   bindings: Type.Array(ConfigBinding, {
     description: 'enabled bindings only; empty while the AEI is disabled',

@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
-import { QUERY_DEFAULTS, type Config } from './config.ts';
+import { DEFAULT_GATEWAY_PUBLIC_URL, QUERY_DEFAULTS, type Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
@@ -26,12 +26,14 @@ import { auditRoutes } from './routes/audit.ts';
 import { internalRoutes } from './routes/internal.ts';
 import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
+import { exportImportRoutes } from './routes/export-import.ts';
 import { healthRoutes } from './routes/health.ts';
 import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
 import { createMetrics, type PoolCounts } from './metrics.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { tableRoutes } from './routes/tables.ts';
+import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
@@ -39,7 +41,15 @@ type QuerySettings = keyof typeof QUERY_DEFAULTS;
 export interface AppOptions {
   config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
     Partial<
-      Pick<Config, 'logRequests' | 'contextCacheBytes' | 'metricsToken' | 'idempotencyTtlMs' | QuerySettings>
+      Pick<
+        Config,
+        | 'logRequests'
+        | 'contextCacheBytes'
+        | 'metricsToken'
+        | 'idempotencyTtlMs'
+        | 'gatewayPublicUrl'
+        | QuerySettings
+      >
     >;
   domain: DomainContext;
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
@@ -86,7 +96,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         title: 'Bindery control plane',
         version: '0.1.0',
         description:
-          'Admin API: contexts (tables), tools (ADIs), exposures (AEIs) and their bindings. ' +
+          'Admin API: users and admin tokens, contexts (tables), tools (ADIs), exposures (AEIs) and ' +
+          'their bindings. ' +
           'Errors are always {"error": {"code", "message", "details", "request_id"}}.',
       },
       components: {
@@ -106,12 +117,16 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     async (v2: AdminApp) => {
       requireAdmin(v2);
       await v2.register(userRoutes);
+      await v2.register(tokenRoutes);
       await v2.register(projectRoutes);
       await v2.register(tableRoutes);
       await v2.register(adiRoutes);
-      await v2.register(aeiRoutes);
+      await v2.register(
+        aeiRoutes({ gatewayPublicUrl: options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL }),
+      );
       await v2.register(bindingRoutes);
       await v2.register(auditRoutes);
+      await v2.register(exportImportRoutes);
     },
     { prefix: '/api/v2' },
   );

@@ -30,7 +30,7 @@ export interface Config {
   opsToken: string | undefined;
   /** Redis for invalidation fan-out (pub/sub on `bindery:config-invalidate`); unset = HTTP only. */
   redisUrl: string | undefined;
-  /** Where MCP clients reach a gateway; used to print the demo exposure's URL. */
+  /** Where MCP clients reach a gateway: the demo's printed URL, the URLs answered with new api_keys. */
   gatewayPublicUrl: string;
   /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
   seedDemo: boolean | undefined;
@@ -51,6 +51,9 @@ export interface Config {
   /** Heap cap of each query worker, in MiB. */
   queryWorkerMemoryMb: number;
 }
+
+/** Where MCP clients reach a gateway unless GATEWAY_PUBLIC_URL says otherwise. */
+export const DEFAULT_GATEWAY_PUBLIC_URL = 'http://127.0.0.1:4100';
 
 /** Defaults of the query settings (tests building their own config fall back to these too). */
 export const QUERY_DEFAULTS = {
@@ -168,7 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     gatewayUrls: gateways,
     opsToken,
     redisUrl: redisUrl(env),
-    gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || 'http://127.0.0.1:4100'),
+    gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || DEFAULT_GATEWAY_PUBLIC_URL),
     seedDemo: flag(env, 'BINDERY_SEED_DEMO'),
     idempotencyTtlMs: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 600_000),

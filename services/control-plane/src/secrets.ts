@@ -37,6 +37,14 @@ export function newId(prefix: string): string {
   return `${prefix}_${stamp}${base32(randomBytes(10))}`;
 }
 
+/**
+ * `count` new ids in ascending order: rows created in one go keep their given order in lists (ids
+ * made in the same millisecond otherwise sort by their random part).
+ */
+export function newIds(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, () => newId(prefix)).sort();
+}
+
 export type CredentialKind = 'admin' | 'key';
 
 export interface Credential {

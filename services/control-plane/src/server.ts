@@ -8,6 +8,7 @@ import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { openDatabase, type Database } from './db/database.ts';
+import { mcpUrl } from './domain/client-configs.ts';
 import { seedDemo, wantsDemo } from './domain/demo.ts';
 import { ensureRootToken } from './domain/users.ts';
 import { ExposureInvalidation } from './exposure-invalidation.ts';
@@ -76,7 +77,7 @@ if (wantsDemo(config.seedDemo, database.kind)) {
     // The URL holds the api_key: printed once, on the console only, like the root token.
     process.stdout.write(
       `  Demo MCP server "Demo agent" (${demo.toolNames.length} tools on a sample CRM; shown once, it holds the api_key):\n` +
-        `  MCP URL: ${config.gatewayPublicUrl}/api/v2/mcp/server/${demo.apiKey}\n` +
+        `  MCP URL: ${mcpUrl(config.gatewayPublicUrl, demo.apiKey)}\n` +
         '  Connect: run `npx @modelcontextprotocol/inspector`, pick transport "Streamable HTTP" and paste the URL.\n\n',
     );
   }

@@ -58,11 +58,20 @@ const UNKNOWN_KEY: JsonRpcErrorAnswer = {
 };
 
 /**
- * Why an exposure may not be served on this URL (the v1 URL serves legacy instances only; the v2
- * URL serves AEIs and, by fallback, legacy ones), or undefined when it may.
+ * Whether a v1 URL may serve this exposure: a legacy instance, or an AEI migrated from one (the
+ * instance's old URL keeps working with the same key).
+ */
+function servedOnV1(exposure: Exposure): boolean {
+  if (exposure.kind === 'legacy') return true;
+  return exposure.kind === 'aei' && typeof exposure.config.aei.legacy_instance_id === 'string';
+}
+
+/**
+ * Why an exposure may not be served on this URL (the v1 URL serves legacy instances and AEIs
+ * migrated from them; the v2 URL serves AEIs and, by fallback, legacy ones), or undefined when it may.
  */
 export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnswer | undefined {
-  if (exposure.kind === 'unknown' || (flavor === 'v1' && exposure.kind !== 'legacy')) return UNKNOWN_KEY;
+  if (exposure.kind === 'unknown' || (flavor === 'v1' && !servedOnV1(exposure))) return UNKNOWN_KEY;
   const status = exposure.kind === 'aei' ? exposure.config.aei.status : exposure.config.instance.status;
   if (status !== 'enabled') {
     return {

@@ -36,7 +36,7 @@ interface Entry {
 
 interface UnknownEntry {
   fetchedAt: number;
-  /** `v1`: unknown to a v1 lookup only, which never looks at AEIs, so it may still be an AEI's key. */
+  /** `v1`: unknown to a v1 lookup only, which skips AEIs not migrated from v1, so it may still be an AEI's key. */
   flavor: 'v1' | 'all';
 }
 
@@ -195,8 +195,9 @@ export class ExposureCache {
         return { exposure: { kind: 'unknown' }, stale: false };
       }
     }
-    // A v1 URL asks about legacy instances only (cheaper: no AEI config is built), unless the key
-    // is already known as an AEI's: refreshing that takes the v2 lookup and its ETag.
+    // A v1 URL asks the v1 way (legacy instances and AEIs migrated from them; no config is built
+    // for any other AEI), unless the key is already known as an AEI's: refreshing that takes the
+    // v2 lookup and its ETag.
     const lookup: KeyFlavor = flavor === 'v1' && entry?.exposure.kind !== 'aei' ? 'v1' : 'v2';
     const flight = lookup + hash;
     const pending = this.#inFlight.get(flight);

@@ -21,7 +21,7 @@ import type { GatewayMetrics } from './metrics.ts';
 export interface Session {
   id: string;
   keyHash: string;
-  /** The AEI this session serves; undefined for a legacy v1 instance. */
+  /** The AEI this session serves; undefined for a legacy v1 instance not migrated yet. */
   aeiId: string | undefined;
   server: Server;
   /** The session's handlers, for the routes' fast path. */

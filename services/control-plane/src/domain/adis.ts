@@ -1,11 +1,13 @@
 /**
  * ADIs: one operation on one context. An ADI's `name` is the tool name its bindings inherit, so a
- * rename is checked against every AEI it is bound to before it lands.
+ * rename is checked against every AEI it is bound to before it lands. Its json_path must exist in
+ * the table's data when it is saved; its `status` says whether it still does.
  */
 import {
   TOOL_NAME_RE,
   isOperationType,
   type Adi as AdiBody,
+  type AdiStatus,
   type CreateAdiBody,
   type OperationType,
   type PageQuery,
@@ -16,6 +18,7 @@ import type { Adi, Prisma } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
+import { contextStatuses, requireContext } from './context-presence.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
@@ -32,7 +35,7 @@ export function operationOf(adi: Pick<Adi, 'operationType'>): OperationType {
   return adi.operationType;
 }
 
-export function adiBody(adi: AdiWithTable): AdiBody {
+export function adiBody(adi: AdiWithTable, status: AdiStatus): AdiBody {
   const op = operationOf(adi);
   return {
     id: adi.id,
@@ -45,6 +48,7 @@ export function adiBody(adi: AdiWithTable): AdiBody {
     category: adi.category,
     config: adi.config as Record<string, unknown>,
     input_schema: OPERATIONS[op].inputSchema,
+    status,
     created_at: adi.createdAt.toISOString(),
     updated_at: adi.updatedAt.toISOString(),
   };
@@ -59,8 +63,23 @@ export async function findOwnAdi(db: Db, caller: Principal, id: string): Promise
   return adi;
 }
 
-function checkPointer(pointer: string): void {
-  fromOpError(() => parsePointer(pointer), 'json_path');
+function checkPointer(pointer: string): string[] {
+  return fromOpError(() => parsePointer(pointer), 'json_path');
+}
+
+/** The bodies of these ADIs, each with its status read from its table's current data. */
+async function adiBodies(db: Db, adis: AdiWithTable[]): Promise<AdiBody[]> {
+  const statuses = await contextStatuses(
+    db,
+    adis.map((a) => ({ id: a.id, tableId: a.tableId, tokens: parsePointer(a.jsonPath) })),
+  );
+  return adis.map((a) => adiBody(a, statuses.get(a.id) ?? 'context_missing'));
+}
+
+async function adiBodyNow(db: Db, adi: AdiWithTable): Promise<AdiBody> {
+  const [body] = await adiBodies(db, [adi]);
+  // adiBodies answers one body per ADI given.
+  return body as AdiBody;
 }
 
 function checkToolName(name: string, field: string): void {
@@ -76,10 +95,11 @@ export async function createAdi(db: Db, caller: Principal, input: CreateAdiBody)
     throw new DomainError('VALIDATION_FAILED', `unknown operation_type "${input.operation_type}"`);
   }
   const op = input.operation_type;
-  checkPointer(input.json_path);
+  const tokens = checkPointer(input.json_path);
   if (input.name !== undefined) checkToolName(input.name, 'name');
   const config = fromOpError(() => validateAdiConfig(op, input.config ?? {}), 'config');
-  await findOwnTable(db, caller, input.table_id);
+  const table = await findOwnTable(db, caller, input.table_id);
+  await requireContext(db, table, input.json_path, tokens);
   const id = newId('adi');
   const adi = await db.adi.create({
     data: {
@@ -95,11 +115,11 @@ export async function createAdi(db: Db, caller: Principal, input: CreateAdiBody)
     },
     include: WITH_TABLE,
   });
-  return adiBody(adi);
+  return adiBody(adi, 'ok');
 }
 
 export async function getAdi(db: Db, caller: Principal, id: string): Promise<AdiBody> {
-  return adiBody(await findOwnAdi(db, caller, id));
+  return adiBodyNow(db, await findOwnAdi(db, caller, id));
 }
 
 export async function listAdis(db: Db, caller: Principal, query: PageQuery & { table_id?: string }) {
@@ -114,12 +134,14 @@ export async function listAdis(db: Db, caller: Principal, query: PageQuery & { t
     take: w.take,
     include: WITH_TABLE,
   });
-  return toPage(rows, query, adiBody);
+  const page = toPage(rows, query, (row) => row);
+  return { items: await adiBodies(db, page.items), next_cursor: page.next_cursor };
 }
 
 /**
- * Updates an ADI. A new `name` renames every binding that inherits it; if that would clash with
- * another tool of any of those AEIs the whole update is refused with CONFLICT naming them.
+ * Updates an ADI. A new `json_path` must exist in the table's data (VALIDATION_FAILED otherwise). A
+ * new `name` renames every binding that inherits it; if that would clash with another tool of any
+ * of those AEIs the whole update is refused with CONFLICT naming them.
  */
 export async function updateAdi(
   ctx: DomainContext,
@@ -127,10 +149,13 @@ export async function updateAdi(
   id: string,
   input: UpdateAdiBody,
 ): Promise<AdiBody> {
-  if (input.json_path !== undefined) checkPointer(input.json_path);
+  const tokens = input.json_path !== undefined ? checkPointer(input.json_path) : undefined;
   if (input.name !== undefined) checkToolName(input.name, 'name');
   return changeExposure(ctx, async (tx) => {
     const current = await findOwnAdi(tx, caller, id);
+    if (input.json_path !== undefined && tokens !== undefined) {
+      await requireContext(tx, await findOwnTable(tx, caller, current.tableId), input.json_path, tokens);
+    }
     const op = operationOf(current);
     const config =
       input.config !== undefined
@@ -150,7 +175,7 @@ export async function updateAdi(
       },
       include: WITH_TABLE,
     });
-    return { result: adiBody(adi), changedAeis: await bumpForAdis(tx, [id]) };
+    return { result: await adiBodyNow(tx, adi), changedAeis: await bumpForAdis(tx, [id]) };
   });
 }
 

@@ -35,7 +35,11 @@ export function bindingBody(b: AeiBinding): BindingBody {
   };
 }
 
-function checkOverride(
+/**
+ * Refuses an input-schema override the ADI's canonical schema does not accept (a wider one), or
+ * one nested deeper than stored JSON may be; `field` names it in the error.
+ */
+export function checkOverride(
   op: Parameters<typeof operationOf>[0],
   schema: Record<string, unknown>,
   field: string,

@@ -18,13 +18,23 @@ export interface ContextLocation {
   tableId: string;
   tokens: string[];
   pointer: string;
+  /** The tool reading or writing it, named when its context is missing. */
+  toolName?: string;
 }
 
-function contextMissing(at: ContextLocation): DomainError {
+/** The tool's context is gone from its table (the data was edited since the tool was saved). */
+function contextMissing(at: ContextLocation, tableName: string): DomainError {
+  const tool = at.toolName === undefined ? 'the tool' : `tool "${at.toolName}"`;
   return new DomainError(
     'NOT_FOUND',
-    `the tool's data no longer exists: table ${at.tableId} has nothing at "${at.pointer}"`,
-    { table_id: at.tableId, json_path: at.pointer },
+    `${tool}: table "${tableName}" (${at.tableId}) has no data at "${at.pointer}" (the tool's json_path) ` +
+      "any more; the tool's owner must restore the data there or change the tool's json_path",
+    {
+      ...(at.toolName !== undefined && { tool_name: at.toolName }),
+      table_id: at.tableId,
+      table_name: tableName,
+      json_path: at.pointer,
+    },
   );
 }
 
@@ -52,11 +62,11 @@ async function nodeAt(
 ): Promise<{ node: JsonValue; text: string }> {
   const cached = cache.get(at.tableId, at.pointer, version);
   if (cached !== undefined) return cached;
-  const rows = await db.$queryRaw<{ text: string | null; version: number }[]>`
-    SELECT (data #> ${at.tokens}::text[])::text AS text, version FROM "table" WHERE id = ${at.tableId}`;
+  const rows = await db.$queryRaw<{ text: string | null; version: number; name: string }[]>`
+    SELECT (data #> ${at.tokens}::text[])::text AS text, version, name FROM "table" WHERE id = ${at.tableId}`;
   const row = rows[0];
   if (!row) throw tableMissing(at);
-  if (row.text === null) throw contextMissing(at);
+  if (row.text === null) throw contextMissing(at, row.name);
   const node = JSON.parse(row.text) as JsonValue;
   cache.set(at.tableId, at.pointer, row.version, node, row.text);
   return { node, text: row.text };

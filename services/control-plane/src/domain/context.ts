@@ -22,4 +22,6 @@ export interface DomainContext {
 export interface Principal {
   userId: string;
   isRoot: boolean;
+  /** The admin token the request came with (absent when the system acts for a user). */
+  tokenId?: string;
 }

@@ -8,7 +8,6 @@ import type {
   ErrorCode,
   ExecuteRequest,
   LegacyExecuteRequest,
-  LegacyToolDefinition,
   OperationType,
   ToolResult,
 } from '@bindery/contracts';
@@ -37,7 +36,7 @@ import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit
 import type { DomainContext } from './context.ts';
 import type { ContextCache } from './context-cache.ts';
 import { readContext, writeContext } from './context-store.ts';
-import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
+import { legacyTools } from './legacy-instances.ts';
 import type { ControlPlaneMetrics, ExecutionMeter } from '../metrics.ts';
 
 export interface ExecutorOptions {
@@ -51,6 +50,8 @@ export interface ExecutorOptions {
 }
 
 interface Target {
+  /** The tool's name as its caller knows it (for messages). */
+  toolName: string;
   op: OperationType;
   tableId: string;
   jsonPath: string;
@@ -76,7 +77,12 @@ async function runOperation(
   options: ExecutorOptions,
   keyed: KeyedWrite | undefined,
 ): Promise<JsonValue> {
-  const at = { tableId: target.tableId, tokens: parsePointer(target.jsonPath), pointer: target.jsonPath };
+  const at = {
+    tableId: target.tableId,
+    tokens: parsePointer(target.jsonPath),
+    pointer: target.jsonPath,
+    toolName: target.toolName,
+  };
   if (OPERATIONS[target.op].kind === 'read') {
     const { node, text, version } = await readContext(ctx.prisma, options.contexts, at);
     if (target.op === 'query') {
@@ -155,6 +161,9 @@ async function audited(
   }
 }
 
+/** Read with an exposure: whether its owner is disabled. */
+const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
+
 /** A refusal before anything ran (binding off, wrong AEI, ...): audited as `refused`. */
 class RefusedError extends DomainError {}
 
@@ -171,7 +180,7 @@ export async function executeBinding(
   const args = request.arguments ?? {};
   const binding = await ctx.prisma.aeiBinding.findUnique({
     where: { id: request.binding_id },
-    include: { aei: true, adi: true },
+    include: { aei: { include: OWNER_STATUS }, adi: true },
   });
   // Without a binding there is no owner to audit for: answer without a trail.
   if (!binding) return failure(new DomainError('NOT_FOUND', `binding ${request.binding_id} not found`));
@@ -195,7 +204,8 @@ export async function executeBinding(
     if (binding.adiId !== adiId) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not run ADI ${adiId}`);
     }
-    if (binding.aei.status !== 'enabled') {
+    // A disabled owner disables its exposures; the caller is told no more than for a disabled AEI.
+    if (binding.aei.status !== 'enabled' || binding.aei.user.disabledAt !== null) {
       throw new RefusedError('FORBIDDEN', `exposure "${binding.aei.name}" is disabled`);
     }
     if (!binding.enabled) throw new RefusedError('FORBIDDEN', `tool ${binding.toolName} is disabled`);
@@ -205,6 +215,7 @@ export async function executeBinding(
     return runOperation(
       ctx,
       {
+        toolName: binding.toolName,
         op,
         tableId: binding.adi.tableId,
         jsonPath: binding.adi.jsonPath,
@@ -224,7 +235,11 @@ export async function executeBinding(
   });
 }
 
-/** Executes a tool of a legacy v1 instance, by its v1 tool name. */
+/**
+ * Executes a tool of a legacy v1 instance, by its v1 tool name. Once the instance is migrated, the
+ * call runs the binding of that name in its AEI instead (a gateway may still hold the instance's
+ * config for a moment): the same tool on the same context, audited under the AEI.
+ */
 export async function executeLegacy(
   ctx: DomainContext,
   instanceId: string,
@@ -232,9 +247,43 @@ export async function executeLegacy(
   options: ExecutorOptions,
 ): Promise<ToolResult> {
   const args = request.arguments ?? {};
-  const instance = await ctx.prisma.mcpInstance.findUnique({ where: { id: instanceId } });
+  const instance = await ctx.prisma.mcpInstance.findUnique({
+    where: { id: instanceId },
+    include: { ...OWNER_STATUS, migratedTo: { select: { id: true, name: true } } },
+  });
   if (!instance) return failure(new DomainError('NOT_FOUND', `MCP instance ${instanceId} not found`));
-  const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
+  if (instance.migratedAt) {
+    const aei = instance.migratedTo;
+    if (!aei) {
+      return failure(
+        new DomainError('NOT_FOUND', `MCP instance ${instanceId} was migrated and its exposure deleted`),
+      );
+    }
+    const binding = await ctx.prisma.aeiBinding.findFirst({
+      where: { aeiId: aei.id, toolName: request.tool_name },
+      select: { id: true, adiId: true },
+    });
+    if (!binding) {
+      return failure(
+        new DomainError('NOT_FOUND', `exposure "${aei.name}" has no tool "${request.tool_name}"`, {
+          aei_id: aei.id,
+        }),
+      );
+    }
+    return executeBinding(
+      ctx,
+      binding.adiId,
+      {
+        aei_id: aei.id,
+        binding_id: binding.id,
+        arguments: args,
+        ...(request.request_id !== undefined && { request_id: request.request_id }),
+        ...(request.idempotency_key !== undefined && { idempotency_key: request.idempotency_key }),
+      },
+      options,
+    );
+  }
+  const tools = legacyTools(instance);
   const tool = tools.find((t) => t.name === request.tool_name);
   const trail = {
     userId: instance.userId,
@@ -246,7 +295,7 @@ export async function executeLegacy(
   } as const;
   const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
   return audited(ctx, options, meter, trail, async () => {
-    if (instance.status !== 'enabled')
+    if (instance.status !== 'enabled' || instance.user.disabledAt !== null)
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {
       throw new DomainError('NOT_FOUND', `MCP instance ${instanceId} has no tool "${request.tool_name}"`, {
@@ -259,7 +308,14 @@ export async function executeLegacy(
       op === 'preview' && instance.previewKeys.length > 0 ? { preview_keys: instance.previewKeys } : {};
     return runOperation(
       ctx,
-      { op, tableId: instance.tableId, jsonPath: instance.jsonPath, config, tenant: instance.userId },
+      {
+        toolName: tool.name,
+        op,
+        tableId: instance.tableId,
+        jsonPath: instance.jsonPath,
+        config,
+        tenant: instance.userId,
+      },
       checked,
       options,
       keyedWrite(

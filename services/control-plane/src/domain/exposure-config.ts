@@ -1,14 +1,15 @@
 /**
  * What a gateway needs to serve an api_key: config v2 of an AEI (DESIGN.md §4) or, for keys of
- * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself.
+ * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself. The
+ * exposures of a disabled user are served as disabled, whatever their own status.
  */
-import type { ConfigV2, KeyFlavor, LegacyConfig, LegacyToolDefinition } from '@bindery/contracts';
+import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
 import { OPERATIONS } from '@bindery/context-ops';
 import type { Aei } from '../generated/prisma/client.ts';
 import { notFound } from '../errors.ts';
 import { hashSecret } from '../secrets.ts';
 import type { Db } from './context.ts';
-import { DEFAULT_LEGACY_TOOLS } from './legacy-instances.ts';
+import { legacyTools } from './legacy-instances.ts';
 import { resolveTools } from './tools.ts';
 import { defaultToolDescription } from './tool-naming.ts';
 
@@ -24,15 +25,19 @@ export async function configVersionOf(db: Db, apiKey: string): Promise<number | 
   return aei?.configVersion;
 }
 
+/** Whether an exposure's owner is disabled: the owner's status, read with the exposure. */
+const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
+type WithOwner = { user: { disabledAt: Date | null } };
+
 /** Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys. */
 export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2> {
-  const aei = await db.aei.findUnique({ where: { apiKeyHash: hashSecret(apiKey) } });
+  const aei = await db.aei.findUnique({ where: { apiKeyHash: hashSecret(apiKey) }, include: OWNER_STATUS });
   if (!aei) throw notFound('AEI for api_key', `${apiKey.slice(0, 12)}…`);
   return configOf(db, aei);
 }
 
-async function configOf(db: Db, aei: Aei): Promise<ConfigV2> {
-  const enabled = aei.status === 'enabled';
+async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
+  const enabled = aei.status === 'enabled' && aei.user.disabledAt === null;
   const tools = enabled ? await resolveTools(db, aei.id) : [];
   return {
     aei: {
@@ -43,6 +48,7 @@ async function configOf(db: Db, aei: Aei): Promise<ConfigV2> {
       exposure_mode: aei.exposureMode === 'progressive' ? 'progressive' : 'direct',
       catalog_search: aei.catalogSearch,
       config_version: aei.configVersion,
+      legacy_instance_id: aei.legacyInstanceId,
     },
     bindings: tools.map((tool) => ({
       binding_id: tool.bindingId,
@@ -76,15 +82,16 @@ export async function legacyConfigForApiKey(db: Db, apiKey: string): Promise<Leg
 async function legacyConfigOf(db: Db, apiKeyHash: string): Promise<LegacyConfig | undefined> {
   const instance = await db.mcpInstance.findUnique({
     where: { apiKeyHash },
-    include: { table: { select: { name: true } } },
+    include: { table: { select: { name: true } }, ...OWNER_STATUS },
   });
   if (!instance) return undefined;
-  const tools = (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
+  const enabled = instance.status !== 'disabled' && instance.user.disabledAt === null;
+  const tools = legacyTools(instance);
   return {
     instance: {
       id: instance.id,
       user_id: instance.userId,
-      status: instance.status === 'disabled' ? 'disabled' : 'enabled',
+      status: enabled ? 'enabled' : 'disabled',
       table_id: instance.tableId,
       json_path: instance.jsonPath,
       preview_keys: instance.previewKeys,
@@ -107,10 +114,11 @@ export type KeyLookup =
   | { kind: 'unknown' };
 
 /**
- * What an api_key exposes on a URL of this flavour, in one call: an AEI's config v2 (`v2` only;
- * `unchanged` says whether the caller's ETag still names its version), else a legacy instance's
- * v1 config, else unknown. The key is hashed once; the AEI's bindings are only read when the
- * caller's copy is out of date.
+ * What an api_key exposes on a URL of this flavour, in one call: an AEI's config v2 (`unchanged`
+ * says whether the caller's ETag still names its version), else a legacy instance's v1 config,
+ * else unknown. A v1 URL serves an AEI only when it was migrated from a legacy instance (the
+ * instance's old URL keeps working). The key is hashed once; the AEI's bindings are only read when
+ * the caller's copy is out of date.
  */
 export async function lookupApiKey(
   db: Db,
@@ -119,13 +127,13 @@ export async function lookupApiKey(
   unchanged: (configVersion: number) => boolean = () => false,
 ): Promise<KeyLookup> {
   const apiKeyHash = hashSecret(apiKey);
-  if (flavor === 'v2') {
-    const aei = await db.aei.findUnique({ where: { apiKeyHash } });
-    if (aei) {
-      return unchanged(aei.configVersion)
-        ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
-        : { kind: 'aei', config: await configOf(db, aei) };
-    }
+  const aei = await db.aei.findUnique({ where: { apiKeyHash }, include: OWNER_STATUS });
+  if (aei) {
+    // An AEI's key belongs to no legacy instance (a migration moves the hash, never copies it).
+    if (flavor === 'v1' && aei.legacyInstanceId === null) return { kind: 'unknown' };
+    return unchanged(aei.configVersion)
+      ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
+      : { kind: 'aei', config: await configOf(db, aei) };
   }
   const legacy = await legacyConfigOf(db, apiKeyHash);
   return legacy ? { kind: 'legacy', config: legacy } : { kind: 'unknown' };

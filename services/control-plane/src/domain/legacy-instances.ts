@@ -15,7 +15,8 @@ import { parsePointer } from '@bindery/context-ops';
 import { Prisma, type McpInstance } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
 import { newCredential, newId } from '../secrets.ts';
-import type { Db, Principal } from './context.ts';
+import type { Db, DomainContext, Principal } from './context.ts';
+import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { findOwnTable } from './tables.ts';
 
@@ -38,21 +39,38 @@ export const DEFAULT_LEGACY_TOOLS: LegacyToolDefinition[] = OPERATION_TYPES.map(
   operation_type: op,
 }));
 
-export function instanceBody(i: McpInstance): McpInstanceBody {
+/** An instance row with the id of the AEI it was migrated to, if any. */
+export type InstanceRow = McpInstance & { migratedTo: { id: string } | null };
+
+/** Reads the link to the AEI an instance was migrated to along with the instance. */
+export const WITH_MIGRATION = { migratedTo: { select: { id: true } } } as const;
+
+/** The v1 tools of an instance: its tools_definition, or every prebuilt operation. */
+export function legacyTools(instance: Pick<McpInstance, 'toolsDefinition'>): LegacyToolDefinition[] {
+  return (instance.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS;
+}
+
+export function instanceBody(i: InstanceRow): McpInstanceBody {
   return {
     id: i.id,
     table_id: i.tableId,
     json_pointer: i.jsonPath,
-    tools_definition: (i.toolsDefinition as LegacyToolDefinition[] | null) ?? DEFAULT_LEGACY_TOOLS,
+    tools_definition: legacyTools(i),
     preview_keys: i.previewKeys,
-    status: i.status === 'disabled' ? 'disabled' : 'enabled',
+    status: i.migratedAt ? 'migrated' : i.status === 'disabled' ? 'disabled' : 'enabled',
     api_key_prefix: i.apiKeyPrefix,
+    migrated_to_aei_id: i.migratedTo?.id ?? null,
+    migrated_at: i.migratedAt?.toISOString() ?? null,
     created_at: i.createdAt.toISOString(),
   };
 }
 
-async function findOwnInstance(db: Db, caller: Principal, id: string): Promise<McpInstance> {
-  const instance = await db.mcpInstance.findFirst({ where: { id, userId: caller.userId } });
+/** The caller's instance, or NOT_FOUND (also for other users' instances). */
+export async function findOwnInstance(db: Db, caller: Principal, id: string): Promise<InstanceRow> {
+  const instance = await db.mcpInstance.findFirst({
+    where: { id, userId: caller.userId },
+    include: WITH_MIGRATION,
+  });
   if (!instance) throw notFound('MCP instance', id);
   return instance;
 }
@@ -85,6 +103,7 @@ export async function createInstance(db: Db, caller: Principal, input: CreateMcp
       toolsDefinition: tools === null ? Prisma.DbNull : (tools as Prisma.InputJsonArray),
       previewKeys: input.preview_keys ?? [],
     },
+    include: WITH_MIGRATION,
   });
   return { ...instanceBody(instance), api_key: key.secret };
 }
@@ -99,11 +118,20 @@ export async function listInstances(db: Db, caller: Principal, query: PageQuery)
     where: { userId: caller.userId, ...w.idAfter },
     orderBy: w.orderBy,
     take: w.take,
+    include: WITH_MIGRATION,
   });
   return toPage(rows, query, instanceBody);
 }
 
-export async function deleteInstance(db: Db, caller: Principal, id: string): Promise<void> {
-  await findOwnInstance(db, caller, id);
-  await db.mcpInstance.delete({ where: { id } });
+/**
+ * Deletes a v1 instance. A migrated one's AEI stays, but its v1 URL stops serving it (the AEI
+ * loses the link, and its config_version moves so gateways drop what they cached).
+ */
+export async function deleteInstance(ctx: DomainContext, caller: Principal, id: string): Promise<void> {
+  await changeExposure(ctx, async (tx) => {
+    const instance = await findOwnInstance(tx, caller, id);
+    await tx.mcpInstance.delete({ where: { id } });
+    const aeiId = instance.migratedTo?.id;
+    return { result: undefined, changedAeis: aeiId ? await bumpConfigVersions(tx, [aeiId]) : [] };
+  });
 }

@@ -1,11 +1,12 @@
 /**
  * Admin authentication: `Authorization: Bearer <admin token>` on every admin route. The caller
- * becomes `request.principal`; a missing or unknown token is UNAUTHORIZED.
+ * becomes `request.principal`; a missing, unknown, revoked or expired token, or one of a disabled
+ * user, is UNAUTHORIZED with a message saying which.
  */
 import { bearerToken } from '@bindery/contracts';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../domain/context.ts';
-import { authenticate } from '../domain/users.ts';
+import { authenticate } from '../domain/admin-tokens.ts';
 import { DomainError } from '../errors.ts';
 
 declare module 'fastify' {
@@ -21,8 +22,6 @@ export function requireAdmin(app: FastifyInstance): void {
     const token = bearerToken(request.headers.authorization);
     if (!token)
       throw new DomainError('UNAUTHORIZED', 'send an admin token as "Authorization: Bearer <token>"');
-    const principal = await authenticate(app.domain.prisma, token);
-    if (!principal) throw new DomainError('UNAUTHORIZED', 'unknown or revoked admin token');
-    request.principal = principal;
+    request.principal = await authenticate(app.domain.prisma, token);
   });
 }

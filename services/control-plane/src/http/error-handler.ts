@@ -12,7 +12,7 @@ interface Mapped {
   details?: Record<string, unknown>;
 }
 
-function mapError(error: FastifyError | Error): Mapped | undefined {
+function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped | undefined {
   if (error instanceof DomainError) {
     return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
   }
@@ -21,9 +21,26 @@ function mapError(error: FastifyError | Error): Mapped | undefined {
     const first = fastify.validation[0];
     const extra = (first?.params as { additionalProperty?: unknown } | undefined)?.additionalProperty;
     const where = `${fastify.validationContext ?? 'request'}${first?.instancePath ?? ''}`;
+    // Ajv says "must be equal to constant" (or "to one of the allowed values") without naming
+    // them; name the values allowed there (a union of constants fails once per branch, all at the
+    // same place).
+    const allowed =
+      first?.keyword === 'const'
+        ? fastify.validation
+            .filter((v) => v.keyword === 'const' && v.instancePath === first.instancePath)
+            .map((v) => JSON.stringify((v.params as { allowedValue?: unknown }).allowedValue))
+        : first?.keyword === 'enum'
+          ? ((first.params as { allowedValues?: unknown[] }).allowedValues ?? []).map((v) =>
+              JSON.stringify(v),
+            )
+          : [];
+    const problem =
+      allowed.length > 0
+        ? `must be ${allowed.length > 1 ? 'one of ' : ''}${allowed.join(', ')}`
+        : (first?.message ?? 'is invalid');
     return {
       code: 'VALIDATION_FAILED',
-      message: `${where} ${first?.message ?? 'is invalid'}${extra !== undefined ? `: "${String(extra)}"` : ''}`,
+      message: `${where} ${problem}${extra !== undefined ? `: "${String(extra)}"` : ''}`,
       details: {
         errors: fastify.validation.map((v) => ({
           path: v.instancePath,
@@ -34,8 +51,17 @@ function mapError(error: FastifyError | Error): Mapped | undefined {
     };
   }
   switch (fastify.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { code: 'PAYLOAD_TOO_LARGE', message: 'request body is larger than the server accepts' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': {
+      const limit = request?.routeOptions.bodyLimit;
+      return {
+        code: 'PAYLOAD_TOO_LARGE',
+        message:
+          limit === undefined
+            ? 'request body is larger than the server accepts'
+            : `request body is larger than the ${limit} bytes this server accepts (BODY_LIMIT_BYTES)`,
+        ...(limit !== undefined && { details: { limit_bytes: limit } }),
+      };
+    }
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { code: 'VALIDATION_FAILED', message: `request body is not valid JSON: ${fastify.message}` };
@@ -80,7 +106,7 @@ export function frameworkErrorAnswer(
 
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const mapped = mapError(error);
+    const mapped = mapError(error, request);
     if (!mapped) {
       request.log.error({ err: error }, 'unhandled error');
       return reply.status(500).send(

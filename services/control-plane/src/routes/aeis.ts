@@ -1,4 +1,7 @@
-/** AEIs: `/api/v2/aeis`, key rotation and the tool-list preview. */
+/**
+ * AEIs: `/api/v2/aeis`, key rotation and the tool-list preview. Creating an AEI and rotating its
+ * key answer, with the key, how clients connect (URLs on the public gateway, client configs).
+ */
 import {
   Aei,
   AeiWithKey,
@@ -11,26 +14,45 @@ import {
 } from '@bindery/contracts';
 import { Type } from 'typebox';
 import { createAei, deleteAei, getAei, listAeis, rotateAeiKey, updateAei } from '../domain/aeis.ts';
+import { connectionOf } from '../domain/client-configs.ts';
 import { previewTools } from '../domain/tools.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 
-export async function aeiRoutes(app: AdminApp): Promise<void> {
+export interface AeiRouteOptions {
+  /** Where MCP clients reach a gateway (GATEWAY_PUBLIC_URL). */
+  gatewayPublicUrl: string;
+}
+
+export function aeiRoutes(options: AeiRouteOptions) {
+  return async function routes(app: AdminApp): Promise<void> {
+    await aeiRoutesOn(app, options);
+  };
+}
+
+async function aeiRoutesOn(app: AdminApp, options: AeiRouteOptions): Promise<void> {
   const ctx = app.domain;
   const db = ctx.prisma;
   const tags = ['aeis'];
+  const withConnection = <T extends { name: string; api_key: string }>(aei: T) => ({
+    ...aei,
+    ...connectionOf(options.gatewayPublicUrl, aei.name, aei.api_key),
+  });
   app.post(
     '/aeis',
     {
       schema: {
         tags,
-        summary: 'Create an exposure; the answer holds its api_key, shown this once only',
+        summary:
+          'Create an exposure; the answer holds its api_key, shown this once only, with its MCP URLs ' +
+          'and client configs',
         security: adminSecurity,
         body: CreateAeiBody,
         response: { 201: AeiWithKey, ...errorResponses() },
       },
     },
-    async (request, reply) => reply.status(201).send(await createAei(db, request.principal, request.body)),
+    async (request, reply) =>
+      reply.status(201).send(withConnection(await createAei(db, request.principal, request.body))),
   );
   app.get(
     '/aeis',
@@ -83,7 +105,7 @@ export async function aeiRoutes(app: AdminApp): Promise<void> {
         response: { 200: AeiWithKey, ...errorResponses(404) },
       },
     },
-    async (request) => rotateAeiKey(ctx, request.principal, request.params.id),
+    async (request) => withConnection(await rotateAeiKey(ctx, request.principal, request.params.id)),
   );
   app.delete(
     '/aeis/:id',

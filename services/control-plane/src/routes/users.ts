@@ -1,16 +1,31 @@
-/** Users: the root token creates users; anyone can ask who they are. */
-import { CreateUserBody, CreatedUser, User } from '@bindery/contracts';
-import { createUser, getMe } from '../domain/users.ts';
+/**
+ * Users: the root user creates, lists, disables and deletes users; anyone can ask who they are.
+ */
+import {
+  CreateUserBody,
+  CreatedUser,
+  DeleteUserQuery,
+  IdParams,
+  Page,
+  PageQuery,
+  UpdateUserBody,
+  User,
+  UserDetail,
+} from '@bindery/contracts';
+import { Type } from 'typebox';
+import { createUser, deleteUser, getMe, getUser, listUsers, updateUser } from '../domain/users.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 
 export async function userRoutes(app: AdminApp): Promise<void> {
-  const db = app.domain.prisma;
+  const ctx = app.domain;
+  const db = ctx.prisma;
+  const tags = ['users'];
   app.post(
     '/users',
     {
       schema: {
-        tags: ['users'],
+        tags,
         summary: 'Create a user (root token only); the answer holds the user’s admin token, once',
         security: adminSecurity,
         body: CreateUserBody,
@@ -21,10 +36,71 @@ export async function userRoutes(app: AdminApp): Promise<void> {
       reply.status(201).send(await createUser(db, request.principal, request.body.name)),
   );
   app.get(
+    '/users',
+    {
+      schema: {
+        tags,
+        summary: 'List every user (root only)',
+        security: adminSecurity,
+        querystring: PageQuery,
+        response: { 200: Page(User), ...errorResponses(403) },
+      },
+    },
+    async (request) => listUsers(db, request.principal, request.query),
+  );
+  app.get(
+    '/users/:id',
+    {
+      schema: {
+        tags,
+        summary: 'A user and counts of what it owns (root only)',
+        security: adminSecurity,
+        params: IdParams,
+        response: { 200: UserDetail, ...errorResponses(403, 404) },
+      },
+    },
+    async (request) => getUser(db, request.principal, request.params.id),
+  );
+  app.patch(
+    '/users/:id',
+    {
+      schema: {
+        tags,
+        summary:
+          'Rename, disable or enable a user (root only); a disabled user’s tokens get 401 and its ' +
+          'exposures stop serving',
+        security: adminSecurity,
+        params: IdParams,
+        body: UpdateUserBody,
+        response: { 200: User, ...errorResponses(403, 404) },
+      },
+    },
+    async (request) => updateUser(ctx, request.principal, request.params.id, request.body),
+  );
+  app.delete(
+    '/users/:id',
+    {
+      schema: {
+        tags,
+        summary:
+          'Delete a user (root only; never the root user); 409 with counts while it owns anything, ' +
+          'unless ?cascade=true',
+        security: adminSecurity,
+        params: IdParams,
+        querystring: DeleteUserQuery,
+        response: { 204: Type.Null(), ...errorResponses(403, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await deleteUser(ctx, request.principal, request.params.id, request.query.cascade ?? false);
+      return reply.status(204).send(null);
+    },
+  );
+  app.get(
     '/me',
     {
       schema: {
-        tags: ['users'],
+        tags,
         summary: 'The user behind the token',
         security: adminSecurity,
         response: { 200: User, ...errorResponses() },

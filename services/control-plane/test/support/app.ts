@@ -54,6 +54,8 @@ export async function startTestApp(
     sameDatabaseAs?: TestApp;
     /** Also told about every config change (after `configChanges` records it). */
     listener?: ConfigChangeListener;
+    /** GATEWAY_PUBLIC_URL: where the answers of new api_keys say clients connect. */
+    gatewayPublicUrl?: string;
     /** Query settings (QUERY_TIMEOUT_MS, ...); the defaults otherwise. */
     query?: Partial<Record<keyof typeof QUERY_DEFAULTS, number>>;
   } = {},
@@ -83,6 +85,7 @@ export async function startTestApp(
       internalToken: INTERNAL_TOKEN,
       maxResultBytes: options.maxResultBytes ?? 1_000_000,
       metricsToken: options.metricsToken,
+      gatewayPublicUrl: options.gatewayPublicUrl,
       ...options.query,
     },
     pool: database.pool,

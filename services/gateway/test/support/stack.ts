@@ -141,6 +141,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         INTERNAL_TOKEN,
         OPS_TOKEN,
         GATEWAY_URLS: gatewayUrl,
+        // The answers of new api_keys name this gateway, so tests can connect with them as given.
+        GATEWAY_PUBLIC_URL: gatewayUrl,
         BINDERY_SEED_DEMO: 'false',
         LOG_LEVEL: 'info',
         LOG_REQUESTS: 'false',

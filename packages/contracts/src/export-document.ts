@@ -1,0 +1,137 @@
+/**
+ * The export document (`GET /api/v2/export`, `POST /api/v2/import`): one user's projects, tables
+ * with their data, ADIs, AEIs and bindings, as one versioned JSON document. Ids are the exporting
+ * installation's and serve only as references inside the document; an import gives everything new
+ * ids. AEIs travel without keys or key hashes: an import issues new keys.
+ */
+import { Type, type Static, type TSchema } from 'typebox';
+import { AeiStatus, ExposureMode, JsonValue, OperationTypeSchema, Slug, ToolName } from './admin-api.ts';
+import { TOOL_NAME_PATTERN } from './naming.ts';
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+const Ref = (what: string) => Type.String({ minLength: 1, maxLength: 64, description: `id of ${what}` });
+const Closed = { additionalProperties: false } as const;
+
+export const EXPORT_FORMAT = 'bindery-export';
+export const EXPORT_VERSION = 1;
+
+export const ExportProject = Type.Object(
+  {
+    id: Ref('this project'),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    slug: Slug,
+    description: Nullable(Type.String({ maxLength: 2000 })),
+  },
+  Closed,
+);
+export const ExportTable = Type.Object(
+  {
+    id: Ref('this table'),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    project_id: Nullable(Ref('a project of this document')),
+    data: JsonValue,
+  },
+  Closed,
+);
+export const ExportAdi = Type.Object(
+  {
+    id: Ref('this ADI'),
+    table_id: Ref('a table of this document'),
+    json_path: Type.String({ maxLength: 2048 }),
+    operation_type: OperationTypeSchema,
+    name: ToolName,
+    description: Nullable(Type.String({ maxLength: 4000 })),
+    category: Nullable(Type.String({ minLength: 1, maxLength: 200 })),
+    config: JsonObject,
+  },
+  Closed,
+);
+export const ExportAei = Type.Object(
+  {
+    id: Ref('this AEI'),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    type: Type.Literal('mcp'),
+    status: AeiStatus,
+    exposure_mode: ExposureMode,
+    catalog_search: Type.Boolean(),
+  },
+  Closed,
+);
+export const ExportBinding = Type.Object(
+  {
+    aei_id: Ref('an AEI of this document'),
+    adi_id: Ref('an ADI of this document'),
+    tool_name: Nullable(
+      Type.String({
+        pattern: TOOL_NAME_PATTERN,
+        description: 'the binding’s own tool name; null inherits the ADI’s name',
+      }),
+    ),
+    tool_description: Nullable(Type.String({ maxLength: 4000 })),
+    input_schema: Nullable(JsonObject),
+    enabled: Type.Boolean(),
+  },
+  Closed,
+);
+
+export const ExportDocument = Type.Object(
+  {
+    format: Type.Literal(EXPORT_FORMAT),
+    version: Type.Literal(EXPORT_VERSION, {
+      description: 'the document version this installation reads and writes',
+    }),
+    exported_at: Type.Optional(Type.String({ maxLength: 64 })),
+    projects: Type.Array(ExportProject),
+    tables: Type.Array(ExportTable),
+    adis: Type.Array(ExportAdi),
+    aeis: Type.Array(ExportAei),
+    bindings: Type.Array(ExportBinding, { description: 'in each AEI’s tool order' }),
+    skipped: Type.Optional(
+      Type.Object(
+        { legacy_instances: Type.Integer({ minimum: 0 }) },
+        {
+          additionalProperties: false,
+          description: 'what the export left out: legacy v1 instances (migrate them first)',
+        },
+      ),
+    ),
+  },
+  Closed,
+);
+export type ExportDocument = Static<typeof ExportDocument>;
+
+export const ImportClash = Type.Object({
+  kind: Type.Union([Type.Literal('project'), Type.Literal('table'), Type.Literal('aei')]),
+  source_id: Type.String(),
+  name: Type.String(),
+  imported_name: Type.String({ description: 'the name it was (or would be) imported under' }),
+  slug: Type.Optional(Type.String()),
+  imported_slug: Type.Optional(Type.String()),
+});
+export type ImportClash = Static<typeof ImportClash>;
+
+export const ImportedAei = Type.Object({
+  source_id: Type.String(),
+  id: Nullable(Type.String()),
+  name: Type.String(),
+  api_key: Type.Optional(Type.String({ description: 'the new api_key, shown only in this answer' })),
+  api_key_prefix: Nullable(Type.String()),
+});
+
+export const ImportResult = Type.Object({
+  dry_run: Type.Boolean(),
+  created: Type.Object({
+    projects: Type.Integer(),
+    tables: Type.Integer(),
+    adis: Type.Integer(),
+    aeis: Type.Integer(),
+    bindings: Type.Integer(),
+  }),
+  id_map: Type.Record(Type.String(), Type.String(), {
+    description: 'document id -> new id (empty in a dry run)',
+  }),
+  clashes: Type.Array(ImportClash),
+  aeis: Type.Array(ImportedAei),
+});
+export type ImportResult = Static<typeof ImportResult>;

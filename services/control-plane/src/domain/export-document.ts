@@ -1,0 +1,65 @@
+/**
+ * Export: one user's projects, tables with their data, ADIs, AEIs (without keys or key hashes)
+ * and bindings as one versioned document (`format: "bindery-export"`, `version: 1`), each list in
+ * creation order, so an import recreates each AEI's tools in the same order.
+ */
+import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument } from '@bindery/contracts';
+import type { PrismaClient } from '../generated/prisma/client.ts';
+import { operationOf } from './adis.ts';
+import type { Principal } from './context.ts';
+
+const BY_ID = { orderBy: { id: 'asc' } } as const;
+
+/**
+ * The caller's configuration and data as an export document, read from one snapshot (a binding
+ * never names an ADI the document lacks, whatever changes meanwhile).
+ */
+export async function exportDocument(prisma: PrismaClient, caller: Principal): Promise<ExportDocument> {
+  const own = { where: { userId: caller.userId }, ...BY_ID };
+  const [projects, tables, adis, aeis, bindings, legacyInstances] = await prisma.$transaction(
+    [
+      prisma.project.findMany(own),
+      prisma.table.findMany(own),
+      prisma.adi.findMany(own),
+      prisma.aei.findMany(own),
+      prisma.aeiBinding.findMany({ where: { aei: { userId: caller.userId } }, ...BY_ID }),
+      // Migrated instances travel as their AEIs; the others have nothing but a key, which cannot.
+      prisma.mcpInstance.count({ where: { userId: caller.userId, migratedAt: null } }),
+    ],
+    { isolationLevel: 'RepeatableRead' },
+  );
+  return {
+    format: EXPORT_FORMAT,
+    version: EXPORT_VERSION,
+    exported_at: new Date().toISOString(),
+    projects: projects.map((p) => ({ id: p.id, name: p.name, slug: p.slug, description: p.description })),
+    tables: tables.map((t) => ({ id: t.id, name: t.name, project_id: t.projectId, data: t.data })),
+    adis: adis.map((a) => ({
+      id: a.id,
+      table_id: a.tableId,
+      json_path: a.jsonPath,
+      operation_type: operationOf(a),
+      name: a.name,
+      description: a.description,
+      category: a.category,
+      config: a.config as Record<string, unknown>,
+    })),
+    aeis: aeis.map((a) => ({
+      id: a.id,
+      name: a.name,
+      type: 'mcp' as const,
+      status: a.status === 'disabled' ? ('disabled' as const) : ('enabled' as const),
+      exposure_mode: a.exposureMode === 'progressive' ? ('progressive' as const) : ('direct' as const),
+      catalog_search: a.catalogSearch,
+    })),
+    bindings: bindings.map((b) => ({
+      aei_id: b.aeiId,
+      adi_id: b.adiId,
+      tool_name: b.toolNameInherited ? null : b.toolName,
+      tool_description: b.toolDescription,
+      input_schema: b.inputSchema as Record<string, unknown> | null,
+      enabled: b.enabled,
+    })),
+    ...(legacyInstances > 0 && { skipped: { legacy_instances: legacyInstances } }),
+  };
+}

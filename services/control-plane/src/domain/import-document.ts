@@ -1,0 +1,361 @@
+/**
+ * Import: an export document recreated for the caller, all or nothing, with new ids (references
+ * remapped) and new api keys (shown once, in the answer). Names are kept: ADI and tool names
+ * always, since they are what agents see; a project, a table outside projects or an AEI whose name
+ * the caller already uses is imported as "name (2)" (the first free number; a project's slug gets
+ * "-2"), and reported as a clash. A dry run checks and plans the same way and writes nothing.
+ *
+ * Every fault of the document is a VALIDATION_FAILED naming its place (`body/adis/3/json_path`),
+ * found before anything is written.
+ */
+import { MAX_JSON_DEPTH, type ExportDocument, type ImportClash, type ImportResult } from '@bindery/contracts';
+import { OpError, checkValueArgument, parsePointer, validateAdiConfig } from '@bindery/context-ops';
+import { Prisma } from '../generated/prisma/client.ts';
+import { DomainError } from '../errors.ts';
+import { newCredential, newIds } from '../secrets.ts';
+import { checkOverride } from './bindings.ts';
+import type { Db, DomainContext, Principal } from './context.ts';
+import { changeExposure } from './exposure.ts';
+import { uniqueViolation } from './prisma-errors.ts';
+
+const NAME_MAX = 200;
+const SLUG_MAX = 64;
+
+/** A fault of the document at `pointer` (RFC 6901, from the body's root). */
+function fault(pointer: string, message: string, details?: Record<string, unknown>): DomainError {
+  return new DomainError('VALIDATION_FAILED', `body${pointer}: ${message}`, {
+    ...details,
+    location: 'body',
+    pointer,
+  });
+}
+
+/** Runs a domain or engine check, reporting its failure at `pointer`. */
+function at<T>(pointer: string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof OpError || error instanceof DomainError) {
+      // "input_schema: ..." at /bindings/0/input_schema: the pointer already names the field.
+      const field = `${pointer.slice(pointer.lastIndexOf('/') + 1)}: `;
+      const message = error.message.startsWith(field) ? error.message.slice(field.length) : error.message;
+      throw fault(pointer, message, error.details);
+    }
+    throw error;
+  }
+}
+
+/** Ids must be unique within their list, so references are unambiguous. */
+function indexIds<T extends { id: string }>(items: T[], list: string): Map<string, T> {
+  const byId = new Map<string, T>();
+  items.forEach((item, i) => {
+    if (byId.has(item.id)) throw fault(`/${list}/${i}/id`, `id "${item.id}" appears twice in ${list}`);
+    byId.set(item.id, item);
+  });
+  return byId;
+}
+
+function reference(ids: Map<string, unknown>, id: string, pointer: string, what: string): void {
+  if (!ids.has(id)) throw fault(pointer, `no ${what} with id "${id}" in this document`);
+}
+
+/**
+ * Everything that can be wrong with the document itself: duplicate ids, dangling references, bad
+ * pointers and configs, overrides wider than their operation allows, tool names used twice in one
+ * AEI, data nested too deep. The route's schema has already checked shapes and types.
+ */
+function checkDocument(doc: ExportDocument): void {
+  const projects = indexIds(doc.projects, 'projects');
+  const tables = indexIds(doc.tables, 'tables');
+  const adis = indexIds(doc.adis, 'adis');
+  const aeis = indexIds(doc.aeis, 'aeis');
+  const slugs = new Map<string, number>();
+  doc.projects.forEach((project, i) => {
+    const first = slugs.get(project.slug);
+    if (first !== undefined) {
+      throw fault(`/projects/${i}/slug`, `slug "${project.slug}" is also the slug of /projects/${first}`);
+    }
+    slugs.set(project.slug, i);
+  });
+  doc.tables.forEach((table, i) => {
+    if (table.project_id !== null)
+      reference(projects, table.project_id, `/tables/${i}/project_id`, 'project');
+    at(`/tables/${i}/data`, () => checkValueArgument(table.data, 'data', MAX_JSON_DEPTH));
+  });
+  doc.adis.forEach((adi, i) => {
+    reference(tables, adi.table_id, `/adis/${i}/table_id`, 'table');
+    at(`/adis/${i}/json_path`, () => parsePointer(adi.json_path));
+    at(`/adis/${i}/config`, () => validateAdiConfig(adi.operation_type, adi.config));
+  });
+  const toolNames = new Map<string, number>();
+  const bound = new Map<string, number>();
+  doc.bindings.forEach((binding, i) => {
+    reference(aeis, binding.aei_id, `/bindings/${i}/aei_id`, 'AEI');
+    reference(adis, binding.adi_id, `/bindings/${i}/adi_id`, 'ADI');
+    const adi = adis.get(binding.adi_id)!;
+    const pair = `${binding.aei_id}\u0000${binding.adi_id}`;
+    const twice = bound.get(pair);
+    if (twice !== undefined) {
+      throw fault(
+        `/bindings/${i}/adi_id`,
+        `ADI "${adi.id}" is bound to AEI "${binding.aei_id}" by /bindings/${twice} too`,
+      );
+    }
+    bound.set(pair, i);
+    const name = binding.tool_name ?? adi.name;
+    const key = `${binding.aei_id}\u0000${name}`;
+    const taken = toolNames.get(key);
+    if (taken !== undefined) {
+      throw fault(
+        `/bindings/${i}/tool_name`,
+        `tool name "${name}" is used twice in AEI "${binding.aei_id}" (also by /bindings/${taken})`,
+      );
+    }
+    toolNames.set(key, i);
+    if (binding.input_schema) {
+      at(`/bindings/${i}/input_schema`, () =>
+        checkOverride({ operationType: adi.operation_type }, binding.input_schema!, 'input_schema'),
+      );
+    }
+  });
+}
+
+/** `base`, or `form(base, n)` for the first n >= 2 that `free` accepts. */
+function firstFree(
+  base: string,
+  free: (candidate: string, n: number) => boolean,
+  form: (n: number) => string,
+) {
+  for (let n = 2; ; n++) {
+    const candidate = form(n);
+    if (free(candidate, n)) return { name: candidate, n };
+  }
+}
+
+/** "name (n)" within the name limit. */
+function numberedName(name: string, n: number): string {
+  const suffix = ` (${n})`;
+  return name.slice(0, NAME_MAX - suffix.length) + suffix;
+}
+
+/** "slug-n" within the slug limit and pattern (no dash before the number's dash). */
+function numberedSlug(slug: string, n: number): string {
+  const suffix = `-${n}`;
+  return slug.slice(0, SLUG_MAX - suffix.length).replace(/-+$/, '') + suffix;
+}
+
+interface Plan {
+  /** Imported names (and slugs) by document id, where they differ from the document's. */
+  renamed: Map<string, { name: string; slug?: string }>;
+  clashes: ImportClash[];
+}
+
+/**
+ * Decides the names of what clashes with what the caller already has: projects (by name or slug),
+ * tables outside projects (by name; tables inside an imported project cannot clash, the project is
+ * new) and AEIs (by name). A new name avoids the caller's names and every name of the document.
+ */
+async function planNames(db: Db, caller: Principal, doc: ExportDocument): Promise<Plan> {
+  // One after the other: `db` may be a transaction, which runs one query at a time anyway.
+  const projects = await db.project.findMany({
+    where: { userId: caller.userId },
+    select: { name: true, slug: true },
+  });
+  const looseTables = await db.table.findMany({
+    where: { userId: caller.userId, projectId: null },
+    select: { name: true },
+  });
+  const aeis = await db.aei.findMany({ where: { userId: caller.userId }, select: { name: true } });
+  const renamed = new Map<string, { name: string; slug?: string }>();
+  const clashes: ImportClash[] = [];
+
+  const projectNames = new Set(projects.map((p) => p.name));
+  const projectSlugs = new Set(projects.map((p) => p.slug));
+  const takenNames = new Set([...projectNames, ...doc.projects.map((p) => p.name)]);
+  const takenSlugs = new Set([...projectSlugs, ...doc.projects.map((p) => p.slug)]);
+  for (const project of doc.projects) {
+    if (!projectNames.has(project.name) && !projectSlugs.has(project.slug)) continue;
+    const { name, n } = firstFree(
+      project.name,
+      (candidate, k) => !takenNames.has(candidate) && !takenSlugs.has(numberedSlug(project.slug, k)),
+      (k) => numberedName(project.name, k),
+    );
+    const slug = numberedSlug(project.slug, n);
+    takenNames.add(name);
+    takenSlugs.add(slug);
+    renamed.set(project.id, { name, slug });
+    clashes.push({
+      kind: 'project',
+      source_id: project.id,
+      name: project.name,
+      imported_name: name,
+      slug: project.slug,
+      imported_slug: slug,
+    });
+  }
+
+  const rename = (kind: 'table' | 'aei', items: { id: string; name: string }[], existing: Set<string>) => {
+    const taken = new Set([...existing, ...items.map((i) => i.name)]);
+    for (const item of items) {
+      if (!existing.has(item.name)) continue;
+      const { name } = firstFree(
+        item.name,
+        (candidate) => !taken.has(candidate),
+        (k) => numberedName(item.name, k),
+      );
+      taken.add(name);
+      renamed.set(item.id, { name });
+      clashes.push({ kind, source_id: item.id, name: item.name, imported_name: name });
+    }
+  };
+  rename(
+    'table',
+    doc.tables.filter((t) => t.project_id === null),
+    new Set(looseTables.map((t) => t.name)),
+  );
+  rename('aei', doc.aeis, new Set(aeis.map((a) => a.name)));
+  return { renamed, clashes };
+}
+
+function counts(doc: ExportDocument): ImportResult['created'] {
+  return {
+    projects: doc.projects.length,
+    tables: doc.tables.length,
+    adis: doc.adis.length,
+    aeis: doc.aeis.length,
+    bindings: doc.bindings.length,
+  };
+}
+
+/** Recreates the document's contents for the caller (or, with `dryRun`, reports what it would). */
+export async function importDocument(
+  ctx: DomainContext,
+  caller: Principal,
+  doc: ExportDocument,
+  dryRun: boolean,
+): Promise<ImportResult> {
+  checkDocument(doc);
+  if (dryRun) {
+    const plan = await planNames(ctx.prisma, caller, doc);
+    return {
+      dry_run: true,
+      created: counts(doc),
+      id_map: {},
+      clashes: plan.clashes,
+      aeis: doc.aeis.map((aei) => ({
+        source_id: aei.id,
+        id: null,
+        name: plan.renamed.get(aei.id)?.name ?? aei.name,
+        api_key_prefix: null,
+      })),
+    };
+  }
+  return changeExposure(ctx, (tx) => applyImport(tx, caller, doc)).catch((error: unknown) => {
+    if (uniqueViolation(error)) {
+      throw new DomainError(
+        'CONFLICT',
+        'a name this import chose was taken by another request meanwhile; nothing was imported, run it again',
+      );
+    }
+    throw error;
+  });
+}
+
+/** Plans the names and writes everything in one transaction; the answer carries the new keys. */
+async function applyImport(
+  tx: Db,
+  caller: Principal,
+  doc: ExportDocument,
+): Promise<{ result: ImportResult; changedAeis: string[] }> {
+  // Planned inside the transaction, so the names it picks are still free when written (a slug
+  // taken meanwhile by a concurrent request fails the whole import on its unique index).
+  const plan = await planNames(tx, caller, doc);
+  const idMap = new Map<string, string>();
+  const remap = (items: { id: string }[], prefix: string) => {
+    // Ascending ids in document order: lists (and each AEI's tools) keep the exported order.
+    const ids = newIds(prefix, items.length);
+    items.forEach((item, i) => idMap.set(item.id, ids[i]!));
+  };
+  remap(doc.projects, 'prj');
+  remap(doc.tables, 'tbl');
+  remap(doc.adis, 'adi');
+  remap(doc.aeis, 'aei');
+  const id = (sourceId: string) => idMap.get(sourceId)!;
+  const userId = caller.userId;
+
+  await tx.project.createMany({
+    data: doc.projects.map((p) => ({
+      id: id(p.id),
+      userId,
+      name: plan.renamed.get(p.id)?.name ?? p.name,
+      slug: plan.renamed.get(p.id)?.slug ?? p.slug,
+      description: p.description,
+    })),
+  });
+  await tx.table.createMany({
+    data: doc.tables.map((t) => ({
+      id: id(t.id),
+      userId,
+      projectId: t.project_id === null ? null : id(t.project_id),
+      name: plan.renamed.get(t.id)?.name ?? t.name,
+      // Prisma writes a JS null as SQL NULL; a JSON null must be spelled JsonNull.
+      data: t.data === null ? Prisma.JsonNull : (t.data as Prisma.InputJsonValue),
+    })),
+  });
+  await tx.adi.createMany({
+    data: doc.adis.map((a) => ({
+      id: id(a.id),
+      userId,
+      tableId: id(a.table_id),
+      jsonPath: a.json_path,
+      operationType: a.operation_type,
+      name: a.name,
+      description: a.description,
+      category: a.category,
+      config: a.config as Prisma.InputJsonObject,
+    })),
+  });
+  const keys = doc.aeis.map(() => newCredential('key'));
+  await tx.aei.createMany({
+    data: doc.aeis.map((a, i) => ({
+      id: id(a.id),
+      userId,
+      type: a.type,
+      name: plan.renamed.get(a.id)?.name ?? a.name,
+      apiKeyHash: keys[i]!.hash,
+      apiKeyPrefix: keys[i]!.prefix,
+      status: a.status,
+      exposureMode: a.exposure_mode,
+      catalogSearch: a.catalog_search,
+    })),
+  });
+  const adiNames = new Map(doc.adis.map((a) => [a.id, a.name]));
+  const bindingIds = newIds('bnd', doc.bindings.length);
+  await tx.aeiBinding.createMany({
+    data: doc.bindings.map((b, i) => ({
+      id: bindingIds[i]!,
+      aeiId: id(b.aei_id),
+      adiId: id(b.adi_id),
+      toolName: b.tool_name ?? adiNames.get(b.adi_id)!,
+      toolNameInherited: b.tool_name === null,
+      toolDescription: b.tool_description,
+      inputSchema: b.input_schema === null ? Prisma.DbNull : (b.input_schema as Prisma.InputJsonObject),
+      enabled: b.enabled,
+    })),
+  });
+  const result: ImportResult = {
+    dry_run: false,
+    created: counts(doc),
+    id_map: Object.fromEntries(idMap),
+    clashes: plan.clashes,
+    aeis: doc.aeis.map((aei, i) => ({
+      source_id: aei.id,
+      id: id(aei.id),
+      name: plan.renamed.get(aei.id)?.name ?? aei.name,
+      api_key: keys[i]!.secret,
+      api_key_prefix: keys[i]!.prefix,
+    })),
+  };
+  // Nothing to announce: every AEI is new, so no gateway holds any of them.
+  return { result, changedAeis: [] };
+}
