@@ -400,6 +400,8 @@ describe('two tenants sharing the query pool', () => {
   afterAll(() => t?.close());
 
   it("one tenant's flood is refused past its share; another tenant's long query still runs and its cheap calls stay fast", async () => {
+    // The warm-up may or may not have outgrown its slice, depending on the machine: count from here.
+    const escalatedBefore = await metric(t, 'controlplane_query_escalations_total');
     const flood = Array.from({ length: 6 }, () => query(t, a, 'items', nestedMap(6)));
     // A's share is in the pool: one running, one waiting; the other four were refused at once.
     await poolReaches(t, 1, 1);
@@ -431,8 +433,8 @@ describe('two tenants sharing the query pool', () => {
     await poolReaches(t, 0, 0);
     expect(await metric(t, 'controlplane_query_rejections_total', { reason: 'tenant_limit' })).toBe(4);
     expect(await metric(t, 'controlplane_query_rejections_total', { reason: 'queue_full' })).toBe(0);
-    // The warm-up, A's two (less one that waited too long) and B's one.
+    // A's two (less one that waited too long) and B's one.
     const timedOut = answers.filter((res) => res.value.error?.details?.reason === 'wait_timeout').length;
-    expect(await metric(t, 'controlplane_query_escalations_total')).toBe(4 - timedOut);
+    expect(await metric(t, 'controlplane_query_escalations_total')).toBe(escalatedBefore + 3 - timedOut);
   });
 });
