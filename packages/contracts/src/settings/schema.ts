@@ -153,9 +153,13 @@ export interface IntegerOptions {
 
 /** A whole number within bounds. */
 export function integer(o: IntegerOptions): Setting<number> {
-  const show = (n: number) => (o.unit === 'bytes' ? bytes(n) : `${grouped(n)}${o.unit ? ` ${o.unit}` : ''}`);
+  // Plain numbers below 100,000 read best ungrouped (ports, counts); amounts with a unit grouped.
+  const number = (n: number) => (o.unit !== undefined || n >= 100_000 ? grouped(n) : String(n));
+  const show = (n: number) => (o.unit === 'bytes' ? bytes(n) : `${number(n)}${o.unit ? ` ${o.unit}` : ''}`);
+  const range =
+    o.unit === 'bytes' ? `${show(o.min)} to ${show(o.max)}` : `${number(o.min)} to ${number(o.max)}`;
   return {
-    kind: `integer ${show(o.min)} to ${show(o.max)}`,
+    kind: `integer ${range}${o.unit && o.unit !== 'bytes' ? ` (${o.unit})` : ''}`,
     doc: o.doc,
     secret: false,
     ...(defaultOf(o.default, show) as Pick<Setting<number>, 'shownDefault' | 'fallback'>),
