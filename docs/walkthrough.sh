@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # A walk through the admin API with curl, against a running control plane (`pnpm start`).
 #   BINDERY_ADMIN_TOKEN=<root token> bash docs/walkthrough.sh
+# It reads the settings docs/configuration.md documents, as the gateway does: the control plane is at
+# CONTROL_PLANE_URL when set, else at PORT (default 4000) on HOST (127.0.0.1 when HOST is unset,
+# 0.0.0.0 or ::). Run it with the same settings as `pnpm start`.
 # It creates a user, a project, two tables, three ADIs, an AEI, binds the three tools, previews the
 # tool list, and shows the errors for a duplicate tool name, another user's ADI and a missing token.
 set -euo pipefail
-BASE=${BINDERY_URL:-http://127.0.0.1:4000}
+case "${HOST:-}" in '' | 0.0.0.0 | ::) CP_HOST=127.0.0.1 ;; *:*) CP_HOST="[$HOST]" ;; *) CP_HOST=$HOST ;; esac
+BASE=${CONTROL_PLANE_URL:-http://$CP_HOST:${PORT:-4000}}
+BASE=${BASE%/}
 ROOT=${BINDERY_ADMIN_TOKEN:?set BINDERY_ADMIN_TOKEN to the root admin token}
 
 # field JSON PATH: prints one field of a JSON answer (node, so nothing else needs installing).

@@ -1,8 +1,10 @@
 /**
- * The control plane's configuration: read from the environment once at start, validated, and
- * passed down. Nothing else reads `process.env`.
+ * The control plane's configuration: read from the environment once at start, validated against
+ * its settings schema (`@bindery/contracts/settings`, where every variable is declared), and passed
+ * down. Nothing else reads `process.env`.
  */
 import { resolve } from 'node:path';
+import { CONTROL_PLANE_SETTINGS, parseSettings, settingsProblemsMessage } from '@bindery/contracts/settings';
 
 export interface Config {
   host: string;
@@ -52,146 +54,58 @@ export interface Config {
   queryWorkerMemoryMb: number;
 }
 
-/** Where MCP clients reach a gateway unless GATEWAY_PUBLIC_URL says otherwise. */
-export const DEFAULT_GATEWAY_PUBLIC_URL = 'http://127.0.0.1:4100';
+const settings = CONTROL_PLANE_SETTINGS.settings;
+
+/** Where MCP clients reach a gateway when nothing says otherwise (apps built without a config). */
+export const DEFAULT_GATEWAY_PUBLIC_URL = settings.GATEWAY_PUBLIC_URL.fallback({});
 
 /** Defaults of the query settings (tests building their own config fall back to these too). */
 export const QUERY_DEFAULTS = {
-  queryTimeoutMs: 1_000,
-  queryInlineMs: 10,
-  queryWorkers: 2,
-  queryQueue: 8,
-  queryTenantEscalations: 2,
-  queryWorkerMemoryMb: 256,
+  queryTimeoutMs: settings.QUERY_TIMEOUT_MS.fallback({}),
+  queryInlineMs: settings.QUERY_INLINE_MS.fallback({}),
+  queryWorkers: settings.QUERY_WORKERS.fallback({}),
+  queryQueue: settings.QUERY_QUEUE.fallback({}),
+  queryTenantEscalations: settings.QUERY_TENANT_ESCALATIONS.fallback({}),
+  queryWorkerMemoryMb: settings.QUERY_WORKER_MEMORY_MB.fallback({}),
 } as const satisfies Partial<Config>;
 
+/** Every invalid setting of a start, one line each (one problem: just that line). */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return value;
-}
-
-function secret(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const value = env[name] || undefined;
-  if (value !== undefined && value.length < 16) {
-    throw new ConfigError(`${name} must be at least 16 characters long`);
-  }
-  return value;
-}
-
-/** An http(s) base URL without a trailing slash (a path prefix is kept: gateways may sit under one). */
-function httpUrl(name: string, raw: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
-  }
-  if (parsed.search !== '' || parsed.hash !== '') {
-    throw new ConfigError(`${name} must be a base URL without query or fragment, got "${raw}"`);
-  }
-  return parsed.href.replace(/\/+$/, '');
-}
-
-function gatewayUrls(env: NodeJS.ProcessEnv): string[] {
-  const urls = (env.GATEWAY_URLS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-    .map((raw) => httpUrl('GATEWAY_URLS', raw));
-  return [...new Set(urls)];
-}
-
-function redisUrl(env: NodeJS.ProcessEnv): string | undefined {
-  const raw = env.REDIS_URL || undefined;
-  if (raw === undefined) return undefined;
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(raw).protocol;
-  } catch {
-    protocol = undefined;
-  }
-  if (protocol !== 'redis:' && protocol !== 'rediss:') {
-    // The URL may carry a password: name the setting, not its value.
-    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
-  }
-  return raw;
-}
-
-function flag(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return undefined;
-  if (raw === 'true') return true;
-  if (raw === 'false') return false;
-  throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`);
-}
+const MiB = 1024 * 1024;
 
 /** Builds the config from an environment (normally `process.env`); throws ConfigError on bad values. */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const adminToken = secret(env, 'BINDERY_ADMIN_TOKEN');
-  const internalToken = secret(env, 'INTERNAL_TOKEN');
-  const gateways = gatewayUrls(env);
-  const opsToken = secret(env, 'OPS_TOKEN');
-  if (gateways.length > 0 && opsToken === undefined) {
-    throw new ConfigError(
-      'OPS_TOKEN must be set when GATEWAY_URLS is: it is the credential the gateways ask for on /cache/invalidate',
-    );
-  }
-  const queryTimeoutMs = integer(env, 'QUERY_TIMEOUT_MS', QUERY_DEFAULTS.queryTimeoutMs, 10, 60_000);
-  const queryInlineMs = integer(env, 'QUERY_INLINE_MS', QUERY_DEFAULTS.queryInlineMs, 0, 1_000);
-  if (queryInlineMs > queryTimeoutMs) {
-    throw new ConfigError(
-      `QUERY_INLINE_MS (${queryInlineMs}) must not be larger than QUERY_TIMEOUT_MS (${queryTimeoutMs})`,
-    );
-  }
+  const parsed = parseSettings(CONTROL_PLANE_SETTINGS, env);
+  if (!parsed.ok) throw new ConfigError(settingsProblemsMessage(parsed.problems));
+  const v = parsed.values;
   return {
-    host: env.HOST || '127.0.0.1',
-    port: integer(env, 'PORT', 4000, 0, 65535),
-    databaseUrl: env.DATABASE_URL || undefined,
-    dataDir: resolve(env.BINDERY_DATA_DIR || '.bindery'),
-    adminToken,
-    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-    logLevel: env.LOG_LEVEL || 'info',
-    logRequests: env.LOG_REQUESTS !== 'false',
-    internalToken,
-    metricsToken: secret(env, 'METRICS_TOKEN'),
-    maxResultBytes: integer(env, 'RESULT_LIMIT_BYTES', 1_000_000, 1024, 256 * 1024 * 1024),
-    contextCacheBytes: integer(env, 'CONTEXT_CACHE_MB', 64, 0, 64 * 1024) * 1024 * 1024,
-    gatewayUrls: gateways,
-    opsToken,
-    redisUrl: redisUrl(env),
-    gatewayPublicUrl: httpUrl('GATEWAY_PUBLIC_URL', env.GATEWAY_PUBLIC_URL || DEFAULT_GATEWAY_PUBLIC_URL),
-    seedDemo: flag(env, 'BINDERY_SEED_DEMO'),
-    idempotencyTtlMs: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
-    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 600_000),
-    queryTimeoutMs,
-    queryInlineMs,
-    queryWorkers: integer(env, 'QUERY_WORKERS', QUERY_DEFAULTS.queryWorkers, 1, 64),
-    queryQueue: integer(env, 'QUERY_QUEUE', QUERY_DEFAULTS.queryQueue, 0, 10_000),
-    queryTenantEscalations: integer(
-      env,
-      'QUERY_TENANT_ESCALATIONS',
-      QUERY_DEFAULTS.queryTenantEscalations,
-      1,
-      10_000,
-    ),
-    queryWorkerMemoryMb: integer(
-      env,
-      'QUERY_WORKER_MEMORY_MB',
-      QUERY_DEFAULTS.queryWorkerMemoryMb,
-      32,
-      64 * 1024,
-    ),
+    host: v.HOST,
+    port: v.PORT,
+    databaseUrl: v.DATABASE_URL,
+    dataDir: resolve(v.BINDERY_DATA_DIR),
+    adminToken: v.BINDERY_ADMIN_TOKEN,
+    bodyLimitBytes: v.BODY_LIMIT_BYTES,
+    logLevel: v.LOG_LEVEL,
+    logRequests: v.LOG_REQUESTS,
+    internalToken: v.INTERNAL_TOKEN,
+    metricsToken: v.METRICS_TOKEN,
+    maxResultBytes: v.RESULT_LIMIT_BYTES,
+    contextCacheBytes: v.CONTEXT_CACHE_MB * MiB,
+    gatewayUrls: v.GATEWAY_URLS,
+    opsToken: v.OPS_TOKEN,
+    redisUrl: v.REDIS_URL,
+    gatewayPublicUrl: v.GATEWAY_PUBLIC_URL,
+    seedDemo: v.BINDERY_SEED_DEMO,
+    idempotencyTtlMs: v.IDEMPOTENCY_TTL_HOURS * 3_600_000,
+    shutdownGraceMs: v.SHUTDOWN_GRACE_MS,
+    queryTimeoutMs: v.QUERY_TIMEOUT_MS,
+    queryInlineMs: v.QUERY_INLINE_MS,
+    queryWorkers: v.QUERY_WORKERS,
+    queryQueue: v.QUERY_QUEUE,
+    queryTenantEscalations: v.QUERY_TENANT_ESCALATIONS,
+    queryWorkerMemoryMb: v.QUERY_WORKER_MEMORY_MB,
   };
 }

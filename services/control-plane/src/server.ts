@@ -4,6 +4,7 @@
  * gracefully (requests in flight first, for up to SHUTDOWN_GRACE_MS).
  */
 import { closeOnSignals } from '@bindery/contracts/server';
+import { unknownSettingWarnings } from '@bindery/contracts/settings';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
@@ -41,6 +42,7 @@ const app = await buildApp({
     listener: { configChanged: (ids) => invalidation.configChanged(ids) },
   },
 });
+for (const warning of unknownSettingWarnings(process.env)) app.log.warn(warning);
 const invalidation = new ExposureInvalidation({
   gatewayUrls: config.gatewayUrls,
   opsToken: config.opsToken,

@@ -48,6 +48,41 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN must be at least 16/);
   });
 
+  it('reports every bad value at once, a secret only by its length', () => {
+    let message = '';
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        OPS_TOKEN: 'too-short',
+        LOG_LEVEL: 'loud',
+        DATABASE_URL: 'mysql://u:pw@h/d',
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message.split('\n')).toEqual([
+      '4 settings are invalid:',
+      '  - PORT must be an integer from 0 to 65535, got "eighty"',
+      '  - DATABASE_URL must be a postgres:// or postgresql:// URL, got (secret, 16 characters)',
+      '  - LOG_LEVEL must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "loud"',
+      '  - OPS_TOKEN must be at least 16 characters long, got (secret, 9 characters)',
+    ]);
+  });
+
+  it('derives GATEWAY_PUBLIC_URL from GATEWAY_PORT and a specific GATEWAY_HOST', () => {
+    expect(loadConfig({ GATEWAY_PORT: '4900' }).gatewayPublicUrl).toBe('http://127.0.0.1:4900');
+    expect(loadConfig({ GATEWAY_PORT: '4900', GATEWAY_HOST: '0.0.0.0' }).gatewayPublicUrl).toBe(
+      'http://127.0.0.1:4900',
+    );
+    expect(loadConfig({ GATEWAY_HOST: '::1' }).gatewayPublicUrl).toBe('http://[::1]:4100');
+    expect(
+      loadConfig({ GATEWAY_PORT: '4900', GATEWAY_PUBLIC_URL: 'https://mcp.example' }).gatewayPublicUrl,
+    ).toBe('https://mcp.example');
+    expect(() => loadConfig({ GATEWAY_PORT: 'x' })).toThrow(
+      'GATEWAY_PORT must be an integer from 0 to 65535, got "x"',
+    );
+  });
+
   it('reads METRICS_TOKEN, unset by default (/metrics open)', () => {
     expect(loadConfig({}).metricsToken).toBeUndefined();
     expect(loadConfig({ METRICS_TOKEN: 'a-metrics-token-0001' }).metricsToken).toBe('a-metrics-token-0001');
@@ -103,7 +138,8 @@ describe('invalidation and demo settings', () => {
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message).toBe('REDIS_URL must be a redis:// or rediss:// URL');
+    expect(message).toBe('REDIS_URL must be a redis:// or rediss:// URL, got (secret, 30 characters)');
+    expect(message).not.toContain('hunter2');
     expect(loadConfig({ REDIS_URL: 'rediss://cache.example:6380' }).redisUrl).toBe(
       'rediss://cache.example:6380',
     );

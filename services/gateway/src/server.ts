@@ -3,6 +3,7 @@
  * calls in flight are answered (for up to SHUTDOWN_GRACE_MS), then sessions and connections close.
  */
 import { closeOnSignals } from '@bindery/contracts/server';
+import { unknownSettingWarnings } from '@bindery/contracts/settings';
 import { buildGateway } from './app.ts';
 import { GatewayConfigError, loadGatewayConfig, type GatewayConfig } from './config.ts';
 
@@ -15,5 +16,6 @@ try {
   process.exit(1);
 }
 const app = await buildGateway(config);
+for (const warning of unknownSettingWarnings(process.env)) app.log.warn(warning);
 closeOnSignals(app, { graceMs: config.shutdownGraceMs });
 await app.listen({ host: config.host, port: config.port });

@@ -1,20 +1,7 @@
 /**
  * "Did you mean": the exposed tool names closest to an unknown one, for a clear error.
  */
-
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length]!;
-}
+import { distance } from 'fastest-levenshtein';
 
 /** Up to `limit` names close to `wanted` (edit distance within a third of its length, or containing it). */
 export function closeMatches(wanted: string, names: readonly string[], limit = 3): string[] {

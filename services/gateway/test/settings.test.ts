@@ -1,29 +1,21 @@
 // Pins that every setting reaches the process that reads it and is documented: turbo runs tasks in
 // strict env mode, so a variable turbo.json does not list never reaches `pnpm start` or `pnpm test`
-// (a setting that silently keeps its default). Every name either service's config.ts reads, and
-// every process.env name any source, test or benchmark of the repository reads, must be passed
-// through; every setting must be in README's settings table.
+// (a setting that silently keeps its default). Every variable of either service's settings schema,
+// and every process.env name any source, test or benchmark of the repository reads, must be passed
+// through; every setting must be in docs/configuration.md.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SETTING_NAMES } from '@bindery/contracts/settings';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SELF = relative(ROOT, fileURLToPath(import.meta.url));
-const CONFIGS = ['services/control-plane/src/config.ts', 'services/gateway/src/config.ts'];
 const SCANNED = ['services', 'packages', 'bench', 'prisma/scripts'];
 // Passed to every task by turbo itself, whatever turbo.json says.
 const ALWAYS_PASSED = new Set(['PATH']);
 
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
-
-/** Every setting a config.ts reads: `env.NAME`, and names handed to its parsers (`'NAME'`). */
-function settingsOf(source: string): Set<string> {
-  const names = new Set<string>();
-  for (const match of source.matchAll(/\benv\.([A-Z][A-Z0-9_]+)/g)) names.add(match[1]!);
-  for (const match of source.matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'/g)) names.add(match[1]!);
-  return names;
-}
 
 function sourceFiles(dir: string): string[] {
   const found: string[] = [];
@@ -64,10 +56,10 @@ function passedByTurbo(): Set<string> {
   return new Set(names);
 }
 
-const settings = new Set(CONFIGS.flatMap((file) => [...settingsOf(read(file))]));
+const settings = new Set(SETTING_NAMES);
 
 describe('settings', () => {
-  it('are found: the scan sees the settings both services are known to read', () => {
+  it('are found: the schemas hold the settings both services are known to read', () => {
     for (const name of [
       'DATABASE_URL',
       'INTERNAL_TOKEN',
@@ -79,7 +71,7 @@ describe('settings', () => {
     expect(processEnvReads().get('TEST_DATABASE_URL')).toBeDefined();
   });
 
-  it('every one either config.ts reads is passed through by turbo', () => {
+  it('every one of either schema is passed through by turbo', () => {
     const passed = passedByTurbo();
     expect([...settings].filter((name) => !passed.has(name)).sort()).toEqual([]);
   });
@@ -92,19 +84,12 @@ describe('settings', () => {
     expect(missing.sort()).toEqual([]);
   });
 
-  it('every one either config.ts reads is in README’s settings table', () => {
-    const readme = read('README.md');
-    const table = readme.slice(
-      readme.indexOf('## Settings'),
-      readme.indexOf('\n## ', readme.indexOf('## Settings') + 1),
-    );
+  it('every one of either schema is in docs/configuration.md', () => {
     const documented = new Set(
-      table
+      read('docs/configuration.md')
         .split('\n')
-        .filter((line) => line.startsWith('|'))
-        .flatMap((line) =>
-          [...(line.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!),
-        ),
+        .filter((line) => line.startsWith('| `'))
+        .map((line) => /`([A-Z][A-Z0-9_]+)`/.exec(line)![1]!),
     );
     expect([...settings].filter((name) => !documented.has(name)).sort()).toEqual([]);
   });

@@ -71,6 +71,41 @@ describe('loadGatewayConfig', () => {
     expect(() => loadGatewayConfig({ ...ok, OPS_TOKEN: 'short' })).toThrow(/OPS_TOKEN/);
   });
 
+  it('derives CONTROL_PLANE_URL from PORT and a specific HOST when it is unset', () => {
+    const ok = { INTERNAL_TOKEN: 'x'.repeat(16) };
+    expect(loadGatewayConfig({ ...ok, PORT: '4800' }).controlPlaneUrl).toBe('http://127.0.0.1:4800');
+    expect(loadGatewayConfig({ ...ok, PORT: '4800', HOST: '0.0.0.0' }).controlPlaneUrl).toBe(
+      'http://127.0.0.1:4800',
+    );
+    expect(loadGatewayConfig({ ...ok, HOST: '::' }).controlPlaneUrl).toBe('http://127.0.0.1:4000');
+    expect(loadGatewayConfig({ ...ok, HOST: '10.1.2.3', PORT: '4800' }).controlPlaneUrl).toBe(
+      'http://10.1.2.3:4800',
+    );
+    expect(loadGatewayConfig({ ...ok, HOST: '::1' }).controlPlaneUrl).toBe('http://[::1]:4000');
+    expect(
+      loadGatewayConfig({ ...ok, PORT: '4800', CONTROL_PLANE_URL: 'http://cp.internal:9000/' })
+        .controlPlaneUrl,
+    ).toBe('http://cp.internal:9000');
+  });
+
+  it('reports every bad value at once, and the breaker ceiling below its cool-down', () => {
+    expect(() => loadGatewayConfig({ GATEWAY_PORT: 'http', RATE_LIMIT_BURST: '0' })).toThrow(
+      [
+        '3 settings are invalid:',
+        '  - GATEWAY_PORT must be an integer from 0 to 65535, got "http"',
+        '  - INTERNAL_TOKEN must be set: it is how the gateway reaches the control plane',
+        '  - RATE_LIMIT_BURST must be an integer from 1 to 10000000, got "0"',
+      ].join('\n'),
+    );
+    expect(() =>
+      loadGatewayConfig({
+        INTERNAL_TOKEN: 'x'.repeat(16),
+        BREAKER_COOLDOWN_MS: '800',
+        BREAKER_MAX_COOLDOWN_MS: '600',
+      }),
+    ).toThrow('BREAKER_MAX_COOLDOWN_MS (600) must not be smaller than BREAKER_COOLDOWN_MS (800)');
+  });
+
   it('adds configured hosts and origins', () => {
     const config = loadGatewayConfig({
       INTERNAL_TOKEN: 'x'.repeat(16),

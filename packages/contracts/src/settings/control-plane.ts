@@ -1,0 +1,131 @@
+/** The control plane's settings: every environment variable it reads, with kind, default and doc. */
+import { GATEWAY_HOST, GATEWAY_PORT, HOST, PORT, localUrl } from './addresses.ts';
+import { derived, defineSettings, integer, list, secret, string, url, boolean } from './schema.ts';
+import { LOG_LEVEL, LOG_REQUESTS, METRICS_TOKEN, OPS_TOKEN, REDIS_URL, SHUTDOWN_GRACE_MS } from './shared.ts';
+
+const MiB = 1024 * 1024;
+
+export const CONTROL_PLANE_SETTINGS = defineSettings(
+  'control plane',
+  {
+    HOST,
+    PORT,
+    GATEWAY_HOST: {
+      ...GATEWAY_HOST,
+      doc: 'the gateway’s listening address; `GATEWAY_PUBLIC_URL` follows it',
+    },
+    GATEWAY_PORT: { ...GATEWAY_PORT, doc: 'the gateway’s port; `GATEWAY_PUBLIC_URL` follows it' },
+    DATABASE_URL: url({
+      schemes: ['postgres', 'postgresql'],
+      secret: true,
+      doc: 'PostgreSQL server to use (migrated on start); unset = the embedded PGlite database',
+    }),
+    BINDERY_DATA_DIR: string({ default: '.bindery', doc: 'the embedded database’s directory' }),
+    BINDERY_ADMIN_TOKEN: secret({
+      doc: 'the root admin token to install at start (replaces earlier root tokens); unset = one is generated once and printed',
+    }),
+    BODY_LIMIT_BYTES: integer({
+      min: 1024,
+      max: 1024 * MiB,
+      unit: 'bytes',
+      default: 10 * MiB,
+      doc: 'largest request body (413 above)',
+    }),
+    LOG_LEVEL,
+    LOG_REQUESTS,
+    INTERNAL_TOKEN: secret({
+      doc: 'the gateways’ credential for `/internal/*`; unset = the internal API refuses every call. `pnpm start` generates one per start',
+    }),
+    METRICS_TOKEN,
+    RESULT_LIMIT_BYTES: integer({
+      min: 1024,
+      max: 256 * MiB,
+      unit: 'bytes',
+      default: 1_000_000,
+      doc: 'largest tool answer, in bytes of JSON (`RESULT_TOO_LARGE` above)',
+    }),
+    CONTEXT_CACHE_MB: integer({
+      min: 0,
+      max: 64 * 1024,
+      unit: 'MiB',
+      default: 64,
+      doc: 'parsed contexts kept in memory (0 = off)',
+    }),
+    GATEWAY_URLS: list({
+      items: 'url',
+      doc: 'gateway base URLs told of exposure changes (`POST {url}/cache/invalidate`); `pnpm start` sets the local gateway',
+    }),
+    OPS_TOKEN: {
+      ...OPS_TOKEN,
+      doc: 'the gateways’ ops credential, sent with each invalidation; required with `GATEWAY_URLS`',
+    },
+    REDIS_URL,
+    GATEWAY_PUBLIC_URL: url({
+      base: true,
+      default: derived('`http://127.0.0.1:$GATEWAY_PORT`', (v) =>
+        localUrl(v.GATEWAY_HOST as string, v.GATEWAY_PORT as number),
+      ),
+      doc: 'where MCP clients reach a gateway (printed with the demo’s MCP URL); unset = the local gateway (at `GATEWAY_HOST` when that names one address)',
+    }),
+    BINDERY_SEED_DEMO: boolean({
+      doc: '`true`/`false`: seed (or not) the demo on an empty database; unset = only on embedded PGlite',
+    }),
+    IDEMPOTENCY_TTL_HOURS: integer({
+      min: 1,
+      max: 24 * 30,
+      unit: 'hours',
+      default: 24,
+      doc: 'how long a write’s idempotency key is remembered (a retry with it answers the first outcome)',
+    }),
+    SHUTDOWN_GRACE_MS,
+    QUERY_TIMEOUT_MS: integer({
+      min: 10,
+      max: 60_000,
+      unit: 'ms',
+      default: 1_000,
+      doc: 'wall time of one `query`, in-process slice and worker thread together (`LIMIT_EXCEEDED` above)',
+    }),
+    QUERY_INLINE_MS: integer({
+      min: 0,
+      max: 1_000,
+      unit: 'ms',
+      default: 10,
+      doc: 'how long a query runs on the event loop before it moves to a worker thread (0 = always a worker)',
+    }),
+    QUERY_WORKERS: integer({
+      min: 1,
+      max: 64,
+      default: 2,
+      doc: 'worker threads for long queries (one is kept warm)',
+    }),
+    QUERY_QUEUE: integer({
+      min: 0,
+      max: 10_000,
+      default: 8,
+      doc: 'long queries waiting for a worker thread at most (`RATE_LIMITED` beyond)',
+    }),
+    QUERY_TENANT_ESCALATIONS: integer({
+      min: 1,
+      max: 10_000,
+      default: 2,
+      doc: 'long queries of one tenant (the user owning the exposure) in the worker pool at once, running or waiting',
+    }),
+    QUERY_WORKER_MEMORY_MB: integer({
+      min: 32,
+      max: 64 * 1024,
+      unit: 'MiB',
+      default: 256,
+      doc: 'heap cap of each query worker; a query may build a quarter of it (`LIMIT_EXCEEDED`, limit `memory`)',
+    }),
+  },
+  [
+    (v) =>
+      v.GATEWAY_URLS.length > 0 && v.OPS_TOKEN === undefined
+        ? 'OPS_TOKEN must be set when GATEWAY_URLS is: it is the credential the gateways ask for on /cache/invalidate'
+        : undefined,
+    (v) =>
+      v.QUERY_INLINE_MS > v.QUERY_TIMEOUT_MS
+        ? `QUERY_INLINE_MS (${v.QUERY_INLINE_MS}) must not be larger than QUERY_TIMEOUT_MS (${v.QUERY_TIMEOUT_MS})`
+        : undefined,
+  ],
+);

@@ -1,0 +1,42 @@
+/**
+ * @bindery/contracts/settings: both services' settings schemas, the parser and docs built on them,
+ * and the typo check of unknown variables.
+ */
+import { CONTROL_PLANE_SETTINGS } from './control-plane.ts';
+import { configurationDoc } from './docs.ts';
+import { GATEWAY_SETTINGS } from './gateway.ts';
+import { settingTypos } from './typos.ts';
+
+export { localUrl } from './addresses.ts';
+export { CONTROL_PLANE_SETTINGS } from './control-plane.ts';
+export { GATEWAY_SETTINGS } from './gateway.ts';
+export {
+  parseSettings,
+  settingsProblemsMessage,
+  type Setting,
+  type SettingValues,
+  type SettingsResult,
+  type SettingsSchema,
+} from './schema.ts';
+export { SETTING_PREFIXES, settingTypos } from './typos.ts';
+
+/** Both schemas, in the order docs/configuration.md shows them. */
+export const SERVICE_SETTINGS = [CONTROL_PLANE_SETTINGS, GATEWAY_SETTINGS] as const;
+
+/** Every variable either service reads. */
+export const SETTING_NAMES: readonly string[] = [
+  ...new Set(SERVICE_SETTINGS.flatMap((schema) => Object.keys(schema.settings))),
+];
+
+/** Variables with a settings prefix that the test suites read, not the services: never typos. */
+const TEST_VARIABLES = ['BINDERY_TEST_DB', 'BINDERY_TEST_TEMPLATE'];
+
+/** The start-up warnings for an environment: one line per variable that looks like a misspelt setting. */
+export function unknownSettingWarnings(env: Readonly<Record<string, string | undefined>>): string[] {
+  return settingTypos(env, SETTING_NAMES, TEST_VARIABLES);
+}
+
+/** docs/configuration.md as the schemas describe it. */
+export function renderConfigurationDoc(): string {
+  return configurationDoc(SERVICE_SETTINGS);
+}
