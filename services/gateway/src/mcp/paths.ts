@@ -15,11 +15,8 @@ export function isMcpPath(url: string): boolean {
   const path = query === -1 ? url : url.slice(0, query);
   if (path === V2) return true;
   for (const base of [V2, V1]) {
-    if (
-      path.startsWith(`${base}/`) &&
-      path.length > base.length + 1 &&
-      !path.includes('/', base.length + 1)
-    ) {
+    // An empty key (`/api/v1/mcp/server/`) is routed to its MCP route too, which refuses it.
+    if (path.startsWith(`${base}/`) && !path.includes('/', base.length + 1)) {
       return true;
     }
   }
