@@ -20,6 +20,10 @@ export const MISSING_KEY: JsonRpcErrorAnswer = {
   code: JSONRPC.UNAUTHORIZED,
   message: 'send the api_key in the URL or as "Authorization: Bearer <api_key>"',
   bindery: 'UNAUTHORIZED',
+  // RFC 6750 §3.1: a request without credentials gets the scheme and no error code. No
+  // `resource_metadata` (RFC 9728): the gateway has no OAuth, and naming none keeps MCP clients
+  // from starting an authorization flow.
+  headers: { 'www-authenticate': 'Bearer' },
 };
 
 /** A stream (GET), a close (DELETE) or a message for a session this replica does not hold. */
@@ -53,8 +57,9 @@ export function originRefusal(
 const UNKNOWN_KEY: JsonRpcErrorAnswer = {
   status: 401,
   code: JSONRPC.UNAUTHORIZED,
-  message: 'unknown api_key',
+  message: "unknown api_key: check the MCP URL (or the Bearer token) against the exposure's current key",
   bindery: 'UNAUTHORIZED',
+  headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
 };
 
 /**

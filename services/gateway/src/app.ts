@@ -4,7 +4,7 @@
  * control plane over HTTP. `server.ts` only listens and closes.
  */
 import { createServer } from 'node:http';
-import { redactApiKeyInUrl } from '@bindery/contracts';
+import { redactApiKeyInUrl, type ErrorCode } from '@bindery/contracts';
 import Fastify, {
   LogController,
   type FastifyError,
@@ -17,10 +17,14 @@ import type { GatewayConfig } from './config.ts';
 import { ControlPlaneClient } from './control-plane-client.ts';
 import { ExposureCache } from './exposure-cache.ts';
 import { createFastLane, type FastLane } from './fast-lane.ts';
-import { BodyRefused, parseJsonBody } from './http/json-body.ts';
+import { errorAnswer } from './http/error-answer.ts';
+import { parseJsonBody, BodyRefused } from './http/json-body.ts';
+import { answerClientError, sendRestError } from './http/rest-errors.ts';
+import { registerUnknownRoutes } from './http/unknown-routes.ts';
 import { subscribeInvalidations, type Subscription } from './invalidation-subscriber.ts';
-import { INTERNAL_ERROR, JSONRPC, PARSE_ERROR, sendJsonRpcError } from './jsonrpc-errors.ts';
+import { INTERNAL_ERROR, JSONRPC, sendJsonRpcError } from './jsonrpc-errors.ts';
 import { lazyChildLogger } from './lazy-logger.ts';
+import { isMcpPath } from './mcp/paths.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
@@ -43,7 +47,7 @@ function answerFrameworkError(error: FastifyError, request: FastifyRequest, repl
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? 'a path parameter is longer than any api_key'
       : 'the URL holds a percent-escape that is not UTF-8';
-  if (request.url.startsWith('/api/')) {
+  if (isMcpPath(request.url)) {
     sendJsonRpcError(reply, {
       status: 400,
       code: JSONRPC.INVALID_REQUEST,
@@ -51,7 +55,7 @@ function answerFrameworkError(error: FastifyError, request: FastifyRequest, repl
       bindery: 'VALIDATION_FAILED',
     });
   } else {
-    void reply.status(400).send({ error: { code: 'VALIDATION_FAILED', message } });
+    sendRestError(request, reply, { status: 400, code: 'VALIDATION_FAILED', message });
   }
 }
 
@@ -95,6 +99,7 @@ export async function buildGateway(
     logController: new LogController({ disableRequestLogging: !config.logRequests }),
     childLoggerFactory: lazyChildLogger,
     frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
   });
   // JSON only, parsed by the one function the fast lane uses too (depth bound, empty body,
   // prototype poisoning); other media types are refused (415).
@@ -139,52 +144,21 @@ export async function buildGateway(
     });
   });
 
+  // One error handler: on an MCP endpoint a JSON-RPC error answer, elsewhere the REST error body.
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const onMcp = request.url.startsWith('/api/');
-    if (error instanceof BodyRefused) {
-      return onMcp
-        ? sendJsonRpcError(reply, error.answer)
-        : reply
-            .status(error.answer.status)
-            .send({ error: { code: error.answer.bindery, message: error.answer.message } });
-    }
-    if (
-      error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
-      (error instanceof SyntaxError && error.statusCode === 400)
-    ) {
-      return onMcp
-        ? sendJsonRpcError(reply, PARSE_ERROR)
-        : reply
-            .status(400)
-            .send({ error: { code: 'VALIDATION_FAILED', message: 'the body is not valid JSON' } });
-    }
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      const message = `request body over ${config.bodyLimitBytes} bytes`;
-      return onMcp
-        ? sendJsonRpcError(reply, {
-            status: 413,
-            code: JSONRPC.INVALID_REQUEST,
-            message,
-            bindery: 'PAYLOAD_TOO_LARGE',
-          })
-        : reply.status(413).send({ error: { code: 'PAYLOAD_TOO_LARGE', message } });
-    }
-    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return sendJsonRpcError(reply, {
-        status: 415,
-        code: JSONRPC.INVALID_REQUEST,
-        message: 'send application/json',
-        bindery: 'VALIDATION_FAILED',
-      });
-    }
-    if (error.validation) {
-      return reply.status(400).send({ error: { code: 'VALIDATION_FAILED', message: error.message } });
-    }
-    request.log.error({ err: error }, 'unhandled error');
-    return onMcp
-      ? sendJsonRpcError(reply, INTERNAL_ERROR)
-      : reply.status(500).send({ error: { code: 'INTERNAL', message: 'internal error' } });
+    const answer = errorAnswer(error, config.bodyLimitBytes);
+    if (!answer) request.log.error({ err: error }, 'unhandled error');
+    const refusal = answer ?? INTERNAL_ERROR;
+    return isMcpPath(request.url)
+      ? sendJsonRpcError(reply, refusal)
+      : sendRestError(request, reply, {
+          status: refusal.status,
+          code: refusal.bindery as ErrorCode,
+          // The REST body says what the JSON-RPC code's prefix says there.
+          message: refusal.message.replace(/^(Parse error|Invalid Request): /, ''),
+        });
   });
+  registerUnknownRoutes(app);
 
   lane.current = createFastLane({ config, cache, sessions, limiter, metrics, log: app.log });
   app.addHook('preClose', async () => {

@@ -22,6 +22,7 @@ import { acceptsDirectAnswer, directAnswer, writeDirectAnswer } from './direct-a
 import { keyHash, type ExposureCache } from './exposure-cache.ts';
 import { parseJsonBody } from './http/json-body.ts';
 import { answerFault, writeJsonRpcError } from './jsonrpc-errors.ts';
+import { MCP_ROUTES, V1, V2 } from './mcp/paths.ts';
 import { envelopeRefusal } from './mcp/requests.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -35,12 +36,6 @@ export interface FastLaneDeps {
   metrics: GatewayMetrics;
   log: FastifyBaseLogger;
 }
-
-const V2 = '/api/v2/mcp/server';
-const V1 = '/api/v1/mcp/server';
-
-/** The MCP route patterns, as Fastify names them in metrics. */
-export const MCP_ROUTES = { bearer: V2, v2: `${V2}/:api_key`, v1: `${V1}/:api_key` } as const;
 
 interface Target {
   flavor: Flavor;

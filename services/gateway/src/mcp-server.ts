@@ -8,7 +8,6 @@ import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
-  McpError,
   SetLevelRequestSchema,
   type CallToolResult,
   type ListToolsResult,
@@ -21,6 +20,7 @@ import { UpstreamError } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { unansweredCall } from './mcp/call-failures.ts';
+import { WireError } from './mcp/wire-error.ts';
 import { unstorableArguments } from './mcp/unstorable-arguments.ts';
 import { decodeCursor, encodeCursor } from './mcp/pagination.ts';
 import { idempotencyKeyOf } from './mcp/requests.ts';
@@ -98,7 +98,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       const tools = progressiveTools(exposure.config.aei.catalog_search);
       // One page and never a nextCursor: only a cursor for its start could be one the gateway made.
       if (decodeCursor(cursor, tools.length) !== 0) {
-        throw new McpError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
+        throw new WireError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
       }
       return { tools: tools.map((t) => ({ ...t, inputSchema: t.inputSchema as never })) };
     }
@@ -140,7 +140,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
         ? progressiveTools(exposure.kind === 'aei' && exposure.config.aei.catalog_search).map((t) => t.name)
         : index.list.map((t) => t.name);
       const close = closeMatches(name, names);
-      throw new McpError(
+      throw new WireError(
         ErrorCode.InvalidParams,
         `unknown tool "${name}"${close.length > 0 ? `; did you mean ${close.map((c) => `"${c}"`).join(', ')}?` : ''}`,
         { tool: name, close_matches: close },

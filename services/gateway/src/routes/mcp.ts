@@ -13,9 +13,9 @@ import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.
 import { MISSING_KEY, SESSION_NOT_FOUND, admitKey, originRefusal, type Flavor } from '../admission.ts';
 import { directAnswer, writeDirectAnswer } from '../direct-answer.ts';
 import { LookupsLimitedError, keyHash, type Exposure, type ExposureCache } from '../exposure-cache.ts';
-import { MCP_ROUTES } from '../fast-lane.ts';
 import { answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
 import { createMcpServer } from '../mcp-server.ts';
+import { MCP_ROUTES } from '../mcp/paths.ts';
 import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
 import type { GatewayMetrics } from '../metrics.ts';

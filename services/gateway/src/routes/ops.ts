@@ -6,6 +6,7 @@
 import { bearerTokenCheck } from '@bindery/contracts/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readiness } from '../control-plane-client.ts';
+import { sendRestError } from '../http/rest-errors.ts';
 import type { ExposureCache } from '../exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { SessionRegistry } from '../sessions.ts';
@@ -62,7 +63,7 @@ export async function invalidate(deps: Pick<OpsRouteDeps, 'cache' | 'sessions'>,
 
 /** The 401 answer of the ops routes, in the gateway's REST error body. */
 function unauthorized(request: FastifyRequest, reply: FastifyReply, message: string) {
-  return reply.status(401).send({ error: { code: 'UNAUTHORIZED', message, request_id: String(request.id) } });
+  return sendRestError(request, reply, { status: 401, code: 'UNAUTHORIZED', message });
 }
 
 export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promise<void> {
