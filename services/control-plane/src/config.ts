@@ -56,8 +56,17 @@ export interface Config {
 
 const settings = CONTROL_PLANE_SETTINGS.settings;
 
-/** Where MCP clients reach a gateway when nothing says otherwise (apps built without a config). */
-export const DEFAULT_GATEWAY_PUBLIC_URL = settings.GATEWAY_PUBLIC_URL.fallback({});
+/**
+ * Where MCP clients reach a gateway for apps built without a config (tests): what
+ * GATEWAY_PUBLIC_URL derives from an environment that sets nothing.
+ */
+export const DEFAULT_GATEWAY_PUBLIC_URL = loadPublicUrlDefault();
+
+function loadPublicUrlDefault(): string {
+  const parsed = parseSettings(CONTROL_PLANE_SETTINGS, {});
+  if (!parsed.ok) throw new ConfigError(settingsProblemsMessage(parsed.problems));
+  return parsed.values.GATEWAY_PUBLIC_URL;
+}
 
 /** Defaults of the query settings (tests building their own config fall back to these too). */
 export const QUERY_DEFAULTS = {
