@@ -36,6 +36,7 @@ import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit
 import type { DomainContext } from './context.ts';
 import type { ContextCache } from './context-cache.ts';
 import { readContext, writeContext } from './context-store.ts';
+import { OWNER_STATUS } from './exposure-config.ts';
 import { legacyTools } from './legacy-instances.ts';
 import type { ControlPlaneMetrics, ExecutionMeter } from '../metrics.ts';
 
@@ -160,9 +161,6 @@ async function audited(
     throw error;
   }
 }
-
-/** Read with an exposure: whether its owner is disabled. */
-const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
 
 /** A refusal before anything ran (binding off, wrong AEI, ...): audited as `refused`. */
 class RefusedError extends DomainError {}

@@ -26,7 +26,7 @@ export async function configVersionOf(db: Db, apiKey: string): Promise<number | 
 }
 
 /** Whether an exposure's owner is disabled: the owner's status, read with the exposure. */
-const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
+export const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
 type WithOwner = { user: { disabledAt: Date | null } };
 
 /** Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys. */
