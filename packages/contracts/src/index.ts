@@ -80,7 +80,7 @@ export {
   ToolResult,
 } from './internal-api.ts';
 export { API_KEY_PREFIX, API_KEY_RANDOM_BYTES, isWellFormedApiKey } from './api-key.ts';
-export { DISPLAY_PREFIX_LENGTH, redactApiKeyInUrl } from './redaction.ts';
+export { DISPLAY_PREFIX_LENGTH, redactApiKeyInUrl, redactUrlPassword } from './redaction.ts';
 export {
   MAX_BATCH_EXECUTIONS,
   PROGRESSIVE_TOOLS,

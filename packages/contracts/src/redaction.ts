@@ -15,3 +15,11 @@ export function redactApiKeyInUrl(url: string): string {
     key.length > DISPLAY_PREFIX_LENGTH ? `${route}${key.slice(0, DISPLAY_PREFIX_LENGTH)}…` : `${route}${key}`,
   );
 }
+
+/** A URL (a database's, Redis's) as it may be shown: its password, if any, replaced by `***`. */
+export function redactUrlPassword(url: string): string {
+  if (!URL.canParse(url)) return '(not a URL)';
+  const parsed = new URL(url);
+  if (parsed.password !== '') parsed.password = '***';
+  return parsed.toString();
+}

@@ -1,11 +1,27 @@
 /**
  * @bindery/contracts/server: what both services share that only runs in Node (the main entry stays
  * browser safe for the console): the one way a configured secret (INTERNAL_TOKEN, OPS_TOKEN,
- * METRICS_TOKEN) is checked against an `Authorization` header, and graceful shutdown.
+ * METRICS_TOKEN) is checked against an `Authorization` header, logging, and graceful shutdown.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { bearerToken } from './authorization.ts';
 
+export {
+  PROBE_ROUTES,
+  RequestLogController,
+  humanLogs,
+  loggerOptions,
+  type LogFormat,
+  type LoggerSettings,
+} from './logging.ts';
+export {
+  isStartedMessage,
+  tellLauncher,
+  underLauncher,
+  type ControlPlaneStarted,
+  type GatewayStarted,
+  type StartedMessage,
+} from './launcher.ts';
 export { closeOnSignals, type ShutdownOptions, type ShutdownTarget } from './shutdown.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

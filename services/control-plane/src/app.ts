@@ -6,7 +6,8 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
+import { RequestLogController, loggerOptions } from '@bindery/contracts/server';
+import Fastify, { type FastifyServerOptions } from 'fastify';
 import { DEFAULT_GATEWAY_PUBLIC_URL, QUERY_DEFAULTS, type Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
@@ -44,6 +45,7 @@ export interface AppOptions {
       Pick<
         Config,
         | 'logRequests'
+        | 'logFormat'
         | 'contextCacheBytes'
         | 'metricsToken'
         | 'idempotencyTtlMs'
@@ -71,9 +73,16 @@ function definedOnly<T extends object>(values: T): Partial<T> {
 /** Builds the control-plane app (not listening). */
 export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const app = Fastify({
-    logger: options.logger ?? { level: options.config.logLevel, serializers: { req: serializeRequest } },
+    logger:
+      options.logger ??
+      loggerOptions({
+        level: options.config.logLevel,
+        format: options.config.logFormat ?? 'json',
+        name: 'control-plane',
+        serializeRequest,
+      }),
     bodyLimit: options.config.bodyLimitBytes,
-    logController: new LogController({ disableRequestLogging: options.config.logRequests === false }),
+    logController: new RequestLogController({ enabled: options.config.logRequests !== false }),
     frameworkErrors: frameworkErrorAnswer,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(requestValidatorCompiler());

@@ -4,6 +4,7 @@
  * down. Nothing else reads `process.env`.
  */
 import { resolve } from 'node:path';
+import type { LogFormat } from '@bindery/contracts/server';
 import { CONTROL_PLANE_SETTINGS, parseSettings, settingsProblemsMessage } from '@bindery/contracts/settings';
 
 export interface Config {
@@ -16,6 +17,8 @@ export interface Config {
   adminToken: string | undefined;
   bodyLimitBytes: number;
   logLevel: string;
+  /** JSON lines, readable lines, or readable on a terminal only (LOG_FORMAT). */
+  logFormat: LogFormat;
   /** Log every request and response (LOG_REQUESTS=false turns it off, e.g. for benchmarks). */
   logRequests: boolean;
   /** The gateways' credential for `/internal/*`; without it the internal API refuses every call. */
@@ -98,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     adminToken: v.BINDERY_ADMIN_TOKEN,
     bodyLimitBytes: v.BODY_LIMIT_BYTES,
     logLevel: v.LOG_LEVEL,
+    logFormat: v.LOG_FORMAT,
     logRequests: v.LOG_REQUESTS,
     internalToken: v.INTERNAL_TOKEN,
     metricsToken: v.METRICS_TOKEN,

@@ -3,14 +3,21 @@
  * ensured, the demo seeded on a fresh database, then listen; SIGINT/SIGTERM close everything
  * gracefully (requests in flight first, for up to SHUTDOWN_GRACE_MS).
  */
-import { closeOnSignals } from '@bindery/contracts/server';
-import { unknownSettingWarnings } from '@bindery/contracts/settings';
+import type { AddressInfo } from 'node:net';
+import { redactUrlPassword } from '@bindery/contracts';
+import {
+  closeOnSignals,
+  tellLauncher,
+  underLauncher,
+  type ControlPlaneStarted,
+} from '@bindery/contracts/server';
+import { localUrl, unknownSettingWarnings } from '@bindery/contracts/settings';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { mcpUrl } from './domain/client-configs.ts';
-import { seedDemo, wantsDemo } from './domain/demo.ts';
+import { existingDemo, seedDemo, wantsDemo } from './domain/demo.ts';
 import { ensureRootToken } from './domain/users.ts';
 import { ExposureInvalidation } from './exposure-invalidation.ts';
 
@@ -63,27 +70,35 @@ app.log.info(
   'database ready',
 );
 const generated = await ensureRootToken(database.prisma, config.adminToken);
-if (generated) {
-  // Printed once, on the console only (not in the structured log): it is never shown again.
+// Under `pnpm start` the launcher prints the root token and the demo's URL in its banner (once);
+// started any other way, this process prints them itself, on the console only (never in the
+// structured log): neither is ever shown again.
+const launched = underLauncher();
+if (generated && !launched) {
   process.stdout.write(
     `\n  Root admin token (shown once, store it now): ${generated}\n` +
       '  Set BINDERY_ADMIN_TOKEN to choose your own.\n\n',
   );
 }
+let demo: ControlPlaneStarted['demo'];
 if (wantsDemo(config.seedDemo, database.kind)) {
   // A brand-new exposure is in no gateway's cache yet, so the seed has nothing to invalidate (and
   // the gateways may still be starting).
-  const demo = await seedDemo({ prisma: database.prisma, listener: { configChanged: () => {} } });
-  if (demo) {
-    app.log.info({ aei_id: demo.aeiId, tools: demo.toolNames }, 'demo exposure seeded');
-    // The URL holds the api_key: printed once, on the console only, like the root token.
-    process.stdout.write(
-      `  Demo MCP server "Demo agent" (${demo.toolNames.length} tools on a sample CRM; shown once, it holds the api_key):\n` +
-        `  MCP URL: ${mcpUrl(config.gatewayPublicUrl, demo.apiKey)}\n` +
-        '  Connect: run `npx @modelcontextprotocol/inspector`, pick transport "Streamable HTTP" and paste the URL.\n\n',
-    );
+  const seeded = await seedDemo({ prisma: database.prisma, listener: { configChanged: () => {} } });
+  if (seeded) {
+    app.log.info({ aei_id: seeded.aeiId, tools: seeded.toolNames }, 'demo exposure seeded');
+    const url = mcpUrl(config.gatewayPublicUrl, seeded.apiKey);
+    demo = { aeiId: seeded.aeiId, tools: seeded.toolNames.length, mcpUrl: url };
+    if (!launched) {
+      process.stdout.write(
+        `  Demo MCP server "Demo agent" (${seeded.toolNames.length} tools on a sample CRM; shown once, it holds the api_key):\n` +
+          `  MCP URL: ${url}\n` +
+          '  Connect: run `npx @modelcontextprotocol/inspector`, pick transport "Streamable HTTP" and paste the URL.\n\n',
+      );
+    }
   }
 }
+if (launched && demo === undefined) demo = await existingDemo(database.prisma);
 
 // Requests in flight (tool calls, writes, their audit rows) finish before the database closes.
 closeOnSignals(app, {
@@ -95,3 +110,11 @@ closeOnSignals(app, {
 });
 
 await app.listen({ host: config.host, port: config.port });
+tellLauncher({
+  service: 'control-plane',
+  url: localUrl(config.host, (app.server.address() as AddressInfo).port),
+  database: database.kind,
+  data: database.kind === 'pglite' ? config.dataDir : redactUrlPassword(config.databaseUrl ?? ''),
+  ...(generated && { rootToken: generated }),
+  ...(demo && { demo }),
+});

@@ -5,8 +5,8 @@
  */
 import { createServer } from 'node:http';
 import { redactApiKeyInUrl, type ErrorCode } from '@bindery/contracts';
+import { RequestLogController, loggerOptions } from '@bindery/contracts/server';
 import Fastify, {
-  LogController,
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
@@ -70,13 +70,18 @@ export async function buildGateway(
   const logger: FastifyServerOptions['logger'] =
     logTo === false
       ? false
-      : {
+      : loggerOptions({
           level: config.logLevel,
-          ...(logTo && { stream: logTo }),
-          serializers: {
-            req: (req) => ({ method: req.method, url: redactApiKeyInUrl(req.url), remoteAddress: req.ip }),
-          },
-        };
+          // A test's stream gets JSON lines, whatever the terminal.
+          format: logTo ? 'json' : config.logFormat,
+          name: 'gateway',
+          ...(logTo && { destination: logTo }),
+          serializeRequest: (req) => ({
+            method: req.method,
+            url: redactApiKeyInUrl(req.url),
+            remoteAddress: req.ip,
+          }),
+        });
   // The fast lane sees each request first (see fast-lane.ts); it exists once the deps below do.
   const lane: { current?: FastLane } = {};
   const app = Fastify({
@@ -96,7 +101,7 @@ export async function buildGateway(
     // slowly cannot hold a connection and its checks open. Streams (GET) are responses, not
     // requests, and are unaffected.
     requestTimeout: 30_000,
-    logController: new LogController({ disableRequestLogging: !config.logRequests }),
+    logController: new RequestLogController({ enabled: config.logRequests }),
     childLoggerFactory: lazyChildLogger,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,

@@ -3,6 +3,7 @@
  * settings schema (`@bindery/contracts/settings`, where every variable is declared), and passed
  * down. Nothing else reads `process.env`.
  */
+import type { LogFormat } from '@bindery/contracts/server';
 import { GATEWAY_SETTINGS, parseSettings, settingsProblemsMessage } from '@bindery/contracts/settings';
 
 export interface GatewayConfig {
@@ -18,6 +19,8 @@ export interface GatewayConfig {
   metricsToken: string | undefined;
   redisUrl: string | undefined;
   logLevel: string;
+  /** JSON lines, readable lines, or readable on a terminal only (LOG_FORMAT). */
+  logFormat: LogFormat;
   logRequests: boolean;
   /** Hostnames (Host header, port ignored) the MCP endpoints answer; `*` allows any. */
   allowedHosts: string[];
@@ -80,6 +83,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     metricsToken: v.METRICS_TOKEN,
     redisUrl: v.REDIS_URL,
     logLevel: v.LOG_LEVEL,
+    logFormat: v.LOG_FORMAT,
     logRequests: v.LOG_REQUESTS,
     allowedHosts: ['localhost', '127.0.0.1', '::1', ...v.GATEWAY_ALLOWED_HOSTS],
     allowedOrigins: v.GATEWAY_ALLOWED_ORIGINS,

@@ -2,8 +2,9 @@
  * Starts the gateway and closes it gracefully on SIGINT/SIGTERM: standing SSE streams end, tool
  * calls in flight are answered (for up to SHUTDOWN_GRACE_MS), then sessions and connections close.
  */
-import { closeOnSignals } from '@bindery/contracts/server';
-import { unknownSettingWarnings } from '@bindery/contracts/settings';
+import type { AddressInfo } from 'node:net';
+import { closeOnSignals, tellLauncher } from '@bindery/contracts/server';
+import { localUrl, unknownSettingWarnings } from '@bindery/contracts/settings';
 import { buildGateway } from './app.ts';
 import { GatewayConfigError, loadGatewayConfig, type GatewayConfig } from './config.ts';
 
@@ -19,3 +20,4 @@ const app = await buildGateway(config);
 for (const warning of unknownSettingWarnings(process.env)) app.log.warn(warning);
 closeOnSignals(app, { graceMs: config.shutdownGraceMs });
 await app.listen({ host: config.host, port: config.port });
+tellLauncher({ service: 'gateway', url: localUrl(config.host, (app.server.address() as AddressInfo).port) });

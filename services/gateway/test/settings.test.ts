@@ -1,6 +1,7 @@
-// Pins that every setting reaches the process that reads it and is documented: turbo runs tasks in
-// strict env mode, so a variable turbo.json does not list never reaches `pnpm start` or `pnpm test`
-// (a setting that silently keeps its default). Every variable of either service's settings schema,
+// Pins that every setting reaches the process that reads it and is documented: turbo runs `pnpm
+// test` and `pnpm bench` in strict env mode, so a variable turbo.json does not list never reaches
+// them (a setting that silently keeps its default; `pnpm start` passes the whole environment, see
+// start.happy.test.ts). Every variable of either service's settings schema,
 // and every process.env name any source, test or benchmark of the repository reads, must be passed
 // through; every setting must be in docs/configuration.md.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -50,7 +51,7 @@ function passedByTurbo(): Set<string> {
     tasks: Record<string, { env?: string[]; passThroughEnv?: string[] }>;
   };
   const names = [...(turbo.globalEnv ?? []), ...(turbo.globalPassThroughEnv ?? [])];
-  for (const task of ['start', 'test']) {
+  for (const task of ['test', 'bench']) {
     names.push(...(turbo.tasks[task]?.env ?? []), ...(turbo.tasks[task]?.passThroughEnv ?? []));
   }
   return new Set(names);

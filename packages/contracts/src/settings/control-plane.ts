@@ -1,7 +1,15 @@
 /** The control plane's settings: every environment variable it reads, with kind, default and doc. */
 import { GATEWAY_HOST, GATEWAY_PORT, HOST, PORT, localUrl } from './addresses.ts';
 import { derived, defineSettings, integer, list, secret, string, url, boolean } from './schema.ts';
-import { LOG_LEVEL, LOG_REQUESTS, METRICS_TOKEN, OPS_TOKEN, REDIS_URL, SHUTDOWN_GRACE_MS } from './shared.ts';
+import {
+  LOG_FORMAT,
+  LOG_LEVEL,
+  LOG_REQUESTS,
+  METRICS_TOKEN,
+  OPS_TOKEN,
+  REDIS_URL,
+  SHUTDOWN_GRACE_MS,
+} from './shared.ts';
 
 const MiB = 1024 * 1024;
 
@@ -32,6 +40,7 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       doc: 'largest request body (413 above)',
     }),
     LOG_LEVEL,
+    LOG_FORMAT,
     LOG_REQUESTS,
     INTERNAL_TOKEN: secret({
       doc: 'the gateways’ credential for `/internal/*`; unset = the internal API refuses every call. `pnpm start` generates one per start',

@@ -1,7 +1,15 @@
 /** The gateway's settings: every environment variable it reads, with kind, default and doc. */
 import { GATEWAY_HOST, GATEWAY_PORT, HOST, PORT, localUrl } from './addresses.ts';
 import { derived, defineSettings, integer, list, secret, url } from './schema.ts';
-import { LOG_LEVEL, LOG_REQUESTS, METRICS_TOKEN, OPS_TOKEN, REDIS_URL, SHUTDOWN_GRACE_MS } from './shared.ts';
+import {
+  LOG_FORMAT,
+  LOG_LEVEL,
+  LOG_REQUESTS,
+  METRICS_TOKEN,
+  OPS_TOKEN,
+  REDIS_URL,
+  SHUTDOWN_GRACE_MS,
+} from './shared.ts';
 
 const MiB = 1024 * 1024;
 const HOUR = 3_600_000;
@@ -31,6 +39,7 @@ export const GATEWAY_SETTINGS = defineSettings(
       doc: 'Redis for exposure-change messages and progressive session state; unset = HTTP only, state in memory',
     },
     LOG_LEVEL,
+    LOG_FORMAT,
     LOG_REQUESTS,
     GATEWAY_ALLOWED_HOSTS: list({
       doc: 'Host names the MCP endpoints answer besides localhost, 127.0.0.1 and ::1 (DNS-rebinding protection); `*` = any',

@@ -6,6 +6,11 @@ export const LOG_LEVEL = oneOf({
   default: 'info',
   doc: 'log level (pino)',
 });
+export const LOG_FORMAT = oneOf({
+  values: ['auto', 'pretty', 'json'],
+  default: 'auto',
+  doc: '`pretty`: one readable line per event; `json`: pino JSON lines; `auto`: pretty on a terminal, JSON otherwise',
+});
 export const LOG_REQUESTS = boolean({ default: true, doc: '`false` stops the per-request log lines' });
 export const OPS_TOKEN = secret({
   doc: 'the gateways’ ops credential for `POST /cache/invalidate`; `pnpm start` generates one per start',

@@ -246,3 +246,13 @@ export async function seedDemo(ctx: DomainContext): Promise<DemoSeed | undefined
   );
   return { aeiId: aei.id, apiKey: aei.api_key, toolNames: bindings.map((b) => b.tool_name) };
 }
+
+/** The root user's demo exposure seeded on an earlier start, if it is still there (for the start banner). */
+export async function existingDemo(db: Db): Promise<{ aeiId: string; tools: number } | undefined> {
+  const aei = await db.aei.findFirst({
+    where: { name: DEMO_AEI, user: { isRoot: true } },
+    orderBy: { createdAt: 'asc' },
+    select: { id: true, _count: { select: { bindings: true } } },
+  });
+  return aei ? { aeiId: aei.id, tools: aei._count.bindings } : undefined;
+}
