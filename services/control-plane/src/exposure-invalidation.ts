@@ -38,6 +38,8 @@ export interface ExposureInvalidationOptions {
   timeoutMs?: number;
   /** Pause before the one retry of a failed HTTP attempt (default 100 ms). */
   retryDelayMs?: number;
+  /** How long a change's answer waits for its deliveries (default 1 s); they go on after it. */
+  announceWaitMs?: number;
 }
 
 /** A Redis client for publishing invalidations; it reconnects on its own until closed. */
@@ -61,8 +63,8 @@ type Attempt =
 
 /**
  * The control plane's ConfigChangeListener: fans each change out to the configured gateways and,
- * with REDIS_URL, to Redis. `configChanged` returns at once; `settled()` waits for deliveries in
- * flight; `close()` waits for them and releases the connections.
+ * with REDIS_URL, to Redis. `configChanged` resolves when the change's deliveries are done (or
+ * after a bound, see announceWaitMs); `settled()` waits for every delivery in flight; `close()` waits for them and releases the connections.
  */
 export class ExposureInvalidation implements ConfigChangeListener {
   readonly #gatewayUrls: readonly string[];
@@ -70,6 +72,7 @@ export class ExposureInvalidation implements ConfigChangeListener {
   readonly #log: InvalidationLog;
   readonly #timeoutMs: number;
   readonly #retryDelayMs: number;
+  readonly #announceWaitMs: number;
   readonly #agent: Agent | undefined;
   readonly #redis: RedisClient | undefined;
   readonly #inFlight = new Set<Promise<void>>();
@@ -88,6 +91,7 @@ export class ExposureInvalidation implements ConfigChangeListener {
     this.#log = options.log;
     this.#timeoutMs = options.timeoutMs ?? 2_000;
     this.#retryDelayMs = options.retryDelayMs ?? 100;
+    this.#announceWaitMs = options.announceWaitMs ?? 1_000;
     if (this.#gatewayUrls.length > 0) {
       this.#agent = new Agent({
         connect: { timeout: this.#timeoutMs },
@@ -103,20 +107,38 @@ export class ExposureInvalidation implements ConfigChangeListener {
     return { gateways: this.#gatewayUrls, redis: this.#redis !== undefined };
   }
 
-  configChanged(aeiIds: readonly string[]): void {
-    if (aeiIds.length === 0) return;
+  /**
+   * Starts telling every gateway; resolves once all of them have been told (or given up on) or
+   * after `announceWaitMs`, whichever is first. It never rejects: a failed delivery is logged.
+   */
+  configChanged(aeiIds: readonly string[]): Promise<void> {
+    const deliveries = this.#deliver(aeiIds);
+    if (deliveries.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const bound = setTimeout(resolve, this.#announceWaitMs);
+      bound.unref();
+      void Promise.all(deliveries).then(() => {
+        clearTimeout(bound);
+        resolve();
+      });
+    });
+  }
+
+  #deliver(aeiIds: readonly string[]): Promise<void>[] {
+    if (aeiIds.length === 0) return [];
     const ids = [...aeiIds];
     if (this.#closed) {
       this.#log.warn({ aei_ids: ids }, 'exposure config changed during shutdown; gateways not told');
-      return;
+      return [];
     }
     const message = JSON.stringify({ aei_ids: ids });
     if (this.#gatewayUrls.length === 0 && this.#redis === undefined) {
       this.#log.debug({ aei_ids: ids }, 'exposure config changed; no gateways configured to tell');
-      return;
+      return [];
     }
-    for (const url of this.#gatewayUrls) this.#track(this.#post(url, message, ids));
-    if (this.#redis !== undefined) this.#track(this.#publish(this.#redis, message, ids));
+    const deliveries = this.#gatewayUrls.map((url) => this.#track(this.#post(url, message, ids)));
+    if (this.#redis !== undefined) deliveries.push(this.#track(this.#publish(this.#redis, message, ids)));
+    return deliveries;
   }
 
   /** Resolves once every delivery started so far has succeeded or been given up (and logged). */
@@ -142,9 +164,10 @@ export class ExposureInvalidation implements ConfigChangeListener {
     }
   }
 
-  #track(delivery: Promise<void>): void {
+  #track(delivery: Promise<void>): Promise<void> {
     this.#inFlight.add(delivery);
     void delivery.finally(() => this.#inFlight.delete(delivery));
+    return delivery;
   }
 
   async #post(gateway: string, body: string, aeiIds: string[]): Promise<void> {

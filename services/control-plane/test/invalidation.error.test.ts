@@ -1,5 +1,6 @@
 // Pins how invalidation fails: never by throwing. A gateway refusing the ops token is told once
-// (no retry), a gateway that hangs is given up after the timeout and one retry, Redis being away
+// (no retry), a gateway that hangs is given up after the timeout and one retry (and holds the
+// change's answer only for the announce bound), Redis being away
 // is one warning per outage and no published message, and every failure is logged with its target.
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExposureInvalidation, type ExposureInvalidationOptions } from '../src/exposure-invalidation.ts';
@@ -47,6 +48,22 @@ describe('invalidation failures', () => {
     expect(g.requests).toHaveLength(2);
     expect(warnings(log)[0]?.details).toMatchObject({ gateway: g.url, attempts: 2 });
     expect(String(warnings(log)[0]?.details.error)).toMatch(/timeout/i);
+  });
+
+  it('answers a change after its bound when a gateway hangs, and goes on delivering after it', async () => {
+    const g = await recordingGateway(() => undefined);
+    cleanups.push(() => g.close());
+    const { invalidation } = invalidationTo({ gatewayUrls: [g.url], timeoutMs: 1_000, announceWaitMs: 150 });
+
+    const started = performance.now();
+    await invalidation.configChanged(['aei_slow']);
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(140);
+    expect(waited).toBeLessThan(900);
+    // The delivery is still under way: it was given the bound, not cut by it.
+    expect(g.requests).toHaveLength(1);
+    await invalidation.settled();
+    expect(g.requests).toHaveLength(2);
   });
 
   it('with Redis away: one warning for the outage, none published, nothing thrown, a quick close', async () => {

@@ -1,6 +1,7 @@
 // Pins, end to end, that what the control plane answers a new api_key with really connects: the
 // SDK Client reaches the tools at `mcp_url` as given and at `mcp_url_header` with the key as a
-// bearer header, also after a rotation (when the old URL stops working); and that when the root
+// bearer header, also after a rotation (when the old URL and the sessions opened with it stop
+// working as soon as the rotation is answered); and that when the root
 // user disables the exposure's owner its sessions are refused at once, serve again once the user is
 // enabled, and end for good when the user is deleted.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -77,7 +78,9 @@ describe('the URLs a new api_key is answered with', () => {
     expect((await byHeader.listTools()).tools).toHaveLength(2);
   });
 
-  it('after a rotation, the new URL connects and the old one is refused', async () => {
+  it('after a rotation, the new URL connects; the old one and its open sessions are refused at once', async () => {
+    const before = await connect(created.mcp_url);
+    expect((await before.listTools()).tools).toHaveLength(2);
     const rotated = await stack.admin(
       'POST',
       `/api/v2/aeis/${created.id}/rotate-key`,
@@ -85,6 +88,8 @@ describe('the URLs a new api_key is answered with', () => {
       exposed.token,
     );
     expect(rotated.mcp_url).not.toBe(created.mcp_url);
+    // No waiting: the rotation is answered once the gateway has dropped the old key.
+    await expect(before.listTools()).rejects.toThrow(/401|api_key|not valid|unknown/i);
     const client = await connect(rotated.mcp_url);
     expect((await client.listTools()).tools).toHaveLength(2);
     const old = await initialize(new URL(created.mcp_url).pathname);

@@ -9,8 +9,11 @@ import type { TransactionClient } from '../generated/prisma/internal/prismaNames
 export type Db = PrismaClient | TransactionClient;
 
 export interface ConfigChangeListener {
-  /** Called after commit with the AEIs whose config_version was bumped. */
-  configChanged(aeiIds: readonly string[]): void;
+  /**
+   * Called after commit with the AEIs whose config_version was bumped. A promise it answers is
+   * awaited before the change is answered (the gateways being told; the listener bounds the wait).
+   */
+  configChanged(aeiIds: readonly string[]): void | Promise<void>;
 }
 
 export interface DomainContext {

@@ -35,13 +35,15 @@ const EXPOSURE_TRANSACTION = { maxWait: 10_000, timeout: 30_000 } as const;
 
 /**
  * Runs `work` in one transaction; the AEI ids it returns are announced to the listener once the
- * transaction has committed (never for a rolled-back change).
+ * transaction has committed (never for a rolled-back change), and the answer waits for that.
  */
 export async function changeExposure<T>(
   ctx: DomainContext,
   work: (tx: Db) => Promise<{ result: T; changedAeis: readonly string[] }>,
 ): Promise<T> {
   const { result, changedAeis } = await ctx.prisma.$transaction((tx) => work(tx), EXPOSURE_TRANSACTION);
-  if (changedAeis.length > 0) ctx.listener.configChanged(changedAeis);
+  // Answered once the gateways know (within the listener's bound): a rotated key or a disabled
+  // exposure is refused everywhere by the time its admin sees the answer.
+  if (changedAeis.length > 0) await ctx.listener.configChanged(changedAeis);
   return result;
 }
