@@ -1,5 +1,6 @@
 // Pins the gateway's documented errors: every row of the error tables of docs/api.md that concern
-// the gateway (its REST routes, and MCP requests refused before the MCP layer) is triggered against
+// the gateway (its REST routes, MCP requests refused before the MCP layer, and errors inside MCP
+// with and without a session) is triggered against
 // the real gateway and answers the documented status and code, in the documented body (a row
 // without a check fails); OAuth discovery paths answer 404 without a key lookup or a rate-limit
 // token; 401s carry `WWW-Authenticate: Bearer` without `resource_metadata`; the SDK client with a
@@ -109,13 +110,25 @@ function unknownMethod(): Promise<Observed> {
   });
 }
 
-/** The rows of the first table under `heading` in docs/api.md: first cell, HTTP status, code. */
-function tableRows(heading: string): { situation: string; status: number; code: string; cells: string[] }[] {
+/**
+ * The rows of a table under `heading` in docs/api.md (the first, or the `nth` from 0): first cell,
+ * HTTP status, code.
+ */
+function tableRows(
+  heading: string,
+  nth = 0,
+): { situation: string; status: number; code: string; cells: string[] }[] {
   const doc = readFileSync(fileURLToPath(new URL('../../../docs/api.md', import.meta.url)), 'utf8');
   const start = doc.indexOf(`\n## ${heading}\n`);
   expect(start, `docs/api.md has a section "${heading}"`).toBeGreaterThan(-1);
-  const lines = doc.slice(start).split('\n').slice(2);
-  const first = lines.findIndex((l) => l.startsWith('|'));
+  const section = doc.slice(start + 1);
+  const lines = section
+    .slice(0, section.indexOf('\n## ') === -1 ? undefined : section.indexOf('\n## '))
+    .split('\n');
+  // Each table starts with a header row right after a line that is not part of a table.
+  const headers = lines.flatMap((l, i) => (l.startsWith('|') && !lines[i - 1]?.startsWith('|') ? [i] : []));
+  expect(headers.length, `docs/api.md "${heading}" has table ${nth + 1}`).toBeGreaterThan(nth);
+  const first = headers[nth]!;
   const rows: { situation: string; status: number; code: string; cells: string[] }[] = [];
   for (const line of lines.slice(first + 2)) {
     if (!line.startsWith('|')) break;
@@ -267,6 +280,94 @@ describe('docs/api.md error tables, row by row', () => {
       expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null });
       expect([row.situation, res.rpc]).toEqual([row.situation, Number(row.cells[2])]);
     }
+  });
+});
+
+/** One JSON-RPC request to the test exposure, answered as a JSON-RPC error (or a result). */
+async function rpc(message: object, sessionId?: string): Promise<Json> {
+  const res = await post(
+    mcpPath(),
+    JSON.stringify({ jsonrpc: '2.0', id: 7, ...message }),
+    sessionId === undefined ? {} : { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+  );
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/** Rows of the in-MCP table of "MCP gateway answers": the requests that must get that error. */
+const IN_MCP_TRIGGERS: Record<string, object[]> = {
+  '`tools/call` without a string `params.name` (`tools/call needs params.name, a string`)': [
+    { method: 'tools/call', params: { arguments: {} } },
+    { method: 'tools/call', params: { name: 7, arguments: {} } },
+  ],
+  '`tools/call` whose `params.arguments` is not an object': [
+    { method: 'tools/call', params: { name: 'find_customers', arguments: [1] } },
+    { method: 'tools/call', params: { name: 'find_customers', arguments: 'query' } },
+  ],
+  '`tools/list` cursor not a string, not one the gateway handed out, or past the end of the list': [
+    { method: 'tools/list', params: { cursor: 5 } },
+    { method: 'tools/list', params: { cursor: 'not-a-cursor!' } },
+    { method: 'tools/list', params: { cursor: Buffer.from('9999').toString('base64url') } },
+  ],
+  "other params the method's schema refuses (`initialize`, `logging/setLevel`), `params.task`": [
+    { method: 'logging/setLevel', params: { level: 'loudest' } },
+    { method: 'tools/call', params: { name: 'find_customers', arguments: { query: '@' }, task: { ttl: 1 } } },
+  ],
+  'an unknown tool (the message names close matches)': [
+    { method: 'tools/call', params: { name: 'find_customer', arguments: {} } },
+  ],
+  'an unknown method': [{ method: 'nope/nothing', params: {} }],
+};
+
+describe('docs/api.md in-MCP error table, row by row', () => {
+  let sessionId: string;
+
+  beforeAll(async () => {
+    const res = await fetch(`${stack.gatewayUrl}${mcpPath()}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'rows', version: '1' },
+        },
+      }),
+    });
+    sessionId = res.headers.get('mcp-session-id')!;
+    expect(sessionId).toBeTruthy();
+    await res.text();
+  });
+
+  it('answers each row with its JSON-RPC code and the request id, with and without a session', async () => {
+    const rows = tableRows('MCP gateway answers', 1);
+    expect(rows.length).toBeGreaterThan(4);
+    for (const row of rows) {
+      const messages = IN_MCP_TRIGGERS[row.situation];
+      expect(messages, `no check for the row "${row.situation}"`).toBeDefined();
+      for (const session of [undefined, sessionId]) {
+        for (const message of messages!) {
+          const body = await rpc(message, session);
+          const where = `${row.situation} / ${JSON.stringify(message)} / ${session ? 'session' : 'no session'}`;
+          expect([where, body.id, body.error?.code]).toEqual([where, 7, Number(row.code)]);
+          // One message, written once, saying what is wrong.
+          expect(body.error.message.length, where).toBeGreaterThan(10);
+          expect(body.error.message, where).not.toMatch(/MCP error -\d+:.*MCP error -\d+:/);
+        }
+      }
+    }
+    // The unknown tool's message names the close match.
+    const unknown = await rpc(IN_MCP_TRIGGERS['an unknown tool (the message names close matches)']![0]!);
+    expect(unknown.error.message).toContain('find_customers');
+    // initialize with a protocolVersion that is not a string: its own check, before any session.
+    const initialize = await rpc({
+      method: 'initialize',
+      params: { protocolVersion: 2025, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
+    expect(initialize.error.code).toBe(-32602);
   });
 });
 
