@@ -30,7 +30,8 @@ export const MISSING_KEY: JsonRpcErrorAnswer = {
 export const SESSION_NOT_FOUND: JsonRpcErrorAnswer = {
   status: 404,
   code: JSONRPC.UNAUTHORIZED,
-  message: 'Session not found',
+  message:
+    'session not found on this gateway (it ended, or was closed); send initialize without a session id to start a new one',
   bindery: 'NOT_FOUND',
 };
 
@@ -82,7 +83,7 @@ export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnsw
     return {
       status: 403,
       code: JSONRPC.FORBIDDEN,
-      message: 'this exposure is disabled by its owner',
+      message: 'this exposure is disabled; its owner can enable it again (status "enabled" in the admin API)',
       bindery: 'FORBIDDEN',
     };
   }

@@ -37,7 +37,7 @@ export const PARSE_ERROR: JsonRpcErrorAnswer = {
 export const INTERNAL_ERROR: JsonRpcErrorAnswer = {
   status: 500,
   code: JSONRPC.INTERNAL_ERROR,
-  message: 'internal error',
+  message: 'internal error in the gateway (it is logged); try again, and report it if it persists',
   bindery: 'INTERNAL',
 };
 
