@@ -1,6 +1,6 @@
 // Pins the gateway's documented errors: every row of the error tables of docs/api.md that concern
 // the gateway (its REST routes, MCP requests refused before the MCP layer, and errors inside MCP
-// with and without a session) is triggered against
+// on every lane a request can take) is triggered against
 // the real gateway and answers the documented status and code, in the documented body (a row
 // without a check fails); OAuth discovery paths answer 404 without a key lookup or a rate-limit
 // token; 401s carry `WWW-Authenticate: Bearer` without `resource_metadata`; the SDK client with a
@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
 import { twoTableExposure, unusedApiKey, type Exposed, type Json } from './support/fixtures.ts';
+import { LANES, lanesFor, responseTo, type Lane, type Lanes } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { INTERNAL_TOKEN, OPS_TOKEN, freePort, startStack, type Stack } from './support/stack.ts';
 
@@ -283,17 +284,6 @@ describe('docs/api.md error tables, row by row', () => {
   });
 });
 
-/** One JSON-RPC request to the test exposure, answered as a JSON-RPC error (or a result). */
-async function rpc(message: object, sessionId?: string): Promise<Json> {
-  const res = await post(
-    mcpPath(),
-    JSON.stringify({ jsonrpc: '2.0', id: 7, ...message }),
-    sessionId === undefined ? {} : { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
-  );
-  expect(res.status).toBe(200);
-  return res.body;
-}
-
 /** Rows of the in-MCP table of "MCP gateway answers": the requests that must get that error. */
 const IN_MCP_TRIGGERS: Record<string, object[]> = {
   '`tools/call` without a string `params.name` (`tools/call needs params.name, a string`)': [
@@ -320,54 +310,41 @@ const IN_MCP_TRIGGERS: Record<string, object[]> = {
 };
 
 describe('docs/api.md in-MCP error table, row by row', () => {
-  let sessionId: string;
-
+  let lanes: Lanes;
   beforeAll(async () => {
-    const res = await fetch(`${stack.gatewayUrl}${mcpPath()}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 'rows', version: '1' },
-        },
-      }),
-    });
-    sessionId = res.headers.get('mcp-session-id')!;
-    expect(sessionId).toBeTruthy();
-    await res.text();
+    lanes = await lanesFor(stack.gatewayUrl, mcpPath());
   });
 
-  it('answers each row with its JSON-RPC code and the request id, with and without a session', async () => {
+  /** The error answered to one request with id 7 on `lane`. */
+  async function errorOf(lane: Lane, message: object): Promise<{ code: number; message: string }> {
+    const answer = await lanes.post(lane, JSON.stringify({ jsonrpc: '2.0', id: 7, ...message }));
+    expect(answer.status).toBe(200);
+    return responseTo(answer, 7).error;
+  }
+
+  it('answers each row with its JSON-RPC code and the request id, on every lane', async () => {
     const rows = tableRows('MCP gateway answers', 1);
     expect(rows.length).toBeGreaterThan(4);
     for (const row of rows) {
       const messages = IN_MCP_TRIGGERS[row.situation];
       expect(messages, `no check for the row "${row.situation}"`).toBeDefined();
-      for (const session of [undefined, sessionId]) {
+      for (const lane of LANES) {
         for (const message of messages!) {
-          const body = await rpc(message, session);
-          const where = `${row.situation} / ${JSON.stringify(message)} / ${session ? 'session' : 'no session'}`;
-          expect([where, body.id, body.error?.code]).toEqual([where, 7, Number(row.code)]);
+          const where = `${row.situation} / ${JSON.stringify(message)} / ${lane}`;
+          const error = await errorOf(lane, message);
+          expect([where, error?.code]).toEqual([where, Number(row.code)]);
           // One message, written once, saying what is wrong.
-          expect(body.error.message.length, where).toBeGreaterThan(10);
-          expect(body.error.message, where).not.toMatch(/MCP error -\d+:.*MCP error -\d+:/);
+          expect(error.message.length, where).toBeGreaterThan(10);
+          expect(error.message, where).not.toMatch(/MCP error -\d+:.*MCP error -\d+:/);
         }
       }
     }
     // The unknown tool's message names the close match.
-    const unknown = await rpc(IN_MCP_TRIGGERS['an unknown tool (the message names close matches)']![0]!);
-    expect(unknown.error.message).toContain('find_customers');
-    // initialize with a protocolVersion that is not a string: its own check, before any session.
-    const initialize = await rpc({
-      method: 'initialize',
-      params: { protocolVersion: 2025, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-    });
-    expect(initialize.error.code).toBe(-32602);
+    const unknown = await errorOf(
+      'fast lane',
+      IN_MCP_TRIGGERS['an unknown tool (the message names close matches)']![0]!,
+    );
+    expect(unknown.message).toContain('find_customers');
   });
 });
 
