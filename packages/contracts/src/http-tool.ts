@@ -85,7 +85,9 @@ export const HttpToolParam = Type.Object(
           'for `body`, absent means the argument is the whole JSON body',
       }),
     ),
-    type: Type.Optional(Type.Enum(HTTP_PARAM_TYPES, { description: 'for the derived input schema; default string' })),
+    type: Type.Optional(
+      Type.Enum(HTTP_PARAM_TYPES, { description: 'for the derived input schema; default string' }),
+    ),
     required: Type.Optional(Type.Boolean({ description: 'path parameters are always required' })),
     description: Type.Optional(Type.String({ maxLength: 1000 })),
   },
