@@ -113,7 +113,7 @@ export function openApiToHttpTools(document: unknown, options: OpenApiImportOpti
   return {
     tools,
     warnings: warnings.list(),
-    secrets: [...secrets.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    secrets: [...secrets.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
   };
 }
 
