@@ -5,6 +5,7 @@
 export { validateAdiConfig } from './adi-config.ts';
 export { OpError } from './errors.ts';
 export { executeRead, executeWrite, type ReadResult, type WriteResult } from './execute.ts';
+export { compileQuery } from './jmespath/compile.ts';
 export { limitExceeded as queryLimitExceeded, type QueryLimit } from './jmespath/meter.ts';
 export type { JsonSchema, JsonValue } from './json.ts';
 export { DEFAULT_LIMITS, DEFAULT_QUERY_BUDGET, type Limits, type QueryBudget } from './limits.ts';
@@ -20,6 +21,13 @@ export {
   PATTERN_WORK_PER_CHECK,
   PatternRefused,
 } from './schema-pattern.ts';
-export { compileUserSchema, type SchemaValidator, type UserSchemaOptions } from './schema-validation.ts';
+export {
+  compileUserSchema,
+  describeSchemaError,
+  schemaErrors,
+  type SchemaError,
+  type SchemaValidator,
+  type UserSchemaOptions,
+} from './schema-validation.ts';
 export { serializeResult } from './serialize.ts';
 export { checkValueArgument } from './value-argument.ts';

@@ -121,3 +121,19 @@ export {
   ImportResult,
   ImportedAei,
 } from './export-document.ts';
+export {
+  ARGUMENT_NAME_PATTERN,
+  ARGUMENT_NAME_RE,
+  HTTP_METHODS,
+  HTTP_PARAM_LOCATIONS,
+  HTTP_PARAM_TYPES,
+  HTTP_TOOL_LIMITS,
+  HttpToolConfig,
+  HttpToolParam,
+  SECRET_NAME_PATTERN,
+  SECRET_NAME_RE,
+  ToolAnnotations,
+  templateReferences,
+  type HttpMethod,
+  type HttpParamLocation,
+} from './http-tool.ts';

@@ -1,6 +1,6 @@
 /** `query`: a JMESPath expression evaluated on the context node. */
-import { compile } from '@jmespath-community/jmespath';
 import { OpError } from '../errors.ts';
+import { compileQuery, invalidQuery } from '../jmespath/compile.ts';
 import { evaluate } from '../jmespath/interpreter.ts';
 import { limitExceeded } from '../jmespath/meter.ts';
 import type { ReadOperation } from '../operation.ts';
@@ -30,21 +30,7 @@ export const query: ReadOperation<QueryArgs> = {
     configSchema: configSchema({}),
   },
   run: ({ node, args, limits }) => {
-    const expression = args.query;
-    if (expression.length > limits.maxQueryLength) {
-      throw new OpError(
-        'INVALID_QUERY',
-        `The query is ${expression.length} characters long; the limit is ${limits.maxQueryLength}.`,
-        { length: expression.length, max_length: limits.maxQueryLength },
-      );
-    }
-    let ast: ReturnType<typeof compile>;
-    try {
-      ast = compile(expression);
-    } catch (error) {
-      throw invalidQuery('syntax', error);
-    }
-    refuseProtoKeys(ast);
+    const ast = compileQuery(args.query, limits.maxQueryLength);
     try {
       return evaluate(ast, node, limits.query);
     } catch (error) {
@@ -57,23 +43,3 @@ export const query: ReadOperation<QueryArgs> = {
     }
   },
 };
-
-function invalidQuery(stage: 'syntax' | 'evaluation', error: unknown): OpError {
-  const message = error instanceof Error ? error.message : String(error);
-  const lead = stage === 'syntax' ? 'The query is not valid JMESPath' : 'The query failed on this data';
-  return new OpError('INVALID_QUERY', `${lead}: ${message}`, { stage, message });
-}
-
-// `{__proto__: x}` would be assigned onto a plain object by the library, swapping its prototype.
-function refuseProtoKeys(ast: unknown): void {
-  if (Array.isArray(ast)) return ast.forEach(refuseProtoKeys);
-  if (typeof ast !== 'object' || ast === null) return;
-  const node = ast as Record<string, unknown>;
-  if (node.type === 'KeyValuePair' && node.name === '__proto__') {
-    throw new OpError('INVALID_QUERY', 'The query may not build an object with the key "__proto__".', {
-      stage: 'syntax',
-      message: 'reserved key __proto__',
-    });
-  }
-  Object.values(node).forEach(refuseProtoKeys);
-}
