@@ -21,8 +21,14 @@ import type { ExecutionMeter } from '../metrics.ts';
 
 export type { ExecutorOptions } from './executor-options.ts';
 
-function success(result: JsonValue): ToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(result) }] };
+/**
+ * A tool's answer as JSON text; also as `structuredContent` when the tool declares an output
+ * schema (MCP clients then expect it there) and the answer is an object, as such schemas describe.
+ */
+function success(result: JsonValue, structured: boolean): ToolResult {
+  const text: ToolResult = { content: [{ type: 'text', text: JSON.stringify(result) }] };
+  if (!structured || typeof result !== 'object' || result === null || Array.isArray(result)) return text;
+  return { ...text, structuredContent: result };
 }
 
 function failure(error: DomainError | OpError): ToolResult {
@@ -35,13 +41,15 @@ function failure(error: DomainError | OpError): ToolResult {
 /**
  * Runs `work`, turning known failures into isError results, and writes one audit row for the call
  * either way (`trail` is what the row says besides the outcome). `meter` gets the same duration as
- * the audit row, by outcome; a failure that escapes as an exception counts as `error`.
+ * the audit row, by outcome; a failure that escapes as an exception counts as `error`. `structured`:
+ * the tool declares an output schema.
  */
 async function audited(
   ctx: DomainContext,
   options: ExecutorOptions,
   meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
+  structured: boolean,
   work: () => Promise<JsonValue>,
 ): Promise<ToolResult> {
   const started = performance.now();
@@ -55,11 +63,11 @@ async function audited(
   try {
     const result = await work();
     await audit('ok', null);
-    return success(result);
+    return success(result, structured);
   } catch (error) {
     if (error instanceof ReplayedOutcome) {
       await audit('replayed', null);
-      return success(error.answer);
+      return success(error.answer, structured);
     }
     if (error instanceof DomainError || error instanceof OpError) {
       await audit(error instanceof RefusedError ? 'refused' : 'error', error.code);
@@ -91,8 +99,9 @@ export async function executeBinding(
   // Without a binding there is no owner to audit for: answer without a trail.
   if (!binding) return failure(new DomainError('NOT_FOUND', `binding ${request.binding_id} not found`));
   const columns = columnsOf(binding.adi);
+  const registered = registeredKind(binding.adi.kind);
   // Known before the checks, so a refused call is audited and measured under its operation too.
-  const operation = registeredKind(binding.adi.kind)?.operation(columns) ?? 'unknown';
+  const operation = registered?.operation(columns) ?? 'unknown';
   const trail = {
     userId: binding.aei.userId,
     action: 'tool.execute',
@@ -106,7 +115,8 @@ export async function executeBinding(
     requestId: request.request_id ?? null,
   } as const;
   const meter = options.metrics.execution(binding.adi.kind, operation);
-  return audited(ctx, options, meter, trail, async () => {
+  const structured = registered !== undefined && registered.outputSchema(columns) !== null;
+  return audited(ctx, options, meter, trail, structured, async () => {
     if (binding.aeiId !== request.aei_id) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
     }
@@ -199,7 +209,8 @@ export async function executeLegacy(
     requestId: request.request_id ?? null,
   } as const;
   const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
-  return audited(ctx, options, meter, trail, async () => {
+  // v1 tools are context operations, which declare no output schema.
+  return audited(ctx, options, meter, trail, false, async () => {
     if (instance.status !== 'enabled' || instance.user.disabledAt !== null)
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {

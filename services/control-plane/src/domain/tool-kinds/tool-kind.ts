@@ -83,13 +83,19 @@ export interface ToolKindModule<Body = unknown, Patch = unknown> {
   defaultDescription(columns: KindColumns, place: ToolPlace): string;
   /** The canonical input schema: JSON Schema, type object; overrides must be narrower. */
   inputSchema(columns: KindColumns): JsonSchema;
-  /** The schema of the tool's structured result, or null when it has none. */
+  /**
+   * The schema of the tool's structured result, or null when it has none. With one, the executor
+   * also answers an object result as `structuredContent`. Never throws (read before the audit).
+   */
   outputSchema(columns: KindColumns): JsonSchema | null;
   /** MCP tool annotations, with a `title` for people. */
   annotations(columns: KindColumns, place: ToolPlace): ToolAnnotations;
   /** What config v2 tells a gateway about the ADI (`adi_ref`: its member of the union on kind). */
   adiRef(adiId: string, columns: KindColumns): AdiRef;
-  /** What the audit row's `operation` and the execution metric name (context: the operation). */
+  /**
+   * What the audit row's `operation` and the execution metric name (context: the operation). Never
+   * throws, even for a row edited by hand (read before the audit).
+   */
   operation(columns: KindColumns): string;
   /** Runs one call; its answer becomes the tool result's JSON text. */
   run(call: ToolCall): Promise<JsonValue>;
