@@ -3,8 +3,10 @@
  * objects, as JSON Schema with their static types. Fields are snake_case; every resource has `id`.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { OPERATION_TYPES } from './operations.ts';
 import { SLUG_PATTERN, TOOL_NAME_PATTERN } from './naming.ts';
+import { OperationTypeSchema } from './tool-kinds/context.ts';
+import { AdiKindSchema } from './tool-kinds/kinds.ts';
+import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 const Timestamp = Type.String({ format: 'date-time' });
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -12,9 +14,7 @@ const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null
 export const JsonValue = Type.Unknown({ description: 'Any JSON value' });
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 
-export const OperationTypeSchema = Type.Enum(OPERATION_TYPES, {
-  description: 'One of the ten prebuilt operations',
-});
+export { OperationTypeSchema };
 export const ToolName = Type.String({
   pattern: TOOL_NAME_PATTERN,
   description: 'MCP tool name, unique in an AEI',
@@ -185,38 +185,7 @@ export const TableListQuery = Type.Intersect([
 ]);
 
 // adis ----------------------------------------------------------------------------------------
-export const CreateAdiBody = Type.Object(
-  {
-    table_id: Type.String({ maxLength: 64 }),
-    json_path: Type.String({
-      maxLength: 2048,
-      description: 'RFC 6901 JSON Pointer of the context; "" = whole table',
-    }),
-    operation_type: OperationTypeSchema,
-    name: Type.Optional(
-      Type.String({
-        pattern: TOOL_NAME_PATTERN,
-        description: 'the tool name bindings inherit; default {op}_{short_hash}',
-      }),
-    ),
-    description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
-    category: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
-    config: Type.Optional(JsonObject),
-  },
-  { additionalProperties: false },
-);
-export type CreateAdiBody = Static<typeof CreateAdiBody>;
-export const UpdateAdiBody = Type.Object(
-  {
-    json_path: Type.Optional(Type.String({ maxLength: 2048 })),
-    name: Type.Optional(Type.String({ pattern: TOOL_NAME_PATTERN })),
-    description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
-    category: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
-    config: Type.Optional(JsonObject),
-  },
-  { additionalProperties: false, minProperties: 1 },
-);
-export type UpdateAdiBody = Static<typeof UpdateAdiBody>;
+// The create and update bodies are composed from each kind's fields: tool-kinds/adi-bodies.ts.
 export const AdiStatus = Type.Union([Type.Literal('ok'), Type.Literal('context_missing')], {
   description:
     'context_missing: the table’s current data has nothing at json_path (its calls answer NOT_FOUND)',
@@ -224,15 +193,18 @@ export const AdiStatus = Type.Union([Type.Literal('ok'), Type.Literal('context_m
 export type AdiStatus = Static<typeof AdiStatus>;
 export const Adi = Type.Object({
   id: Type.String(),
-  table_id: Type.String(),
+  kind: AdiKindSchema,
+  table_id: Nullable(Type.String({ description: 'the table of its context; null for a kind without one' })),
   project_id: Nullable(Type.String()),
-  json_path: Type.String(),
-  operation_type: OperationTypeSchema,
+  json_path: Nullable(Type.String()),
+  operation_type: Nullable(OperationTypeSchema),
   name: Type.String(),
   description: Nullable(Type.String()),
   category: Nullable(Type.String()),
-  config: JsonObject,
+  config: Type.Record(Type.String(), Type.Unknown(), { description: 'the kind’s own settings' }),
   input_schema: JsonObject,
+  output_schema: Nullable(JsonObject),
+  annotations: ToolAnnotations,
   status: AdiStatus,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -240,7 +212,10 @@ export const Adi = Type.Object({
 export type Adi = Static<typeof Adi>;
 export const AdiListQuery = Type.Intersect([
   PageQuery,
-  Type.Object({ table_id: Type.Optional(Type.String({ maxLength: 64 })) }),
+  Type.Object({
+    table_id: Type.Optional(Type.String({ maxLength: 64 })),
+    kind: Type.Optional(AdiKindSchema),
+  }),
 ]);
 
 // aeis ----------------------------------------------------------------------------------------
@@ -360,8 +335,11 @@ export const BindingParams = Type.Object({
 /** One MCP tool as `tools/list` will show it. */
 export const ToolPreview = Type.Object({
   name: Type.String(),
+  title: Type.Optional(Type.String()),
   description: Type.String(),
   inputSchema: JsonObject,
+  outputSchema: Type.Optional(JsonObject),
+  annotations: Type.Optional(ToolAnnotations),
 });
 export type ToolPreview = Static<typeof ToolPreview>;
 export const ToolList = Type.Object({ tools: Type.Array(ToolPreview) });

@@ -7,6 +7,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { AeiStatus, ExposureMode, JsonValue, OperationTypeSchema, Slug, ToolName } from './admin-api.ts';
 import { TOOL_NAME_PATTERN } from './naming.ts';
+import { AdiKindSchema } from './tool-kinds/kinds.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
@@ -34,12 +35,18 @@ export const ExportTable = Type.Object(
   },
   Closed,
 );
+/**
+ * An ADI as stored: its kind, its context (table and path; always there for a context ADI,
+ * optional for other kinds), its operation (context ADIs) and its kind's settings (`config`).
+ * Documents written before tool kinds have no `kind`: their ADIs are context ADIs.
+ */
 export const ExportAdi = Type.Object(
   {
     id: Ref('this ADI'),
-    table_id: Ref('a table of this document'),
-    json_path: Type.String({ maxLength: 2048 }),
-    operation_type: OperationTypeSchema,
+    kind: Type.Optional(AdiKindSchema),
+    table_id: Nullable(Ref('a table of this document')),
+    json_path: Nullable(Type.String({ maxLength: 2048 })),
+    operation_type: Nullable(OperationTypeSchema),
     name: ToolName,
     description: Nullable(Type.String({ maxLength: 4000 })),
     category: Nullable(Type.String({ minLength: 1, maxLength: 200 })),

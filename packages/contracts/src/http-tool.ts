@@ -4,6 +4,7 @@
  * is saved (domain/http-tools) and the OpenAPI import produces it.
  */
 import { Type, type Static } from 'typebox';
+import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
@@ -58,19 +59,6 @@ export const HTTP_TOOL_LIMITS = Object.freeze({
   maxQuery: 50,
   maxResultPathLength: 2000,
 });
-
-/** MCP `ToolAnnotations`: hints for clients, never a security boundary. */
-export const ToolAnnotations = Type.Object(
-  {
-    title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    readOnlyHint: Type.Optional(Type.Boolean()),
-    destructiveHint: Type.Optional(Type.Boolean()),
-    idempotentHint: Type.Optional(Type.Boolean()),
-    openWorldHint: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-export type ToolAnnotations = Static<typeof ToolAnnotations>;
 
 export const HttpToolParam = Type.Object(
   {

@@ -13,7 +13,6 @@ export {
   Binding,
   BindingParams,
   ClientConfigs,
-  CreateAdiBody,
   CreateAeiBody,
   CreateBindingItem,
   CreateBindingsBody,
@@ -46,7 +45,6 @@ export {
   ToolList,
   ToolName,
   ToolPreview,
-  UpdateAdiBody,
   UpdateAeiBody,
   UpdateBindingBody,
   UpdateProjectBody,
@@ -79,6 +77,17 @@ export {
   ToolError,
   ToolResult,
 } from './internal-api.ts';
+export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
+export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
+export { ContextAdiRef } from './tool-kinds/context.ts';
+export {
+  ADI_CREATE_BODIES,
+  COMMON_ADI_PATCH_FIELDS,
+  CreateAdiBody,
+  CreateContextAdiBody,
+  UpdateAdiBody,
+  createAdiBodySchema,
+} from './tool-kinds/adi-bodies.ts';
 export { API_KEY_PREFIX, API_KEY_RANDOM_BYTES, isWellFormedApiKey } from './api-key.ts';
 export { DISPLAY_PREFIX_LENGTH, redactApiKeyInUrl, redactUrlPassword } from './redaction.ts';
 export {
@@ -132,7 +141,6 @@ export {
   HttpToolParam,
   SECRET_NAME_PATTERN,
   SECRET_NAME_RE,
-  ToolAnnotations,
   templateReferences,
   type HttpMethod,
   type HttpParamLocation,

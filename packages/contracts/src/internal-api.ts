@@ -4,28 +4,30 @@
  * MCP-ready result.
  */
 import { Type, type Static } from 'typebox';
-import { AeiStatus, ExposureMode, OperationTypeSchema } from './admin-api.ts';
+import { AeiStatus, ExposureMode } from './admin-api.ts';
 import { ERROR_CODES } from './errors.ts';
+import { ContextAdiRef, OperationTypeSchema } from './tool-kinds/context.ts';
+import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
-export const AdiRef = Type.Object({
-  adi_id: Type.String(),
-  operation_type: OperationTypeSchema,
-  table_id: Type.String(),
-  json_path: Type.String(),
-  adi_config: JsonObject,
-});
+/**
+ * What the ADI behind a binding is, one member per kind, told apart by `kind`. A gateway needs
+ * only `adi_id` (to run the tool); the rest is for reading.
+ */
+export const AdiRef = Type.Union([ContextAdiRef]);
 export type AdiRef = Static<typeof AdiRef>;
 
 export const ConfigBinding = Type.Object({
   binding_id: Type.String(),
   tool_name: Type.String(),
   tool_description: Type.String(),
+  title: Type.Optional(Type.String({ description: 'a human-readable name of the tool, for tools/list' })),
   input_schema: JsonObject,
   output_schema: Nullable(JsonObject),
+  annotations: Type.Optional(ToolAnnotations),
   enabled: Type.Boolean(),
   app: Type.String({ description: 'slug of the ADI’s project, or "default" when it has none' }),
   app_id: Type.String({ description: 'id of the ADI’s project, or "default" when it has none' }),
@@ -61,9 +63,11 @@ export type ConfigV2 = Static<typeof ConfigV2>;
 
 export const LegacyTool = Type.Object({
   name: Type.String(),
+  title: Type.Optional(Type.String()),
   description: Type.String(),
   operation_type: OperationTypeSchema,
   input_schema: JsonObject,
+  annotations: Type.Optional(ToolAnnotations),
 });
 export const LegacyConfig = Type.Object({
   instance: Type.Object({

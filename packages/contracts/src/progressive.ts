@@ -4,11 +4,23 @@
  * gateway serves them; the control plane's tool preview lists them.
  */
 
+import type { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
+
 export interface ToolDefinition {
   name: string;
+  title: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  annotations: ToolAnnotations;
 }
+
+/**
+ * The catalog tools only read the session's catalog (initialize_session remembers the chosen app
+ * in the session, nothing else); execute_apis runs APIs, which may write (each API's own
+ * annotations are in get_api_details).
+ */
+const BROWSE: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
+const RUN: ToolAnnotations = { readOnlyHint: false };
 
 const object = (properties: Record<string, unknown>, required: string[] = []) => ({
   type: 'object',
@@ -33,6 +45,8 @@ export const MAX_BATCH_EXECUTIONS = 50;
 export const PROGRESSIVE_TOOLS: readonly ToolDefinition[] = [
   {
     name: 'initialize_session',
+    title: 'Choose an app',
+    annotations: { title: 'Choose an app', ...BROWSE },
     description:
       'Start here. Chooses the app (a project) whose APIs this session works with; call again to switch. ' +
       'The error of an unknown app lists the apps available.',
@@ -43,11 +57,15 @@ export const PROGRESSIVE_TOOLS: readonly ToolDefinition[] = [
   },
   {
     name: 'get_categories',
+    title: 'List API categories',
+    annotations: { title: 'List API categories', ...BROWSE },
     description: 'Lists the categories of APIs in the session’s app: [{id, name, description}].',
     inputSchema: object({}),
   },
   {
     name: 'get_apis_by_category',
+    title: 'List the APIs of a category',
+    annotations: { title: 'List the APIs of a category', ...BROWSE },
     description: 'Lists the APIs of one category: [{name, description, category_id}].',
     inputSchema: object({ category_id: { type: 'string', description: 'an id from get_categories' } }, [
       'category_id',
@@ -55,6 +73,8 @@ export const PROGRESSIVE_TOOLS: readonly ToolDefinition[] = [
   },
   {
     name: 'get_api_details',
+    title: 'Describe APIs',
+    annotations: { title: 'Describe APIs', ...BROWSE },
     description:
       'Describes APIs by name: their parameters (name, type, required, description, default) and response schema.',
     inputSchema: object(
@@ -72,6 +92,8 @@ export const PROGRESSIVE_TOOLS: readonly ToolDefinition[] = [
   },
   {
     name: 'execute_apis',
+    title: 'Run APIs',
+    annotations: { title: 'Run APIs', ...RUN },
     description:
       'Runs APIs of the session’s app, concurrently. Answers one result per execution, in order: ' +
       '{api_name, success, data, error}; one failing execution never fails the others.',
@@ -110,6 +132,8 @@ export const PROGRESSIVE_TOOLS: readonly ToolDefinition[] = [
 
 export const SEARCH_TOOL: ToolDefinition = {
   name: SEARCH_TOOL_NAME,
+  title: 'Search APIs',
+  annotations: { title: 'Search APIs', ...BROWSE },
   description: 'Searches the session’s app for APIs by keywords in their names and descriptions, best first.',
   inputSchema: object(
     {

@@ -2,7 +2,9 @@
 // with data, ADIs, AEIs (no keys, no hashes) and bindings; importing it into a fresh installation
 // (a second control plane on its own database) gives every AEI the same tools/list and config
 // (new ids, new keys shown once), with the data behind the tools; exporting again gives the same
-// document; a dry run writes nothing; importing where the names are taken renames by the rule.
+// document; a dry run writes nothing; importing where the names are taken renames by the rule;
+// every ADI travels with its kind, and a document from before tool kinds (no kind) imports its
+// ADIs as context ADIs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, startTestApp, type CallResult, type TestApp } from './support/app.ts';
 
@@ -177,6 +179,7 @@ describe('export', () => {
     expect(exported.tables[0].data.list[0]).toEqual({ id: 1, name: 'Ada', tier: 'gold' });
     expect(exported.tables[3].data).toBeNull();
     expect(exported.adis).toHaveLength(7 + 10);
+    expect(exported.adis.map((a: Json) => a.kind)).toEqual(Array(17).fill('context'));
     expect(exported.aeis.map((a: Json) => a.name).slice(0, 3)).toEqual(['agent', 'catalog', 'off']);
     expect(exported.bindings).toHaveLength(6 + 2 + 1 + 10);
     expect(exported.bindings[0]).toEqual({
@@ -295,6 +298,22 @@ describe('import into a fresh installation', () => {
     const { skipped, ...original } = exported;
     expect(skipped).toEqual({ legacy_instances: 1 });
     expect(JSON.parse(text)).toEqual({ ...original, exported_at: null });
+  });
+});
+
+describe('a document written before tool kinds', () => {
+  it('imports its ADIs (which name no kind) as context ADIs with the same tools', async () => {
+    const older = structuredClone(exported);
+    for (const adi of older.adis) delete adi.kind;
+    const reader = await target.newUser('older-document');
+    const res = await target.call('POST', '/api/v2/import', { token: reader.token, body: older });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const adis = ok(await target.call('GET', '/api/v2/adis?limit=200', { token: reader.token }), 'adis');
+    expect(adis.items.map((a: Json) => a.kind)).toEqual(Array(17).fill('context'));
+    const copy = res.body.aeis[0];
+    const tools = await target.call('GET', `/api/v2/aeis/${copy.id}/tools`, { token: reader.token });
+    const original = await source.call('GET', `/api/v2/aeis/${copy.source_id}/tools`, { token: owner.token });
+    expect(tools.body).toEqual(original.body);
   });
 });
 

@@ -121,6 +121,7 @@ describe('one instance', () => {
     );
     const adi = await t.call('GET', `/api/v2/adis/${migration.body.tools[1].adi_id}`, { token: user.token });
     expect(adi.body).toMatchObject({
+      kind: 'context',
       table_id: tableId,
       json_path: '/customers',
       operation_type: 'preview',

@@ -3,7 +3,7 @@
  * categories (ADI category, or the table's name), APIs (bindings) and their details, and a ranked
  * keyword search. Pure functions: no I/O, no session.
  */
-import type { ConfigBinding, ConfigV2 } from '@bindery/contracts';
+import type { ConfigBinding, ConfigV2, ToolAnnotations } from '@bindery/contracts';
 
 export interface App {
   id: string;
@@ -32,8 +32,12 @@ export interface Parameter {
 }
 
 export interface ApiDetails extends ApiSummary {
+  /** A human-readable name, when the config gives one. */
+  title?: string;
   parameters: Parameter[];
   response_schema: Record<string, unknown> | null;
+  /** What the API does to its data (read-only, destructive, ...), as in a direct tools/list. */
+  annotations?: ToolAnnotations;
 }
 
 /** A category's id: its name in lower-case words joined by dashes. */
@@ -125,7 +129,13 @@ export function detailsOf(
       unknown.push(name);
       continue;
     }
-    apis.push({ ...summary(b), parameters: parametersOf(b.input_schema), response_schema: b.output_schema });
+    apis.push({
+      ...summary(b),
+      ...(b.title !== undefined && { title: b.title }),
+      parameters: parametersOf(b.input_schema),
+      response_schema: b.output_schema,
+      ...(b.annotations !== undefined && { annotations: b.annotations }),
+    });
   }
   return { apis, unknown };
 }

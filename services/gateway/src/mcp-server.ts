@@ -109,8 +109,11 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     return {
       tools: page.map((t) => ({
         name: t.name,
+        ...(t.title !== undefined && { title: t.title }),
         description: t.description,
         inputSchema: t.inputSchema as never,
+        ...(t.outputSchema !== undefined && { outputSchema: t.outputSchema as never }),
+        ...(t.annotations !== undefined && { annotations: t.annotations }),
       })),
       ...(next < list.length && { nextCursor: encodeCursor(next) }),
     };

@@ -2,21 +2,31 @@
  * The MCP tools an exposure offers, and how each one runs: a binding of an AEI through the ADI
  * executor, or a legacy v1 tool through the instance executor. Built from the cached config alone.
  */
-import { READ_OPERATIONS, type ToolResult } from '@bindery/contracts';
+import { READ_OPERATIONS, type ToolAnnotations, type ToolResult } from '@bindery/contracts';
 import type { ControlPlaneClient } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 
 export interface ExposedTool {
   name: string;
+  title: string | undefined;
   description: string;
   inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown> | undefined;
+  annotations: ToolAnnotations | undefined;
   /** True when the tool cannot write (a read operation): an unanswered call of it changed nothing. */
   readOnly: boolean;
   /** Runs the tool; `idempotencyKey` makes a write safe to send again (reads ignore it). */
   run(args: Record<string, unknown>, requestId: string, idempotencyKey?: string): Promise<ToolResult>;
 }
 
-const readOnly = (operation: string) => (READ_OPERATIONS as readonly string[]).includes(operation);
+/**
+ * Whether a tool cannot write: its annotations say so (every kind gives them); a config without
+ * them (a control plane from before tool kinds) only has context tools, known by their operation.
+ */
+function readOnly(annotations: ToolAnnotations | undefined, operation: string | undefined): boolean {
+  if (annotations?.readOnlyHint !== undefined) return annotations.readOnlyHint;
+  return operation !== undefined && (READ_OPERATIONS as readonly string[]).includes(operation);
+}
 
 export interface ToolIndex {
   list: ExposedTool[];
@@ -42,9 +52,12 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
     const aeiId = exposure.config.aei.id;
     return exposure.config.bindings.map((b) => ({
       name: b.tool_name,
+      title: b.title,
       description: b.tool_description,
       inputSchema: b.input_schema,
-      readOnly: readOnly(b.adi_ref.operation_type),
+      outputSchema: b.output_schema ?? undefined,
+      annotations: b.annotations,
+      readOnly: readOnly(b.annotations, b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined),
       run: (args, requestId, idempotencyKey) =>
         client.execute(b.adi_ref.adi_id, {
           aei_id: aeiId,
@@ -59,9 +72,12 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
     const instanceId = exposure.config.instance.id;
     return exposure.config.tools.map((t) => ({
       name: t.name,
+      title: t.title,
       description: t.description,
       inputSchema: t.input_schema,
-      readOnly: readOnly(t.operation_type),
+      outputSchema: undefined,
+      annotations: t.annotations,
+      readOnly: readOnly(t.annotations, t.operation_type),
       run: (args, requestId, idempotencyKey) =>
         client.executeLegacy(instanceId, {
           tool_name: t.name,

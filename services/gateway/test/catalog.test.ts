@@ -24,6 +24,7 @@ const binding = (name: string, app: string, category: string, description: strin
   app_name: app,
   category,
   adi_ref: {
+    kind: 'context' as const,
     adi_id: `adi_${name}`,
     operation_type: 'query' as const,
     table_id: 't',

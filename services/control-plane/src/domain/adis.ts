@@ -1,21 +1,24 @@
 /**
- * ADIs: one operation on one context. An ADI's `name` is the tool name its bindings inherit, so a
- * rename is checked against every AEI it is bound to before it lands. Its json_path must exist in
- * the table's data when it is saved; its `status` says whether it still does.
+ * ADIs: one tool each, of a kind (tool-kinds/): one operation on one context, and later custom
+ * code or an HTTP call. An ADI's `name` is the tool name its bindings inherit, so a rename is
+ * checked against every AEI it is bound to before it lands. Its json_path, when it has one, must
+ * exist in the table's data when it is saved; its `status` says whether it still does.
  */
 import {
+  COMMON_ADI_PATCH_FIELDS,
+  DEFAULT_ADI_KIND,
   TOOL_NAME_RE,
   isOperationType,
   type Adi as AdiBody,
+  type AdiKind,
   type AdiStatus,
   type CreateAdiBody,
-  type OperationType,
   type PageQuery,
   type UpdateAdiBody,
 } from '@bindery/contracts';
-import { OPERATIONS, parsePointer, validateAdiConfig } from '@bindery/context-ops';
+import { parsePointer } from '@bindery/context-ops';
 import type { Adi, Prisma } from '../generated/prisma/client.ts';
-import { DomainError, fromOpError, notFound } from '../errors.ts';
+import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../secrets.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { contextStatuses, requireContext } from './context-presence.ts';
@@ -23,38 +26,42 @@ import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 import { findOwnTable } from './tables.ts';
-import { defaultToolName } from './tool-naming.ts';
+import {
+  checkColumns,
+  checkPatchFields,
+  columnsOf,
+  kindOf,
+  offeredKind,
+  type KindColumns,
+} from './tool-kinds/index.ts';
 
-type AdiWithTable = Adi & { table: { projectId: string | null } };
-
-export function operationOf(adi: Pick<Adi, 'operationType'>): OperationType {
-  if (!isOperationType(adi.operationType)) {
-    // Only possible if the database was edited by hand: the API accepts the ten types alone.
-    throw new DomainError('INTERNAL', `ADI has an unknown operation type "${adi.operationType}"`);
-  }
-  return adi.operationType;
-}
+type AdiWithTable = Adi & { table: { projectId: string | null; name: string } | null };
 
 export function adiBody(adi: AdiWithTable, status: AdiStatus): AdiBody {
-  const op = operationOf(adi);
+  const module = kindOf(adi);
+  const columns = columnsOf(adi);
+  const op = adi.operationType;
   return {
     id: adi.id,
+    kind: module.kind,
     table_id: adi.tableId,
-    project_id: adi.table.projectId,
+    project_id: adi.table?.projectId ?? null,
     json_path: adi.jsonPath,
-    operation_type: op,
+    operation_type: op !== null && isOperationType(op) ? op : null,
     name: adi.name,
     description: adi.description,
     category: adi.category,
     config: adi.config as Record<string, unknown>,
-    input_schema: OPERATIONS[op].inputSchema,
+    input_schema: module.inputSchema(columns),
+    output_schema: module.outputSchema(columns),
+    annotations: module.annotations(columns, { tableName: adi.table?.name ?? null }),
     status,
     created_at: adi.createdAt.toISOString(),
     updated_at: adi.updatedAt.toISOString(),
   };
 }
 
-const WITH_TABLE = { table: { select: { projectId: true } } } as const;
+const WITH_TABLE = { table: { select: { projectId: true, name: true } } } as const;
 
 /** The caller's ADI, or NOT_FOUND (also for other users' ADIs, so their ids are not revealed). */
 export async function findOwnAdi(db: Db, caller: Principal, id: string): Promise<AdiWithTable> {
@@ -63,17 +70,16 @@ export async function findOwnAdi(db: Db, caller: Principal, id: string): Promise
   return adi;
 }
 
-function checkPointer(pointer: string): string[] {
-  return fromOpError(() => parsePointer(pointer), 'json_path');
-}
-
 /** The bodies of these ADIs, each with its status read from its table's current data. */
 async function adiBodies(db: Db, adis: AdiWithTable[]): Promise<AdiBody[]> {
-  const statuses = await contextStatuses(
-    db,
-    adis.map((a) => ({ id: a.id, tableId: a.tableId, tokens: parsePointer(a.jsonPath) })),
+  const refs = adis.flatMap((a) =>
+    a.tableId !== null && a.jsonPath !== null
+      ? [{ id: a.id, tableId: a.tableId, tokens: parsePointer(a.jsonPath) }]
+      : [],
   );
-  return adis.map((a) => adiBody(a, statuses.get(a.id) ?? 'context_missing'));
+  const statuses = await contextStatuses(db, refs);
+  // An ADI without a context has nothing to go missing.
+  return adis.map((a) => adiBody(a, a.tableId === null ? 'ok' : (statuses.get(a.id) ?? 'context_missing')));
 }
 
 async function adiBodyNow(db: Db, adi: AdiWithTable): Promise<AdiBody> {
@@ -90,28 +96,41 @@ function checkToolName(name: string, field: string): void {
   }
 }
 
+/** Refuses a context the caller does not own (NOT_FOUND) or that is not in its table's data. */
+async function requireOwnContext(db: Db, caller: Principal, columns: KindColumns): Promise<void> {
+  if (columns.tableId === null || columns.jsonPath === null) return;
+  const table = await findOwnTable(db, caller, columns.tableId);
+  await requireContext(db, table, columns.jsonPath, parsePointer(columns.jsonPath));
+}
+
+function storedColumns(columns: KindColumns) {
+  return {
+    tableId: columns.tableId,
+    jsonPath: columns.jsonPath,
+    operationType: columns.operationType,
+    config: columns.config as Prisma.InputJsonObject,
+  };
+}
+
+/**
+ * Creates an ADI of the body's kind (context when absent). A kind this server does not offer is
+ * VALIDATION_FAILED naming `kind`; a table that is not the caller's is NOT_FOUND.
+ */
 export async function createAdi(db: Db, caller: Principal, input: CreateAdiBody): Promise<AdiBody> {
-  if (!isOperationType(input.operation_type)) {
-    throw new DomainError('VALIDATION_FAILED', `unknown operation_type "${input.operation_type}"`);
-  }
-  const op = input.operation_type;
-  const tokens = checkPointer(input.json_path);
+  const module = offeredKind(input.kind ?? DEFAULT_ADI_KIND);
   if (input.name !== undefined) checkToolName(input.name, 'name');
-  const config = fromOpError(() => validateAdiConfig(op, input.config ?? {}), 'config');
-  const table = await findOwnTable(db, caller, input.table_id);
-  await requireContext(db, table, input.json_path, tokens);
+  const columns = await checkColumns(module, module.columnsOf(input), { db, caller });
+  await requireOwnContext(db, caller, columns);
   const id = newId('adi');
   const adi = await db.adi.create({
     data: {
       id,
       userId: caller.userId,
-      tableId: input.table_id,
-      jsonPath: input.json_path,
-      operationType: op,
-      name: input.name ?? defaultToolName(op, id),
+      kind: module.kind,
+      ...storedColumns(columns),
+      name: input.name ?? module.defaultName(columns, id),
       description: input.description ?? null,
       category: input.category ?? null,
-      config: config as Prisma.InputJsonObject,
     },
     include: WITH_TABLE,
   });
@@ -122,12 +141,17 @@ export async function getAdi(db: Db, caller: Principal, id: string): Promise<Adi
   return adiBodyNow(db, await findOwnAdi(db, caller, id));
 }
 
-export async function listAdis(db: Db, caller: Principal, query: PageQuery & { table_id?: string }) {
+export async function listAdis(
+  db: Db,
+  caller: Principal,
+  query: PageQuery & { table_id?: string; kind?: AdiKind },
+) {
   const w = pageWindow(query);
   const rows = await db.adi.findMany({
     where: {
       userId: caller.userId,
       ...(query.table_id !== undefined && { tableId: query.table_id }),
+      ...(query.kind !== undefined && { kind: query.kind }),
       ...w.idAfter,
     },
     orderBy: w.orderBy,
@@ -139,9 +163,10 @@ export async function listAdis(db: Db, caller: Principal, query: PageQuery & { t
 }
 
 /**
- * Updates an ADI. A new `json_path` must exist in the table's data (VALIDATION_FAILED otherwise). A
- * new `name` renames every binding that inherits it; if that would clash with another tool of any
- * of those AEIs the whole update is refused with CONFLICT naming them.
+ * Updates an ADI. Fields of another kind are refused (VALIDATION_FAILED); the kind's own fields
+ * are checked as at creation, and a new `json_path` must exist in the table's data. A new `name`
+ * renames every binding that inherits it; if that would clash with another tool of any of those
+ * AEIs the whole update is refused with CONFLICT naming them.
  */
 export async function updateAdi(
   ctx: DomainContext,
@@ -149,29 +174,29 @@ export async function updateAdi(
   id: string,
   input: UpdateAdiBody,
 ): Promise<AdiBody> {
-  const tokens = input.json_path !== undefined ? checkPointer(input.json_path) : undefined;
   if (input.name !== undefined) checkToolName(input.name, 'name');
   return changeExposure(ctx, async (tx) => {
     const current = await findOwnAdi(tx, caller, id);
-    if (input.json_path !== undefined && tokens !== undefined) {
-      await requireContext(tx, await findOwnTable(tx, caller, current.tableId), input.json_path, tokens);
+    const module = kindOf(current);
+    checkPatchFields(module, input, COMMON_ADI_PATCH_FIELDS);
+    const before = columnsOf(current);
+    const changesKind = module.patchFields.some((field) => field in input);
+    const columns = changesKind
+      ? await checkColumns(module, module.patched(before, input), { db: tx, caller })
+      : undefined;
+    if (columns && (columns.tableId !== before.tableId || columns.jsonPath !== before.jsonPath)) {
+      await requireOwnContext(tx, caller, columns);
     }
-    const op = operationOf(current);
-    const config =
-      input.config !== undefined
-        ? fromOpError(() => validateAdiConfig(op, input.config), 'config')
-        : undefined;
     if (input.name !== undefined && input.name !== current.name) {
       await renameInheritingBindings(tx, id, input.name);
     }
     const adi = await tx.adi.update({
       where: { id },
       data: {
-        ...(input.json_path !== undefined && { jsonPath: input.json_path }),
+        ...(columns && storedColumns(columns)),
         ...(input.name !== undefined && { name: input.name }),
         ...(input.description !== undefined && { description: input.description }),
         ...(input.category !== undefined && { category: input.category }),
-        ...(config !== undefined && { config: config as Prisma.InputJsonObject }),
       },
       include: WITH_TABLE,
     });

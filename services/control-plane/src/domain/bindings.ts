@@ -9,16 +9,17 @@ import type {
   UpdateBindingBody,
 } from '@bindery/contracts';
 import { MAX_JSON_DEPTH } from '@bindery/contracts';
-import { OPERATIONS, checkSchemaNarrowing, checkValueArgument, type JsonSchema } from '@bindery/context-ops';
-import { Prisma, type AeiBinding } from '../generated/prisma/client.ts';
+import { checkSchemaNarrowing, checkValueArgument, type JsonSchema } from '@bindery/context-ops';
+import { Prisma, type Adi, type AeiBinding } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
 import { newId } from '../secrets.ts';
-import { findOwnAdi, operationOf } from './adis.ts';
+import { findOwnAdi } from './adis.ts';
 import { findOwnAei } from './aeis.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
+import { columnsOf, kindOf, type StoredColumns } from './tool-kinds/index.ts';
 
 export function bindingBody(b: AeiBinding): BindingBody {
   return {
@@ -35,16 +36,15 @@ export function bindingBody(b: AeiBinding): BindingBody {
   };
 }
 
+/** What an override is checked against: the ADI's kind and the columns its schema depends on. */
+export type OverrideTarget = Pick<Adi, 'id' | 'kind'> & StoredColumns;
+
 /**
- * Refuses an input-schema override the ADI's canonical schema does not accept (a wider one), or
- * one nested deeper than stored JSON may be; `field` names it in the error.
+ * Refuses an input-schema override the ADI's canonical schema (its kind's) does not accept (a
+ * wider one), or one nested deeper than stored JSON may be; `field` names it in the error.
  */
-export function checkOverride(
-  op: Parameters<typeof operationOf>[0],
-  schema: Record<string, unknown>,
-  field: string,
-) {
-  const canonical = OPERATIONS[operationOf(op)].inputSchema;
+export function checkOverride(adi: OverrideTarget, schema: Record<string, unknown>, field: string) {
+  const canonical = kindOf(adi).inputSchema(columnsOf(adi));
   // Bounded first: the narrowing check walks the override recursively. One limit whether the
   // override came alone or in a batch (which nests it one level deeper in the body).
   fromOpError(() => checkValueArgument(schema, field, MAX_JSON_DEPTH));

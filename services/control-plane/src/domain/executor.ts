@@ -1,120 +1,34 @@
 /**
- * The ADI executor: the one place a tool runs, whatever exposed it. It re-checks that the binding
- * is enabled and belongs to that enabled AEI and that ADI, validates the arguments against the
- * binding's effective schema, runs the operation on the context, audits, and answers an MCP-ready
- * result: text JSON, or `isError` with a DESIGN.md §8 code.
+ * The ADI executor: the one place a tool runs, whatever exposed it and whatever its kind. It
+ * re-checks that the binding is enabled and belongs to that enabled AEI and that ADI, validates the
+ * arguments against the binding's effective schema, runs the call through the ADI's kind
+ * (tool-kinds/), audits, and answers an MCP-ready result: text JSON, or `isError` with a DESIGN.md
+ * §8 code.
  */
-import type {
-  ErrorCode,
-  ExecuteRequest,
-  LegacyExecuteRequest,
-  OperationType,
-  ToolResult,
-} from '@bindery/contracts';
-import {
-  OPERATIONS,
-  OpError,
-  executeRead,
-  executeWrite,
-  parsePointer,
-  type JsonValue,
-  type Limits,
-} from '@bindery/context-ops';
+import type { ErrorCode, ExecuteRequest, LegacyExecuteRequest, ToolResult } from '@bindery/contracts';
+import { OpError, type JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
-import {
-  ReplayedOutcome,
-  idempotent,
-  keyedWrite,
-  recordOutcome,
-  replayIfRecorded,
-  type KeyedWrite,
-} from './idempotency.ts';
-import type { QueryPool } from '../execution/query-pool.ts';
-import { operationOf } from './adis.ts';
+import { ReplayedOutcome, keyedWrite } from './idempotency.ts';
 import { checkArguments } from './arguments.ts';
 import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit.ts';
 import type { DomainContext } from './context.ts';
-import type { ContextCache } from './context-cache.ts';
-import { readContext, writeContext } from './context-store.ts';
+import type { ExecutorOptions } from './executor-options.ts';
 import { OWNER_STATUS } from './exposure-config.ts';
 import { legacyTools } from './legacy-instances.ts';
-import type { ControlPlaneMetrics, ExecutionMeter } from '../metrics.ts';
+import { contextKind, legacyColumns } from './tool-kinds/context.ts';
+import { columnsOf, kindOf, registeredKind } from './tool-kinds/index.ts';
+import type { ExecutionMeter } from '../metrics.ts';
 
-export interface ExecutorOptions {
-  limits: Limits;
-  contexts: ContextCache;
-  metrics: Pick<ControlPlaneMetrics, 'execution' | 'audit' | 'writes'>;
-  /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
-  queries: QueryPool;
-  /** How long a write's idempotency key is remembered. */
-  idempotencyTtlMs: number;
-}
-
-interface Target {
-  /** The tool's name as its caller knows it (for messages). */
-  toolName: string;
-  op: OperationType;
-  tableId: string;
-  jsonPath: string;
-  config: Record<string, unknown>;
-  /** The user owning the exposure: long queries are shared out per tenant. */
-  tenant: string;
-}
-
-/** Every write answer is an object; the new version lets an agent chain expected_version. */
-function writeAnswer(result: JsonValue, version: number): Record<string, JsonValue> {
-  return { ...(result as Record<string, JsonValue>), table_version: version };
-}
+export type { ExecutorOptions } from './executor-options.ts';
 
 /**
- * Runs one operation on its context; writes go through the row-locked store. A write with an
- * idempotency key records its answer in its own transaction, and a retry of it is answered from
- * that record (ReplayedOutcome) without writing; reads ignore the key, they are safe to repeat.
+ * A tool's answer as JSON text; also as `structuredContent` when the tool declares an output
+ * schema (MCP clients then expect it there) and the answer is an object, as such schemas describe.
  */
-async function runOperation(
-  ctx: DomainContext,
-  target: Target,
-  args: Record<string, unknown>,
-  options: ExecutorOptions,
-  keyed: KeyedWrite | undefined,
-): Promise<JsonValue> {
-  const at = {
-    tableId: target.tableId,
-    tokens: parsePointer(target.jsonPath),
-    pointer: target.jsonPath,
-    toolName: target.toolName,
-  };
-  if (OPERATIONS[target.op].kind === 'read') {
-    const { node, text, version } = await readContext(ctx.prisma, options.contexts, at);
-    if (target.op === 'query') {
-      const place = `${target.tableId}\u0000${target.jsonPath}`;
-      const context = { node, text, key: `${place}\u0000${version}`, place };
-      return options.queries.run(context, args, target.config, options.limits, target.tenant);
-    }
-    return executeRead(target.op, node, args, target.config, options.limits).result;
-  }
-  const { expected_version: expected, ...opArgs } = args;
-  return idempotent(ctx.prisma, keyed, async () => {
-    const { result, version } = await writeContext(
-      ctx.prisma,
-      options.contexts,
-      at,
-      typeof expected === 'number' ? expected : undefined,
-      (node) => executeWrite(target.op, node, opArgs, target.config, options.limits),
-      options.metrics.writes,
-      keyed && {
-        // A retry that queued behind its first attempt finds the record once it holds the lock and
-        // skips the work; the record's primary key is what guarantees one write either way.
-        beforeChange: (tx) => replayIfRecorded(tx, keyed),
-        afterChange: (tx, written) => recordOutcome(tx, keyed, writeAnswer(written.result, written.version)),
-      },
-    );
-    return writeAnswer(result, version);
-  });
-}
-
-function success(result: JsonValue): ToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(result) }] };
+function success(result: JsonValue, structured: boolean): ToolResult {
+  const text: ToolResult = { content: [{ type: 'text', text: JSON.stringify(result) }] };
+  if (!structured || typeof result !== 'object' || result === null || Array.isArray(result)) return text;
+  return { ...text, structuredContent: result };
 }
 
 function failure(error: DomainError | OpError): ToolResult {
@@ -127,13 +41,15 @@ function failure(error: DomainError | OpError): ToolResult {
 /**
  * Runs `work`, turning known failures into isError results, and writes one audit row for the call
  * either way (`trail` is what the row says besides the outcome). `meter` gets the same duration as
- * the audit row, by outcome; a failure that escapes as an exception counts as `error`.
+ * the audit row, by outcome; a failure that escapes as an exception counts as `error`. `structured`:
+ * the tool declares an output schema.
  */
 async function audited(
   ctx: DomainContext,
   options: ExecutorOptions,
   meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
+  structured: boolean,
   work: () => Promise<JsonValue>,
 ): Promise<ToolResult> {
   const started = performance.now();
@@ -147,11 +63,11 @@ async function audited(
   try {
     const result = await work();
     await audit('ok', null);
-    return success(result);
+    return success(result, structured);
   } catch (error) {
     if (error instanceof ReplayedOutcome) {
       await audit('replayed', null);
-      return success(error.answer);
+      return success(error.answer, structured);
     }
     if (error instanceof DomainError || error instanceof OpError) {
       await audit(error instanceof RefusedError ? 'refused' : 'error', error.code);
@@ -182,6 +98,10 @@ export async function executeBinding(
   });
   // Without a binding there is no owner to audit for: answer without a trail.
   if (!binding) return failure(new DomainError('NOT_FOUND', `binding ${request.binding_id} not found`));
+  const columns = columnsOf(binding.adi);
+  const registered = registeredKind(binding.adi.kind);
+  // Known before the checks, so a refused call is audited and measured under its operation too.
+  const operation = registered?.operation(columns) ?? 'unknown';
   const trail = {
     userId: binding.aei.userId,
     action: 'tool.execute',
@@ -190,12 +110,13 @@ export async function executeBinding(
     bindingId: binding.id,
     adiId,
     toolName: binding.toolName,
-    operation: binding.adi.operationType,
+    operation,
     args,
     requestId: request.request_id ?? null,
   } as const;
-  const meter = options.metrics.execution('context', binding.adi.operationType);
-  return audited(ctx, options, meter, trail, async () => {
+  const meter = options.metrics.execution(binding.adi.kind, operation);
+  const structured = registered !== undefined && registered.outputSchema(columns) !== null;
+  return audited(ctx, options, meter, trail, structured, async () => {
     if (binding.aeiId !== request.aei_id) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
     }
@@ -207,29 +128,25 @@ export async function executeBinding(
       throw new RefusedError('FORBIDDEN', `exposure "${binding.aei.name}" is disabled`);
     }
     if (!binding.enabled) throw new RefusedError('FORBIDDEN', `tool ${binding.toolName} is disabled`);
-    const op = operationOf(binding.adi);
-    const schema = (binding.inputSchema as Record<string, unknown> | null) ?? OPERATIONS[op].inputSchema;
+    const kind = kindOf(binding.adi);
+    const schema = (binding.inputSchema as Record<string, unknown> | null) ?? kind.inputSchema(columns);
     const checked = checkArguments(schema, args, binding.toolName);
-    return runOperation(
+    return kind.run({
       ctx,
-      {
-        toolName: binding.toolName,
-        op,
-        tableId: binding.adi.tableId,
-        jsonPath: binding.adi.jsonPath,
-        config: binding.adi.config as Record<string, unknown>,
-        tenant: binding.aei.userId,
-      },
-      checked,
       options,
-      keyedWrite(
+      toolName: binding.toolName,
+      adiId: binding.adiId,
+      adi: columns,
+      args: checked,
+      userId: binding.aei.userId,
+      keyed: keyedWrite(
         `aei:${binding.aeiId}`,
         request.idempotency_key,
         binding.id,
         checked,
         options.idempotencyTtlMs,
       ),
-    );
+    });
   });
 }
 
@@ -292,7 +209,8 @@ export async function executeLegacy(
     requestId: request.request_id ?? null,
   } as const;
   const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
-  return audited(ctx, options, meter, trail, async () => {
+  // v1 tools are context operations, which declare no output schema.
+  return audited(ctx, options, meter, trail, false, async () => {
     if (instance.status !== 'enabled' || instance.user.disabledAt !== null)
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {
@@ -301,28 +219,26 @@ export async function executeLegacy(
       });
     }
     const op = tool.operation_type;
-    const checked = checkArguments(OPERATIONS[op].inputSchema, args, tool.name);
     const config =
       op === 'preview' && instance.previewKeys.length > 0 ? { preview_keys: instance.previewKeys } : {};
-    return runOperation(
+    // A v1 tool is a context tool without an ADI row: the context kind runs it.
+    const columns = legacyColumns(instance, op, config);
+    const checked = checkArguments(contextKind.inputSchema(columns), args, tool.name);
+    return contextKind.run({
       ctx,
-      {
-        toolName: tool.name,
-        op,
-        tableId: instance.tableId,
-        jsonPath: instance.jsonPath,
-        config,
-        tenant: instance.userId,
-      },
-      checked,
       options,
-      keyedWrite(
+      toolName: tool.name,
+      adiId: null,
+      adi: columns,
+      args: checked,
+      userId: instance.userId,
+      keyed: keyedWrite(
         `mcp_instance:${instance.id}`,
         request.idempotency_key,
         tool.name,
         checked,
         options.idempotencyTtlMs,
       ),
-    );
+    });
   });
 }

@@ -5,8 +5,9 @@
  */
 import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument } from '@bindery/contracts';
 import type { PrismaClient } from '../generated/prisma/client.ts';
-import { operationOf } from './adis.ts';
 import type { Principal } from './context.ts';
+import { operationOf } from './tool-kinds/context.ts';
+import { kindOf } from './tool-kinds/index.ts';
 
 const BY_ID = { orderBy: { id: 'asc' } } as const;
 
@@ -36,9 +37,11 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
     tables: tables.map((t) => ({ id: t.id, name: t.name, project_id: t.projectId, data: t.data })),
     adis: adis.map((a) => ({
       id: a.id,
+      // Every ADI as stored: the kind says what its columns and config mean.
+      kind: kindOf(a).kind,
       table_id: a.tableId,
       json_path: a.jsonPath,
-      operation_type: operationOf(a),
+      operation_type: a.operationType === null ? null : operationOf(a),
       name: a.name,
       description: a.description,
       category: a.category,

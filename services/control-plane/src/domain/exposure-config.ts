@@ -4,14 +4,13 @@
  * exposures of a disabled user are served as disabled, whatever their own status.
  */
 import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
-import { OPERATIONS } from '@bindery/context-ops';
 import type { Aei } from '../generated/prisma/client.ts';
 import { notFound } from '../errors.ts';
 import { hashSecret } from '../secrets.ts';
 import type { Db } from './context.ts';
 import { legacyTools } from './legacy-instances.ts';
+import { contextKind, legacyColumns } from './tool-kinds/context.ts';
 import { resolveTools } from './tools.ts';
-import { defaultToolDescription } from './tool-naming.ts';
 
 /** The app of a tool whose table has no project (DESIGN.md §7). */
 export const DEFAULT_APP = 'default';
@@ -54,20 +53,17 @@ async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
       binding_id: tool.bindingId,
       tool_name: tool.name,
       tool_description: tool.description,
+      title: tool.title,
       input_schema: tool.inputSchema,
-      output_schema: null,
+      output_schema: tool.outputSchema,
+      annotations: tool.annotations,
       enabled: true,
       app: tool.adi.project?.slug ?? DEFAULT_APP,
       app_id: tool.adi.project?.id ?? DEFAULT_APP,
       app_name: tool.adi.project?.name ?? 'Default',
-      category: tool.adi.category ?? tool.adi.tableName,
-      adi_ref: {
-        adi_id: tool.adi.id,
-        operation_type: tool.adi.op,
-        table_id: tool.adi.tableId,
-        json_path: tool.adi.jsonPath,
-        adi_config: tool.adi.config,
-      },
+      // A tool without a context (and without a category) is listed under its kind.
+      category: tool.adi.category ?? tool.adi.tableName ?? tool.adi.kind,
+      adi_ref: tool.adiRef,
     })),
   };
 }
@@ -96,13 +92,20 @@ async function legacyConfigOf(db: Db, apiKeyHash: string): Promise<LegacyConfig 
       json_path: instance.jsonPath,
       preview_keys: instance.previewKeys,
     },
-    tools: tools.map((t) => ({
-      name: t.name,
-      operation_type: t.operation_type,
-      description:
-        t.description ?? defaultToolDescription(t.operation_type, instance.table.name, instance.jsonPath),
-      input_schema: OPERATIONS[t.operation_type].inputSchema,
-    })),
+    tools: tools.map((t) => {
+      // A v1 tool is a context tool without an ADI row: the context kind describes it.
+      const columns = legacyColumns(instance, t.operation_type, {});
+      const place = { tableName: instance.table.name };
+      const annotations = contextKind.annotations(columns, place);
+      return {
+        name: t.name,
+        ...(annotations.title !== undefined && { title: annotations.title }),
+        operation_type: t.operation_type,
+        description: t.description ?? contextKind.defaultDescription(columns, place),
+        input_schema: contextKind.inputSchema(columns),
+        annotations,
+      };
+    }),
   };
 }
 

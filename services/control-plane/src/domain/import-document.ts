@@ -8,8 +8,14 @@
  * Every fault of the document is a VALIDATION_FAILED naming its place (`body/adis/3/json_path`),
  * found before anything is written.
  */
-import { MAX_JSON_DEPTH, type ExportDocument, type ImportClash, type ImportResult } from '@bindery/contracts';
-import { OpError, checkValueArgument, parsePointer, validateAdiConfig } from '@bindery/context-ops';
+import {
+  DEFAULT_ADI_KIND,
+  MAX_JSON_DEPTH,
+  type ExportDocument,
+  type ImportClash,
+  type ImportResult,
+} from '@bindery/contracts';
+import { OpError, checkValueArgument } from '@bindery/context-ops';
 import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { newCredential, newIds } from '../secrets.ts';
@@ -17,6 +23,7 @@ import { checkOverride } from './bindings.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
+import { checkColumns, offeredKind, type KindColumns } from './tool-kinds/index.ts';
 
 const NAME_MAX = 200;
 const SLUG_MAX = 64;
@@ -45,6 +52,24 @@ function at<T>(pointer: string, check: () => T): T {
   }
 }
 
+/**
+ * Runs a check of a whole item at `base` (an ADI), reporting its failure at the field it names
+ * (`/adis/3/json_path`), or at the item when it names none.
+ */
+async function atField<T>(base: string, check: () => T | Promise<T>): Promise<T> {
+  try {
+    return await check();
+  } catch (error) {
+    if (error instanceof OpError || error instanceof DomainError) {
+      const field = error.details?.field;
+      return at(typeof field === 'string' ? `${base}/${field}` : base, () => {
+        throw error;
+      });
+    }
+    throw error;
+  }
+}
+
 /** Ids must be unique within their list, so references are unambiguous. */
 function indexIds<T extends { id: string }>(items: T[], list: string): Map<string, T> {
   const byId = new Map<string, T>();
@@ -60,11 +85,16 @@ function reference(ids: Map<string, unknown>, id: string, pointer: string, what:
 }
 
 /**
- * Everything that can be wrong with the document itself: duplicate ids, dangling references, bad
- * pointers and configs, overrides wider than their operation allows, tool names used twice in one
- * AEI, data nested too deep. The route's schema has already checked shapes and types.
+ * Everything that can be wrong with the document itself: duplicate ids, dangling references, kinds
+ * this server does not offer, bad pointers and configs, overrides wider than their ADI's schema
+ * allows, tool names used twice in one AEI, data nested too deep. The route's schema has already
+ * checked shapes and types. Answers each ADI's kind and columns as they will be stored.
  */
-function checkDocument(doc: ExportDocument): void {
+async function checkDocument(
+  doc: ExportDocument,
+  caller: Principal,
+  db: Db,
+): Promise<Map<string, { kind: string; columns: KindColumns }>> {
   const projects = indexIds(doc.projects, 'projects');
   const tables = indexIds(doc.tables, 'tables');
   const adis = indexIds(doc.adis, 'adis');
@@ -82,11 +112,25 @@ function checkDocument(doc: ExportDocument): void {
       reference(projects, table.project_id, `/tables/${i}/project_id`, 'project');
     at(`/tables/${i}/data`, () => checkValueArgument(table.data, 'data', MAX_JSON_DEPTH));
   });
-  doc.adis.forEach((adi, i) => {
-    reference(tables, adi.table_id, `/adis/${i}/table_id`, 'table');
-    at(`/adis/${i}/json_path`, () => parsePointer(adi.json_path));
-    at(`/adis/${i}/config`, () => validateAdiConfig(adi.operation_type, adi.config));
-  });
+  const checked = new Map<string, { kind: string; columns: KindColumns }>();
+  for (const [i, adi] of doc.adis.entries()) {
+    // Documents written before tool kinds have none: their ADIs are context ADIs.
+    const module = at(`/adis/${i}/kind`, () => offeredKind(adi.kind ?? DEFAULT_ADI_KIND));
+    if (adi.table_id !== null) reference(tables, adi.table_id, `/adis/${i}/table_id`, 'table');
+    const columns = await atField(`/adis/${i}`, () =>
+      checkColumns(
+        module,
+        {
+          tableId: adi.table_id,
+          jsonPath: adi.json_path,
+          operationType: adi.operation_type,
+          config: adi.config,
+        },
+        { db, caller },
+      ),
+    );
+    checked.set(adi.id, { kind: module.kind, columns });
+  }
   const toolNames = new Map<string, number>();
   const bound = new Map<string, number>();
   doc.bindings.forEach((binding, i) => {
@@ -113,11 +157,13 @@ function checkDocument(doc: ExportDocument): void {
     }
     toolNames.set(key, i);
     if (binding.input_schema) {
+      const { kind, columns } = checked.get(adi.id)!;
       at(`/bindings/${i}/input_schema`, () =>
-        checkOverride({ operationType: adi.operation_type }, binding.input_schema!, 'input_schema'),
+        checkOverride({ id: adi.id, kind, ...columns }, binding.input_schema!, 'input_schema'),
       );
     }
   });
+  return checked;
 }
 
 /** `base`, or `form(base, n)` for the first n >= 2 that `free` accepts. */
@@ -234,7 +280,7 @@ export async function importDocument(
   doc: ExportDocument,
   dryRun: boolean,
 ): Promise<ImportResult> {
-  checkDocument(doc);
+  const adis = await checkDocument(doc, caller, ctx.prisma);
   if (dryRun) {
     const plan = await planNames(ctx.prisma, caller, doc);
     return {
@@ -250,7 +296,7 @@ export async function importDocument(
       })),
     };
   }
-  return changeExposure(ctx, (tx) => applyImport(tx, caller, doc)).catch((error: unknown) => {
+  return changeExposure(ctx, (tx) => applyImport(tx, caller, doc, adis)).catch((error: unknown) => {
     if (uniqueViolation(error)) {
       throw new DomainError(
         'CONFLICT',
@@ -266,6 +312,7 @@ async function applyImport(
   tx: Db,
   caller: Principal,
   doc: ExportDocument,
+  checked: Map<string, { kind: string; columns: KindColumns }>,
 ): Promise<{ result: ImportResult; changedAeis: string[] }> {
   // Planned inside the transaction, so the names it picks are still free when written (a slug
   // taken meanwhile by a concurrent request fails the whole import on its unique index).
@@ -303,17 +350,21 @@ async function applyImport(
     })),
   });
   await tx.adi.createMany({
-    data: doc.adis.map((a) => ({
-      id: id(a.id),
-      userId,
-      tableId: id(a.table_id),
-      jsonPath: a.json_path,
-      operationType: a.operation_type,
-      name: a.name,
-      description: a.description,
-      category: a.category,
-      config: a.config as Prisma.InputJsonObject,
-    })),
+    data: doc.adis.map((a) => {
+      const { kind, columns } = checked.get(a.id)!;
+      return {
+        id: id(a.id),
+        userId,
+        kind,
+        tableId: columns.tableId === null ? null : id(columns.tableId),
+        jsonPath: columns.jsonPath,
+        operationType: columns.operationType,
+        name: a.name,
+        description: a.description,
+        category: a.category,
+        config: columns.config as Prisma.InputJsonObject,
+      };
+    }),
   });
   const keys = doc.aeis.map(() => newCredential('key'));
   await tx.aei.createMany({

@@ -13,13 +13,13 @@ import type {
   MigrateInstancesBody,
   MigrationReport,
 } from '@bindery/contracts';
-import { validateAdiConfig } from '@bindery/context-ops';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { DomainError, fromOpError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { newId, newIds } from '../secrets.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { findOwnInstance, legacyTools, type InstanceRow } from './legacy-instances.ts';
+import { contextConfig } from './tool-kinds/context.ts';
 
 const AEI_NAME_MAX = 200;
 
@@ -41,7 +41,7 @@ function plannedTools(instance: InstanceRow): MigratedTool[] {
       tool_name: tool.name,
       operation_type: op,
       description: tool.description ?? null,
-      config: fromOpError(() => validateAdiConfig(op, raw), 'preview_keys'),
+      config: contextConfig(op, raw, 'preview_keys'),
       adi_id: null,
       binding_id: null,
     };
@@ -121,6 +121,8 @@ export async function migrateInstance(
       data: tools.map((tool, i) => ({
         id: adiIds[i]!,
         userId: caller.userId,
+        // A v1 tool was one operation on the instance's context: a context ADI.
+        kind: 'context',
         tableId: instance.tableId,
         jsonPath: instance.jsonPath,
         operationType: tool.operation_type,

@@ -1,11 +1,9 @@
 /**
- * Default tool names and descriptions (DESIGN.md §6). The name `{op}_{short_hash}` is stable across
- * renames and moves and reveals nothing about tables or paths; the readable part goes into the
- * description instead.
+ * Default tool names (DESIGN.md §6). The name `{prefix}_{short_hash}` (the operation of a context
+ * ADI, the kind otherwise) is stable across renames and moves and reveals nothing about tables or
+ * paths; the readable part goes into the description instead.
  */
 import { createHash } from 'node:crypto';
-import type { OperationType } from '@bindery/contracts';
-import { OPERATIONS } from '@bindery/context-ops';
 
 const RFC4648 = 'abcdefghijklmnopqrstuvwxyz234567';
 
@@ -19,12 +17,7 @@ export function shortHash(adiId: string): string {
   return out;
 }
 
-export function defaultToolName(op: OperationType, adiId: string): string {
-  return `${op}_${shortHash(adiId)}`;
-}
-
-/** The description an agent sees when neither binding nor ADI sets one. */
-export function defaultToolDescription(op: OperationType, tableName: string, jsonPath: string): string {
-  const where = jsonPath === '' ? 'the whole table' : `"${jsonPath}"`;
-  return `${OPERATIONS[op].summary} Context: ${where} of table "${tableName}" (operation: ${op}).`;
+/** `{prefix}_{short_hash}`: a context ADI's operation, or another kind's name, as the prefix. */
+export function defaultToolName(prefix: string, adiId: string): string {
+  return `${prefix}_${shortHash(adiId)}`;
 }

@@ -1,29 +1,44 @@
 /**
- * The tools an AEI exposes, resolved from its bindings: effective name, description and input
- * schema. The admin preview and the gateway's config both come from here, so they cannot differ.
+ * The tools an AEI exposes, resolved from its bindings: effective name, title, description, input
+ * and output schema, annotations. The admin preview and the gateway's config both come from here,
+ * so they cannot differ.
  */
-import { progressiveTools, type OperationType, type ToolPreview } from '@bindery/contracts';
-import { OPERATIONS } from '@bindery/context-ops';
-import { operationOf } from './adis.ts';
+import {
+  progressiveTools,
+  type AdiKind,
+  type AdiRef,
+  type ToolAnnotations,
+  type ToolPreview,
+} from '@bindery/contracts';
+import type { JsonSchema } from '@bindery/context-ops';
 import { findOwnAei } from './aeis.ts';
 import type { Db, Principal } from './context.ts';
-import { defaultToolDescription } from './tool-naming.ts';
+import { columnsOf, registeredKind } from './tool-kinds/index.ts';
 
-export interface ResolvedTool extends ToolPreview {
+export interface ResolvedTool {
   bindingId: string;
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: JsonSchema;
+  outputSchema: JsonSchema | null;
+  annotations: ToolAnnotations;
+  /** What config v2 tells a gateway about the ADI. */
+  adiRef: AdiRef;
   adi: {
     id: string;
-    op: OperationType;
-    tableId: string;
-    tableName: string;
+    kind: AdiKind;
+    /** The table of its context; null for a kind without one. */
+    tableName: string | null;
     project: { id: string; slug: string; name: string } | null;
-    jsonPath: string;
     category: string | null;
-    config: Record<string, unknown>;
   };
 }
 
-/** The enabled bindings of an AEI as MCP tools, in binding order. */
+/**
+ * The enabled bindings of an AEI as MCP tools, in binding order. A tool of a kind this server does
+ * not run (saved by a newer control plane on the same database) is left out: it could not run.
+ */
 export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[]> {
   const bindings = await db.aeiBinding.findMany({
     where: { aeiId, enabled: true },
@@ -36,28 +51,44 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
       },
     },
   });
-  return bindings.map((b) => {
-    const op = operationOf(b.adi);
-    return {
-      bindingId: b.id,
-      name: b.toolName,
-      description:
-        b.toolDescription ??
-        b.adi.description ??
-        defaultToolDescription(op, b.adi.table.name, b.adi.jsonPath),
-      inputSchema: (b.inputSchema as Record<string, unknown> | null) ?? OPERATIONS[op].inputSchema,
-      adi: {
-        id: b.adiId,
-        op,
-        tableId: b.adi.tableId,
-        tableName: b.adi.table.name,
-        project: b.adi.table.project ?? null,
-        jsonPath: b.adi.jsonPath,
-        category: b.adi.category,
-        config: b.adi.config as Record<string, unknown>,
+  return bindings.flatMap((b) => {
+    const module = registeredKind(b.adi.kind);
+    if (!module) return [];
+    const columns = columnsOf(b.adi);
+    const place = { tableName: b.adi.table?.name ?? null };
+    const annotations = module.annotations(columns, place);
+    return [
+      {
+        bindingId: b.id,
+        name: b.toolName,
+        title: annotations.title ?? b.adi.name,
+        description: b.toolDescription ?? b.adi.description ?? module.defaultDescription(columns, place),
+        inputSchema: (b.inputSchema as JsonSchema | null) ?? module.inputSchema(columns),
+        outputSchema: module.outputSchema(columns),
+        annotations,
+        adiRef: module.adiRef(b.adiId, columns),
+        adi: {
+          id: b.adiId,
+          kind: module.kind,
+          tableName: place.tableName,
+          project: b.adi.table?.project ?? null,
+          category: b.adi.category,
+        },
       },
-    };
+    ];
   });
+}
+
+/** A resolved tool as `tools/list` shows it. */
+export function toolPreview(tool: ResolvedTool): ToolPreview {
+  return {
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    ...(tool.outputSchema !== null && { outputSchema: tool.outputSchema }),
+    annotations: tool.annotations,
+  };
 }
 
 /**
@@ -73,5 +104,5 @@ export async function previewTools(
   if (aei.status !== 'enabled') return { tools: [] };
   if (aei.exposureMode === 'progressive') return { tools: [...progressiveTools(aei.catalogSearch)] };
   const tools = await resolveTools(db, aeiId);
-  return { tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) };
+  return { tools: tools.map(toolPreview) };
 }

@@ -19,6 +19,16 @@ function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped
   const fastify = error as FastifyError;
   if (fastify.validation) {
     const first = fastify.validation[0];
+    const tag = first?.keyword === 'discriminator' ? discriminatorMiss(first.params) : undefined;
+    if (tag) {
+      // A body of several shapes told apart by `tag` (an ADI's kind): the value is valid (the
+      // tag's own schema checked it first) but this server offers no shape for it.
+      return {
+        code: 'VALIDATION_FAILED',
+        message: `${fastify.validationContext ?? 'request'}/${tag.name} "${tag.value}" is not available on this server yet`,
+        details: { field: tag.name, value: tag.value },
+      };
+    }
     const extra = (first?.params as { additionalProperty?: unknown } | undefined)?.additionalProperty;
     const where = `${fastify.validationContext ?? 'request'}${first?.instancePath ?? ''}`;
     // Ajv says "must be equal to constant" (or "to one of the allowed values") without naming
@@ -83,6 +93,13 @@ function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped
     if (status >= 400 && status < 500) return { code: 'VALIDATION_FAILED', message: fastify.message };
   }
   return undefined;
+}
+
+/** The tag of a discriminated body whose value names no shape, from Ajv's error parameters. */
+function discriminatorMiss(params: unknown): { name: string; value: string } | undefined {
+  const { error, tag, tagValue } = (params ?? {}) as { error?: unknown; tag?: unknown; tagValue?: unknown };
+  if (error !== 'mapping' || typeof tag !== 'string') return undefined;
+  return { name: tag, value: String(tagValue) };
 }
 
 /** Builds the error body for a code (also used for 404 on unknown routes). */

@@ -54,7 +54,9 @@ function refusingNonFinite(validate: ValidateFunction): ValidateFunction {
 /** A validator compiler for `app.setValidatorCompiler`: one Ajv for bodies, one for text parts. */
 export function requestValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const text = new Ajv({ ...BASE, coerceTypes: 'array' });
-  const body = new Ajv({ ...BASE, coerceTypes: false });
+  // `discriminator`: a body that is one of several shapes (an ADI of some kind) is checked against
+  // the shape its tag names only, so an error names a field of that shape, not of every shape.
+  const body = new Ajv({ ...BASE, coerceTypes: false, discriminator: true });
   return ({ schema, httpPart }) =>
     httpPart === 'body' ? body.compile(schema as object) : refusingNonFinite(text.compile(schema as object));
 }

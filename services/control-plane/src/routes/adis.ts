@@ -1,15 +1,8 @@
 /** ADIs: `/api/v2/adis`. */
-import {
-  Adi,
-  AdiListQuery,
-  CreateAdiBody,
-  ForceQuery,
-  IdParams,
-  Page,
-  UpdateAdiBody,
-} from '@bindery/contracts';
+import { Adi, AdiListQuery, ForceQuery, IdParams, Page, UpdateAdiBody } from '@bindery/contracts';
 import { Type } from 'typebox';
 import { createAdi, deleteAdi, getAdi, listAdis, updateAdi } from '../domain/adis.ts';
+import { CREATE_ADI_BODY } from '../domain/tool-kinds/index.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 
@@ -22,9 +15,11 @@ export async function adiRoutes(app: AdminApp): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Create an ADI: one operation on the context at json_path of a table',
+        summary:
+          'Create an ADI of a kind (default context: one operation on the context at json_path of a table)',
         security: adminSecurity,
-        body: CreateAdiBody,
+        // Only the kinds this server runs: another kind is refused naming `kind`.
+        body: CREATE_ADI_BODY,
         response: { 201: Adi, ...errorResponses(404) },
       },
     },
@@ -35,7 +30,7 @@ export async function adiRoutes(app: AdminApp): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'List your ADIs, optionally of one table',
+        summary: 'List your ADIs, optionally of one table or of one kind',
         security: adminSecurity,
         querystring: AdiListQuery,
         response: { 200: Page(Adi), ...errorResponses() },

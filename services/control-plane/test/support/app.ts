@@ -4,7 +4,7 @@
  */
 import { buildApp } from '../../src/app.ts';
 import type { QUERY_DEFAULTS } from '../../src/config.ts';
-import { openDatabase, type Database } from '../../src/db/database.ts';
+import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
 import type { ConfigChangeListener } from '../../src/domain/context.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
 import { ensureRootToken } from '../../src/domain/users.ts';
@@ -52,6 +52,8 @@ export async function startTestApp(
     /** Puts `/metrics` behind this bearer token (open without). */
     metricsToken?: string;
     sameDatabaseAs?: TestApp;
+    /** A database the test prepared (it is migrated on open); `drop` runs on close. */
+    existingDatabase?: { target: DatabaseTarget; drop(): Promise<void> };
     /** Also told about every config change (after `configChanges` records it). */
     listener?: ConfigChangeListener;
     /** GATEWAY_PUBLIC_URL: where the answers of new api_keys say clients connect. */
@@ -63,7 +65,12 @@ export async function startTestApp(
   let dropDatabase = async () => {};
   let database: Database;
   let databaseUrl: string | undefined;
-  if (options.sameDatabaseAs) {
+  if (options.existingDatabase) {
+    const { target, drop } = options.existingDatabase;
+    databaseUrl = target.kind === 'postgres' ? target.url : undefined;
+    database = await openDatabase(target);
+    dropDatabase = drop;
+  } else if (options.sameDatabaseAs) {
     // A second control plane on the first one's PostgreSQL database (replicas share nothing else).
     databaseUrl = options.sameDatabaseAs.databaseUrl;
     if (!databaseUrl) throw new Error('only PostgreSQL test apps can share a database');

@@ -1,0 +1,19 @@
+/**
+ * What the executor and the tool kinds it runs are given once at start: limits, the context
+ * cache, metrics, the query pool and the idempotency window. A kind that needs more (a sandbox, an
+ * HTTP dispatcher) adds its own field here.
+ */
+import type { Limits } from '@bindery/context-ops';
+import type { QueryPool } from '../execution/query-pool.ts';
+import type { ControlPlaneMetrics } from '../metrics.ts';
+import type { ContextCache } from './context-cache.ts';
+
+export interface ExecutorOptions {
+  limits: Limits;
+  contexts: ContextCache;
+  metrics: Pick<ControlPlaneMetrics, 'execution' | 'audit' | 'writes'>;
+  /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
+  queries: QueryPool;
+  /** How long a write's idempotency key is remembered. */
+  idempotencyTtlMs: number;
+}

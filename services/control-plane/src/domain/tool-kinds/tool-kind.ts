@@ -1,0 +1,102 @@
+/**
+ * The shape of one tool kind (DESIGN.md §7b): what an ADI of that kind stores, how it is checked
+ * when saved, what it shows an agent (input and output schema, annotations, title, default name
+ * and description) and how one call of it runs. One module per kind in this folder, registered in
+ * `index.ts`, like the operations of context-ops.
+ *
+ * What stays outside every kind, in one place: ownership of tables and of everything an ADI
+ * references (adis.ts), the binding, AEI and owner checks, argument validation against the
+ * binding's effective schema, auditing, metrics and the tool-error body (executor.ts), and schema
+ * narrowing of overrides (bindings.ts). A kind throws DomainError or OpError; it never builds an
+ * `isError` result itself.
+ */
+import type { AdiKind, AdiRef, ToolAnnotations } from '@bindery/contracts';
+import type { JsonSchema, JsonValue } from '@bindery/context-ops';
+import type { TObject } from 'typebox';
+import type { Db, DomainContext, Principal } from '../context.ts';
+import type { ExecutorOptions } from '../executor-options.ts';
+import type { KeyedWrite } from '../idempotency.ts';
+
+/**
+ * What an ADI of any kind stores besides its name, description and category: its context, when it
+ * has one (`tableId` and `jsonPath` both set or both null), its operation (context ADIs only) and
+ * its kind's own settings (`config`, a JSON object).
+ */
+export interface KindColumns {
+  tableId: string | null;
+  jsonPath: string | null;
+  operationType: string | null;
+  config: Record<string, unknown>;
+}
+
+/** Where a tool's context lives, for titles and default descriptions (null: it has no context). */
+export interface ToolPlace {
+  tableName: string | null;
+}
+
+/** Who saves an ADI: the database (or the open transaction) and the owner. */
+export interface SaveScope {
+  db: Db;
+  caller: Principal;
+}
+
+/** One call of a tool, after the shared checks passed (binding, AEI, owner, arguments). */
+export interface ToolCall {
+  ctx: DomainContext;
+  options: ExecutorOptions;
+  /** The tool's name as its caller knows it (for messages). */
+  toolName: string;
+  /** The ADI's id; null for a tool of a legacy v1 instance (a context tool without an ADI row). */
+  adiId: string | null;
+  adi: KindColumns;
+  /** The arguments, valid for the binding's effective input schema, its defaults applied. */
+  args: Record<string, unknown>;
+  /** The user owning the exposure and the ADI: per-tenant limits and queues key on it. */
+  userId: string;
+  /** Set when the call came with an idempotency key: a write records its answer under it. */
+  keyed: KeyedWrite | undefined;
+}
+
+/**
+ * One tool kind. `Body` is its create body (the wire shape in `createBody`), `Patch` the fields of
+ * a PATCH it accepts besides name, description and category (listed in `patchFields`).
+ */
+export interface ToolKindModule<Body = unknown, Patch = unknown> {
+  kind: AdiKind;
+  /** The create body of this kind (packages/contracts), one branch of `POST /api/v2/adis`. */
+  createBody: TObject;
+  /** The PATCH fields of this kind; a PATCH naming another kind's field is refused. */
+  patchFields: readonly string[];
+  /** What a create body stores (its shape is already checked against `createBody`). */
+  columnsOf(body: Body): KindColumns;
+  /** The columns after a PATCH of this kind's fields. */
+  patched(current: KindColumns, patch: Patch): KindColumns;
+  /**
+   * Checks columns before they are stored (create, update, import), answering them normalised;
+   * VALIDATION_FAILED naming the field when wrong. May read the caller's own data through `scope`
+   * (secrets it names, say). Table ownership and the pointer syntax are checked by the caller.
+   */
+  check(columns: KindColumns, scope: SaveScope): KindColumns | Promise<KindColumns>;
+  /** The tool name of an ADI saved without one; stable and revealing nothing about its data. */
+  defaultName(columns: KindColumns, adiId: string): string;
+  /** The description an agent sees when neither the binding nor the ADI sets one. */
+  defaultDescription(columns: KindColumns, place: ToolPlace): string;
+  /** The canonical input schema: JSON Schema, type object; overrides must be narrower. */
+  inputSchema(columns: KindColumns): JsonSchema;
+  /**
+   * The schema of the tool's structured result, or null when it has none. With one, the executor
+   * also answers an object result as `structuredContent`. Never throws (read before the audit).
+   */
+  outputSchema(columns: KindColumns): JsonSchema | null;
+  /** MCP tool annotations, with a `title` for people. */
+  annotations(columns: KindColumns, place: ToolPlace): ToolAnnotations;
+  /** What config v2 tells a gateway about the ADI (`adi_ref`: its member of the union on kind). */
+  adiRef(adiId: string, columns: KindColumns): AdiRef;
+  /**
+   * What the audit row's `operation` and the execution metric name (context: the operation). Never
+   * throws, even for a row edited by hand (read before the audit).
+   */
+  operation(columns: KindColumns): string;
+  /** Runs one call; its answer becomes the tool result's JSON text. */
+  run(call: ToolCall): Promise<JsonValue>;
+}
