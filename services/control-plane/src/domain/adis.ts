@@ -16,7 +16,7 @@ import {
 import { OPERATIONS, parsePointer, validateAdiConfig } from '@bindery/context-ops';
 import type { Adi, Prisma } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
-import { newId } from '../secrets.ts';
+import { newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { contextStatuses, requireContext } from './context-presence.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';

@@ -12,7 +12,7 @@ import { MAX_JSON_DEPTH } from '@bindery/contracts';
 import { OPERATIONS, checkSchemaNarrowing, checkValueArgument, type JsonSchema } from '@bindery/context-ops';
 import { Prisma, type AeiBinding } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
-import { newId } from '../secrets.ts';
+import { newId } from '../ids.ts';
 import { findOwnAdi, operationOf } from './adis.ts';
 import { findOwnAei } from './aeis.ts';
 import type { Db, DomainContext, Principal } from './context.ts';

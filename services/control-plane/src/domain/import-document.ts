@@ -12,7 +12,7 @@ import { MAX_JSON_DEPTH, type ExportDocument, type ImportClash, type ImportResul
 import { OpError, checkValueArgument, parsePointer, validateAdiConfig } from '@bindery/context-ops';
 import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
-import { newCredential, newIds } from '../secrets.ts';
+import { newCredential, newIds } from '../ids.ts';
 import { checkOverride } from './bindings.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
