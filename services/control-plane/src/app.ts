@@ -32,6 +32,7 @@ import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
 import { createMetrics, type PoolCounts } from './metrics.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { projectRoutes } from './routes/projects.ts';
+import { secretRoutes } from './routes/secrets.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
@@ -55,6 +56,8 @@ export interface AppOptions {
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
   pool?: PoolCounts | undefined;
   logger?: FastifyServerOptions['logger'];
+  /** Where the app's own logger writes (stdout otherwise); tests read what it logs. */
+  logStream?: { write(line: string): void };
   /** Start the query worker pool (and its warm worker) at once; otherwise at the first long query. */
   warmQueryWorkers?: boolean;
 }
@@ -71,7 +74,11 @@ function definedOnly<T extends object>(values: T): Partial<T> {
 /** Builds the control-plane app (not listening). */
 export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const app = Fastify({
-    logger: options.logger ?? { level: options.config.logLevel, serializers: { req: serializeRequest } },
+    logger: options.logger ?? {
+      level: options.config.logLevel,
+      serializers: { req: serializeRequest },
+      ...(options.logStream && { stream: options.logStream }),
+    },
     bodyLimit: options.config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: options.config.logRequests === false }),
     frameworkErrors: frameworkErrorAnswer,
@@ -96,8 +103,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         title: 'Bindery control plane',
         version: '0.1.0',
         description:
-          'Admin API: users and admin tokens, contexts (tables), tools (ADIs), exposures (AEIs) and ' +
-          'their bindings. ' +
+          'Admin API: users and admin tokens, contexts (tables), tools (ADIs), exposures (AEIs), ' +
+          'their bindings and the secrets tools use. ' +
           'Errors are always {"error": {"code", "message", "details", "request_id"}}.',
       },
       components: {
@@ -127,6 +134,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(bindingRoutes);
       await v2.register(auditRoutes);
       await v2.register(exportImportRoutes);
+      await v2.register(secretRoutes);
     },
     { prefix: '/api/v2' },
   );
