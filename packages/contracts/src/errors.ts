@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   'TIMEOUT',
   'LIMIT_EXCEEDED',
   'OUTCOME_UNKNOWN',
+  'NOT_CONFIGURED',
   'INTERNAL',
 ] as const;
 
@@ -45,6 +46,9 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   // A write was sent but its answer never came (timeout, connection lost): it may have been
   // applied. Never "try again" without checking, or without the same idempotency key.
   OUTCOME_UNKNOWN: 504,
+  // The server lacks a setting the request needs (BINDERY_SECRET_KEY for secrets): the operator can
+  // fix it, the caller cannot; the message names the setting.
+  NOT_CONFIGURED: 503,
   INTERNAL: 500,
 };
 

@@ -2,11 +2,13 @@
  * The export document (`GET /api/v2/export`, `POST /api/v2/import`): one user's projects, tables
  * with their data, ADIs, AEIs and bindings, as one versioned JSON document. Ids are the exporting
  * installation's and serve only as references inside the document; an import gives everything new
- * ids. AEIs travel without keys or key hashes: an import issues new keys.
+ * ids. AEIs travel without keys or key hashes: an import issues new keys. Secrets travel by name
+ * only, never their values: the importing user creates the ones they lack.
  */
 import { Type, type Static, type TSchema } from 'typebox';
 import { AeiStatus, ExposureMode, JsonValue, OperationTypeSchema, Slug, ToolName } from './admin-api.ts';
 import { TOOL_NAME_PATTERN } from './naming.ts';
+import { SecretName } from './secrets.ts';
 import { AdiKindSchema } from './tool-kinds/kinds.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -94,6 +96,11 @@ export const ExportDocument = Type.Object(
     adis: Type.Array(ExportAdi),
     aeis: Type.Array(ExportAei),
     bindings: Type.Array(ExportBinding, { description: 'in each AEI’s tool order' }),
+    secrets: Type.Optional(
+      Type.Array(Type.Object({ name: SecretName }, Closed), {
+        description: 'the names of the exporting user’s secrets (never their values)',
+      }),
+    ),
     skipped: Type.Optional(
       Type.Object(
         { legacy_instances: Type.Integer({ minimum: 0 }) },
@@ -140,5 +147,8 @@ export const ImportResult = Type.Object({
   }),
   clashes: Type.Array(ImportClash),
   aeis: Type.Array(ImportedAei),
+  secrets_to_create: Type.Array(Type.String(), {
+    description: 'secrets the document names that you do not have yet: create them (POST /api/v2/secrets)',
+  }),
 });
 export type ImportResult = Static<typeof ImportResult>;

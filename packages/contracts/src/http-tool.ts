@@ -4,6 +4,7 @@
  * is saved (domain/http-tools) and the OpenAPI import produces it.
  */
 import { Type, type Static } from 'typebox';
+import { SECRET_NAME_RE } from './secrets.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'] as const;
@@ -23,8 +24,6 @@ export const ARGUMENT_NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
 export const ARGUMENT_NAME_RE = new RegExp(ARGUMENT_NAME_PATTERN);
 
 /** A secret's name as `{{secret.NAME}}` references it. */
-export const SECRET_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
-export const SECRET_NAME_RE = new RegExp(SECRET_NAME_PATTERN);
 
 /**
  * The `{{...}}` references in a header or query value: the secret names of the well-formed

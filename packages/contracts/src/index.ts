@@ -1,4 +1,14 @@
 export { ERROR_CODES, ERROR_STATUS, ErrorBody, type ErrorCode } from './errors.ts';
+export {
+  CreateSecretBody,
+  MAX_SECRET_VALUE_BYTES,
+  SECRET_NAME_PATTERN,
+  SECRET_NAME_RE,
+  Secret,
+  SecretName,
+  SecretParams,
+  UpdateSecretBody,
+} from './secrets.ts';
 export { OPERATION_TYPES, READ_OPERATIONS, isOperationType, type OperationType } from './operations.ts';
 export { ID_PREFIX, SLUG_PATTERN, SLUG_RE, TOOL_NAME_PATTERN, TOOL_NAME_RE } from './naming.ts';
 export {
@@ -139,8 +149,6 @@ export {
   HTTP_TOOL_LIMITS,
   HttpToolConfig,
   HttpToolParam,
-  SECRET_NAME_PATTERN,
-  SECRET_NAME_RE,
   templateReferences,
   type HttpMethod,
   type HttpParamLocation,

@@ -45,8 +45,8 @@ export interface LoggerSettings {
   name: string;
   /** How a request shows in its lines (both services redact the api_key in URLs). */
   serializeRequest?: (request: FastifyRequest) => { method?: string; url?: string; [key: string]: unknown };
-  /** Where lines go instead of stdout (tests). */
-  destination?: NodeJS.WritableStream;
+  /** Where lines go instead of stdout (tests): anything with pino's `write(line)`. */
+  destination?: { write(line: string): unknown };
 }
 
 /** Fastify's `logger` option for a service: pino, JSON or readable as `format` and stdout say. */
@@ -57,7 +57,7 @@ export function loggerOptions(settings: LoggerSettings): FastifyServerOptions['l
   if (!human)
     return { level, name, ...(serializers && { serializers }), ...(destination && { stream: destination }) };
   const pretty = PinoPretty({
-    destination: destination ?? 1,
+    destination: (destination as NodeJS.WritableStream | undefined) ?? 1,
     // Written as they come, so the last lines before a crash or an exit are never lost.
     sync: true,
     colorize: destination === undefined && process.stdout.isTTY === true,

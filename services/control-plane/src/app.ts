@@ -33,6 +33,7 @@ import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
 import { createMetrics, type PoolCounts } from './metrics.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { projectRoutes } from './routes/projects.ts';
+import { secretRoutes } from './routes/secrets.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
@@ -57,6 +58,8 @@ export interface AppOptions {
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
   pool?: PoolCounts | undefined;
   logger?: FastifyServerOptions['logger'];
+  /** Where the app's own logger writes (stdout otherwise); tests read what it logs. */
+  logStream?: { write(line: string): void };
   /** Start the query worker pool (and its warm worker) at once; otherwise at the first long query. */
   warmQueryWorkers?: boolean;
 }
@@ -80,6 +83,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         format: options.config.logFormat ?? 'json',
         name: 'control-plane',
         serializeRequest,
+        ...(options.logStream && { destination: options.logStream }),
       }),
     bodyLimit: options.config.bodyLimitBytes,
     logController: new RequestLogController({ enabled: options.config.logRequests !== false }),
@@ -105,8 +109,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         title: 'Bindery control plane',
         version: '0.1.0',
         description:
-          'Admin API: users and admin tokens, contexts (tables), tools (ADIs), exposures (AEIs) and ' +
-          'their bindings. ' +
+          'Admin API: users and admin tokens, contexts (tables), tools (ADIs), exposures (AEIs), ' +
+          'their bindings and the secrets tools use. ' +
           'Errors are always {"error": {"code", "message", "details", "request_id"}}.',
       },
       components: {
@@ -136,6 +140,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(bindingRoutes);
       await v2.register(auditRoutes);
       await v2.register(exportImportRoutes);
+      await v2.register(secretRoutes);
     },
     { prefix: '/api/v2' },
   );

@@ -55,6 +55,12 @@ export interface Config {
   queryTenantEscalations: number;
   /** Heap cap of each query worker, in MiB. */
   queryWorkerMemoryMb: number;
+  /** The key new secrets are encrypted with; unset = generated on embedded PGlite, none on PostgreSQL. */
+  secretKey: Uint8Array | undefined;
+  /** Earlier secret keys, still used to read secrets written with them. */
+  secretOldKeys: Uint8Array[];
+  /** Networks outgoing tool and import requests may reach although they are not public (CIDR). */
+  httpToolsAllowedNetworks: string[];
 }
 
 const settings = CONTROL_PLANE_SETTINGS.settings;
@@ -120,5 +126,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     queryQueue: v.QUERY_QUEUE,
     queryTenantEscalations: v.QUERY_TENANT_ESCALATIONS,
     queryWorkerMemoryMb: v.QUERY_WORKER_MEMORY_MB,
+    secretKey: v.BINDERY_SECRET_KEY,
+    secretOldKeys: v.BINDERY_SECRET_OLD_KEYS,
+    httpToolsAllowedNetworks: v.HTTP_TOOLS_ALLOWED_NETWORKS,
   };
 }

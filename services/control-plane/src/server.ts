@@ -16,6 +16,7 @@ import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { openDatabase, type Database } from './db/database.ts';
+import { openSecretKeyring } from './db/secret-key-file.ts';
 import { mcpUrl } from './domain/client-configs.ts';
 import { existingDemo, seedDemo, wantsDemo } from './domain/demo.ts';
 import { ensureRootToken } from './domain/users.ts';
@@ -25,6 +26,7 @@ import { ExposureInvalidation } from './exposure-invalidation.ts';
 // stderr and exit code 1, no stack trace.
 let config: Config;
 let database: Database;
+let secretKeys: Awaited<ReturnType<typeof openSecretKeyring>>;
 try {
   config = loadConfig(process.env);
   database = await openDatabase(
@@ -32,6 +34,15 @@ try {
       ? { kind: 'postgres', url: config.databaseUrl }
       : { kind: 'pglite', dataDir: config.dataDir },
   );
+  // After the database: the data directory is this process's now (its lock is held).
+  secretKeys = await openSecretKeyring({
+    secretKey: config.secretKey,
+    secretOldKeys: config.secretOldKeys,
+    dataDir: config.databaseUrl ? undefined : config.dataDir,
+  }).catch(async (error: unknown) => {
+    await database.close();
+    throw error;
+  });
 } catch (error) {
   if (!(error instanceof ConfigError || error instanceof DataDirLockedError)) throw error;
   process.stderr.write(`bindery control plane: ${error.message}\n`);
@@ -47,6 +58,7 @@ const app = await buildApp({
     // Forwards to the invalidation below, which logs through this app's logger. Nothing changes an
     // exposure before it exists: the app does not listen yet and the demo seed tells no one.
     listener: { configChanged: (ids) => invalidation.configChanged(ids) },
+    keyring: secretKeys.keyring,
   },
 });
 for (const warning of unknownSettingWarnings(process.env)) app.log.warn(warning);
@@ -69,6 +81,14 @@ app.log.info(
   },
   'database ready',
 );
+if (secretKeys.generated) {
+  app.log.info(
+    { key_file: secretKeys.keyFile },
+    'secret key generated (BINDERY_SECRET_KEY unset); back it up',
+  );
+} else if (!secretKeys.keyring) {
+  app.log.warn('no BINDERY_SECRET_KEY: secrets cannot be stored or used until it is set');
+}
 const generated = await ensureRootToken(database.prisma, config.adminToken);
 // Under `pnpm start` the launcher prints the root token and the demo's URL in its banner (once);
 // started any other way, this process prints them itself, on the console only (never in the

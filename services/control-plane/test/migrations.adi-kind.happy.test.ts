@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseTarget } from '../src/db/database.ts';
 import { MIGRATIONS_DIR, migrate, type SqlSession } from '../src/db/migrate.ts';
-import { hashSecret } from '../src/secrets.ts';
+import { hashSecret } from '../src/ids.ts';
 import { INTERNAL_TOKEN, engine, startTestApp, type TestApp } from './support/app.ts';
 import { createDatabase } from './support/postgres.ts';
 

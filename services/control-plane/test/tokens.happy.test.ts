@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, migrate, type SqlSession } from '../src/db/migrate.ts';
 import { openDatabase, type DatabaseTarget } from '../src/db/database.ts';
 import { authenticate } from '../src/domain/admin-tokens.ts';
-import { hashSecret } from '../src/secrets.ts';
+import { hashSecret } from '../src/ids.ts';
 import { engine, startTestApp, type TestApp } from './support/app.ts';
 import { createDatabase } from './support/postgres.ts';
 

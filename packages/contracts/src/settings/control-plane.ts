@@ -1,6 +1,18 @@
 /** The control plane's settings: every environment variable it reads, with kind, default and doc. */
 import { GATEWAY_HOST, GATEWAY_PORT, HOST, PORT, localUrl } from './addresses.ts';
-import { derived, defineSettings, integer, list, secret, string, url, boolean } from './schema.ts';
+import {
+  boolean,
+  derived,
+  defineSettings,
+  encryptionKey,
+  encryptionKeys,
+  integer,
+  list,
+  networks,
+  secret,
+  string,
+  url,
+} from './schema.ts';
 import {
   LOG_FORMAT,
   LOG_LEVEL,
@@ -126,6 +138,15 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 256,
       doc: 'heap cap of each query worker; a query may build a quarter of it (`LIMIT_EXCEEDED`, limit `memory`)',
     }),
+    BINDERY_SECRET_KEY: encryptionKey({
+      doc: 'the key users’ secrets are encrypted with (AES-256-GCM); unset = on embedded PGlite one is generated once into `BINDERY_DATA_DIR/secret.key`, on PostgreSQL secrets are unavailable (503 `NOT_CONFIGURED`)',
+    }),
+    BINDERY_SECRET_OLD_KEYS: encryptionKeys({
+      doc: 'earlier values of `BINDERY_SECRET_KEY`, still used to read secrets written with them (rotation: move the old key here, set the new one)',
+    }),
+    HTTP_TOOLS_ALLOWED_NETWORKS: networks({
+      doc: 'networks outgoing tool and import requests may reach although they are loopback, private, link-local or otherwise not public (e.g. `10.1.0.0/16`); empty = public addresses only',
+    }),
   },
   [
     (v) =>
@@ -135,6 +156,10 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     (v) =>
       v.QUERY_INLINE_MS > v.QUERY_TIMEOUT_MS
         ? `QUERY_INLINE_MS (${v.QUERY_INLINE_MS}) must not be larger than QUERY_TIMEOUT_MS (${v.QUERY_TIMEOUT_MS})`
+        : undefined,
+    (v) =>
+      v.BINDERY_SECRET_OLD_KEYS.length > 0 && v.BINDERY_SECRET_KEY === undefined
+        ? 'BINDERY_SECRET_OLD_KEYS needs BINDERY_SECRET_KEY: new secrets are written with the current key, the old ones only read'
         : undefined,
   ],
 );

@@ -11,6 +11,9 @@ export { localUrl } from './addresses.ts';
 export { CONTROL_PLANE_SETTINGS } from './control-plane.ts';
 export { GATEWAY_SETTINGS } from './gateway.ts';
 export {
+  ENCRYPTION_KEY_BYTES,
+  canonicalNetwork,
+  decodeEncryptionKey,
   parseSettings,
   settingsProblemsMessage,
   type Setting,

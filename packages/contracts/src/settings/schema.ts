@@ -4,6 +4,7 @@
  * renders docs/configuration.md and tells turbo's configuration test which names must reach the
  * processes.
  */
+import ipaddr from 'ipaddr.js';
 
 /** What went wrong with a value: the text after the variable's name ("must be ..., got ..."). */
 type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string; got?: string };
@@ -307,4 +308,124 @@ export function list(o: { items?: 'string' | 'url'; doc: string }): Setting<stri
 /** A derived default: computed from settings declared before it, shown in the docs as `shown`. */
 export function derived<T>(shown: string, derive: (values: Readonly<Record<string, unknown>>) => T) {
   return { shown, derive } satisfies DerivedDefault<T>;
+}
+
+/** Bytes of an encryption key (AES-256). */
+export const ENCRYPTION_KEY_BYTES = 32;
+
+/**
+ * The 32 bytes an encryption key's text stands for: 64 hex digits, or base64 (standard or
+ * URL-safe, padding optional) of exactly 32 bytes; undefined for anything else.
+ */
+export function decodeEncryptionKey(text: string): Uint8Array | undefined {
+  const raw = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(raw)) {
+    return Uint8Array.from(raw.match(/../g)!, (pair) => parseInt(pair, 16));
+  }
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(raw)) return undefined;
+  let binary: string;
+  try {
+    binary = atob(raw.replace(/-/g, '+').replace(/_/g, '/'));
+  } catch {
+    return undefined;
+  }
+  if (binary.length !== ENCRYPTION_KEY_BYTES) return undefined;
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+}
+
+const KEY_FORMAT = `${ENCRYPTION_KEY_BYTES} bytes`;
+const KEY_PROBLEM = `must be ${KEY_FORMAT} written as base64 or as 64 hex digits (e.g. \`openssl rand -base64 32\`)`;
+
+/** An AES-256 key (secret): its 32 bytes, from base64 or hex; messages show its length only. */
+export function encryptionKey(o: { doc: string }): Setting<Uint8Array | undefined> {
+  return {
+    kind: `secret, ${KEY_FORMAT} as base64 or 64 hex digits`,
+    doc: o.doc,
+    secret: true,
+    shownDefault: 'unset',
+    fallback: () => undefined,
+    parse: (raw) => {
+      const key = decodeEncryptionKey(raw);
+      return key ? ok(key) : fail(KEY_PROBLEM);
+    },
+  };
+}
+
+/** A comma-separated list of AES-256 keys (secret), each like `encryptionKey`'s. */
+export function encryptionKeys(o: { doc: string }): Setting<Uint8Array[]> {
+  return {
+    kind: `secret, comma-separated keys of ${KEY_FORMAT} each`,
+    doc: o.doc,
+    secret: true,
+    shownDefault: 'empty',
+    fallback: () => [],
+    parse: (raw) => {
+      const keys: Uint8Array[] = [];
+      for (const item of raw.split(',').map((s) => s.trim())) {
+        if (item === '') continue;
+        const key = decodeEncryptionKey(item);
+        if (!key) return fail(`has an item that ${KEY_PROBLEM.replace(/^must be/, 'is not')}`, item);
+        keys.push(key);
+      }
+      return ok(keys);
+    },
+  };
+}
+
+/**
+ * A comma-separated list of IP networks in CIDR notation (`10.0.0.0/8`, `fd00::/8`); a bare address
+ * is that one address. Each parses to its canonical `address/prefix` (an IPv4-mapped IPv6 network
+ * to its IPv4 form, so it matches the way addresses are compared).
+ */
+export function networks(o: { doc: string }): Setting<string[]> {
+  return {
+    kind: 'comma-separated CIDR networks',
+    doc: o.doc,
+    secret: false,
+    shownDefault: 'empty',
+    fallback: () => [],
+    parse: (raw) => {
+      const items: string[] = [];
+      for (const item of raw.split(',').map((s) => s.trim())) {
+        if (item === '') continue;
+        const network = canonicalNetwork(item);
+        if (network === undefined) {
+          return fail(
+            'must be a comma-separated list of CIDR networks such as 127.0.0.1/32 or fd00::/8',
+            item,
+          );
+        }
+        items.push(network);
+      }
+      return ok([...new Set(items)]);
+    },
+  };
+}
+
+/** `address/prefix` for a CIDR network or a bare address, IPv4-mapped forms as IPv4; else undefined. */
+export function canonicalNetwork(text: string): string | undefined {
+  let address: ipaddr.IPv4 | ipaddr.IPv6;
+  let prefix: number;
+  try {
+    if (text.includes('/')) {
+      // parseCIDR accepts a prefix with leading zeros or a sign; only plain digits are meant.
+      if (!/\/\d{1,3}$/.test(text)) return undefined;
+      [address, prefix] = ipaddr.parseCIDR(text);
+    } else {
+      address = ipaddr.parse(text);
+      prefix = address.kind() === 'ipv4' ? 32 : 128;
+    }
+  } catch {
+    return undefined;
+  }
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && prefix >= 96) {
+    address = (address as ipaddr.IPv6).toIPv4Address();
+    prefix -= 96;
+  }
+  // The network's own address: 10.1.2.3/8 names 10.0.0.0/8.
+  const base =
+    address.kind() === 'ipv4'
+      ? ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${prefix}`)
+      : ipaddr.IPv6.networkAddressFromCIDR(`${address.toString()}/${prefix}`);
+  return `${base.toString()}/${prefix}`;
 }

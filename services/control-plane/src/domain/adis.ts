@@ -19,7 +19,7 @@ import {
 import { parsePointer } from '@bindery/context-ops';
 import type { Adi, Prisma } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
-import { newId } from '../secrets.ts';
+import { newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { contextStatuses, requireContext } from './context-presence.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';

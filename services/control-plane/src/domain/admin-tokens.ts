@@ -13,7 +13,7 @@ import type {
 } from '@bindery/contracts';
 import type { AdminToken } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
-import { hashSecret, newCredential, newId } from '../secrets.ts';
+import { hashSecret, newCredential, newId } from '../ids.ts';
 import type { Db, Principal } from './context.ts';
 import { pageWindow, toPage } from './pagination.ts';
 

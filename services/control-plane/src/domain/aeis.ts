@@ -4,7 +4,7 @@
 import type { Aei as AeiBody, CreateAeiBody, PageQuery, UpdateAeiBody } from '@bindery/contracts';
 import type { Aei } from '../generated/prisma/client.ts';
 import { notFound } from '../errors.ts';
-import { newCredential, newId } from '../secrets.ts';
+import { newCredential, newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';

@@ -10,7 +10,7 @@ import type {
 } from '@bindery/contracts';
 import type { AuditEvent } from '../generated/prisma/client.ts';
 import type { AuditMeter } from '../metrics.ts';
-import { newId } from '../secrets.ts';
+import { newId } from '../ids.ts';
 import type { Db, Principal } from './context.ts';
 import { pageWindow, toPage } from './pagination.ts';
 

@@ -12,7 +12,7 @@ import { MAX_JSON_DEPTH } from '@bindery/contracts';
 import { checkSchemaNarrowing, checkValueArgument, type JsonSchema } from '@bindery/context-ops';
 import { Prisma, type Adi, type AeiBinding } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
-import { newId } from '../secrets.ts';
+import { newId } from '../ids.ts';
 import { findOwnAdi } from './adis.ts';
 import { findOwnAei } from './aeis.ts';
 import type { Db, DomainContext, Principal } from './context.ts';

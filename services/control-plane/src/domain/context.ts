@@ -1,9 +1,10 @@
 /**
- * What every domain service is handed: the database and the listener told when an AEI's exposed
- * configuration changed (the gateway cache invalidation hangs off it).
+ * What every domain service is handed: the database, the listener told when an AEI's exposed
+ * configuration changed (the gateway cache invalidation hangs off it) and the secrets' keyring.
  */
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { TransactionClient } from '../generated/prisma/internal/prismaNamespace.ts';
+import type { SecretKeyring } from './secret-keyring.ts';
 
 /** A Prisma client or an open transaction, so services compose inside one transaction. */
 export type Db = PrismaClient | TransactionClient;
@@ -19,6 +20,8 @@ export interface ConfigChangeListener {
 export interface DomainContext {
   prisma: PrismaClient;
   listener: ConfigChangeListener;
+  /** Encrypts and decrypts users' secrets; absent when no key is configured (PostgreSQL without one). */
+  keyring?: SecretKeyring | undefined;
 }
 
 /** The authenticated caller of the admin API. */

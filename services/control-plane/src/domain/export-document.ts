@@ -1,6 +1,6 @@
 /**
- * Export: one user's projects, tables with their data, ADIs, AEIs (without keys or key hashes)
- * and bindings as one versioned document (`format: "bindery-export"`, `version: 1`), each list in
+ * Export: one user's projects, tables with their data, ADIs, AEIs (without keys or key hashes),
+ * bindings and secret names (without values) as one versioned document (`format: "bindery-export"`, `version: 1`), each list in
  * creation order, so an import recreates each AEI's tools in the same order.
  */
 import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument } from '@bindery/contracts';
@@ -17,7 +17,7 @@ const BY_ID = { orderBy: { id: 'asc' } } as const;
  */
 export async function exportDocument(prisma: PrismaClient, caller: Principal): Promise<ExportDocument> {
   const own = { where: { userId: caller.userId }, ...BY_ID };
-  const [projects, tables, adis, aeis, bindings, legacyInstances] = await prisma.$transaction(
+  const [projects, tables, adis, aeis, bindings, legacyInstances, secrets] = await prisma.$transaction(
     [
       prisma.project.findMany(own),
       prisma.table.findMany(own),
@@ -26,6 +26,7 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
       prisma.aeiBinding.findMany({ where: { aei: { userId: caller.userId } }, ...BY_ID }),
       // Migrated instances travel as their AEIs; the others have nothing but a key, which cannot.
       prisma.mcpInstance.count({ where: { userId: caller.userId, migratedAt: null } }),
+      prisma.secret.findMany({ ...own, select: { name: true } }),
     ],
     { isolationLevel: 'RepeatableRead' },
   );
@@ -63,6 +64,7 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
       input_schema: b.inputSchema as Record<string, unknown> | null,
       enabled: b.enabled,
     })),
+    secrets: secrets.map((s) => ({ name: s.name })),
     ...(legacyInstances > 0 && { skipped: { legacy_instances: legacyInstances } }),
   };
 }

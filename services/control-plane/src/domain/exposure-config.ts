@@ -6,7 +6,7 @@
 import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
 import type { Aei } from '../generated/prisma/client.ts';
 import { notFound } from '../errors.ts';
-import { hashSecret } from '../secrets.ts';
+import { hashSecret } from '../ids.ts';
 import type { Db } from './context.ts';
 import { legacyTools } from './legacy-instances.ts';
 import { contextKind, legacyColumns } from './tool-kinds/context.ts';

@@ -3,7 +3,8 @@
  * remapped) and new api keys (shown once, in the answer). Names are kept: ADI and tool names
  * always, since they are what agents see; a project, a table outside projects or an AEI whose name
  * the caller already uses is imported as "name (2)" (the first free number; a project's slug gets
- * "-2"), and reported as a clash. A dry run checks and plans the same way and writes nothing.
+ * "-2"), and reported as a clash. Secrets travel by name only: the answer lists the ones the
+ * caller lacks (`secrets_to_create`). A dry run checks and plans the same way and writes nothing.
  *
  * Every fault of the document is a VALIDATION_FAILED naming its place (`body/adis/3/json_path`),
  * found before anything is written.
@@ -18,7 +19,7 @@ import {
 import { OpError, checkValueArgument } from '@bindery/context-ops';
 import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
-import { newCredential, newIds } from '../secrets.ts';
+import { newCredential, newIds } from '../ids.ts';
 import { checkOverride } from './bindings.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
@@ -281,6 +282,7 @@ export async function importDocument(
   dryRun: boolean,
 ): Promise<ImportResult> {
   const adis = await checkDocument(doc, caller, ctx.prisma);
+  const secretsToCreate = await missingSecrets(ctx.prisma, caller, doc);
   if (dryRun) {
     const plan = await planNames(ctx.prisma, caller, doc);
     return {
@@ -294,9 +296,10 @@ export async function importDocument(
         name: plan.renamed.get(aei.id)?.name ?? aei.name,
         api_key_prefix: null,
       })),
+      secrets_to_create: secretsToCreate,
     };
   }
-  return changeExposure(ctx, (tx) => applyImport(tx, caller, doc, adis)).catch((error: unknown) => {
+  const imported = changeExposure(ctx, (tx) => applyImport(tx, caller, doc, adis)).catch((error: unknown) => {
     if (uniqueViolation(error)) {
       throw new DomainError(
         'CONFLICT',
@@ -305,6 +308,19 @@ export async function importDocument(
     }
     throw error;
   });
+  return { ...(await imported), secrets_to_create: secretsToCreate };
+}
+
+/** The document's secret names the caller has no secret for, in document order. */
+async function missingSecrets(db: Db, caller: Principal, doc: ExportDocument): Promise<string[]> {
+  const names = [...new Set((doc.secrets ?? []).map((s) => s.name))];
+  if (names.length === 0) return [];
+  const have = await db.secret.findMany({
+    where: { userId: caller.userId, name: { in: names } },
+    select: { name: true },
+  });
+  const owned = new Set(have.map((s) => s.name));
+  return names.filter((name) => !owned.has(name));
 }
 
 /** Plans the names and writes everything in one transaction; the answer carries the new keys. */
@@ -313,7 +329,7 @@ async function applyImport(
   caller: Principal,
   doc: ExportDocument,
   checked: Map<string, { kind: string; columns: KindColumns }>,
-): Promise<{ result: ImportResult; changedAeis: string[] }> {
+): Promise<{ result: Omit<ImportResult, 'secrets_to_create'>; changedAeis: string[] }> {
   // Planned inside the transaction, so the names it picks are still free when written (a slug
   // taken meanwhile by a concurrent request fails the whole import on its unique index).
   const plan = await planNames(tx, caller, doc);
@@ -394,7 +410,7 @@ async function applyImport(
       enabled: b.enabled,
     })),
   });
-  const result: ImportResult = {
+  const result: Omit<ImportResult, 'secrets_to_create'> = {
     dry_run: false,
     created: counts(doc),
     id_map: Object.fromEntries(idMap),

@@ -14,7 +14,7 @@ import {
 import { parsePointer } from '@bindery/context-ops';
 import { Prisma, type McpInstance } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
-import { newCredential, newId } from '../secrets.ts';
+import { newCredential, newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';

@@ -15,7 +15,7 @@ import type {
 } from '@bindery/contracts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
-import { newId, newIds } from '../secrets.ts';
+import { newId, newIds } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { findOwnInstance, legacyTools, type InstanceRow } from './legacy-instances.ts';

@@ -10,7 +10,7 @@ import type {
 } from '@bindery/contracts';
 import type { Project } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
-import { newId } from '../secrets.ts';
+import { newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';

@@ -13,7 +13,7 @@ import { MAX_JSON_DEPTH } from '@bindery/contracts';
 import { checkValueArgument } from '@bindery/context-ops';
 import { Prisma, type Table } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
-import { newId } from '../secrets.ts';
+import { newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';

@@ -12,7 +12,7 @@ import type {
 } from '@bindery/contracts';
 import type { User } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
-import { credentialOf, newCredential, newId } from '../secrets.ts';
+import { credentialOf, newCredential, newId } from '../ids.ts';
 import { usableTokens } from './admin-tokens.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpConfigVersions, changeExposure } from './exposure.ts';

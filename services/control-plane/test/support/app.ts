@@ -7,12 +7,15 @@ import type { QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
 import type { ConfigChangeListener } from '../../src/domain/context.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
+import { SecretKeyring } from '../../src/domain/secret-keyring.ts';
 import { ensureRootToken } from '../../src/domain/users.ts';
 import { createDatabase, TEMPLATE_DB } from './postgres.ts';
 
 export const ROOT_TOKEN = 'bnd_admin_root-token-for-tests-only';
 export const INTERNAL_TOKEN = 'internal-token-for-tests-only';
 export const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
+/** The secrets' key of test apps unless a test gives its own (32 bytes). */
+export const TEST_SECRET_KEY = new Uint8Array(32).fill(7);
 
 export interface TestApp {
   app: AdminApp;
@@ -60,6 +63,10 @@ export async function startTestApp(
     gatewayPublicUrl?: string;
     /** Query settings (QUERY_TIMEOUT_MS, ...); the defaults otherwise. */
     query?: Partial<Record<keyof typeof QUERY_DEFAULTS, number>>;
+    /** BINDERY_SECRET_KEY and BINDERY_SECRET_OLD_KEYS; `null` = no key (PostgreSQL without one). */
+    secretKeys?: { key: Uint8Array; oldKeys?: Uint8Array[] } | null;
+    /** Receives every log line of the app, at level trace (no logging otherwise). */
+    logStream?: { write(line: string): void };
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -85,10 +92,11 @@ export async function startTestApp(
   }
   await ensureRootToken(database.prisma, ROOT_TOKEN);
   const configChanges: string[][] = [];
+  const secretKeys = options.secretKeys === undefined ? { key: TEST_SECRET_KEY } : options.secretKeys;
   const app = await buildApp({
     config: {
       bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
-      logLevel: 'silent',
+      logLevel: options.logStream ? 'trace' : 'silent',
       internalToken: INTERNAL_TOKEN,
       maxResultBytes: options.maxResultBytes ?? 1_000_000,
       metricsToken: options.metricsToken,
@@ -104,8 +112,9 @@ export async function startTestApp(
           options.listener?.configChanged(ids);
         },
       },
+      keyring: secretKeys ? new SecretKeyring(secretKeys.key, secretKeys.oldKeys) : undefined,
     },
-    logger: false,
+    ...(options.logStream ? { logStream: options.logStream } : { logger: false }),
   });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 

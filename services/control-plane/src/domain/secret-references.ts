@@ -1,0 +1,201 @@
+/**
+ * How tools use secrets: a string (a header value, a URL, a body template) refers to one as
+ * `{{secret.NAME}}`. At save, every name referred to must exist (`checkSecretsExist`); at call,
+ * `resolveSecrets` decrypts exactly the named ones and gives back what fills them in and what
+ * takes them out again: `redact` replaces any of their values in a text (an error message, a log
+ * line, an upstream's answer) with `[secret NAME]`, so a value never travels further than the
+ * request it was meant for.
+ */
+import { SECRET_NAME_RE } from '@bindery/contracts';
+import { DomainError } from '../errors.ts';
+import type { Db, DomainContext } from './context.ts';
+import { requireKeyring } from './secrets.ts';
+
+/** `{{secret.NAME}}`, spaces inside the braces allowed; the name as secrets are named. */
+const REFERENCE = /\{\{\s*secret\.([A-Za-z_][A-Za-z0-9_]{0,63})\s*\}\}/g;
+/** Anything that starts like a reference, to catch the malformed ones. */
+const REFERENCE_START = /\{\{\s*secret\./g;
+
+/** The names a text refers to, each once, in order of first appearance. */
+export function secretReferences(text: string): string[] {
+  return [...new Set(Array.from(text.matchAll(REFERENCE), (m) => m[1]!))];
+}
+
+/** The names referred to anywhere in a JSON value's strings (keys included), each once. */
+export function secretReferencesIn(value: unknown): string[] {
+  const names = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (typeof v === 'string') for (const name of secretReferences(v)) names.add(name);
+    else if (Array.isArray(v)) v.forEach(visit);
+    else if (v !== null && typeof v === 'object') {
+      for (const [key, item] of Object.entries(v)) {
+        visit(key);
+        visit(item);
+      }
+    }
+  };
+  visit(value);
+  return [...names];
+}
+
+/**
+ * VALIDATION_FAILED naming `field` when the text holds a `{{secret.` that is not a well-formed
+ * reference (a bad name, no closing braces): it would otherwise be sent as it is.
+ */
+export function checkSecretReferenceSyntax(text: string, field: string): void {
+  const wellFormed = Array.from(text.matchAll(REFERENCE), (m) => m.index);
+  for (const start of text.matchAll(REFERENCE_START)) {
+    if (wellFormed.includes(start.index)) continue;
+    const excerpt = text.slice(start.index, start.index + 80);
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      `${field}: "${excerpt}" is not a secret reference; write {{secret.NAME}}, NAME matching ${SECRET_NAME_RE.source}`,
+      { field },
+    );
+  }
+}
+
+/**
+ * At save: every name must be one of the user's secrets; the first missing one is
+ * VALIDATION_FAILED naming it (and `field`, when given), details listing all missing.
+ */
+export async function checkSecretsExist(
+  db: Db,
+  userId: string,
+  names: readonly string[],
+  field?: string,
+): Promise<void> {
+  if (names.length === 0) return;
+  const found = await db.secret.findMany({
+    where: { userId, name: { in: [...names] } },
+    select: { name: true },
+  });
+  const have = new Set(found.map((s) => s.name));
+  const missing = names.filter((name) => !have.has(name));
+  if (missing.length === 0) return;
+  throw new DomainError(
+    'VALIDATION_FAILED',
+    `${field ? `${field}: ` : ''}no secret named ${missing[0]}${missing.length > 1 ? ` (nor ${missing.slice(1).join(', ')})` : ''}; create it with POST /api/v2/secrets first`,
+    { missing, ...(field !== undefined && { field }) },
+  );
+}
+
+/** How often one secret's last_used_at is written at most (per process): no write per call. */
+export const LAST_USED_EVERY_MS = 60_000;
+/** Entries kept in the last-written memory before old ones are dropped. */
+const LAST_USED_MEMORY = 10_000;
+
+/** Secret id -> when this process last wrote its last_used_at. */
+const lastUsedWritten = new Map<string, number>();
+
+/**
+ * Writes last_used_at of the secrets not written within the last minute. Not awaited by callers:
+ * it must not hold a tool's call (nor wait for the transaction it may run in: on the embedded
+ * database that would wait forever). last_used_at is advisory: a failed write is tried again at
+ * the next use.
+ */
+function touchLastUsed(ctx: Pick<DomainContext, 'prisma'>, ids: readonly string[], now: number): void {
+  const due = ids.filter((id) => now - (lastUsedWritten.get(id) ?? -Infinity) >= LAST_USED_EVERY_MS);
+  if (due.length === 0) return;
+  if (lastUsedWritten.size > LAST_USED_MEMORY) {
+    for (const [id, at] of lastUsedWritten) if (now - at >= LAST_USED_EVERY_MS) lastUsedWritten.delete(id);
+  }
+  for (const id of due) lastUsedWritten.set(id, now);
+  // Raw SQL: an update through Prisma would move updated_at, which says when the value changed.
+  ctx.prisma
+    .$executeRaw`UPDATE "secret" SET "last_used_at" = ${new Date(now)} WHERE "id" = ANY(${due})`.catch(() => {
+    for (const id of due) lastUsedWritten.delete(id);
+  });
+}
+
+/** The decrypted secrets of one call, and what fills them in and takes them out again. */
+export class ResolvedSecrets {
+  /** Each value's forms as they may appear in text: as is, JSON-escaped, URL-encoded. */
+  private readonly forms: { form: string; name: string }[];
+
+  constructor(private readonly values: ReadonlyMap<string, string>) {
+    const forms = new Map<string, string>();
+    for (const [name, value] of values) {
+      for (const form of [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value)]) {
+        if (form !== '' && !forms.has(form)) forms.set(form, name);
+      }
+    }
+    // Longest first: a value that contains another is replaced whole.
+    this.forms = [...forms]
+      .map(([form, name]) => ({ form, name }))
+      .sort((a, b) => b.form.length - a.form.length);
+  }
+
+  /** The names resolved. */
+  get names(): string[] {
+    return [...this.values.keys()];
+  }
+
+  /** A secret's value (for host code that hands it on, e.g. a sandbox's `ctx.secrets`). */
+  value(name: string): string {
+    const value = this.values.get(name);
+    if (value === undefined)
+      throw new DomainError('INTERNAL', `secret ${name} was not resolved for this call`);
+    return value;
+  }
+
+  /** The text with each `{{secret.NAME}}` replaced by its value. */
+  fill(text: string): string {
+    return text.replace(REFERENCE, (_match, name: string) => this.value(name));
+  }
+
+  /** The text with every resolved value (as is, JSON-escaped or URL-encoded) as `[secret NAME]`. */
+  redact(text: string): string {
+    let out = text;
+    for (const { form, name } of this.forms) {
+      if (out.includes(form)) out = out.split(form).join(`[secret ${name}]`);
+    }
+    return out;
+  }
+
+  /** A JSON value with `redact` applied to every string in it, keys included. */
+  redactJson<T>(value: T): T {
+    if (this.forms.length === 0) return value;
+    const visit = (v: unknown): unknown => {
+      if (typeof v === 'string') return this.redact(v);
+      if (Array.isArray(v)) return v.map(visit);
+      if (v !== null && typeof v === 'object') {
+        return Object.fromEntries(Object.entries(v).map(([k, item]) => [this.redact(k), visit(item)]));
+      }
+      return v;
+    };
+    return visit(value) as T;
+  }
+}
+
+/**
+ * At call: decrypts the named secrets of `userId` (read through `db`, the call's transaction if it
+ * has one). A name the user has no secret for is NOT_FOUND naming it (it was deleted after the
+ * tool was saved); no key is NOT_CONFIGURED. Marks them used (at most once a minute each).
+ */
+export async function resolveSecrets(
+  ctx: Pick<DomainContext, 'prisma' | 'keyring'>,
+  userId: string,
+  names: readonly string[],
+  db: Db = ctx.prisma,
+): Promise<ResolvedSecrets> {
+  if (names.length === 0) return new ResolvedSecrets(new Map());
+  const keyring = requireKeyring(ctx);
+  const rows = await db.secret.findMany({ where: { userId, name: { in: [...names] } } });
+  const byName = new Map(rows.map((row) => [row.name, row]));
+  const missing = names.filter((name) => !byName.has(name));
+  if (missing.length > 0) {
+    throw new DomainError(
+      'NOT_FOUND',
+      `this tool uses secret ${missing[0]}, which no longer exists; its owner creates it again with POST /api/v2/secrets`,
+      { missing },
+    );
+  }
+  const values = new Map(names.map((name) => [name, keyring.open(byName.get(name)!, { userId, name })]));
+  touchLastUsed(
+    ctx,
+    rows.map((row) => row.id),
+    Date.now(),
+  );
+  return new ResolvedSecrets(values);
+}

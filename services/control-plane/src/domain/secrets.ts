@@ -1,0 +1,120 @@
+/**
+ * Each user's secrets: created, listed, replaced and deleted by name, values encrypted with the
+ * keyring before they reach the database. Nothing here ever returns a value: the API shows names
+ * and timestamps, and only `resolveSecrets` (secret-references.ts) decrypts, for a tool's call.
+ */
+import { MAX_SECRET_VALUE_BYTES, type PageQuery, type Secret } from '@bindery/contracts';
+import type { Secret as SecretRow } from '../generated/prisma/client.ts';
+import { DomainError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Db, DomainContext, Principal } from './context.ts';
+import { pageWindow, toPage } from './pagination.ts';
+import { uniqueViolation } from './prisma-errors.ts';
+import type { SecretKeyring } from './secret-keyring.ts';
+
+/** The setting that gives secrets their key. */
+export const SECRET_KEY_SETTING = 'BINDERY_SECRET_KEY';
+
+/**
+ * The keyring, or NOT_CONFIGURED (503) telling the operator what to set: secrets cannot be written
+ * or used without a key, which only PostgreSQL installations can lack (the embedded database
+ * generates one).
+ */
+export function requireKeyring(ctx: Pick<DomainContext, 'keyring'>): SecretKeyring {
+  if (ctx.keyring) return ctx.keyring;
+  throw new DomainError(
+    'NOT_CONFIGURED',
+    `secrets are unavailable: this control plane has no encryption key. Its operator must set ${SECRET_KEY_SETTING} (32 random bytes as base64 or hex, e.g. \`openssl rand -base64 32\`) and restart it`,
+    { setting: SECRET_KEY_SETTING },
+  );
+}
+
+/** The API's view of a secret: never the value. */
+function secretBody(row: Pick<SecretRow, 'name' | 'createdAt' | 'updatedAt' | 'lastUsedAt'>): Secret {
+  return {
+    name: row.name,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+/** The byte bound of a value (the schema bounds characters, which may take up to 4 bytes each). */
+function checkValueSize(value: string): void {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > MAX_SECRET_VALUE_BYTES) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      `body/value is ${bytes} bytes of UTF-8; a secret holds at most ${MAX_SECRET_VALUE_BYTES}`,
+      { location: 'body', pointer: '/value', max_bytes: MAX_SECRET_VALUE_BYTES },
+    );
+  }
+}
+
+const notFound = (name: string) =>
+  new DomainError('NOT_FOUND', `you have no secret named ${name}`, { secret: name });
+
+/** Stores a new secret for the caller; a name the caller already uses is CONFLICT. */
+export async function createSecret(
+  ctx: Pick<DomainContext, 'prisma' | 'keyring'>,
+  caller: Principal,
+  input: { name: string; value: string },
+): Promise<Secret> {
+  const keyring = requireKeyring(ctx);
+  checkValueSize(input.value);
+  const sealed = keyring.seal(input.value, { userId: caller.userId, name: input.name });
+  try {
+    const row = await ctx.prisma.secret.create({
+      data: { id: newId('sec'), userId: caller.userId, name: input.name, ...sealed },
+    });
+    return secretBody(row);
+  } catch (error) {
+    if (uniqueViolation(error)) {
+      throw new DomainError(
+        'CONFLICT',
+        `you already have a secret named ${input.name}; replace its value with PUT /api/v2/secrets/${input.name}`,
+        { secret: input.name },
+      );
+    }
+    throw error;
+  }
+}
+
+/** The caller's secrets, oldest first, without values. Needs no key: nothing is decrypted. */
+export async function listSecrets(db: Db, caller: Principal, query: PageQuery) {
+  const w = pageWindow(query);
+  const rows = await db.secret.findMany({
+    where: { userId: caller.userId, ...w.idAfter },
+    orderBy: w.orderBy,
+    take: w.take,
+    select: { id: true, name: true, createdAt: true, updatedAt: true, lastUsedAt: true },
+  });
+  return toPage(rows, query, secretBody);
+}
+
+/** Replaces a secret's value (encrypted with the current key, whichever key wrote the old one). */
+export async function updateSecret(
+  ctx: Pick<DomainContext, 'prisma' | 'keyring'>,
+  caller: Principal,
+  name: string,
+  value: string,
+): Promise<Secret> {
+  const keyring = requireKeyring(ctx);
+  checkValueSize(value);
+  const sealed = keyring.seal(value, { userId: caller.userId, name });
+  const updated = await ctx.prisma.secret.updateMany({
+    where: { userId: caller.userId, name },
+    data: sealed,
+  });
+  if (updated.count === 0) throw notFound(name);
+  const row = await ctx.prisma.secret.findUnique({ where: { userId_name: { userId: caller.userId, name } } });
+  // Deleted between the two statements: as if the delete came after the update.
+  if (!row) throw notFound(name);
+  return secretBody(row);
+}
+
+/** Deletes one of the caller's secrets. Needs no key, so secrets stay removable without one. */
+export async function deleteSecret(db: Db, caller: Principal, name: string): Promise<void> {
+  const deleted = await db.secret.deleteMany({ where: { userId: caller.userId, name } });
+  if (deleted.count === 0) throw notFound(name);
+}
