@@ -52,6 +52,16 @@ export interface Config {
   queryTenantEscalations: number;
   /** Heap cap of each query worker, in MiB. */
   queryWorkerMemoryMb: number;
+  /** Wall time of one custom tool call, host calls included (TIMEOUT above). */
+  customToolTimeoutMs: number;
+  /** Memory of one custom tool call, in MiB (LIMIT_EXCEEDED above). */
+  customToolMemoryMb: number;
+  /** Worker threads running custom tools. */
+  customToolWorkers: number;
+  /** Custom tool calls waiting for a worker thread at most (RATE_LIMITED beyond). */
+  customToolQueue: number;
+  /** Custom tool calls of one tenant running or waiting at once (RATE_LIMITED beyond). */
+  customToolTenantCalls: number;
 }
 
 const settings = CONTROL_PLANE_SETTINGS.settings;
@@ -76,6 +86,15 @@ export const QUERY_DEFAULTS = {
   queryQueue: settings.QUERY_QUEUE.fallback({}),
   queryTenantEscalations: settings.QUERY_TENANT_ESCALATIONS.fallback({}),
   queryWorkerMemoryMb: settings.QUERY_WORKER_MEMORY_MB.fallback({}),
+} as const satisfies Partial<Config>;
+
+/** Defaults of the custom tool sandbox's settings (tests building their own config fall back to these too). */
+export const CUSTOM_TOOL_DEFAULTS = {
+  customToolTimeoutMs: settings.CUSTOM_TOOL_TIMEOUT_MS.fallback({}),
+  customToolMemoryMb: settings.CUSTOM_TOOL_MEMORY_MB.fallback({}),
+  customToolWorkers: settings.CUSTOM_TOOL_WORKERS.fallback({}),
+  customToolQueue: settings.CUSTOM_TOOL_QUEUE.fallback({}),
+  customToolTenantCalls: settings.CUSTOM_TOOL_TENANT_CALLS.fallback({}),
 } as const satisfies Partial<Config>;
 
 /** Every invalid setting of a start, one line each (one problem: just that line). */
@@ -116,5 +135,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     queryQueue: v.QUERY_QUEUE,
     queryTenantEscalations: v.QUERY_TENANT_ESCALATIONS,
     queryWorkerMemoryMb: v.QUERY_WORKER_MEMORY_MB,
+    customToolTimeoutMs: v.CUSTOM_TOOL_TIMEOUT_MS,
+    customToolMemoryMb: v.CUSTOM_TOOL_MEMORY_MB,
+    customToolWorkers: v.CUSTOM_TOOL_WORKERS,
+    customToolQueue: v.CUSTOM_TOOL_QUEUE,
+    customToolTenantCalls: v.CUSTOM_TOOL_TENANT_CALLS,
   };
 }
