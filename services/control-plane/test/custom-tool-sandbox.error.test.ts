@@ -163,6 +163,23 @@ describe('host call failures', () => {
     expect(warnings.map((w) => w.message)).toContain('a custom tool host function failed');
   });
 
+  it("are logged without the call's secrets", async () => {
+    warnings.length = 0;
+    const outcome = await run(
+      'export default (args, ctx) => ctx.fetch("https://api.example.test/?key=" + ctx.secrets.KEY)',
+      {
+        secrets: { KEY: 'k-7f3a9c2e' },
+        fetch: async (request) => {
+          throw new Error(`could not reach ${request.url}`);
+        },
+      },
+    );
+    expect(outcome).toMatchObject({ ok: false, code: 'UPSTREAM_FAILED' });
+    expect(warnings).toHaveLength(1);
+    expect(JSON.stringify(warnings)).toContain('could not reach https://api.example.test/?key=[secret]');
+    expect(JSON.stringify([warnings, outcome])).not.toContain('k-7f3a9c2e');
+  });
+
   it('an answer past the bound is refused as RESULT_TOO_LARGE', async () => {
     const outcome = await run('export default (args, ctx) => ctx.context.read("/big")', host);
     expect(outcome).toMatchObject({

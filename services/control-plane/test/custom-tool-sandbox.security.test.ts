@@ -128,7 +128,7 @@ describe('time', () => {
     expect(Math.max(...gaps)).toBeLessThan(250);
   });
 
-  it('an endless loop in the module top level, or in a promise chain, ends the same way', async () => {
+  it('an endless loop in the module top level, in a promise chain, or of microtasks ends the same way', async () => {
     const topLevel = await timed(run('while (true) {}\nexport default () => 1;'));
     expect(topLevel.value).toMatchObject({ ok: false, code: 'TIMEOUT' });
     expect(topLevel.ms).toBeLessThan(2_000);
@@ -137,6 +137,9 @@ describe('time', () => {
     );
     expect(chained.value).toMatchObject({ ok: false, code: 'TIMEOUT' });
     expect(chained.ms).toBeLessThan(2_000);
+    const microtasks = await timed(run('export default async () => { for (;;) await null; }'));
+    expect(microtasks.value).toMatchObject({ ok: false, code: 'TIMEOUT' });
+    expect(microtasks.ms).toBeLessThan(2_000);
   });
 
   it('a loop of long native steps is stopped by terminating its worker; the next call runs on a new one', async () => {

@@ -12,6 +12,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import { FairWorkerPool, type PoolRefusal, type WorkerRun } from '../worker-pool.ts';
 import { answerHostCalls, hostFunctions, type ToolHost } from './host-bridge.ts';
+import { SecretRedaction } from './secret-redaction.ts';
 import {
   DEFAULT_SANDBOX_LIMITS,
   MAX_SOURCE_BYTES,
@@ -122,15 +123,29 @@ export class CustomToolSandbox {
     const limits = narrow(this.#limits, call.limits);
     const tooLarge = sourceTooLarge(call.code);
     if (tooLarge) return { ok: false, code: 'UPSTREAM_FAILED', ...tooLarge, console: [] };
+    let argsJson: string;
+    try {
+      argsJson = JSON.stringify(call.args);
+    } catch {
+      return { ok: false, code: 'VALIDATION_FAILED', message: 'The arguments are not JSON.', console: [] };
+    }
     const functions = hostFunctions(host);
     const ended = new AbortController();
     let port: MessageChannel['port2'] | undefined;
     if (functions.length > 0) {
       const channel = new MessageChannel();
       port = channel.port2;
-      answerHostCalls(channel.port1, host, limits, ended.signal, (fn, error) =>
-        this.#options.log?.warn({ err: error, host_function: fn }, 'a custom tool host function failed'),
-      );
+      // The error is logged by name and message only, with the call's secrets taken out: a failed
+      // fetch, say, may quote a URL that carries one.
+      const redaction = new SecretRedaction(host.secrets ?? {});
+      answerHostCalls(channel.port1, host, limits, ended.signal, (fn, error) => {
+        const { name, message } =
+          error instanceof Error ? error : { name: typeof error, message: String(error) };
+        this.#options.log?.warn(
+          { host_function: fn, error: { name, message: redaction.text(message) } },
+          'a custom tool host function failed',
+        );
+      });
     }
     try {
       const run = await this.#workers.run(
@@ -140,7 +155,7 @@ export class CustomToolSandbox {
           ...clock,
           mode: 'run',
           code: call.code,
-          argsJson: JSON.stringify(call.args),
+          argsJson,
           limits,
           functions,
           secrets: { ...host.secrets },

@@ -10,7 +10,8 @@
  * plus the per-call budget. Past it, growth fails, QuickJS's allocator returns NULL and the tool
  * gets a QuickJS "out of memory" error, which the call reports as LIMIT_EXCEEDED (memory).
  * A runtime frees everything when it is disposed, so the next call on the thread starts with the
- * whole budget again.
+ * whole budget again. A thread runs one call at a time (piscina gives a worker one task at a time),
+ * which is what lets a call read `growthRefused` as its own.
  */
 import releaseSyncExport from '@jitl/quickjs-wasmfile-release-sync';
 import {

@@ -25,6 +25,16 @@ export default async function runSandboxTask(task: SandboxTask): Promise<Sandbox
     );
     if (engineFailed) discardEngine();
     return outcome;
+  } catch {
+    // The engine could not even make a runtime (it failed to load, or an earlier call broke it in a
+    // way nothing noticed): the next call gets a fresh one.
+    discardEngine();
+    return {
+      ok: false,
+      code: 'INTERNAL',
+      message: 'The custom tool could not be run; try again.',
+      console: [],
+    };
   } finally {
     task.port?.close();
   }
