@@ -61,6 +61,16 @@ export interface Config {
   secretOldKeys: Uint8Array[];
   /** Networks outgoing tool and import requests may reach although they are not public (CIDR). */
   httpToolsAllowedNetworks: string[];
+  /** Wall time of one custom tool call, host calls included (TIMEOUT above). */
+  customToolTimeoutMs: number;
+  /** Memory of one custom tool call, in MiB (LIMIT_EXCEEDED above). */
+  customToolMemoryMb: number;
+  /** Worker threads running custom tools. */
+  customToolWorkers: number;
+  /** Custom tool calls waiting for a worker thread at most (RATE_LIMITED beyond). */
+  customToolQueue: number;
+  /** Custom tool calls of one tenant running or waiting at once (RATE_LIMITED beyond). */
+  customToolTenantCalls: number;
 }
 
 const settings = CONTROL_PLANE_SETTINGS.settings;
@@ -85,6 +95,15 @@ export const QUERY_DEFAULTS = {
   queryQueue: settings.QUERY_QUEUE.fallback({}),
   queryTenantEscalations: settings.QUERY_TENANT_ESCALATIONS.fallback({}),
   queryWorkerMemoryMb: settings.QUERY_WORKER_MEMORY_MB.fallback({}),
+} as const satisfies Partial<Config>;
+
+/** Defaults of the custom tool sandbox's settings (tests building their own config fall back to these too). */
+export const CUSTOM_TOOL_DEFAULTS = {
+  customToolTimeoutMs: settings.CUSTOM_TOOL_TIMEOUT_MS.fallback({}),
+  customToolMemoryMb: settings.CUSTOM_TOOL_MEMORY_MB.fallback({}),
+  customToolWorkers: settings.CUSTOM_TOOL_WORKERS.fallback({}),
+  customToolQueue: settings.CUSTOM_TOOL_QUEUE.fallback({}),
+  customToolTenantCalls: settings.CUSTOM_TOOL_TENANT_CALLS.fallback({}),
 } as const satisfies Partial<Config>;
 
 /** Every invalid setting of a start, one line each (one problem: just that line). */
@@ -129,5 +148,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     secretKey: v.BINDERY_SECRET_KEY,
     secretOldKeys: v.BINDERY_SECRET_OLD_KEYS,
     httpToolsAllowedNetworks: v.HTTP_TOOLS_ALLOWED_NETWORKS,
+    customToolTimeoutMs: v.CUSTOM_TOOL_TIMEOUT_MS,
+    customToolMemoryMb: v.CUSTOM_TOOL_MEMORY_MB,
+    customToolWorkers: v.CUSTOM_TOOL_WORKERS,
+    customToolQueue: v.CUSTOM_TOOL_QUEUE,
+    customToolTenantCalls: v.CUSTOM_TOOL_TENANT_CALLS,
   };
 }

@@ -147,6 +147,38 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     HTTP_TOOLS_ALLOWED_NETWORKS: networks({
       doc: 'networks outgoing tool and import requests may reach although they are loopback, private, link-local or otherwise not public (e.g. `10.1.0.0/16`); empty = public addresses only',
     }),
+    CUSTOM_TOOL_TIMEOUT_MS: integer({
+      min: 10,
+      max: 60_000,
+      unit: 'ms',
+      default: 1_000,
+      doc: 'wall time of one custom JavaScript tool call, host calls included (`TIMEOUT` above)',
+    }),
+    CUSTOM_TOOL_MEMORY_MB: integer({
+      min: 8,
+      max: 1_024,
+      unit: 'MiB',
+      default: 32,
+      doc: 'memory of one custom JavaScript tool call (`LIMIT_EXCEEDED`, limit `memory`, above)',
+    }),
+    CUSTOM_TOOL_WORKERS: integer({
+      min: 1,
+      max: 64,
+      default: 2,
+      doc: 'worker threads running custom JavaScript tools (all kept running)',
+    }),
+    CUSTOM_TOOL_QUEUE: integer({
+      min: 0,
+      max: 10_000,
+      default: 32,
+      doc: 'custom tool calls waiting for a worker thread at most (`RATE_LIMITED` beyond)',
+    }),
+    CUSTOM_TOOL_TENANT_CALLS: integer({
+      min: 1,
+      max: 10_000,
+      default: 8,
+      doc: 'custom tool calls of one tenant (the user owning the exposure) running or waiting at once (`RATE_LIMITED` beyond)',
+    }),
   },
   [
     (v) =>

@@ -8,6 +8,7 @@
 import { executeRead, OpError, type JsonValue, type Limits } from '@bindery/context-ops';
 import type { ErrorCode } from '@bindery/contracts';
 import { LRUCache } from 'lru-cache';
+import { startTask } from './worker-pool.ts';
 
 export interface QueryTask {
   /** Table, pointer and version of the context: the same key always names the same text. */
@@ -47,9 +48,7 @@ function contextOf(task: QueryTask): JsonValue {
 
 /** Runs one query task (piscina calls it); never throws for a failed query, only for a bug. */
 export default function runQuery(task: QueryTask): QueryOutcome {
-  const started = performance.now();
-  const after = Math.ceil(performance.timeOrigin + started - task.dispatchedAt);
-  Atomics.store(task.startedAfter, 0, Math.max(1, after));
+  const started = startTask(task);
   const node = contextOf(task);
   const timeMs = Math.max(0, task.limits.query.timeMs - (performance.now() - started));
   const limits: Limits = { ...task.limits, query: { ...task.limits.query, timeMs } };

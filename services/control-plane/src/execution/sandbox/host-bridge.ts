@@ -1,0 +1,175 @@
+/**
+ * The event loop's side of a custom tool's host calls: the worker posts each call (function name
+ * and JSON arguments) on the MessagePort handed over with the task; this answers it by running the
+ * caller's host function here, on the control plane's main thread (where the database is), and
+ * posting the JSON result or a tool error back. The tool awaits the answer as a promise inside the
+ * sandbox, so while a host function works the worker is idle and the event loop keeps serving.
+ *
+ * Arguments are parsed and checked here again (the sandbox's own checks are for clear messages,
+ * these are the boundary); answers are bounded in size. A host function is told through its
+ * AbortSignal when the call has ended (answered, timed out, terminated), so it can stop its work.
+ */
+import { ERROR_CODES, type ErrorCode } from '@bindery/contracts';
+import type { MessagePort } from 'node:worker_threads';
+import type { HostAnswer, HostFunction, HostRequest, SandboxLimits } from './protocol.ts';
+
+/** A request of `ctx.fetch(url, init)`, as the tool made it (the host applies its own rules). */
+export interface ToolFetchRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/** What `ctx.fetch` answers: the tool reads `body` through `text()` and `json()`. */
+export interface ToolFetchResponse {
+  status: number;
+  statusText?: string;
+  /** Header names in lower case. */
+  headers: Record<string, string>;
+  body: string;
+  /** The final URL, after redirects. */
+  url?: string;
+}
+
+/**
+ * The host functions of one call, each optional: a tool sees in `ctx` only those given here.
+ * Their results must be JSON-serialisable (the tool gets a JSON copy).
+ * They run on the event loop; they throw an error with a `code` of the shared codes (OpError, say)
+ * for a failure the tool should see as such; any other error reaches the tool as INTERNAL, without
+ * its message.
+ */
+export interface ToolHost {
+  /** `ctx.context.read(path)`: `path` is a JSON pointer inside the tool's context ("" = all of it). */
+  readContext?(path: string, signal: AbortSignal): Promise<unknown>;
+  /** `ctx.context.write(op, args)`: a write operation on the tool's context. */
+  writeContext?(op: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  /** `ctx.fetch(url, init)`. */
+  fetch?(request: ToolFetchRequest, signal: AbortSignal): Promise<ToolFetchResponse>;
+  /** `ctx.secrets`: names and plain values (never logged, and redacted from what the tool answers). */
+  secrets?: Readonly<Record<string, string>>;
+}
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
+const MAX_ERROR_MESSAGE = 2_000;
+
+/** The host functions `host` supplies, by their name in the protocol. */
+export function hostFunctions(host: ToolHost): HostFunction[] {
+  const functions: HostFunction[] = [];
+  if (host.readContext) functions.push('context.read');
+  if (host.writeContext) functions.push('context.write');
+  if (host.fetch) functions.push('fetch');
+  return functions;
+}
+
+/**
+ * Answers the host calls arriving on `port` until `signal` aborts (the call ended); `onUnexpected`
+ * is told of host function errors that carry no code (they are bugs or outages, worth a log line).
+ */
+export function answerHostCalls(
+  port: MessagePort,
+  host: ToolHost,
+  limits: Pick<SandboxLimits, 'maxHostRequestBytes' | 'maxHostAnswerBytes'>,
+  signal: AbortSignal,
+  onUnexpected: (fn: HostFunction, error: unknown) => void,
+): void {
+  const answer = (message: HostAnswer) => {
+    if (!signal.aborted) port.postMessage(message);
+  };
+  port.on('message', (request: HostRequest) => {
+    void respond(request).then(answer);
+  });
+  signal.addEventListener('abort', () => port.close(), { once: true });
+
+  async function respond({ id, fn, payload }: HostRequest): Promise<HostAnswer> {
+    try {
+      if (Buffer.byteLength(payload) > limits.maxHostRequestBytes) {
+        return refuse(id, 'PAYLOAD_TOO_LARGE', `ctx.${fn}: the arguments are too large.`);
+      }
+      const result = await dispatch(fn, JSON.parse(payload) as unknown);
+      const json = JSON.stringify(result ?? null);
+      const size = Buffer.byteLength(json);
+      if (size > limits.maxHostAnswerBytes) {
+        return refuse(
+          id,
+          'RESULT_TOO_LARGE',
+          `ctx.${fn}: the answer takes ${size} bytes of JSON, more than the ${limits.maxHostAnswerBytes} a host call may carry.`,
+        );
+      }
+      return { id, ok: true, payload: json };
+    } catch (error) {
+      const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+      if (typeof code === 'string' && KNOWN_CODES.has(code) && typeof message === 'string') {
+        return refuse(id, code as ErrorCode, message.slice(0, MAX_ERROR_MESSAGE));
+      }
+      onUnexpected(fn, error);
+      return refuse(id, 'INTERNAL', `ctx.${fn} failed; try again.`);
+    }
+  }
+
+  function dispatch(fn: HostFunction, args: unknown): Promise<unknown> {
+    const fields = isObject(args) ? args : {};
+    switch (fn) {
+      case 'context.read':
+        if (!host.readContext) throw unavailable(fn);
+        if (typeof fields.path !== 'string') throw invalid(fn, 'path is a JSON pointer string');
+        return host.readContext(fields.path, signal);
+      case 'context.write':
+        if (!host.writeContext) throw unavailable(fn);
+        if (typeof fields.op !== 'string') throw invalid(fn, 'op is the name of an operation');
+        if (!isObject(fields.args)) throw invalid(fn, 'args is an object');
+        return host.writeContext(fields.op, fields.args, signal);
+      case 'fetch': {
+        if (!host.fetch) throw unavailable(fn);
+        return host.fetch(fetchRequest(fields), signal).then(fetchAnswer);
+      }
+      default:
+        throw unavailable(fn);
+    }
+  }
+}
+
+function fetchRequest(fields: Record<string, unknown>): ToolFetchRequest {
+  const { url, method, headers, body } = fields;
+  if (typeof url !== 'string') throw invalid('fetch', 'url is a string');
+  if (typeof method !== 'string') throw invalid('fetch', 'init.method is a string');
+  if (!isObject(headers) || Object.values(headers).some((value) => typeof value !== 'string')) {
+    throw invalid('fetch', 'init.headers is an object of string values');
+  }
+  if (body !== undefined && typeof body !== 'string') throw invalid('fetch', 'init.body is a string');
+  return {
+    url,
+    method,
+    headers: headers as Record<string, string>,
+    ...(body !== undefined && { body }),
+  };
+}
+
+// Only the fields the sandbox reads, whatever else the host's answer carries.
+function fetchAnswer(response: ToolFetchResponse): ToolFetchResponse {
+  return {
+    status: response.status,
+    statusText: response.statusText ?? '',
+    headers: Object.fromEntries(
+      Object.entries(response.headers).map(([name, value]) => [name.toLowerCase(), String(value)]),
+    ),
+    body: response.body,
+    ...(response.url !== undefined && { url: response.url }),
+  };
+}
+
+function refuse(id: number, code: ErrorCode, message: string): HostAnswer {
+  return { id, ok: false, code, message };
+}
+
+function unavailable(fn: string) {
+  return { code: 'FORBIDDEN', message: `ctx.${fn} is not available to this tool.` };
+}
+
+function invalid(fn: string, why: string) {
+  return { code: 'VALIDATION_FAILED', message: `ctx.${fn}: ${why}.` };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

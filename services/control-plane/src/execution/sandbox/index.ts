@@ -1,0 +1,16 @@
+/** Custom JavaScript tools: the sandbox that runs them and the shapes of its calls and outcomes. */
+export {
+  CustomToolSandbox,
+  type CustomToolCall,
+  type CustomToolSandboxOptions,
+  type SourceCheck,
+} from './custom-tool-sandbox.ts';
+export { type ToolFetchRequest, type ToolFetchResponse, type ToolHost } from './host-bridge.ts';
+export {
+  DEFAULT_SANDBOX_LIMITS,
+  MAX_SOURCE_BYTES,
+  type ConsoleEntry,
+  type SandboxLimits,
+  type SandboxOutcome,
+} from './protocol.ts';
+export { REDACTED } from './secret-redaction.ts';

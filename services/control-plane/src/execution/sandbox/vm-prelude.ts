@@ -1,0 +1,202 @@
+/**
+ * The JavaScript that runs inside each sandbox before the tool's own module: it builds `console`,
+ * the `ctx` object handed to the tool and the runner that calls the tool's default export. It is
+ * one function expression, called with the two native functions of the call (host calls and
+ * console lines) and the call's configuration as JSON, so the natives are only ever reachable
+ * through the closures built here, never as globals the tool could take.
+ *
+ * It keeps its own references to JSON, Object and Error before the tool's code runs: a tool that
+ * replaces globals or pollutes prototypes only changes what it itself sees. Nothing here is a
+ * security boundary (the sandbox is); this code is about clear errors and a predictable `ctx`.
+ *
+ * Answers cross the boundary as strings with a one-character tag, so the worker never has to read
+ * properties (and run getters) of an object the tool could have shaped:
+ *   host call answers  '1' + JSON result | '0' + JSON {code, message}
+ *   the run's outcome  '1' + JSON result | '0' + JSON description of what was thrown
+ *                      | '2' + JSON description (the result is not JSON) | '3' + length (too large)
+ */
+export const PRELUDE = String.raw`(function (hostCall, consoleWrite, configJson) {
+  'use strict';
+  const parse = JSON.parse;
+  const stringify = JSON.stringify;
+  const freeze = Object.freeze;
+  const defineProperty = Object.defineProperty;
+  const keys = Object.keys;
+  const isArray = Array.isArray;
+  const StringOf = String;
+  const ErrorClass = Error;
+  const TypeErrorClass = TypeError;
+  const config = parse(configJson);
+  const maxLine = config.maxConsoleBytes;
+  const maxMessage = 4000;
+
+  function text(value) {
+    try {
+      if (typeof value === 'string') return value;
+      if (value instanceof ErrorClass) return StringOf(value.name) + ': ' + StringOf(value.message);
+      if (typeof value === 'object' && value !== null) {
+        const json = stringify(value);
+        if (json !== undefined) return json;
+      }
+      return StringOf(value);
+    } catch (_) {
+      return '[a value that cannot be printed]';
+    }
+  }
+
+  // One console line: arguments joined by spaces, cut just past what the capture keeps (it adds
+  // the truncation marker).
+  function writer(level) {
+    return function () {
+      let line = '';
+      for (let i = 0; i < arguments.length && line.length <= maxLine; i += 1) {
+        line += (i > 0 ? ' ' : '') + text(arguments[i]);
+      }
+      consoleWrite(level, line.length > maxLine ? line.slice(0, maxLine + 1) : line);
+    };
+  }
+  const consoleObject = {};
+  const levels = ['log', 'info', 'warn', 'error', 'debug'];
+  for (let i = 0; i < levels.length; i += 1) consoleObject[levels[i]] = writer(levels[i]);
+  defineProperty(globalThis, 'console', { value: freeze(consoleObject), writable: true, configurable: true });
+
+  async function call(fn, args) {
+    const answer = await hostCall(fn, stringify(args));
+    if (answer[0] === '1') return parse(answer.slice(1));
+    const failure = parse(answer.slice(1));
+    const error = new ErrorClass(failure.message);
+    error.code = failure.code;
+    throw error;
+  }
+
+  function response(answer) {
+    const headers = answer.headers;
+    defineProperty(headers, 'get', {
+      value: function get(name) {
+        const value = answer.headers[StringOf(name).toLowerCase()];
+        return typeof value === 'string' ? value : null;
+      },
+    });
+    const body = answer.body;
+    return freeze({
+      status: answer.status,
+      statusText: answer.statusText,
+      ok: answer.status >= 200 && answer.status < 300,
+      url: answer.url,
+      headers: freeze(headers),
+      text: async function text() {
+        return body;
+      },
+      json: async function json() {
+        return parse(body);
+      },
+    });
+  }
+
+  const has = (name) => config.functions.indexOf(name) !== -1;
+  const ctx = {};
+  if (has('context.read') || has('context.write')) {
+    const context = {};
+    if (has('context.read')) {
+      context.read = async function read(path) {
+        if (path === undefined) path = '';
+        if (typeof path !== 'string') {
+          throw new TypeErrorClass('ctx.context.read(path): path is a JSON pointer string ("" for the whole context)');
+        }
+        return call('context.read', { path: path });
+      };
+    }
+    if (has('context.write')) {
+      context.write = async function write(op, args) {
+        if (typeof op !== 'string') {
+          throw new TypeErrorClass('ctx.context.write(op, args): op is the name of an operation, e.g. "create"');
+        }
+        if (args === undefined) args = {};
+        if (typeof args !== 'object' || args === null || isArray(args)) {
+          throw new TypeErrorClass('ctx.context.write(op, args): args is an object');
+        }
+        return call('context.write', { op: op, args: args });
+      };
+    }
+    ctx.context = freeze(context);
+  }
+  if (has('fetch')) {
+    ctx.fetch = async function fetch(url, init) {
+      if (typeof url !== 'string') throw new TypeErrorClass('ctx.fetch(url, init): url is a string');
+      if (init === undefined || init === null) init = {};
+      if (typeof init !== 'object') throw new TypeErrorClass('ctx.fetch(url, init): init is an object');
+      const method = init.method === undefined ? 'GET' : init.method;
+      if (typeof method !== 'string') throw new TypeErrorClass('ctx.fetch(url, init): init.method is a string');
+      const headers = {};
+      if (init.headers !== undefined && init.headers !== null) {
+        if (typeof init.headers !== 'object' || isArray(init.headers)) {
+          throw new TypeErrorClass('ctx.fetch(url, init): init.headers is an object of header names and string values');
+        }
+        const names = keys(init.headers);
+        for (let i = 0; i < names.length; i += 1) {
+          const value = init.headers[names[i]];
+          if (typeof value !== 'string') {
+            throw new TypeErrorClass('ctx.fetch(url, init): header ' + names[i] + ' is not a string');
+          }
+          defineProperty(headers, names[i], { value: value, enumerable: true });
+        }
+      }
+      const request = { url: url, method: method, headers: headers };
+      if (init.body !== undefined && init.body !== null) {
+        if (typeof init.body !== 'string') {
+          throw new TypeErrorClass('ctx.fetch(url, init): init.body is a string (JSON.stringify an object first)');
+        }
+        request.body = init.body;
+      }
+      return response(await call('fetch', request));
+    };
+  }
+  const secrets = {};
+  const names = keys(config.secrets);
+  for (let i = 0; i < names.length; i += 1) {
+    defineProperty(secrets, names[i], { value: config.secrets[names[i]], enumerable: true });
+  }
+  ctx.secrets = freeze(secrets);
+  freeze(ctx);
+
+  function describe(thrown) {
+    try {
+      if (thrown instanceof ErrorClass || (typeof thrown === 'object' && thrown !== null && typeof thrown.message === 'string')) {
+        return stringify({
+          error: true,
+          name: text(thrown.name === undefined ? 'Error' : thrown.name).slice(0, 100),
+          message: text(thrown.message).slice(0, maxMessage),
+          code: typeof thrown.code === 'string' ? thrown.code : null,
+          stack: typeof thrown.stack === 'string' ? thrown.stack.slice(0, 2000) : '',
+        });
+      }
+      return stringify({
+        error: false,
+        type: thrown === null ? 'null' : typeof thrown,
+        message: text(thrown).slice(0, maxMessage),
+      });
+    } catch (_) {
+      return '{"error":false,"type":"unknown","message":"a value that cannot be described"}';
+    }
+  }
+
+  return async function run(main, argsJson) {
+    try {
+      const value = await main(parse(argsJson), ctx);
+      if (value === undefined) return '1null';
+      let json;
+      try {
+        json = stringify(value);
+      } catch (thrown) {
+        return '2' + describe(thrown);
+      }
+      if (typeof json !== 'string') {
+        return '2' + stringify({ error: false, type: typeof value, message: 'a ' + typeof value + ' is not JSON' });
+      }
+      if (json.length > config.maxResultBytes) return '3' + json.length;
+      return '1' + json;
+    } catch (thrown) {
+      return '0' + describe(thrown);
+    }
+  };
+})`;
