@@ -20,6 +20,7 @@ import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
 import { purgeExpiredOutcomes } from './domain/idempotency.ts';
 import { QueryPool } from './execution/query-pool.ts';
+import { createGuardedDispatcher } from './execution/ssrf-guard.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
@@ -47,6 +48,7 @@ export interface AppOptions {
         Config,
         | 'logRequests'
         | 'logFormat'
+        | 'httpToolsAllowedNetworks'
         | 'contextCacheBytes'
         | 'metricsToken'
         | 'idempotencyTtlMs'
@@ -166,6 +168,10 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   if (options.warmQueryWorkers) queries.warm();
   // The worker threads must not outlive the app (a test's app, or a server shutting down).
   app.addHook('onClose', () => queries.close());
+  const outbound = createGuardedDispatcher({
+    allowedNetworks: options.config.httpToolsAllowedNetworks ?? [],
+  });
+  app.addHook('onClose', () => outbound.close());
   await app.register(
     async (internal: AdminApp) => {
       requireInternal(internal, options.config.internalToken);
@@ -179,6 +185,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
           metrics,
           queries,
           idempotencyTtlMs,
+          outbound,
         }),
       );
     },

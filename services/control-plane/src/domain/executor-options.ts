@@ -4,6 +4,7 @@
  * HTTP dispatcher) adds its own field here.
  */
 import type { Limits } from '@bindery/context-ops';
+import type { Dispatcher } from 'undici';
 import type { QueryPool } from '../execution/query-pool.ts';
 import type { ControlPlaneMetrics } from '../metrics.ts';
 import type { ContextCache } from './context-cache.ts';
@@ -16,4 +17,10 @@ export interface ExecutorOptions {
   queries: QueryPool;
   /** How long a write's idempotency key is remembered. */
   idempotencyTtlMs: number;
+  /**
+   * Every request a tool sends out (HTTP tools, a custom tool's fetch) goes through this: the SSRF
+   * guard (execution/ssrf-guard.ts) checks each connection, literal IPs, DNS answers and redirect
+   * hops alike, against HTTP_TOOLS_ALLOWED_NETWORKS.
+   */
+  outbound: Dispatcher;
 }
