@@ -102,6 +102,9 @@ export class QueryPool {
         : undefined;
     this.#workers = new FairWorkerPool({
       name: 'query worker',
+      // Every thread up from the start: one started on demand at nice +10 on a saturated host took
+      // tens of seconds to come up.
+      warmThreads: options.threads,
       filename: WORKER,
       threads: options.threads,
       queue: options.queue,
