@@ -32,8 +32,12 @@ beforeAll(async () => {
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
       received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-      res.writeHead(200, { 'content-type': 'application/json', 'x-served-by': 'local' });
-      res.end(JSON.stringify({ greeting: 'hello', path: req.url }));
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'x-served-by': 'local' });
+        res.end(JSON.stringify({ greeting: 'hello', path: req.url }));
+      };
+      if (req.url === '/slow') setTimeout(answer, 400);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -282,5 +286,23 @@ describe('calling a custom tool', () => {
     );
     const left = await t.call('GET', '/api/v2/adis?kind=custom', { token: doomed.token });
     expect(left.body.items).toEqual([]);
+  });
+
+  it('a call in flight when the app closes is answered before the sandbox stops', async () => {
+    const closing = await startTestApp({ allowedNetworks: ['127.0.0.1/32'] });
+    const author = await customToolUser(closing, {}, 'closing');
+    await author.add(
+      'slow',
+      customTool(
+        `export default async (args, ctx) => (await (await ctx.fetch('http://127.0.0.1:${serverPort}/slow')).json()).path`,
+        { allowed_hosts: [`127.0.0.1:${serverPort}`] },
+      ),
+    );
+    const inFlight = author.call('slow');
+    // The call has reached the local server: it is inside the sandbox, awaiting its fetch.
+    while (received.at(-1)?.url !== '/slow') await new Promise((resolve) => setTimeout(resolve, 10));
+    const closed = closing.close();
+    expect(await inFlight).toMatchObject({ isError: false, value: '/slow' });
+    await closed;
   });
 });
