@@ -12,7 +12,13 @@
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ADMIN_TOKEN, INTERNAL_TOKEN, spawnService, startControlPlane, stopChild } from './support/control-plane.ts';
+import {
+  ADMIN_TOKEN,
+  INTERNAL_TOKEN,
+  spawnService,
+  startControlPlane,
+  stopChild,
+} from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
@@ -82,7 +88,9 @@ try {
     adis.map((adi) => ({ adi_id: adi.id })),
   );
   const client = new Client({ name: 'bench', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/api/v2/mcp/server/${String(aei.api_key)}`)));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${gw.url}/api/v2/mcp/server/${String(aei.api_key)}`)),
+  );
   const call = async (name: string, args: Record<string, unknown>) => {
     const result = await client.callTool({ name, arguments: args });
     if (result.isError) throw new Error(`${name}: ${JSON.stringify(result.content)}`);
@@ -103,7 +111,9 @@ try {
       samples[name].push(performance.now() - t0);
     }
   }
-  console.log('custom tool benchmark: tools/call through the gateway, SDK Client, concurrency 1 (PostgreSQL)');
+  console.log(
+    'custom tool benchmark: tools/call through the gateway, SDK Client, concurrency 1 (PostgreSQL)',
+  );
   console.log('  (the paths take turns call by call, so they see the same machine load)');
   const q = row('context query tool (reference)', samples.query);
   const t = row('custom tool, trivial function', samples.trivial);

@@ -48,7 +48,11 @@ describe('saving', () => {
   });
 
   it('a bad input or output schema: 400 naming it', async () => {
-    const typo = await u.save(customTool('export default () => 1', { input_schema: { type: 'object', properties: { a: { type: 'strng' } } } }));
+    const typo = await u.save(
+      customTool('export default () => 1', {
+        input_schema: { type: 'object', properties: { a: { type: 'strng' } } },
+      }),
+    );
     expect(typo.status).toBe(400);
     expect(typo.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { field: 'input_schema' } });
     expect(typo.body.error.message).toMatch(/^input_schema: not a usable JSON Schema/);
@@ -61,7 +65,10 @@ describe('saving', () => {
       customTool('export default () => 1', { output_schema: { type: 'object', minProperties: 'two' } }),
     );
     expect(output.status).toBe(400);
-    expect(output.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { field: 'output_schema' } });
+    expect(output.body.error).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { field: 'output_schema' },
+    });
   });
 
   it('an unknown secret: 400 naming secrets and the name', async () => {
@@ -103,7 +110,9 @@ describe('saving', () => {
       ['exa mple.com', /not a host/],
       ['[::1', /host/],
     ] as const) {
-      const res = await u.save(customTool('export default () => 1', { allowed_hosts: ['ok.example.com', entry] }));
+      const res = await u.save(
+        customTool('export default () => 1', { allowed_hosts: ['ok.example.com', entry] }),
+      );
       expect(res.status, entry).toBe(400);
       expect(res.body.error, entry).toMatchObject({
         code: 'VALIDATION_FAILED',
@@ -117,7 +126,9 @@ describe('saving', () => {
     const secrets = await u.save(customTool('export default () => 1', { secrets: ['A', 'A'] }));
     expect(secrets.status).toBe(400);
     expect(JSON.stringify(secrets.body.error)).toMatch(/secrets/);
-    const hosts = await u.save(customTool('export default () => 1', { allowed_hosts: ['a.example.com', 'A.example.com'] }));
+    const hosts = await u.save(
+      customTool('export default () => 1', { allowed_hosts: ['a.example.com', 'A.example.com'] }),
+    );
     expect(hosts.status).toBe(400);
     expect(hosts.body.error).toMatchObject({ details: { field: 'allowed_hosts', index: 1 } });
 
@@ -140,7 +151,10 @@ describe('saving', () => {
     expect(noCode.status).toBe(400);
     expect(JSON.stringify(noCode.body.error)).toMatch(/code/);
     const { adiId } = await u.add('patch_me', customTool('export default () => 1'));
-    const patch = await t.call('PATCH', `/api/v2/adis/${adiId}`, { token: u.token, body: { json_path: '/x' } });
+    const patch = await t.call('PATCH', `/api/v2/adis/${adiId}`, {
+      token: u.token,
+      body: { json_path: '/x' },
+    });
     expect(patch.status).toBe(400);
     expect(patch.body.error).toMatchObject({ details: { field: 'json_path' } });
     const badCode = await t.call('PATCH', `/api/v2/adis/${adiId}`, {
@@ -172,7 +186,12 @@ describe('calling', () => {
   });
 
   it('an allocation bomb ends with a clear memory error', async () => {
-    await u.add('bomb', customTool('export default () => { const a = []; while (true) a.push({ n: a.length, s: "k" + a.length }); }'));
+    await u.add(
+      'bomb',
+      customTool(
+        'export default () => { const a = []; while (true) a.push({ n: a.length, s: "k" + a.length }); }',
+      ),
+    );
     const answer = await u.call('bomb');
     expect(answer).toMatchObject({
       isError: true,
@@ -201,7 +220,10 @@ describe('calling', () => {
   });
 
   it('what the code throws: UPSTREAM_FAILED with its message and position, console kept', async () => {
-    await u.add('thrower', customTool('export default () => {\n  console.log("about to fail");\n  throw new Error("no luck");\n}'));
+    await u.add(
+      'thrower',
+      customTool('export default () => {\n  console.log("about to fail");\n  throw new Error("no luck");\n}'),
+    );
     const answer = await u.call('thrower');
     expect(answer).toMatchObject({ isError: true, value: { error: { code: 'UPSTREAM_FAILED' } } });
     expect(answer.value.error.message).toMatch(/no luck/);

@@ -254,7 +254,12 @@ describe('calling a custom tool', () => {
     const answer = await u.call('greet', { who: 'ada' });
     expect(answer).toMatchObject({
       isError: false,
-      value: { status: 200, ok: true, servedBy: 'local', body: { greeting: 'hello', path: '/hello?who=ada' } },
+      value: {
+        status: 200,
+        ok: true,
+        servedBy: 'local',
+        body: { greeting: 'hello', path: '/hello?who=ada' },
+      },
     });
     expect(received.at(-1)).toMatchObject({
       method: 'POST',
@@ -281,9 +286,9 @@ describe('calling a custom tool', () => {
     expect(adis.body.items).toMatchObject([{ name: 'count_items', kind: 'custom', json_path: '/items' }]);
 
     expect((await doomed.call('count_items')).value).toBe(2);
-    expect((await t.call('DELETE', `/api/v2/tables/${doomed.tableId}?force=true`, { token: doomed.token })).status).toBe(
-      204,
-    );
+    expect(
+      (await t.call('DELETE', `/api/v2/tables/${doomed.tableId}?force=true`, { token: doomed.token })).status,
+    ).toBe(204);
     const left = await t.call('GET', '/api/v2/adis?kind=custom', { token: doomed.token });
     expect(left.body.items).toEqual([]);
   });

@@ -134,7 +134,12 @@ describe('the context, and only it', () => {
   });
 
   it('a tool without a context or hosts has neither ctx.context nor ctx.fetch', async () => {
-    await u.add('bare', customTool('export default (args, ctx) => [typeof ctx.context, typeof ctx.fetch, Object.keys(ctx.secrets)]'));
+    await u.add(
+      'bare',
+      customTool(
+        'export default (args, ctx) => [typeof ctx.context, typeof ctx.fetch, Object.keys(ctx.secrets)]',
+      ),
+    );
     expect((await u.call('bare')).value).toEqual(['undefined', 'undefined', []]);
   });
 });
@@ -173,7 +178,9 @@ describe('ctx.fetch', () => {
     const before = hits.length;
     const answer = await u.call('redirected');
     expect(answer.value).toMatchObject({ code: 'FORBIDDEN' });
-    expect(answer.value.message).toMatch(`the redirect to localhost:${port} is not in this tool's allowed_hosts`);
+    expect(answer.value.message).toMatch(
+      `the redirect to localhost:${port} is not in this tool's allowed_hosts`,
+    );
     expect(hits.slice(before).map((h) => h.url)).toEqual(['/redirect']);
   });
 
@@ -197,8 +204,12 @@ describe('secrets', () => {
   it('another user’s secret cannot be named', async () => {
     const owner = await t.newUser('secret-owner');
     expect(
-      (await t.call('POST', '/api/v2/secrets', { token: owner.token, body: { name: 'THEIRS', value: 'x'.repeat(12) } }))
-        .status,
+      (
+        await t.call('POST', '/api/v2/secrets', {
+          token: owner.token,
+          body: { name: 'THEIRS', value: 'x'.repeat(12) },
+        })
+      ).status,
     ).toBe(201);
     const res = await u.save(customTool('export default () => 1', { secrets: ['THEIRS'] }));
     expect(res.status).toBe(400);
@@ -224,7 +235,13 @@ describe('secrets', () => {
         withSecret,
       ),
     );
-    await u.add('thrower', customTool('export default (args, ctx) => { throw new Error("bad token " + ctx.secrets.API_TOKEN); }', withSecret));
+    await u.add(
+      'thrower',
+      customTool(
+        'export default (args, ctx) => { throw new Error("bad token " + ctx.secrets.API_TOKEN); }',
+        withSecret,
+      ),
+    );
 
     const before = hits.length;
     const leaky = await u.call('leaky');
@@ -239,7 +256,12 @@ describe('secrets', () => {
 
     const audit = await t.database.prisma.auditEvent.findMany({ where: { userId: u.userId } });
     expect(audit.length).toBeGreaterThan(0);
-    const everything = [JSON.stringify(leaky), JSON.stringify(thrown), JSON.stringify(audit), logLines.join('\n')];
+    const everything = [
+      JSON.stringify(leaky),
+      JSON.stringify(thrown),
+      JSON.stringify(audit),
+      logLines.join('\n'),
+    ];
     for (const text of everything) {
       for (const piece of [...SECRET_PIECES, ...ENCODED_PIECES]) expect(text).not.toContain(piece);
     }

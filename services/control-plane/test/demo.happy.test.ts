@@ -111,7 +111,10 @@ describe('demo seed', () => {
     expect(refused.value.error.code).toBe('VALIDATION_FAILED');
     // The custom tool reads the orders and adds up per currency.
     const paid = await call('order_totals', { status: 'paid' });
-    expect(paid).toEqual({ isError: false, value: { orders: 3, totals: { EUR: 1250, USD: 420.5, GBP: 310.75 } } });
+    expect(paid).toEqual({
+      isError: false,
+      value: { orders: 3, totals: { EUR: 1250, USD: 420.5, GBP: 310.75 } },
+    });
     const all = await call('order_totals', {});
     expect(all.value.orders).toBe(8);
   });

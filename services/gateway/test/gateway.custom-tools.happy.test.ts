@@ -31,7 +31,12 @@ beforeAll(async () => {
   const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, token);
   const table = await as('POST', '/api/v2/tables', {
     name: 'CRM',
-    data: { customers: [{ id: 'c1', tier: 'gold' }, { id: 'c2', tier: 'silver' }] },
+    data: {
+      customers: [
+        { id: 'c1', tier: 'gold' },
+        { id: 'c2', tier: 'silver' },
+      ],
+    },
   });
   const adis: Json[] = [
     await as('POST', '/api/v2/adis', SUM),
@@ -47,7 +52,12 @@ beforeAll(async () => {
       code: 'export default function () { while (true) {} }',
       input_schema: { type: 'object' },
     }),
-    await as('POST', '/api/v2/adis', { name: 'crm_query', table_id: table.id, json_path: '', operation_type: 'query' }),
+    await as('POST', '/api/v2/adis', {
+      name: 'crm_query',
+      table_id: table.id,
+      json_path: '',
+      operation_type: 'query',
+    }),
   ];
   const aei = await as('POST', '/api/v2/aeis', { name: 'agent' });
   apiKey = aei.api_key;
@@ -97,7 +107,10 @@ describe('custom tools through the gateway', () => {
       result,
       ms: performance.now() - started,
     }));
-    const query = await client.callTool({ name: 'crm_query', arguments: { query: "customers[?tier=='gold'].id" } });
+    const query = await client.callTool({
+      name: 'crm_query',
+      arguments: { query: "customers[?tier=='gold'].id" },
+    });
     const queryMs = performance.now() - started;
     const spin = await spinning;
     expect(resultJson(query)).toEqual(['c1']);

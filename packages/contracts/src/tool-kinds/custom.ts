@@ -8,7 +8,6 @@ import { Type, type Static } from 'typebox';
 import { SecretName } from '../secrets.ts';
 import { ToolAnnotations } from './tool-annotations.ts';
 
-const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
@@ -51,15 +50,12 @@ const OutputSchema = Type.Record(Type.String(), Type.Unknown(), {
   description:
     'JSON Schema of the answer, "type": "object"; answers are checked against it and sent as structuredContent',
 });
-const AllowedHosts = Type.Array(
-  Type.String({ minLength: 1, maxLength: CUSTOM_TOOL_LIMITS.maxHostLength }),
-  {
-    maxItems: CUSTOM_TOOL_LIMITS.maxAllowedHosts,
-    uniqueItems: true,
-    description:
-      'hosts ctx.fetch may reach: "host" (ports 80 and 443) or "host:port"; [::1]:8080 for IPv6. Empty: no ctx.fetch',
-  },
-);
+const AllowedHosts = Type.Array(Type.String({ minLength: 1, maxLength: CUSTOM_TOOL_LIMITS.maxHostLength }), {
+  maxItems: CUSTOM_TOOL_LIMITS.maxAllowedHosts,
+  uniqueItems: true,
+  description:
+    'hosts ctx.fetch may reach: "host" (ports 80 and 443) or "host:port"; [::1]:8080 for IPv6. Empty: no ctx.fetch',
+});
 const Secrets = Type.Array(SecretName, {
   maxItems: CUSTOM_TOOL_LIMITS.maxSecrets,
   uniqueItems: true,

@@ -43,17 +43,23 @@ export interface CustomToolUser {
 }
 
 /** A user owning `data` as table "crm" and an exposure "agent"; tools are added with `add`. */
-export async function customToolUser(t: TestApp, data: unknown, name = 'custom-author'): Promise<CustomToolUser> {
+export async function customToolUser(
+  t: TestApp,
+  data: unknown,
+  name = 'custom-author',
+): Promise<CustomToolUser> {
   const user = await t.newUser(name);
   const ok = (res: CallResult, what: string) => {
     if (res.status >= 300) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body;
   };
-  const table = ok(await t.call('POST', '/api/v2/tables', { token: user.token, body: { name: 'crm', data } }), 'table');
+  const table = ok(
+    await t.call('POST', '/api/v2/tables', { token: user.token, body: { name: 'crm', data } }),
+    'table',
+  );
   const aei = ok(await t.call('POST', '/api/v2/aeis', { token: user.token, body: { name: 'agent' } }), 'aei');
   const bound = new Map<string, { adiId: string; bindingId: string }>();
-  const save = (body: Record<string, unknown>) =>
-    t.call('POST', '/api/v2/adis', { token: user.token, body });
+  const save = (body: Record<string, unknown>) => t.call('POST', '/api/v2/adis', { token: user.token, body });
   return {
     token: user.token,
     userId: user.id,
@@ -63,7 +69,10 @@ export async function customToolUser(t: TestApp, data: unknown, name = 'custom-a
     async add(toolName, body) {
       const adi = ok(await save({ name: toolName, ...body }), `save ${toolName}`);
       const binding = ok(
-        await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, { token: user.token, body: { adi_id: adi.id } }),
+        await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, {
+          token: user.token,
+          body: { adi_id: adi.id },
+        }),
         `bind ${toolName}`,
       );
       const ids = { adiId: adi.id as string, bindingId: binding.id as string };
@@ -83,7 +92,8 @@ export async function customToolUser(t: TestApp, data: unknown, name = 'custom-a
           ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
         },
       });
-      if (res.status !== 200) throw new Error(`execute answered HTTP ${res.status}: ${JSON.stringify(res.body)}`);
+      if (res.status !== 200)
+        throw new Error(`execute answered HTTP ${res.status}: ${JSON.stringify(res.body)}`);
       return {
         isError: res.body.isError === true,
         value: JSON.parse(res.body.content[0].text),
@@ -99,9 +109,6 @@ export async function customToolUser(t: TestApp, data: unknown, name = 'custom-a
 }
 
 /** The body of a custom tool with `code` and an open input schema, on the user's table at `json_path`. */
-export function customTool(
-  code: string,
-  extra: Record<string, unknown> = {},
-): Record<string, unknown> {
+export function customTool(code: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { kind: 'custom', code, input_schema: { type: 'object' }, ...extra };
 }

@@ -10,7 +10,8 @@ import { DomainError } from '../../errors.ts';
 
 const FIELD = 'allowed_hosts';
 const HOST_PORT = /^(\[[^\]]*\]|[^:[\]]*)(?::(\d{1,5}))?$/;
-const DNS_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$/;
+const DNS_NAME =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$/;
 const IPV4 = /^\d{1,3}(?:\.\d{1,3}){3}$/;
 
 function invalid(index: number, entry: string, why: string): DomainError {
@@ -37,7 +38,11 @@ export function normaliseAllowedHosts(entries: readonly string[]): string[] {
 
 function normaliseEntry(entry: string, index: number): string {
   if (/[\s/?#@\\]/.test(entry) || entry.includes('://')) {
-    throw invalid(index, entry, 'is not a host: write the host alone, e.g. "api.example.com" or "api.example.com:8443"');
+    throw invalid(
+      index,
+      entry,
+      'is not a host: write the host alone, e.g. "api.example.com" or "api.example.com:8443"',
+    );
   }
   if (entry.includes('*')) {
     throw invalid(index, entry, 'has a wildcard: list each host the tool calls');
@@ -65,5 +70,7 @@ function normaliseEntry(entry: string, index: number): string {
 export function hostAllowed(url: URL, allowed: readonly string[]): boolean {
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   const defaultPort = port === 80 || port === 443;
-  return allowed.some((entry) => entry === `${url.hostname}:${port}` || (defaultPort && entry === url.hostname));
+  return allowed.some(
+    (entry) => entry === `${url.hostname}:${port}` || (defaultPort && entry === url.hostname),
+  );
 }

@@ -42,7 +42,8 @@ function settingsOf(columns: KindColumns): Omit<CustomToolConfig, 'code'> {
   const schema = config.input_schema;
   return {
     ...config,
-    input_schema: typeof schema === 'object' && schema !== null && !Array.isArray(schema) ? schema : ANY_OBJECT,
+    input_schema:
+      typeof schema === 'object' && schema !== null && !Array.isArray(schema) ? schema : ANY_OBJECT,
     context_write: config.context_write === true,
     allowed_hosts: Array.isArray(config.allowed_hosts) ? config.allowed_hosts : [],
     secrets: Array.isArray(config.secrets) ? config.secrets : [],
@@ -149,7 +150,10 @@ async function run(call: ToolCall): Promise<JsonValue> {
   const lines = secrets.redactJson(outcome.console);
   if (lines.length > 0) {
     call.meta[CONSOLE_META_KEY] = lines as unknown as JsonValue;
-    call.options.log?.debug({ tool_name: call.toolName, adi_id: call.adiId, console: lines }, 'custom tool console');
+    call.options.log?.debug(
+      { tool_name: call.toolName, adi_id: call.adiId, console: lines },
+      'custom tool console',
+    );
   }
   if (!outcome.ok) {
     const message = secrets.redact(outcome.message);
@@ -188,7 +192,15 @@ function checkAnswer(schema: Record<string, unknown>, value: JsonValue, toolName
 export const customKind: ToolKindModule<CreateCustomAdiBody, CustomPatch> = {
   kind: 'custom',
   createBody: CreateCustomAdiBody,
-  patchFields: ['code', 'input_schema', 'output_schema', 'context', 'allowed_hosts', 'secrets', 'annotations'],
+  patchFields: [
+    'code',
+    'input_schema',
+    'output_schema',
+    'context',
+    'allowed_hosts',
+    'secrets',
+    'annotations',
+  ],
   columnsOf: (body) => ({
     tableId: body.context?.table_id ?? null,
     jsonPath: body.context?.json_path ?? null,
@@ -236,7 +248,9 @@ export const customKind: ToolKindModule<CreateCustomAdiBody, CustomPatch> = {
   inputSchema: (columns) => settingsOf(columns).input_schema as JsonSchema,
   outputSchema(columns) {
     const schema = settingsOf(columns).output_schema;
-    return typeof schema === 'object' && schema !== null && !Array.isArray(schema) ? (schema as JsonSchema) : null;
+    return typeof schema === 'object' && schema !== null && !Array.isArray(schema)
+      ? (schema as JsonSchema)
+      : null;
   },
   annotations,
   adiRef: (adiId) => ({ kind: 'custom', adi_id: adiId }),
