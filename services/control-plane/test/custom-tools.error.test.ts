@@ -2,10 +2,12 @@
 // naming the field (bad JS with its line and column, a bad schema, an unknown secret, a missing
 // context path, a host that is not a host, a name used twice); a call that loops ends with TIMEOUT
 // in under 2 s while the control plane keeps answering other calls, an allocation bomb with a
-// memory error, an answer outside the output schema with a tool error, and a call stopped after it
-// began writing says the outcome is unknown.
+// memory error, an answer outside the output schema with a tool error, a call stopped after it
+// began writing says the outcome is unknown, and calls past the account's share are RATE_LIMITED
+// and counted in the metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
+import { sample } from './support/metrics.ts';
 import { SUM_TOOL, customTool, customToolUser, type CustomToolUser } from './support/custom-tools.ts';
 
 let t: TestApp;
@@ -276,4 +278,42 @@ describe('calling', () => {
     });
     expect(answer.value.error.message).toMatch(/may have been applied/);
   });
+
+  it('more calls of one account than CUSTOM_TOOL_TENANT_CALLS at once: RATE_LIMITED, counted in /metrics', async () => {
+    await u.add(
+      'busy',
+      customTool(
+        'export default () => { const end = Date.now() + 500; while (Date.now() < end) {} return "done"; }',
+      ),
+    );
+    const refusedBefore =
+      sample(await rawMetrics(), 'controlplane_custom_tool_rejections_total', { reason: 'tenant_limit' }) ??
+      0;
+    // The default allows 8 calls of one account running or waiting (2 run, 0.5 s each): of 12 sent
+    // at once, those arriving while 8 are in are refused at once.
+    const answers = await Promise.all(Array.from({ length: 12 }, () => u.call('busy')));
+    const refused = answers.filter((a) => a.isError);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(answers.filter((a) => !a.isError).map((a) => a.value)).toEqual(
+      Array(12 - refused.length).fill('done'),
+    );
+    for (const answer of refused) {
+      expect(answer.value.error).toMatchObject({
+        code: 'RATE_LIMITED',
+        details: { reason: 'tenant_limit', retry_after_seconds: 1 },
+      });
+    }
+    const text = await rawMetrics();
+    expect(sample(text, 'controlplane_custom_tool_rejections_total', { reason: 'tenant_limit' })).toBe(
+      refusedBefore + refused.length,
+    );
+    // Nothing runs or waits any more: the gauges came back down.
+    expect(sample(text, 'controlplane_custom_tool_pool_running')).toBe(0);
+    expect(sample(text, 'controlplane_custom_tool_pool_queued')).toBe(0);
+  });
 });
+
+/** The control plane's /metrics text (open without METRICS_TOKEN). */
+async function rawMetrics(): Promise<string> {
+  return (await fetch(`${t.baseUrl}/metrics`)).text();
+}
