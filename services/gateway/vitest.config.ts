@@ -10,6 +10,8 @@ const ON_BOTH_ENGINES = [
   'test/gateway.idempotency.resilience.test.ts',
   'test/bad-input.error.test.ts',
   'test/gateway.legacy-migration.test.ts',
+  // Custom tools read their context through the engine's store and run in the control plane's sandbox.
+  'test/gateway.custom-tools.happy.test.ts',
 ];
 
 export default defineConfig({

@@ -73,6 +73,7 @@ export {
   AuditListQuery,
   AuditStatus,
   ConfigBinding,
+  CONSOLE_META_KEY,
   ConfigV2,
   ExecuteRequest,
   IDEMPOTENCY_META_KEY,
@@ -91,10 +92,17 @@ export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } f
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 export { ContextAdiRef } from './tool-kinds/context.ts';
 export {
+  CUSTOM_TOOL_LIMITS,
+  CustomAdiRef,
+  CustomToolConfig,
+  CustomToolContext,
+} from './tool-kinds/custom.ts';
+export {
   ADI_CREATE_BODIES,
   COMMON_ADI_PATCH_FIELDS,
   CreateAdiBody,
   CreateContextAdiBody,
+  CreateCustomAdiBody,
   UpdateAdiBody,
   createAdiBodySchema,
 } from './tool-kinds/adi-bodies.ts';

@@ -7,6 +7,7 @@ import { Type, type Static } from 'typebox';
 import { AeiStatus, ExposureMode } from './admin-api.ts';
 import { ERROR_CODES } from './errors.ts';
 import { ContextAdiRef, OperationTypeSchema } from './tool-kinds/context.ts';
+import { CustomAdiRef } from './tool-kinds/custom.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
@@ -17,7 +18,7 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
  * What the ADI behind a binding is, one member per kind, told apart by `kind`. A gateway needs
  * only `adi_id` (to run the tool); the rest is for reading.
  */
-export const AdiRef = Type.Union([ContextAdiRef]);
+export const AdiRef = Type.Union([ContextAdiRef, CustomAdiRef]);
 export type AdiRef = Static<typeof AdiRef>;
 
 export const ConfigBinding = Type.Object({
@@ -166,7 +167,14 @@ export const ToolResult = Type.Object({
   content: Type.Array(Type.Object({ type: Type.Literal('text'), text: Type.String() })),
   structuredContent: Type.Optional(JsonObject),
   isError: Type.Optional(Type.Boolean()),
+  _meta: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description: 'MCP result metadata, e.g. "bindery/console": what a custom tool wrote to its console',
+    }),
+  ),
 });
+/** Where a custom tool's console lines go in its result's `_meta`. */
+export const CONSOLE_META_KEY = 'bindery/console';
 export type ToolResult = Static<typeof ToolResult>;
 
 // audit ---------------------------------------------------------------------------------------

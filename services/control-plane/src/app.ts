@@ -8,7 +8,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { RequestLogController, loggerOptions } from '@bindery/contracts/server';
 import Fastify, { type FastifyServerOptions } from 'fastify';
-import { DEFAULT_GATEWAY_PUBLIC_URL, QUERY_DEFAULTS, type Config } from './config.ts';
+import { CUSTOM_TOOL_DEFAULTS, DEFAULT_GATEWAY_PUBLIC_URL, QUERY_DEFAULTS, type Config } from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
@@ -20,6 +20,7 @@ import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { ContextCache } from './domain/context-cache.ts';
 import { purgeExpiredOutcomes } from './domain/idempotency.ts';
 import { QueryPool } from './execution/query-pool.ts';
+import { CustomToolSandbox } from './execution/sandbox/index.ts';
 import { createGuardedDispatcher } from './execution/ssrf-guard.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
@@ -40,6 +41,7 @@ import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
+type CustomToolSettings = keyof typeof CUSTOM_TOOL_DEFAULTS;
 
 export interface AppOptions {
   config: Pick<Config, 'bodyLimitBytes' | 'logLevel' | 'internalToken' | 'maxResultBytes'> &
@@ -54,6 +56,7 @@ export interface AppOptions {
         | 'idempotencyTtlMs'
         | 'gatewayPublicUrl'
         | QuerySettings
+        | CustomToolSettings
       >
     >;
   domain: DomainContext;
@@ -64,6 +67,8 @@ export interface AppOptions {
   logStream?: { write(line: string): void };
   /** Start the query worker pool (and its warm worker) at once; otherwise at the first long query. */
   warmQueryWorkers?: boolean;
+  /** Start the custom tool sandbox's threads at once; otherwise at the first custom tool call or save. */
+  warmCustomToolWorkers?: boolean;
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
@@ -92,10 +97,12 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     frameworkErrors: frameworkErrorAnswer,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(requestValidatorCompiler());
-  app.decorate('domain', options.domain);
+  const metrics = createMetrics({ pool: options.pool });
+  const sandbox = customToolSandbox(options, app.log.child({ component: 'custom-tools' }), metrics);
+  // Domain services check custom tools' sources in the sandbox that will run them.
+  app.decorate('domain', { ...options.domain, sandbox });
   registerErrorHandler(app);
   closeConnectionsWhenClosing(app);
-  const metrics = createMetrics({ pool: options.pool });
   app.addHook('onRequest', async (_request, reply) => {
     metrics.requestsInFlight.inc();
     // The answer's 'close' comes once for every request: answered, or its connection gone.
@@ -168,6 +175,9 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   if (options.warmQueryWorkers) queries.warm();
   // The worker threads must not outlive the app (a test's app, or a server shutting down).
   app.addHook('onClose', () => queries.close());
+  if (options.warmCustomToolWorkers) sandbox.warm();
+  // After the requests in flight (onClose runs once they are answered): their calls finish first.
+  app.addHook('onClose', () => sandbox.close());
   const outbound = createGuardedDispatcher({
     allowedNetworks: options.config.httpToolsAllowedNetworks ?? [],
   });
@@ -186,6 +196,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
           queries,
           idempotencyTtlMs,
           outbound,
+          sandbox,
+          log: app.log.child({ component: 'executor' }),
         }),
       );
     },
@@ -193,6 +205,30 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   );
   purgeIdempotencyRecords(app, idempotencyTtlMs);
   return app;
+}
+
+/** The sandbox custom tools run in, sized by the CUSTOM_TOOL_* settings, reporting to `metrics`. */
+function customToolSandbox(
+  options: AppOptions,
+  log: AdminApp['log'],
+  metrics: ReturnType<typeof createMetrics>,
+): CustomToolSandbox {
+  const settings = { ...CUSTOM_TOOL_DEFAULTS, ...definedOnly(options.config) };
+  const meter = metrics.customToolPool;
+  return new CustomToolSandbox({
+    threads: settings.customToolWorkers,
+    queue: settings.customToolQueue,
+    perTenant: settings.customToolTenantCalls,
+    memoryMb: settings.customToolMemoryMb,
+    // A custom tool's answer is bounded like every tool answer (RESULT_LIMIT_BYTES).
+    limits: { timeoutMs: settings.customToolTimeoutMs, maxResultBytes: options.config.maxResultBytes },
+    log,
+    report: (running, queued) => {
+      meter.running.set(running);
+      meter.queued.set(queued);
+    },
+    refused: (reason) => meter.rejected(reason).inc(),
+  });
 }
 
 /**

@@ -63,6 +63,13 @@ export interface QueryPoolMeter {
   rejected(reason: QueryRejection): { inc(): void };
 }
 
+/** What the custom tool sandbox's worker pool reports (its `report` and `refused` hooks). */
+export interface CustomToolPoolMeter {
+  running: { set(value: number): void };
+  queued: { set(value: number): void };
+  rejected(reason: QueryRejection): { inc(): void };
+}
+
 /** The connection counts of a `pg.Pool` (read at scrape time). */
 export interface PoolCounts {
   readonly totalCount: number;
@@ -180,6 +187,24 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const rejections = new Map(QUERY_REJECTIONS.map((reason) => [reason, queryRejections.labels(reason)]));
 
+  const customRunning = new Gauge({
+    name: 'controlplane_custom_tool_pool_running',
+    help: 'custom tool calls running in a sandbox worker thread',
+    registers: [registry],
+  });
+  const customQueued = new Gauge({
+    name: 'controlplane_custom_tool_pool_queued',
+    help: 'custom tool calls (and source checks) waiting for a sandbox worker thread',
+    registers: [registry],
+  });
+  const customRejections = new Counter({
+    name: 'controlplane_custom_tool_rejections_total',
+    help: 'custom tool calls the sandbox pool refused (RATE_LIMITED), by reason: tenant_limit, queue_full, wait_timeout, closing',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const customRejected = new Map(QUERY_REJECTIONS.map((reason) => [reason, customRejections.labels(reason)]));
+
   const pool = options.pool;
   if (pool) {
     // Read when scraped: nothing on the query path.
@@ -244,6 +269,11 @@ export function createMetrics(options: MetricsOptions = {}) {
       sliceSkipped: querySliceSkips,
       rejected: (reason) => rejections.get(reason) ?? queryRejections.labels(reason),
     } satisfies QueryPoolMeter,
+    customToolPool: {
+      running: customRunning,
+      queued: customQueued,
+      rejected: (reason) => customRejected.get(reason) ?? customRejections.labels(reason),
+    } satisfies CustomToolPoolMeter,
   };
 }
 

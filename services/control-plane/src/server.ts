@@ -53,6 +53,7 @@ const app = await buildApp({
   pool: database.pool,
   // The first long query should not wait for a worker thread to start.
   warmQueryWorkers: true,
+  warmCustomToolWorkers: true,
   domain: {
     prisma: database.prisma,
     // Forwards to the invalidation below, which logs through this app's logger. Nothing changes an
@@ -104,7 +105,7 @@ let demo: ControlPlaneStarted['demo'];
 if (wantsDemo(config.seedDemo, database.kind)) {
   // A brand-new exposure is in no gateway's cache yet, so the seed has nothing to invalidate (and
   // the gateways may still be starting).
-  const seeded = await seedDemo({ prisma: database.prisma, listener: { configChanged: () => {} } });
+  const seeded = await seedDemo({ ...app.domain, listener: { configChanged: () => {} } });
   if (seeded) {
     app.log.info({ aei_id: seeded.aeiId, tools: seeded.toolNames }, 'demo exposure seeded');
     const url = mcpUrl(config.gatewayPublicUrl, seeded.apiKey);

@@ -1,6 +1,6 @@
 // Pins the demo a fresh install starts with: on a database without user data the root user gets a
 // "Demo" project, a CRM table and an exposure whose api_key a gateway can use at once, with its
-// tools answering; a database that holds any table is left alone, and the demo is seeded only once
+// tools answering (the custom JavaScript one included); a database that holds any table is left alone, and the demo is seeded only once
 // even by two control planes starting together.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AEI, DEMO_PROJECT, seedDemo, wantsDemo, type DemoSeed } from '../src/domain/demo.ts';
@@ -12,7 +12,8 @@ let ctx: DomainContext;
 let demo: DemoSeed;
 beforeAll(async () => {
   t = await startTestApp();
-  ctx = { prisma: t.database.prisma, listener: { configChanged: () => {} } };
+  // The app's domain: it carries the sandbox that checks the demo's custom tool.
+  ctx = { ...t.app.domain, listener: { configChanged: () => {} } };
 });
 afterAll(() => t.close());
 
@@ -63,6 +64,7 @@ describe('demo seed', () => {
       [
         'create_customer',
         'get_crm_schema',
+        'order_totals',
         'preview_customers',
         'preview_orders',
         'query_crm',
@@ -81,7 +83,7 @@ describe('demo seed', () => {
     expect(config.status).toBe(200);
     const bindings: { binding_id: string; tool_name: string; adi_ref: { adi_id: string } }[] =
       config.body.bindings;
-    expect(bindings).toHaveLength(7);
+    expect(bindings).toHaveLength(8);
 
     const call = async (toolName: string, args: Record<string, unknown>) => {
       const binding = bindings.find((b) => b.tool_name === toolName)!;
@@ -107,5 +109,13 @@ describe('demo seed', () => {
     const refused = await call('create_customer', { value: { id: 'c-009', name: 'No Email' } });
     expect(refused.isError).toBe(true);
     expect(refused.value.error.code).toBe('VALIDATION_FAILED');
+    // The custom tool reads the orders and adds up per currency.
+    const paid = await call('order_totals', { status: 'paid' });
+    expect(paid).toEqual({
+      isError: false,
+      value: { orders: 3, totals: { EUR: 1250, USD: 420.5, GBP: 310.75 } },
+    });
+    const all = await call('order_totals', {});
+    expect(all.value.orders).toBe(8);
   });
 });

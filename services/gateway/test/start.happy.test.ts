@@ -93,7 +93,11 @@ describe('pnpm start', { timeout: 180_000 }, () => {
 
     const client = new Client({ name: 'start-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(demoUrl!)));
-    expect((await client.listTools()).tools).toHaveLength(7);
+    const { tools } = await client.listTools();
+    expect(tools).toHaveLength(8);
+    // The demo's custom JavaScript tool runs in the started control plane's sandbox.
+    const totals = await client.callTool({ name: 'order_totals', arguments: { status: 'paid' } });
+    expect(totals.structuredContent).toEqual({ orders: 3, totals: { EUR: 1250, USD: 420.5, GBP: 310.75 } });
     await client.close();
 
     for (const url of [`${controlPlane}/healthz`, `${controlPlane}/readyz`, `${controlPlane}/metrics`]) {

@@ -33,6 +33,7 @@ import {
   kindOf,
   offeredKind,
   type KindColumns,
+  type SourceChecker,
 } from './tool-kinds/index.ts';
 
 type AdiWithTable = Adi & { table: { projectId: string | null; name: string } | null };
@@ -114,12 +115,18 @@ function storedColumns(columns: KindColumns) {
 
 /**
  * Creates an ADI of the body's kind (context when absent). A kind this server does not offer is
- * VALIDATION_FAILED naming `kind`; a table that is not the caller's is NOT_FOUND.
+ * VALIDATION_FAILED naming `kind`; a table that is not the caller's is NOT_FOUND. `sandbox` checks
+ * a custom tool's source.
  */
-export async function createAdi(db: Db, caller: Principal, input: CreateAdiBody): Promise<AdiBody> {
+export async function createAdi(
+  db: Db,
+  caller: Principal,
+  input: CreateAdiBody,
+  sandbox?: SourceChecker,
+): Promise<AdiBody> {
   const module = offeredKind(input.kind ?? DEFAULT_ADI_KIND);
   if (input.name !== undefined) checkToolName(input.name, 'name');
-  const columns = await checkColumns(module, module.columnsOf(input), { db, caller });
+  const columns = await checkColumns(module, module.columnsOf(input), { db, caller, sandbox });
   await requireOwnContext(db, caller, columns);
   const id = newId('adi');
   const adi = await db.adi.create({
@@ -182,7 +189,7 @@ export async function updateAdi(
     const before = columnsOf(current);
     const changesKind = module.patchFields.some((field) => field in input);
     const columns = changesKind
-      ? await checkColumns(module, module.patched(before, input), { db: tx, caller })
+      ? await checkColumns(module, module.patched(before, input), { db: tx, caller, sandbox: ctx.sandbox })
       : undefined;
     if (columns && (columns.tableId !== before.tableId || columns.jsonPath !== before.jsonPath)) {
       await requireOwnContext(tx, caller, columns);

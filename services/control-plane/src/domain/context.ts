@@ -1,10 +1,12 @@
 /**
  * What every domain service is handed: the database, the listener told when an AEI's exposed
- * configuration changed (the gateway cache invalidation hangs off it) and the secrets' keyring.
+ * configuration changed (the gateway cache invalidation hangs off it), the secrets' keyring and
+ * the sandbox that checks custom tools' sources.
  */
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { TransactionClient } from '../generated/prisma/internal/prismaNamespace.ts';
 import type { SecretKeyring } from './secret-keyring.ts';
+import type { SourceChecker } from './tool-kinds/tool-kind.ts';
 
 /** A Prisma client or an open transaction, so services compose inside one transaction. */
 export type Db = PrismaClient | TransactionClient;
@@ -22,6 +24,11 @@ export interface DomainContext {
   listener: ConfigChangeListener;
   /** Encrypts and decrypts users' secrets; absent when no key is configured (PostgreSQL without one). */
   keyring?: SecretKeyring | undefined;
+  /**
+   * Checks custom tools' sources when they are saved (the app's sandbox); absent outside an app
+   * (saving a custom tool then answers INTERNAL).
+   */
+  sandbox?: SourceChecker | undefined;
 }
 
 /** The authenticated caller of the admin API. */

@@ -1,9 +1,9 @@
 /**
  * The demo a fresh install starts with (DESIGN.md §9), so an MCP client can connect at once: a
- * "Demo" project, a small CRM table, a handful of tools on it and the "Demo agent" exposure binding
- * them all, owned by the root user. Built through the same domain services as the admin API.
+ * "Demo" project, a small CRM table, a handful of tools on it (context operations and one custom
+ * JavaScript tool) and the "Demo agent" exposure binding them all, owned by the root user. Built through the same domain services as the admin API.
  */
-import type { CreateAdiBody } from '@bindery/contracts';
+import type { CreateAdiBody, CreateContextAdiBody } from '@bindery/contracts';
 import { DomainError } from '../errors.ts';
 import { createAdi } from './adis.ts';
 import { createAei } from './aeis.ts';
@@ -113,9 +113,9 @@ const CUSTOMER_SCHEMA = {
   },
 };
 
-type DemoTool = Omit<CreateAdiBody, 'table_id'> & { name: string };
+type DemoTool = Omit<CreateContextAdiBody, 'table_id'> & { name: string };
 
-/** The demo's tools, one per spec; readable names, since an agent sees them as they are. */
+/** The demo's context tools, one per spec; readable names, since an agent sees them as they are. */
 const TOOLS: DemoTool[] = [
   {
     name: 'query_crm',
@@ -179,6 +179,49 @@ const TOOLS: DemoTool[] = [
   },
 ];
 
+/** Totals by currency: what a custom tool adds to the prebuilt operations (arithmetic, grouping). */
+const ORDER_TOTALS_CODE = `// Totals of the CRM's orders by currency, optionally of one status only.
+export default async function (args, ctx) {
+  const orders = await ctx.context.read('');
+  const totals = {};
+  let count = 0;
+  for (const order of orders) {
+    if (args.status !== undefined && order.status !== args.status) continue;
+    const sum = (totals[order.currency] ?? 0) + order.total;
+    totals[order.currency] = Math.round(sum * 100) / 100;
+    count += 1;
+  }
+  return { orders: count, totals };
+}
+`;
+
+/** The demo's custom tool: JavaScript reading the orders (read-only), on the same table. */
+function orderTotals(tableId: string): CreateAdiBody {
+  return {
+    kind: 'custom',
+    name: 'order_totals',
+    category: 'orders',
+    description:
+      'Sums order totals per currency (amounts in different currencies are never added together); ' +
+      'status filters to one status, e.g. "paid".',
+    code: ORDER_TOTALS_CODE,
+    input_schema: {
+      type: 'object',
+      properties: { status: { enum: ['pending', 'paid', 'shipped', 'refunded'] } },
+      additionalProperties: false,
+    },
+    output_schema: {
+      type: 'object',
+      required: ['orders', 'totals'],
+      properties: {
+        orders: { type: 'integer', description: 'orders counted' },
+        totals: { type: 'object', additionalProperties: { type: 'number' }, description: 'currency: sum' },
+      },
+    },
+    context: { table_id: tableId, json_path: '/orders', write: false },
+  };
+}
+
 export interface DemoSeed {
   aeiId: string;
   /** The demo exposure's api_key: to be shown once, never logged. */
@@ -237,6 +280,7 @@ export async function seedDemo(ctx: DomainContext): Promise<DemoSeed | undefined
   });
   const adiIds: string[] = [];
   for (const tool of TOOLS) adiIds.push((await createAdi(db, owner, { ...tool, table_id: table.id })).id);
+  adiIds.push((await createAdi(db, owner, orderTotals(table.id), ctx.sandbox)).id);
   const aei = await createAei(db, owner, { name: DEMO_AEI });
   const bindings = await createBindings(
     ctx,

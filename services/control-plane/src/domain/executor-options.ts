@@ -1,11 +1,12 @@
 /**
  * What the executor and the tool kinds it runs are given once at start: limits, the context
- * cache, metrics, the query pool and the idempotency window. A kind that needs more (a sandbox, an
+ * cache, metrics, the query pool, the custom tool sandbox and the idempotency window. A kind that needs more (a sandbox, an
  * HTTP dispatcher) adds its own field here.
  */
 import type { Limits } from '@bindery/context-ops';
 import type { Dispatcher } from 'undici';
 import type { QueryPool } from '../execution/query-pool.ts';
+import type { CustomToolSandbox } from '../execution/sandbox/index.ts';
 import type { ControlPlaneMetrics } from '../metrics.ts';
 import type { ContextCache } from './context-cache.ts';
 
@@ -23,4 +24,8 @@ export interface ExecutorOptions {
    * hops alike, against HTTP_TOOLS_ALLOWED_NETWORKS.
    */
   outbound: Dispatcher;
+  /** Runs custom tools: QuickJS in worker threads (execution/sandbox). */
+  sandbox: CustomToolSandbox;
+  /** Where a kind writes what is worth a log line (a custom tool's console, at debug). */
+  log?: { debug(details: object, message: string): void } | undefined;
 }

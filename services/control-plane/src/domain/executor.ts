@@ -25,17 +25,24 @@ export type { ExecutorOptions } from './executor-options.ts';
  * A tool's answer as JSON text; also as `structuredContent` when the tool declares an output
  * schema (MCP clients then expect it there) and the answer is an object, as such schemas describe.
  */
-function success(result: JsonValue, structured: boolean): ToolResult {
-  const text: ToolResult = { content: [{ type: 'text', text: JSON.stringify(result) }] };
+function success(result: JsonValue, structured: boolean, meta: Meta = {}): ToolResult {
+  const text: ToolResult = { content: [{ type: 'text', text: JSON.stringify(result) }], ...metaOf(meta) };
   if (!structured || typeof result !== 'object' || result === null || Array.isArray(result)) return text;
   return { ...text, structuredContent: result };
 }
 
-function failure(error: DomainError | OpError): ToolResult {
+function failure(error: DomainError | OpError, meta: Meta = {}): ToolResult {
   const body = {
     error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
   };
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true, ...metaOf(meta) };
+}
+
+/** What a kind adds to a result besides its answer (ToolCall.meta): `_meta`, when there is any. */
+type Meta = Record<string, JsonValue>;
+
+function metaOf(meta: Meta): { _meta?: Meta } {
+  return Object.keys(meta).length > 0 ? { _meta: meta } : {};
 }
 
 /**
@@ -50,8 +57,9 @@ async function audited(
   meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
   structured: boolean,
-  work: () => Promise<JsonValue>,
+  work: (meta: Meta) => Promise<JsonValue>,
 ): Promise<ToolResult> {
+  const meta: Meta = {};
   const started = performance.now();
   let measured = false;
   const audit = (status: AuditStatus, errorCode: ErrorCode | null) => {
@@ -61,17 +69,17 @@ async function audited(
     return recordExecution(ctx.prisma, { ...trail, status, errorCode, durationMs }, options.metrics.audit);
   };
   try {
-    const result = await work();
+    const result = await work(meta);
     await audit('ok', null);
-    return success(result, structured);
+    return success(result, structured, meta);
   } catch (error) {
     if (error instanceof ReplayedOutcome) {
       await audit('replayed', null);
-      return success(error.answer, structured);
+      return success(error.answer, structured, meta);
     }
     if (error instanceof DomainError || error instanceof OpError) {
       await audit(error instanceof RefusedError ? 'refused' : 'error', error.code);
-      return failure(error);
+      return failure(error, meta);
     }
     if (!measured) meter.error.observe((performance.now() - started) / 1000);
     throw error;
@@ -116,7 +124,7 @@ export async function executeBinding(
   } as const;
   const meter = options.metrics.execution(binding.adi.kind, operation);
   const structured = registered !== undefined && registered.outputSchema(columns) !== null;
-  return audited(ctx, options, meter, trail, structured, async () => {
+  return audited(ctx, options, meter, trail, structured, async (meta) => {
     if (binding.aeiId !== request.aei_id) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
     }
@@ -146,6 +154,7 @@ export async function executeBinding(
         checked,
         options.idempotencyTtlMs,
       ),
+      meta,
     });
   });
 }
@@ -210,7 +219,7 @@ export async function executeLegacy(
   } as const;
   const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
   // v1 tools are context operations, which declare no output schema.
-  return audited(ctx, options, meter, trail, false, async () => {
+  return audited(ctx, options, meter, trail, false, async (meta) => {
     if (instance.status !== 'enabled' || instance.user.disabledAt !== null)
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {
@@ -239,6 +248,7 @@ export async function executeLegacy(
         checked,
         options.idempotencyTtlMs,
       ),
+      meta,
     });
   });
 }

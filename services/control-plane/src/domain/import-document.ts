@@ -24,7 +24,7 @@ import { checkOverride } from './bindings.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
-import { checkColumns, offeredKind, type KindColumns } from './tool-kinds/index.ts';
+import { checkColumns, offeredKind, type KindColumns, type SourceChecker } from './tool-kinds/index.ts';
 
 const NAME_MAX = 200;
 const SLUG_MAX = 64;
@@ -95,6 +95,7 @@ async function checkDocument(
   doc: ExportDocument,
   caller: Principal,
   db: Db,
+  sandbox: SourceChecker | undefined,
 ): Promise<Map<string, { kind: string; columns: KindColumns }>> {
   const projects = indexIds(doc.projects, 'projects');
   const tables = indexIds(doc.tables, 'tables');
@@ -127,7 +128,7 @@ async function checkDocument(
           operationType: adi.operation_type,
           config: adi.config,
         },
-        { db, caller },
+        { db, caller, sandbox },
       ),
     );
     checked.set(adi.id, { kind: module.kind, columns });
@@ -281,7 +282,7 @@ export async function importDocument(
   doc: ExportDocument,
   dryRun: boolean,
 ): Promise<ImportResult> {
-  const adis = await checkDocument(doc, caller, ctx.prisma);
+  const adis = await checkDocument(doc, caller, ctx.prisma, ctx.sandbox);
   const secretsToCreate = await missingSecrets(ctx.prisma, caller, doc);
   if (dryRun) {
     const plan = await planNames(ctx.prisma, caller, doc);

@@ -21,6 +21,11 @@ export interface OutboundRequest {
   body?: string | Uint8Array;
   /** Ends the request early (the caller gave up); the deadline applies as well. */
   signal?: AbortSignal;
+  /**
+   * Told each redirect's target before it is followed; throwing refuses it (a custom tool's
+   * allowed_hosts, which the guard's address check knows nothing of).
+   */
+  beforeRedirect?(target: URL): void;
 }
 
 export interface OutboundLimits {
@@ -102,6 +107,7 @@ export async function fetchGuarded(
         }
         const next = new URL(location, url);
         checkScheme(next);
+        init.beforeRedirect?.(next);
         if (
           answer.statusCode === 303 ||
           ((answer.statusCode === 301 || answer.statusCode === 302) && method === 'POST')

@@ -23,7 +23,8 @@ export async function adiRoutes(app: AdminApp): Promise<void> {
         response: { 201: Adi, ...errorResponses(404) },
       },
     },
-    async (request, reply) => reply.status(201).send(await createAdi(db, request.principal, request.body)),
+    async (request, reply) =>
+      reply.status(201).send(await createAdi(db, request.principal, request.body, ctx.sandbox)),
   );
   app.get(
     '/adis',

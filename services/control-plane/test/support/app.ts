@@ -3,7 +3,7 @@
  * BINDERY_TEST_DB), listening on a loopback port, driven over HTTP with fetch.
  */
 import { buildApp } from '../../src/app.ts';
-import type { QUERY_DEFAULTS } from '../../src/config.ts';
+import type { CUSTOM_TOOL_DEFAULTS, QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
 import type { ConfigChangeListener } from '../../src/domain/context.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
@@ -63,6 +63,10 @@ export async function startTestApp(
     gatewayPublicUrl?: string;
     /** Query settings (QUERY_TIMEOUT_MS, ...); the defaults otherwise. */
     query?: Partial<Record<keyof typeof QUERY_DEFAULTS, number>>;
+    /** Custom tool sandbox settings (CUSTOM_TOOL_TIMEOUT_MS, ...); the defaults otherwise. */
+    customTool?: Partial<Record<keyof typeof CUSTOM_TOOL_DEFAULTS, number>>;
+    /** HTTP_TOOLS_ALLOWED_NETWORKS (none otherwise): loopback CIDRs a test's local server is on. */
+    allowedNetworks?: string[];
     /** BINDERY_SECRET_KEY and BINDERY_SECRET_OLD_KEYS; `null` = no key (PostgreSQL without one). */
     secretKeys?: { key: Uint8Array; oldKeys?: Uint8Array[] } | null;
     /** Receives every log line of the app, at level trace (no logging otherwise). */
@@ -102,6 +106,8 @@ export async function startTestApp(
       metricsToken: options.metricsToken,
       gatewayPublicUrl: options.gatewayPublicUrl,
       ...options.query,
+      ...options.customTool,
+      ...(options.allowedNetworks && { httpToolsAllowedNetworks: options.allowedNetworks }),
     },
     pool: database.pool,
     domain: {

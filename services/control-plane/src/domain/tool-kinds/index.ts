@@ -8,13 +8,21 @@ import { parsePointer } from '@bindery/context-ops';
 import type { Adi } from '../../generated/prisma/client.ts';
 import { DomainError, fromOpError } from '../../errors.ts';
 import { contextKind } from './context.ts';
+import { customKind } from './custom.ts';
 import type { KindColumns, SaveScope, ToolKindModule } from './tool-kind.ts';
 
-export type { KindColumns, SaveScope, ToolCall, ToolKindModule, ToolPlace } from './tool-kind.ts';
+export type {
+  KindColumns,
+  SaveScope,
+  SourceChecker,
+  ToolCall,
+  ToolKindModule,
+  ToolPlace,
+} from './tool-kind.ts';
 
 // Each module is typed by its own body and patch; the registry forgets them (`unknown`): bodies
 // reach a module only after the route checked them against that module's `createBody`.
-const KIND_MODULES: readonly ToolKindModule[] = [contextKind as ToolKindModule];
+const KIND_MODULES: readonly ToolKindModule[] = [contextKind as ToolKindModule, customKind as ToolKindModule];
 
 const BY_KIND = new Map<string, ToolKindModule>(KIND_MODULES.map((m) => [m.kind, m]));
 

@@ -14,6 +14,7 @@ import type { AdiKind, AdiRef, ToolAnnotations } from '@bindery/contracts';
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import type { TObject } from 'typebox';
 import type { Db, DomainContext, Principal } from '../context.ts';
+import type { CustomToolSandbox } from '../../execution/sandbox/index.ts';
 import type { ExecutorOptions } from '../executor-options.ts';
 import type { KeyedWrite } from '../idempotency.ts';
 
@@ -34,10 +35,17 @@ export interface ToolPlace {
   tableName: string | null;
 }
 
-/** Who saves an ADI: the database (or the open transaction) and the owner. */
+/** What checks a custom tool's source when it is saved (the sandbox the tool will run in). */
+export type SourceChecker = Pick<CustomToolSandbox, 'checkCustomToolSource'>;
+
+/**
+ * Who saves an ADI: the database (or the open transaction) and the owner; `sandbox` for a kind
+ * whose check runs the author's code (custom), absent where no sandbox runs (INTERNAL then).
+ */
 export interface SaveScope {
   db: Db;
   caller: Principal;
+  sandbox?: SourceChecker | undefined;
 }
 
 /** One call of a tool, after the shared checks passed (binding, AEI, owner, arguments). */
@@ -55,6 +63,11 @@ export interface ToolCall {
   userId: string;
   /** Set when the call came with an idempotency key: a write records its answer under it. */
   keyed: KeyedWrite | undefined;
+  /**
+   * The MCP result's `_meta`, filled by the kind as the call goes (a custom tool's console lines);
+   * sent with the answer and with a tool error alike, left out when empty.
+   */
+  meta: Record<string, JsonValue>;
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   type SandboxWorkerData,
 } from './protocol.ts';
 import type { JsonValue } from '@bindery/context-ops';
+import type { ErrorCode } from '@bindery/contracts';
 
 export interface CustomToolSandboxOptions {
   /** Worker threads, all kept running. */
@@ -53,9 +54,19 @@ export interface CustomToolCall {
   limits?: Partial<SandboxLimits>;
 }
 
-/** How saving a source went: it compiles and exports a function, or why not (with a position). */
+/**
+ * How saving a source went: it compiles and exports a function, or why not (with a position).
+ * `unchecked` is set when the check itself could not run (the pool refused it, a worker failed):
+ * that is no fault of the source, and its code (RATE_LIMITED, INTERNAL) is what to answer.
+ */
 export type SourceCheck =
-  { ok: true } | { ok: false; message: string; details: { field: 'code'; line?: number; column?: number } };
+  | { ok: true }
+  | {
+      ok: false;
+      message: string;
+      details: { field: 'code'; line?: number; column?: number };
+      unchecked?: { code: ErrorCode; details?: Record<string, unknown> };
+    };
 
 const MIB = 1024 * 1024;
 const WORKER = new URL('./sandbox-worker.mjs', import.meta.url).href;
@@ -198,6 +209,14 @@ export class CustomToolSandbox {
       outcome = this.#refusal(error.reason, limits);
     }
     if (outcome.ok) return { ok: true };
+    if (outcome.code === 'RATE_LIMITED' || outcome.code === 'INTERNAL') {
+      return {
+        ok: false,
+        message: outcome.message,
+        details: { field: 'code' },
+        unchecked: { code: outcome.code, ...(outcome.details && { details: outcome.details }) },
+      };
+    }
     const details = (outcome.details ?? {}) as { line?: number; column?: number };
     return {
       ok: false,
