@@ -91,7 +91,7 @@ describe('derived addresses', { timeout: 120_000 }, () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(demoUrl!)));
     try {
       const { tools } = await client.listTools();
-      expect(tools.length).toBe(7);
+      expect(tools.length).toBe(8);
     } finally {
       await client.close();
     }
