@@ -90,11 +90,13 @@ export {
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 export { ContextAdiRef } from './tool-kinds/context.ts';
+export { AdiProjectField, HTTP_ADI_PATCH_FIELDS, HttpAdiRef } from './tool-kinds/http.ts';
 export {
   ADI_CREATE_BODIES,
   COMMON_ADI_PATCH_FIELDS,
   CreateAdiBody,
   CreateContextAdiBody,
+  CreateHttpAdiBody,
   UpdateAdiBody,
   createAdiBodySchema,
 } from './tool-kinds/adi-bodies.ts';
@@ -149,7 +151,8 @@ export {
   HTTP_TOOL_LIMITS,
   HttpToolConfig,
   HttpToolParam,
-  templateReferences,
+  HttpToolSource,
   type HttpMethod,
   type HttpParamLocation,
 } from './http-tool.ts';
+export { OpenApiImportBody, OpenApiImportResult } from './openapi-import.ts';

@@ -7,6 +7,7 @@ import { Type, type Static } from 'typebox';
 import { AeiStatus, ExposureMode } from './admin-api.ts';
 import { ERROR_CODES } from './errors.ts';
 import { ContextAdiRef, OperationTypeSchema } from './tool-kinds/context.ts';
+import { HttpAdiRef } from './tool-kinds/http.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
@@ -17,7 +18,7 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
  * What the ADI behind a binding is, one member per kind, told apart by `kind`. A gateway needs
  * only `adi_id` (to run the tool); the rest is for reading.
  */
-export const AdiRef = Type.Union([ContextAdiRef]);
+export const AdiRef = Type.Union([ContextAdiRef, HttpAdiRef]);
 export type AdiRef = Static<typeof AdiRef>;
 
 export const ConfigBinding = Type.Object({

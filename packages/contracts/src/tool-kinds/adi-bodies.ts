@@ -8,6 +8,7 @@
 import { Type, type Static, type TObject, type TSchema, type TUnsafe } from 'typebox';
 import { TOOL_NAME_PATTERN } from '../naming.ts';
 import { ContextAdiFields, ContextAdiPatchFields } from './context.ts';
+import { HttpAdiFields, HttpAdiPatchFields } from './http.ts';
 import { AdiKindSchema, DEFAULT_ADI_KIND, type AdiKind } from './kinds.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -41,9 +42,16 @@ export const CreateContextAdiBody = Type.Object(
 );
 export type CreateContextAdiBody = Static<typeof CreateContextAdiBody>;
 
+export const CreateHttpAdiBody = Type.Object(
+  { ...HttpAdiFields, ...CommonCreateFields },
+  { additionalProperties: false, title: 'http ADI' },
+);
+export type CreateHttpAdiBody = Static<typeof CreateHttpAdiBody>;
+
 /** The create body of each kind this contract describes. */
 export const ADI_CREATE_BODIES = {
   context: CreateContextAdiBody,
+  http: CreateHttpAdiBody,
 } as const satisfies Partial<Record<AdiKind, TObject>>;
 
 /** A create body of any kind (`kind` absent means context). */
@@ -68,7 +76,7 @@ export function createAdiBodySchema(bodies: readonly TObject[]): TUnsafe<CreateA
 export const CreateAdiBody = createAdiBodySchema(Object.values(ADI_CREATE_BODIES));
 
 export const UpdateAdiBody = Type.Object(
-  { ...CommonPatchFields, ...ContextAdiPatchFields },
+  { ...CommonPatchFields, ...ContextAdiPatchFields, ...HttpAdiPatchFields },
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateAdiBody = Static<typeof UpdateAdiBody>;

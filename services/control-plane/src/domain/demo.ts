@@ -3,7 +3,7 @@
  * "Demo" project, a small CRM table, a handful of tools on it and the "Demo agent" exposure binding
  * them all, owned by the root user. Built through the same domain services as the admin API.
  */
-import type { CreateAdiBody } from '@bindery/contracts';
+import type { CreateContextAdiBody } from '@bindery/contracts';
 import { DomainError } from '../errors.ts';
 import { createAdi } from './adis.ts';
 import { createAei } from './aeis.ts';
@@ -113,7 +113,7 @@ const CUSTOMER_SCHEMA = {
   },
 };
 
-type DemoTool = Omit<CreateAdiBody, 'table_id'> & { name: string };
+type DemoTool = Omit<CreateContextAdiBody, 'table_id'> & { name: string };
 
 /** The demo's tools, one per spec; readable names, since an agent sees them as they are. */
 const TOOLS: DemoTool[] = [

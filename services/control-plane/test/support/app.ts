@@ -67,6 +67,10 @@ export async function startTestApp(
     secretKeys?: { key: Uint8Array; oldKeys?: Uint8Array[] } | null;
     /** Receives every log line of the app, at level trace (no logging otherwise). */
     logStream?: { write(line: string): void };
+    /** HTTP_TOOLS_ALLOWED_NETWORKS: what outgoing requests may reach besides public addresses. */
+    allowedNetworks?: string[];
+    /** OPENAPI_IMPORT_MAX_BYTES (the default otherwise). */
+    openApiImportMaxBytes?: number;
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -101,6 +105,10 @@ export async function startTestApp(
       maxResultBytes: options.maxResultBytes ?? 1_000_000,
       metricsToken: options.metricsToken,
       gatewayPublicUrl: options.gatewayPublicUrl,
+      httpToolsAllowedNetworks: options.allowedNetworks ?? [],
+      ...(options.openApiImportMaxBytes !== undefined && {
+        openApiImportMaxBytes: options.openApiImportMaxBytes,
+      }),
       ...options.query,
     },
     pool: database.pool,

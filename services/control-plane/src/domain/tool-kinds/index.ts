@@ -8,13 +8,15 @@ import { parsePointer } from '@bindery/context-ops';
 import type { Adi } from '../../generated/prisma/client.ts';
 import { DomainError, fromOpError } from '../../errors.ts';
 import { contextKind } from './context.ts';
+import { httpKind } from './http.ts';
 import type { KindColumns, SaveScope, ToolKindModule } from './tool-kind.ts';
 
+export { ToolAnswer } from './tool-kind.ts';
 export type { KindColumns, SaveScope, ToolCall, ToolKindModule, ToolPlace } from './tool-kind.ts';
 
 // Each module is typed by its own body and patch; the registry forgets them (`unknown`): bodies
 // reach a module only after the route checked them against that module's `createBody`.
-const KIND_MODULES: readonly ToolKindModule[] = [contextKind as ToolKindModule];
+const KIND_MODULES: readonly ToolKindModule[] = [contextKind as ToolKindModule, httpKind as ToolKindModule];
 
 const BY_KIND = new Map<string, ToolKindModule>(KIND_MODULES.map((m) => [m.kind, m]));
 
