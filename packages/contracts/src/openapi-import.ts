@@ -76,7 +76,11 @@ export const OpenApiImportResult = Type.Object({
   }),
   unchanged: Type.Integer({ minimum: 0, description: 'operations whose ADI already matched' }),
   adis: Type.Array(
-    Type.Object({ id: Type.Union([Type.String(), Type.Null()]), name: Type.String(), operation_id: Type.String() }),
+    Type.Object({
+      id: Type.Union([Type.String(), Type.Null()]),
+      name: Type.String(),
+      operation_id: Type.String(),
+    }),
     { description: 'every ADI of this import, in document order' },
   ),
   warnings: Type.Array(
@@ -91,7 +95,9 @@ export const OpenApiImportResult = Type.Object({
       scheme: Type.String({ description: 'the security scheme it stands for' }),
       holds: Type.String({ description: 'what the secret must hold' }),
     }),
-    { description: 'secrets the tools reference that you do not have yet: create them (POST /api/v2/secrets)' },
+    {
+      description: 'secrets the tools reference that you do not have yet: create them (POST /api/v2/secrets)',
+    },
   ),
 });
 export type OpenApiImportResult = Static<typeof OpenApiImportResult>;

@@ -35,13 +35,13 @@ describe('creating an HTTP ADI with bad input', () => {
       'url',
       'url: placeholders may only appear in the path',
     ],
-    ['a URL that is not absolute', { ...PATH_PARAM, url: '/users/{id}' }, 'url', 'is not an absolute http(s) URL'],
     [
-      'a placeholder without its parameter',
-      {},
+      'a URL that is not absolute',
+      { ...PATH_PARAM, url: '/users/{id}' },
       'url',
-      'url: the placeholder {id} has no path parameter',
+      'is not an absolute http(s) URL',
     ],
+    ['a placeholder without its parameter', {}, 'url', 'url: the placeholder {id} has no path parameter'],
     [
       'an unknown secret',
       { ...PATH_PARAM, headers: { Authorization: 'Bearer {{secret.MISSING}}' } },
@@ -56,13 +56,23 @@ describe('creating an HTTP ADI with bad input', () => {
     ],
     [
       'duplicate argument names',
-      { params: [{ name: 'id', in: 'path' }, { name: 'id', in: 'query' }] },
+      {
+        params: [
+          { name: 'id', in: 'path' },
+          { name: 'id', in: 'query' },
+        ],
+      },
       'params/1/name',
       'params/1/name: duplicate argument name "id"',
     ],
     [
       'a body on a GET',
-      { params: [{ name: 'id', in: 'path' }, { name: 'b', in: 'body' }] },
+      {
+        params: [
+          { name: 'id', in: 'path' },
+          { name: 'b', in: 'body' },
+        ],
+      },
       'params/1/in',
       'a GET request has no body',
     ],
@@ -97,10 +107,18 @@ describe('creating an HTTP ADI with bad input', () => {
 
   it('a PATCH is checked like a create, naming the field, and changes nothing', async () => {
     const adi = ok(await t.call('POST', '/api/v2/adis', as({ ...BASE, ...PATH_PARAM })), 'create');
-    const res = await t.call('PATCH', `/api/v2/adis/${adi.id}`, as({ url: 'https://api.example.com/u/{uid}' }));
+    const res = await t.call(
+      'PATCH',
+      `/api/v2/adis/${adi.id}`,
+      as({ url: 'https://api.example.com/u/{uid}' }),
+    );
     expect(res.status).toBe(400);
     expect(res.body.error.message).toContain('params/0: path parameter "id" has no {id} in the url');
-    const secret = await t.call('PATCH', `/api/v2/adis/${adi.id}`, as({ headers: { 'X-Key': '{{secret.NOPE}}' } }));
+    const secret = await t.call(
+      'PATCH',
+      `/api/v2/adis/${adi.id}`,
+      as({ headers: { 'X-Key': '{{secret.NOPE}}' } }),
+    );
     expect(secret.status).toBe(400);
     expect(secret.body.error.details).toMatchObject({ field: 'headers/X-Key', missing: ['NOPE'] });
     const context = await t.call('PATCH', `/api/v2/adis/${adi.id}`, as({ json_path: '/x' }));
@@ -118,12 +136,20 @@ describe('calling an HTTP tool whose secret is gone', () => {
         'POST',
         '/api/v2/adis',
         // Loopback, not allowed here: even a call that went further would be refused by the guard.
-        as({ ...BASE, ...PATH_PARAM, url: 'http://127.0.0.1:1/users/{id}', headers: { 'X-Key': '{{secret.SHORT_LIVED}}' } }),
+        as({
+          ...BASE,
+          ...PATH_PARAM,
+          url: 'http://127.0.0.1:1/users/{id}',
+          headers: { 'X-Key': '{{secret.SHORT_LIVED}}' },
+        }),
       ),
       'create',
     );
     const aei = ok(await t.call('POST', '/api/v2/aeis', as({ name: 'agent' })), 'aei');
-    const binding = ok(await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, as({ adi_id: adi.id })), 'bind');
+    const binding = ok(
+      await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, as({ adi_id: adi.id })),
+      'bind',
+    );
     expect((await t.call('DELETE', '/api/v2/secrets/SHORT_LIVED', as())).status).toBe(204);
     const res = await t.call('POST', `/internal/adi/${adi.id}/execute`, {
       token: INTERNAL_TOKEN,

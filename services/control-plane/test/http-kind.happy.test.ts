@@ -72,11 +72,11 @@ const ADD_NOTE = () => ({
 async function bind(adiId: string, aeiId?: string) {
   const aei: { id: string; api_key?: string } = aeiId
     ? { id: aeiId }
-    : ok(await t.call('POST', '/api/v2/aeis', as({ name: 'notes agent', exposure_mode: 'progressive' })), 'aei');
-  const binding = ok(
-    await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, as({ adi_id: adiId })),
-    'bind',
-  );
+    : ok(
+        await t.call('POST', '/api/v2/aeis', as({ name: 'notes agent', exposure_mode: 'progressive' })),
+        'aei',
+      );
+  const binding = ok(await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, as({ adi_id: adiId })), 'bind');
   return { aei, binding };
 }
 
@@ -146,7 +146,11 @@ describe('an HTTP ADI', () => {
 
   it('answers a plain-text API answer as text, as it is', async () => {
     const adi = ok(
-      await t.call('POST', '/api/v2/adis', as({ kind: 'http', name: 'motd', method: 'GET', url: `${api.url}/motd` })),
+      await t.call(
+        'POST',
+        '/api/v2/adis',
+        as({ kind: 'http', name: 'motd', method: 'GET', url: `${api.url}/motd` }),
+      ),
       'create',
     );
     expect(adi.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true });
@@ -166,7 +170,10 @@ describe('an HTTP ADI', () => {
   });
 
   it('is listed under its project’s app in config v2, and under the default app without one', async () => {
-    const inProject = ok(await t.call('POST', '/api/v2/adis', as({ ...ADD_NOTE(), name: 'in_project' })), 'a');
+    const inProject = ok(
+      await t.call('POST', '/api/v2/adis', as({ ...ADD_NOTE(), name: 'in_project' })),
+      'a',
+    );
     const outside = ok(
       await t.call('POST', '/api/v2/adis', as({ ...ADD_NOTE(), name: 'outside', project_id: null })),
       'b',
@@ -178,7 +185,10 @@ describe('an HTTP ADI', () => {
       'config',
     ).config;
     const apps = Object.fromEntries(
-      config.bindings.map((b: { tool_name: string; app: string; app_id: string }) => [b.tool_name, [b.app, b.app_id]]),
+      config.bindings.map((b: { tool_name: string; app: string; app_id: string }) => [
+        b.tool_name,
+        [b.app, b.app_id],
+      ]),
     );
     expect(apps).toEqual({ in_project: ['notes-api', projectId], outside: ['default', 'default'] });
     expect(config.bindings[0].adi_ref).toEqual({
@@ -190,7 +200,10 @@ describe('an HTTP ADI', () => {
   });
 
   it('a PATCH changes its config (null restores a default) and bumps the exposures binding it', async () => {
-    const adi = ok(await t.call('POST', '/api/v2/adis', as({ ...ADD_NOTE(), name: 'patched', timeout_ms: 500 })), 'c');
+    const adi = ok(
+      await t.call('POST', '/api/v2/adis', as({ ...ADD_NOTE(), name: 'patched', timeout_ms: 500 })),
+      'c',
+    );
     const { aei } = await bind(adi.id);
     const version = ok(await t.call('GET', `/api/v2/aeis/${aei.id}`, as()), 'aei').config_version;
     const patched = ok(
@@ -220,9 +233,18 @@ describe('an HTTP ADI', () => {
     const exported = doc.adis.find((a: { name: string }) => a.name === 'in_project');
     expect(exported.project_id).toBe(projectId);
     const other = await t.newUser('importer');
-    ok(await t.call('POST', '/api/v2/secrets', { token: other.token, body: { name: 'NOTES_TOKEN', value: 'x' } }), 's');
+    ok(
+      await t.call('POST', '/api/v2/secrets', {
+        token: other.token,
+        body: { name: 'NOTES_TOKEN', value: 'x' },
+      }),
+      's',
+    );
     const imported = ok(await t.call('POST', '/api/v2/import', { token: other.token, body: doc }), 'import');
-    const adis = ok(await t.call('GET', '/api/v2/adis?kind=http&limit=100', { token: other.token }), 'list').items;
+    const adis = ok(
+      await t.call('GET', '/api/v2/adis?kind=http&limit=100', { token: other.token }),
+      'list',
+    ).items;
     const copy = adis.find((a: { name: string }) => a.name === 'in_project');
     expect(copy.project_id).toBe(imported.id_map[projectId]);
     expect(imported.secrets_to_create).toEqual([]);

@@ -99,7 +99,10 @@ async function toolsOf(t: TestApp, urls: Record<string, string>) {
       name,
     );
     ok(await t.call('GET', `/api/v2/adis/${adi.id}`, as()), 'get');
-    const binding = ok(await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, as({ adi_id: adi.id })), 'bind');
+    const binding = ok(
+      await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, as({ adi_id: adi.id })),
+      'bind',
+    );
     tools[name] = { adiId: adi.id, bindingId: binding.id };
   }
   const call = async (name: string) => {

@@ -137,10 +137,14 @@ describe('an HTTP tool call that fails', () => {
     expect(followed.details).toMatchObject({ cause_code: 'ECONNREFUSED' });
     // With following off, the status and location are what the caller learns.
     const reported = await failure(
-      callHttpTool(validateHttpToolConfig({ method: 'GET', url: `${api.url}/moved` }), {}, {
-        ...deps,
-        limits: { maxRedirects: 0 },
-      }),
+      callHttpTool(
+        validateHttpToolConfig({ method: 'GET', url: `${api.url}/moved` }),
+        {},
+        {
+          ...deps,
+          limits: { maxRedirects: 0 },
+        },
+      ),
     );
     expect(reported.code).toBe('UPSTREAM_FAILED');
     expect(reported.details).toMatchObject({ status: 302, location: 'http://127.0.0.1:1/elsewhere' });

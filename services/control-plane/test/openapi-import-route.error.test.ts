@@ -70,7 +70,13 @@ describe('bad documents and options', () => {
       'document',
       'document: not an OpenAPI document',
     ],
-    ['neither document nor url', { base_url: 'https://api.example.com' }, 400, 'document', 'give the OpenAPI document'],
+    [
+      'neither document nor url',
+      { base_url: 'https://api.example.com' },
+      400,
+      'document',
+      'give the OpenAPI document',
+    ],
     [
       'both document and url',
       { document: PETSTORE, url: 'https://api.example.com/openapi.json' },
@@ -78,7 +84,13 @@ describe('bad documents and options', () => {
       'url',
       'url: give either document or url, not both',
     ],
-    ['a bad method filter', { document: PETSTORE, methods: ['FETCH'] }, 400, 'methods', 'methods: "FETCH" is not one of'],
+    [
+      'a bad method filter',
+      { document: PETSTORE, methods: ['FETCH'] },
+      400,
+      'methods',
+      'methods: "FETCH" is not one of',
+    ],
     [
       'a base_url that is not absolute',
       { document: PETSTORE, base_url: '/v2' },
@@ -140,7 +152,9 @@ describe('sizes', () => {
     const res = await importing({ document: padded(IMPORT_LIMIT) });
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
-    expect(res.body.error.message).toContain(`${IMPORT_LIMIT} bytes this server accepts (OPENAPI_IMPORT_MAX_BYTES)`);
+    expect(res.body.error.message).toContain(
+      `${IMPORT_LIMIT} bytes this server accepts (OPENAPI_IMPORT_MAX_BYTES)`,
+    );
   });
 
   it('refuses a fetched document over OPENAPI_IMPORT_MAX_BYTES, naming it', async () => {
@@ -154,7 +168,11 @@ describe('sizes', () => {
 describe('URLs', () => {
   it('refuses a loopback URL without an allowance, before any request', async () => {
     const before = api.requests.length;
-    const res = await importing({ url: `${api.url}/openapi.json` }, closed, (await closed.newUser('u')).token);
+    const res = await importing(
+      { url: `${api.url}/openapi.json` },
+      closed,
+      (await closed.newUser('u')).token,
+    );
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('FORBIDDEN');
     expect(res.body.error.message).toMatch(/^url: outgoing request to 127\.0\.0\.1 refused/);

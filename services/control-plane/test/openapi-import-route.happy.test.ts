@@ -4,7 +4,8 @@
 // correctly; importing it again reports no change and bumps no exposure; a dry run reports what
 // an import would do and writes nothing; a changed document updates tools in place (added,
 // changed, removed: the removed tool's bindings go with it and its exposures get a new
-// config_version); an external $ref is reported and never fetched.
+// config_version); two imports at once make one set of tools; an external $ref is reported and
+// never fetched.
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -151,7 +152,10 @@ describe('importing petstore-expanded', () => {
 
   it('reports no change when imported again, and tells no exposure', async () => {
     const version = ok(await t.call('GET', `/api/v2/aeis/${aei.id}`, as()), 'aei').config_version;
-    const again = ok(await importing({ document: parse(PETSTORE), project_id: projectId, base_url: api.url }), 'again');
+    const again = ok(
+      await importing({ document: parse(PETSTORE), project_id: projectId, base_url: api.url }),
+      'again',
+    );
     expect(again).toMatchObject({ added: [], changed: [], removed: [], unchanged: 4 });
     expect(again.adis.map((a: { id: string }) => a.id)).toEqual(OPERATIONS.map((op) => imported[op]!.id));
     expect(ok(await t.call('GET', `/api/v2/aeis/${aei.id}`, as()), 'aei').config_version).toBe(version);
@@ -223,6 +227,20 @@ describe('importing petstore-expanded', () => {
     expect(res.added).toHaveLength(4);
     expect(res.removed).toEqual([]);
     expect(await httpAdis()).toHaveLength(8);
+  });
+});
+
+describe('two imports of the same document at once', () => {
+  it('make one set of tools: the second finds the first’s', async () => {
+    const other = await t.newUser('twice');
+    const [a, b] = await Promise.all([
+      importing({ document: PETSTORE, base_url: api.url }, other.token),
+      importing({ document: PETSTORE, base_url: api.url }, other.token),
+    ]);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect([a.body.added.length, b.body.added.length].sort()).toEqual([0, 4]);
+    expect([a.body.unchanged, b.body.unchanged].sort()).toEqual([0, 4]);
+    expect(await httpAdis(other.token)).toHaveLength(4);
   });
 });
 

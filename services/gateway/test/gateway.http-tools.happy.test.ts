@@ -20,7 +20,11 @@ const PETSTORE = readFileSync(
 const VALUE = `sv-${randomBytes(12).toString('hex')}`;
 const answers: string[] = [];
 let stack: Stack;
-let api: { server: Server; url: string; received: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[] };
+let api: {
+  server: Server;
+  url: string;
+  received: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[];
+};
 let token: string;
 let directKey: string;
 let progressiveKey: string;
@@ -131,7 +135,13 @@ describe('HTTP tools through the gateway', () => {
     const { tools } = await client.listTools();
     answers.push(JSON.stringify(tools));
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
-    expect(Object.keys(byName).sort()).toEqual(['addPet', 'add_note', 'deletePet', 'findPets', 'find_pet_by_id']);
+    expect(Object.keys(byName).sort()).toEqual([
+      'addPet',
+      'add_note',
+      'deletePet',
+      'findPets',
+      'find_pet_by_id',
+    ]);
     expect(byName.findPets!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true });
     expect(byName.findPets!.title).toMatch(/^GET 127\.0\.0\.1:\d+\/pets$/);
     expect(byName.deletePet!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: true });
@@ -160,9 +170,13 @@ describe('HTTP tools through the gateway', () => {
     const apis = resultJson(
       await client.callTool({ name: 'get_apis_by_category', arguments: { category_id: 'http' } }),
     );
-    expect(apis.apis.map((a: { name: string }) => a.name).sort()).toEqual(
-      ['addPet', 'add_note', 'deletePet', 'findPets', 'find_pet_by_id'],
-    );
+    expect(apis.apis.map((a: { name: string }) => a.name).sort()).toEqual([
+      'addPet',
+      'add_note',
+      'deletePet',
+      'findPets',
+      'find_pet_by_id',
+    ]);
   });
 
   it('leaves the secret’s value out of every answer and of the control plane’s log', async () => {

@@ -291,9 +291,7 @@ export async function importDocument(
 ): Promise<ImportResult> {
   const referenced = new Set<string>();
   const adis = await checkDocument(doc, caller, ctx.prisma, referenced);
-  const secretsToCreate = [
-    ...new Set([...(await missingSecrets(ctx.prisma, caller, doc)), ...referenced]),
-  ];
+  const secretsToCreate = [...new Set([...(await missingSecrets(ctx.prisma, caller, doc)), ...referenced])];
   if (dryRun) {
     const plan = await planNames(ctx.prisma, caller, doc);
     return {

@@ -7,11 +7,7 @@
  * transaction; a dry run reports the same and writes nothing.
  */
 import { isDeepStrictEqual } from 'node:util';
-import {
-  HttpToolSource,
-  type OpenApiImportBody,
-  type OpenApiImportResult,
-} from '@bindery/contracts';
+import { HttpToolSource, type OpenApiImportBody, type OpenApiImportResult } from '@bindery/contracts';
 import type { Dispatcher } from 'undici';
 import type { Adi, Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
@@ -37,10 +33,16 @@ export interface OpenApiImportDeps {
 }
 
 const FETCH_TIMEOUT_MS = 30_000;
+/** ADIs written per INSERT. */
+const INSERT_SLICE = 500;
+/**
+ * The import's transaction may take this long: thousands of tools with schemas of their own are
+ * minutes of writing on a slow machine, not the seconds other admin changes take.
+ */
+const IMPORT_TRANSACTION_MS = 300_000;
 // The bounds of HttpToolSource (contracts), which a stored config must fit.
 const API_MAX = (HttpToolSource.properties.api as { maxLength?: number }).maxLength ?? 200;
-const OPERATION_ID_MAX =
-  (HttpToolSource.properties.operation_id as { maxLength?: number }).maxLength ?? 4096;
+const OPERATION_ID_MAX = (HttpToolSource.properties.operation_id as { maxLength?: number }).maxLength ?? 4096;
 
 type Operation = OpenApiImportResult['added'][number];
 
@@ -73,9 +75,7 @@ async function fetchDocument(url: string, deps: OpenApiImportDeps): Promise<stri
   } catch (error) {
     if (error instanceof DomainError) {
       const message =
-        error.code === 'LIMIT_EXCEEDED'
-          ? `${error.message} (OPENAPI_IMPORT_MAX_BYTES)`
-          : error.message;
+        error.code === 'LIMIT_EXCEEDED' ? `${error.message} (OPENAPI_IMPORT_MAX_BYTES)` : error.message;
       throw new DomainError(error.code, `url: ${message}`, { ...error.details, field: 'url' });
     }
     throw error;
@@ -107,7 +107,10 @@ function plan(conversion: OpenApiConversion, api: string, warn: (id: string, mes
   const planned: Planned[] = [];
   for (const tool of conversion.tools) {
     if (tool.operation_id.length > OPERATION_ID_MAX) {
-      warn(tool.operation_id.slice(0, 200), `not imported: its operation id is over ${OPERATION_ID_MAX} characters`);
+      warn(
+        tool.operation_id.slice(0, 200),
+        `not imported: its operation id is over ${OPERATION_ID_MAX} characters`,
+      );
       continue;
     }
     planned.push({
@@ -130,7 +133,12 @@ function asStored<T>(value: T): T {
 
 function sameRow(stored: StoredAdi, row: Planned['row']): boolean {
   return isDeepStrictEqual(
-    asStored({ name: stored.name, description: stored.description, category: stored.category, config: stored.config }),
+    asStored({
+      name: stored.name,
+      description: stored.description,
+      category: stored.category,
+      config: stored.config,
+    }),
     asStored(row),
   );
 }
@@ -198,10 +206,11 @@ async function apply(
   diff: Diff,
 ): Promise<{ addedIds: string[]; changedAeis: string[] }> {
   const addedIds = newIds('adi', diff.added.length);
-  if (diff.added.length > 0) {
+  // In slices: one statement's bind parameters are bounded (65,535 on PostgreSQL).
+  for (let start = 0; start < diff.added.length; start += INSERT_SLICE) {
     await tx.adi.createMany({
-      data: diff.added.map((item, i) => ({
-        id: addedIds[i]!,
+      data: diff.added.slice(start, start + INSERT_SLICE).map((item, i) => ({
+        id: addedIds[start + i]!,
         userId: caller.userId,
         kind: 'http',
         projectId,
@@ -259,6 +268,9 @@ export async function importOpenApi(
   const allOperations = new Set(conversion.operation_ids);
 
   const run = async (db: Db, write: boolean) => {
+    // One import of a user at a time: two at once would both find no earlier import and both
+    // add the tools. The user's row is the lock (a project may be absent).
+    if (write) await db.$queryRaw`SELECT 1 FROM "user" WHERE id = ${caller.userId} FOR UPDATE`;
     const diff = compare(planned, await earlierImport(db, caller, projectId, api), allOperations);
     const written = write ? await apply(db, caller, projectId, diff) : { addedIds: [], changedAeis: [] };
     const missing = await missingSecretNames(
@@ -282,7 +294,11 @@ export async function importOpenApi(
       api,
       added: diff.added.map(operation),
       changed: diff.changed.map((c) => operation(c.planned)),
-      removed: diff.removed.map((r) => ({ operation_id: r.operationId, name: r.stored.name, id: r.stored.id })),
+      removed: diff.removed.map((r) => ({
+        operation_id: r.operationId,
+        name: r.stored.name,
+        id: r.stored.id,
+      })),
       unchanged: diff.unchanged.length,
       adis: planned.map((item) => {
         const { operation_id, name, id } = operation(item);
@@ -295,5 +311,5 @@ export async function importOpenApi(
   };
 
   if (dryRun) return (await run(ctx.prisma, false)).result;
-  return changeExposure(ctx, (tx) => run(tx, true));
+  return changeExposure(ctx, (tx) => run(tx, true), IMPORT_TRANSACTION_MS);
 }

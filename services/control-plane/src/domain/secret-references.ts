@@ -86,7 +86,11 @@ export function checkSecretReferenceSyntax(text: string, field: string): void {
 }
 
 /** The names among `names` that `userId` has no secret for, in the order given. */
-export async function missingSecretNames(db: Db, userId: string, names: readonly string[]): Promise<string[]> {
+export async function missingSecretNames(
+  db: Db,
+  userId: string,
+  names: readonly string[],
+): Promise<string[]> {
   if (names.length === 0) return [];
   const found = await db.secret.findMany({
     where: { userId, name: { in: [...names] } },

@@ -3,9 +3,9 @@
  * takes seconds of parsing, `$ref` resolution and schema compilation, which on the event loop would
  * hold every other request (tool calls, gateways' config fetches) that long. Each conversion is
  * bounded in time and its thread in heap, and a few run at once at most; each bound has its own
- * clear error. A thread is kept for a while after a conversion (loading the parser and the mapping
- * into a fresh thread takes seconds, converting a small document milliseconds), and replaced after
- * a number of conversions, a failure or a timeout.
+ * clear error. A thread is kept for a while after a quick conversion (loading the parser and the
+ * mapping into a fresh thread takes seconds, converting a small document milliseconds), and
+ * replaced after a large document, a number of conversions, a failure or a timeout.
  */
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '../errors.ts';
@@ -23,6 +23,11 @@ export interface ConversionLimits {
   idleMs: number;
   /** Conversions a thread serves before it is replaced (its caches grow with each document). */
   tasksPerThread: number;
+  /**
+   * A thread whose conversion took longer is not kept: a large document leaves hundreds of MB of
+   * heap behind, and a thread's start (about a second) is small next to such a conversion.
+   */
+  keepAfterMs: number;
 }
 
 /**
@@ -36,6 +41,7 @@ export const CONVERSION_LIMITS: ConversionLimits = Object.freeze({
   concurrent: 2,
   idleMs: 60_000,
   tasksPerThread: 20,
+  keepAfterMs: 2_000,
 });
 
 const ENTRY = new URL('./openapi-worker.mjs', import.meta.url);
@@ -70,7 +76,8 @@ export class OpenApiConverter {
     this.running++;
     try {
       const outcome = await this.inThread({ document, options });
-      if (!outcome.ok) throw new DomainError(outcome.error.code, outcome.error.message, outcome.error.details);
+      if (!outcome.ok)
+        throw new DomainError(outcome.error.code, outcome.error.message, outcome.error.details);
       return outcome.conversion;
     } finally {
       this.running--;
@@ -90,7 +97,9 @@ export class OpenApiConverter {
     const ready = new Promise<void>((resolve, reject) => {
       worker.once('message', () => resolve());
       worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`the OpenAPI conversion thread exited with code ${code}`)));
+      worker.once('exit', (code) =>
+        reject(new Error(`the OpenAPI conversion thread exited with code ${code}`)),
+      );
     });
     // Observed here so a thread that dies while idle is no unhandled rejection.
     ready.catch(() => undefined);
@@ -102,8 +111,8 @@ export class OpenApiConverter {
     await thread.worker.terminate();
   }
 
-  private release(thread: Thread): void {
-    if (this.closed || thread.tasks >= this.limits.tasksPerThread) {
+  private release(thread: Thread, tookMs: number): void {
+    if (this.closed || thread.tasks >= this.limits.tasksPerThread || tookMs > this.limits.keepAfterMs) {
       void this.retire(thread);
       return;
     }
@@ -122,6 +131,8 @@ export class OpenApiConverter {
     thread.tasks++;
     const { worker } = thread;
     const limits = this.limits;
+    // From when the thread has the task: a fresh thread's start is not the document's doing.
+    let posted = performance.now();
     return new Promise((resolve, reject) => {
       let settled = false;
       const onMessage = (outcome: ConversionOutcome) => settle(true, () => resolve(outcome));
@@ -163,7 +174,7 @@ export class OpenApiConverter {
         worker.off('exit', onExit);
         action();
         // A thread that failed or ran out of time is not trusted with another document.
-        if (healthy) this.release(thread);
+        if (healthy) this.release(thread, performance.now() - posted);
         else void this.retire(thread);
       };
       worker.on('error', onError);
@@ -172,6 +183,7 @@ export class OpenApiConverter {
         () => {
           if (settled) return;
           worker.on('message', onMessage);
+          posted = performance.now();
           worker.postMessage(task);
         },
         (error: Error) => onError(error),

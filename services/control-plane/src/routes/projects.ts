@@ -75,7 +75,8 @@ export async function projectRoutes(app: AdminApp): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Delete a project without tables (refused while it holds any); its tools without a table move to no project',
+        summary:
+          'Delete a project without tables (refused while it holds any); its tools without a table move to no project',
         security: adminSecurity,
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404, 409) },

@@ -5,12 +5,7 @@
  * `result_path` and an authored input schema that matches the parameters. Every error is a
  * VALIDATION_FAILED whose `details.field` names the part of the config at fault.
  */
-import {
-  HTTP_TOOL_LIMITS,
-  HttpToolConfig,
-  type HttpToolParam,
-  type HttpMethod,
-} from '@bindery/contracts';
+import { HTTP_TOOL_LIMITS, HttpToolConfig, type HttpToolParam, type HttpMethod } from '@bindery/contracts';
 import {
   OpError,
   compileQuery,

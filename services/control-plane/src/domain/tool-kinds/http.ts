@@ -30,7 +30,13 @@ import {
   secretReferences,
 } from '../secret-references.ts';
 import { defaultToolName } from '../tool-naming.ts';
-import { ToolAnswer, type KindColumns, type SaveScope, type ToolCall, type ToolKindModule } from './tool-kind.ts';
+import {
+  ToolAnswer,
+  type KindColumns,
+  type SaveScope,
+  type ToolCall,
+  type ToolKindModule,
+} from './tool-kind.ts';
 
 /** The config fields of the create body and of a PATCH (the rest is common to every kind). */
 const CONFIG_FIELDS: readonly string[] = Object.keys(HttpToolConfig.properties);
