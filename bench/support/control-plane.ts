@@ -71,6 +71,8 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 export interface RunningControlPlane {
   url: string;
   database: string;
+  /** The process's id, for its CPU time and memory (/proc). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -128,6 +130,7 @@ export async function startControlPlane(
   return {
     url,
     database,
+    pid: child.pid,
     async stop() {
       await stopChild(child);
       await cleanup();

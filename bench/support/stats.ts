@@ -45,3 +45,28 @@ export function cpuMs(pid: number | undefined): number {
     return Number.NaN;
   }
 }
+
+/**
+ * Peak resident memory of a process so far (VmHWM, worker threads included), in MiB, from `/proc`
+ * (Linux); NaN elsewhere.
+ */
+export function peakRssMb(pid: number | undefined): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = /^VmHWM:\s+(\d+) kB/m.exec(status)?.[1];
+    return kb === undefined ? Number.NaN : Number(kb) / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Current resident memory of a process (VmRSS), in MiB; NaN when unknown. */
+export function rssMb(pid: number | undefined): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+    return kb === undefined ? Number.NaN : Number(kb) / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}

@@ -47,6 +47,9 @@ export const ExportAdi = Type.Object(
     id: Ref('this ADI'),
     kind: Type.Optional(AdiKindSchema),
     table_id: Nullable(Ref('a table of this document')),
+    project_id: Type.Optional(
+      Nullable(Ref('a project of this document, for an ADI without a table (absent: none)')),
+    ),
     json_path: Nullable(Type.String({ maxLength: 2048 })),
     operation_type: Nullable(OperationTypeSchema),
     name: ToolName,

@@ -4,7 +4,6 @@
  * is saved (domain/http-tools) and the OpenAPI import produces it.
  */
 import { Type, type Static } from 'typebox';
-import { SECRET_NAME_RE } from './secrets.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'] as const;
@@ -22,28 +21,6 @@ export const HTTP_PARAM_TYPES = ['string', 'number', 'integer', 'boolean', 'arra
  */
 export const ARGUMENT_NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
 export const ARGUMENT_NAME_RE = new RegExp(ARGUMENT_NAME_PATTERN);
-
-/** A secret's name as `{{secret.NAME}}` references it. */
-
-/**
- * The `{{...}}` references in a header or query value: the secret names of the well-formed
- * `{{secret.NAME}}` ones, and every other `{{...}}` as written (a typo is refused when the tool is
- * saved rather than sent to the API verbatim).
- */
-export function templateReferences(text: string): { secrets: string[]; malformed: string[] } {
-  const secrets: string[] = [];
-  const malformed: string[] = [];
-  for (const match of text.matchAll(/\{\{(.*?)\}\}/g)) {
-    const name = /^secret\.(.*)$/.exec(match[1] ?? '')?.[1];
-    if (name !== undefined && SECRET_NAME_RE.test(name)) secrets.push(name);
-    else malformed.push(match[0]);
-  }
-  // An opening "{{" left without its "}}" is a broken reference too.
-  const rest = text.replace(/\{\{.*?\}\}/g, '');
-  const open = rest.indexOf('{{');
-  if (open >= 0) malformed.push(rest.slice(open, open + 40));
-  return { secrets, malformed };
-}
 
 /** Defaults and bounds of one call. */
 export const HTTP_TOOL_LIMITS = Object.freeze({
@@ -81,6 +58,23 @@ export const HttpToolParam = Type.Object(
   { additionalProperties: false },
 );
 export type HttpToolParam = Static<typeof HttpToolParam>;
+
+/**
+ * Where an imported tool came from: the OpenAPI document (its `info.title`) and the operation. A
+ * re-import of that document into the same project finds the tool by it and updates it in place.
+ */
+export const HttpToolSource = Type.Object(
+  {
+    api: Type.String({ maxLength: 200, description: 'the OpenAPI document’s info.title' }),
+    operation_id: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: 'the operation’s operationId, or `METHOD /path` when it has none',
+    }),
+  },
+  { additionalProperties: false, description: 'set by an OpenAPI import; re-imports match on it' },
+);
+export type HttpToolSource = Static<typeof HttpToolSource>;
 
 export const HttpToolConfig = Type.Object(
   {
@@ -130,6 +124,7 @@ export const HttpToolConfig = Type.Object(
       }),
     ),
     annotations: Type.Optional(ToolAnnotations),
+    source: Type.Optional(HttpToolSource),
   },
   { additionalProperties: false },
 );

@@ -91,6 +91,7 @@ export {
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 export { ContextAdiRef } from './tool-kinds/context.ts';
+export { AdiProjectField, HTTP_ADI_PATCH_FIELDS, HttpAdiRef } from './tool-kinds/http.ts';
 export {
   CUSTOM_TOOL_LIMITS,
   CustomAdiRef,
@@ -103,6 +104,7 @@ export {
   CreateAdiBody,
   CreateContextAdiBody,
   CreateCustomAdiBody,
+  CreateHttpAdiBody,
   UpdateAdiBody,
   createAdiBodySchema,
 } from './tool-kinds/adi-bodies.ts';
@@ -157,7 +159,8 @@ export {
   HTTP_TOOL_LIMITS,
   HttpToolConfig,
   HttpToolParam,
-  templateReferences,
+  HttpToolSource,
   type HttpMethod,
   type HttpParamLocation,
 } from './http-tool.ts';
+export { OpenApiImportBody, OpenApiImportResult } from './openapi-import.ts';

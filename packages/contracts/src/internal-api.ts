@@ -8,6 +8,7 @@ import { AeiStatus, ExposureMode } from './admin-api.ts';
 import { ERROR_CODES } from './errors.ts';
 import { ContextAdiRef, OperationTypeSchema } from './tool-kinds/context.ts';
 import { CustomAdiRef } from './tool-kinds/custom.ts';
+import { HttpAdiRef } from './tool-kinds/http.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
@@ -18,7 +19,7 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
  * What the ADI behind a binding is, one member per kind, told apart by `kind`. A gateway needs
  * only `adi_id` (to run the tool); the rest is for reading.
  */
-export const AdiRef = Type.Union([ContextAdiRef, CustomAdiRef]);
+export const AdiRef = Type.Union([ContextAdiRef, CustomAdiRef, HttpAdiRef]);
 export type AdiRef = Static<typeof AdiRef>;
 
 export const ConfigBinding = Type.Object({

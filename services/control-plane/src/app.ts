@@ -8,7 +8,13 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { RequestLogController, loggerOptions } from '@bindery/contracts/server';
 import Fastify, { type FastifyServerOptions } from 'fastify';
-import { CUSTOM_TOOL_DEFAULTS, DEFAULT_GATEWAY_PUBLIC_URL, QUERY_DEFAULTS, type Config } from './config.ts';
+import {
+  CUSTOM_TOOL_DEFAULTS,
+  DEFAULT_GATEWAY_PUBLIC_URL,
+  DEFAULT_OPENAPI_IMPORT_MAX_BYTES,
+  QUERY_DEFAULTS,
+  type Config,
+} from './config.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
@@ -21,6 +27,7 @@ import { ContextCache } from './domain/context-cache.ts';
 import { purgeExpiredOutcomes } from './domain/idempotency.ts';
 import { QueryPool } from './execution/query-pool.ts';
 import { CustomToolSandbox } from './execution/sandbox/index.ts';
+import { OpenApiConverter } from './execution/openapi-conversion.ts';
 import { createGuardedDispatcher } from './execution/ssrf-guard.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
@@ -34,6 +41,7 @@ import { healthRoutes } from './routes/health.ts';
 import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
 import { createMetrics, type PoolCounts } from './metrics.ts';
 import { metricsRoutes } from './routes/metrics.ts';
+import { openApiImportRoutes } from './routes/openapi-imports.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { tableRoutes } from './routes/tables.ts';
@@ -51,6 +59,7 @@ export interface AppOptions {
         | 'logRequests'
         | 'logFormat'
         | 'httpToolsAllowedNetworks'
+        | 'openApiImportMaxBytes'
         | 'contextCacheBytes'
         | 'metricsToken'
         | 'idempotencyTtlMs'
@@ -133,6 +142,14 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  // Every request a tool or an import sends out goes through this one guarded dispatcher.
+  const outbound = createGuardedDispatcher({
+    allowedNetworks: options.config.httpToolsAllowedNetworks ?? [],
+  });
+  app.addHook('onClose', () => outbound.close());
+  const converter = new OpenApiConverter();
+  app.addHook('onClose', () => converter.close());
+
   await app.register(healthRoutes);
   await app.register(metricsRoutes(metrics, options.config.metricsToken));
   await app.register(
@@ -150,6 +167,13 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(auditRoutes);
       await v2.register(exportImportRoutes);
       await v2.register(secretRoutes);
+      await v2.register(
+        openApiImportRoutes({
+          outbound,
+          converter,
+          maxDocumentBytes: options.config.openApiImportMaxBytes ?? DEFAULT_OPENAPI_IMPORT_MAX_BYTES,
+        }),
+      );
     },
     { prefix: '/api/v2' },
   );
@@ -178,10 +202,6 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   if (options.warmCustomToolWorkers) sandbox.warm();
   // After the requests in flight (onClose runs once they are answered): their calls finish first.
   app.addHook('onClose', () => sandbox.close());
-  const outbound = createGuardedDispatcher({
-    allowedNetworks: options.config.httpToolsAllowedNetworks ?? [],
-  });
-  app.addHook('onClose', () => outbound.close());
   await app.register(
     async (internal: AdminApp) => {
       requireInternal(internal, options.config.internalToken);

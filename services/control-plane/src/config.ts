@@ -61,6 +61,8 @@ export interface Config {
   secretOldKeys: Uint8Array[];
   /** Networks outgoing tool and import requests may reach although they are not public (CIDR). */
   httpToolsAllowedNetworks: string[];
+  /** Largest OpenAPI document an import takes, as its body or fetched from a URL. */
+  openApiImportMaxBytes: number;
   /** Wall time of one custom tool call, host calls included (TIMEOUT above). */
   customToolTimeoutMs: number;
   /** Memory of one custom tool call, in MiB (LIMIT_EXCEEDED above). */
@@ -106,6 +108,9 @@ export const CUSTOM_TOOL_DEFAULTS = {
   customToolTenantCalls: settings.CUSTOM_TOOL_TENANT_CALLS.fallback({}),
 } as const satisfies Partial<Config>;
 
+/** OPENAPI_IMPORT_MAX_BYTES's default (tests building their own config fall back to it too). */
+export const DEFAULT_OPENAPI_IMPORT_MAX_BYTES = settings.OPENAPI_IMPORT_MAX_BYTES.fallback({});
+
 /** Every invalid setting of a start, one line each (one problem: just that line). */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -148,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     secretKey: v.BINDERY_SECRET_KEY,
     secretOldKeys: v.BINDERY_SECRET_OLD_KEYS,
     httpToolsAllowedNetworks: v.HTTP_TOOLS_ALLOWED_NETWORKS,
+    openApiImportMaxBytes: v.OPENAPI_IMPORT_MAX_BYTES,
     customToolTimeoutMs: v.CUSTOM_TOOL_TIMEOUT_MS,
     customToolMemoryMb: v.CUSTOM_TOOL_MEMORY_MB,
     customToolWorkers: v.CUSTOM_TOOL_WORKERS,

@@ -25,11 +25,6 @@ const adiCount = () => t.database.prisma.adi.count({ where: { userId: user.id } 
 describe('creating an ADI of another kind', () => {
   const cases: [string, Record<string, unknown>, string][] = [
     [
-      'an http tool (not available yet)',
-      { kind: 'http', name: 'get_user', method: 'GET', url: 'https://api.example.com/users/{id}' },
-      'body/kind "http" is not available on this server yet',
-    ],
-    [
       // Every body here gets the context's table_id, which a custom body has in `context`.
       'a custom body with a field of the context kind',
       { kind: 'custom', name: 'sum', code: 'export default async (args) => 1', input_schema: {} },
@@ -65,9 +60,9 @@ describe('creating an ADI of another kind', () => {
   it('says which field for an unavailable kind in the details too', async () => {
     const res = await t.call('POST', '/api/v2/adis', {
       token: user.token,
-      body: { kind: 'http', method: 'GET', url: 'https://api.example.com' },
+      body: { kind: 'custom', code: 'export default () => 1' },
     });
-    expect(res.body.error.details).toMatchObject({ field: 'kind', value: 'http' });
+    expect(res.body.error.details).toMatchObject({ field: 'kind', value: 'custom' });
   });
 });
 
@@ -89,14 +84,14 @@ describe('importing an ADI of a kind this server does not run', () => {
       adis: [
         {
           id: 'a1',
-          kind: 'http',
+          kind: 'custom',
           table_id: null,
           json_path: null,
           operation_type: null,
-          name: 'get_user',
+          name: 'sum',
           description: null,
           category: null,
-          config: { method: 'GET', url: 'https://api.example.com/users/{id}' },
+          config: { code: 'export default (args) => args.a + args.b' },
         },
       ],
       aeis: [],
@@ -106,7 +101,7 @@ describe('importing an ADI of a kind this server does not run', () => {
     const res = await t.call('POST', '/api/v2/import', { token: user.token, body: doc });
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.error.message).toContain(
-      'body/adis/0/kind: kind "http" is not available on this server yet',
+      'body/adis/0/kind: kind "custom" is not available on this server yet',
     );
     expect(await adiCount()).toBe(before);
   });

@@ -129,10 +129,25 @@ describe('an HTTP tool call that fails', () => {
     expect(excerpt.length).toBe(1024);
   });
 
-  it('does not follow a redirect itself: the status and location are reported', async () => {
-    const error = await failure(call({ method: 'GET', url: `${api.url}/moved` }));
-    expect(error.code).toBe('UPSTREAM_FAILED');
-    expect(error.details).toMatchObject({ status: 302, location: 'http://127.0.0.1:1/elsewhere' });
+  it('follows a redirect through the dispatcher, and reports a 3xx it may not follow', async () => {
+    // Followed: the location (a closed port on loopback) is where the call then fails.
+    const followed = await failure(call({ method: 'GET', url: `${api.url}/moved` }));
+    expect(followed.code).toBe('UPSTREAM_FAILED');
+    expect(followed.message).toMatch(/^could not reach GET http:\/\/127\.0\.0\.1:\d+\/moved: /);
+    expect(followed.details).toMatchObject({ cause_code: 'ECONNREFUSED' });
+    // With following off, the status and location are what the caller learns.
+    const reported = await failure(
+      callHttpTool(
+        validateHttpToolConfig({ method: 'GET', url: `${api.url}/moved` }),
+        {},
+        {
+          ...deps,
+          limits: { maxRedirects: 0 },
+        },
+      ),
+    );
+    expect(reported.code).toBe('UPSTREAM_FAILED');
+    expect(reported.details).toMatchObject({ status: 302, location: 'http://127.0.0.1:1/elsewhere' });
   });
 
   it('answers UPSTREAM_FAILED for invalid JSON, a binary answer and an API that is not there', async () => {

@@ -147,6 +147,13 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     HTTP_TOOLS_ALLOWED_NETWORKS: networks({
       doc: 'networks outgoing tool and import requests may reach although they are loopback, private, link-local or otherwise not public (e.g. `10.1.0.0/16`); empty = public addresses only',
     }),
+    OPENAPI_IMPORT_MAX_BYTES: integer({
+      min: 1024,
+      max: 1024 * MiB,
+      unit: 'bytes',
+      default: 64 * MiB,
+      doc: 'largest OpenAPI document `POST /api/v2/openapi-imports` takes, as its request body or fetched from a URL (413 / `LIMIT_EXCEEDED` above); the route’s own limit instead of `BODY_LIMIT_BYTES`',
+    }),
     CUSTOM_TOOL_TIMEOUT_MS: integer({
       min: 10,
       max: 60_000,

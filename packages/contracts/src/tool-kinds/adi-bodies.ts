@@ -9,6 +9,7 @@ import { Type, type Static, type TObject, type TSchema, type TUnsafe } from 'typ
 import { TOOL_NAME_PATTERN } from '../naming.ts';
 import { ContextAdiFields, ContextAdiPatchFields } from './context.ts';
 import { CustomAdiFields, CustomAdiPatchFields } from './custom.ts';
+import { HttpAdiFields, HttpAdiPatchFields } from './http.ts';
 import { AdiKindSchema, DEFAULT_ADI_KIND, type AdiKind } from './kinds.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -47,11 +48,17 @@ export const CreateCustomAdiBody = Type.Object(
   { additionalProperties: false, title: 'custom ADI' },
 );
 export type CreateCustomAdiBody = Static<typeof CreateCustomAdiBody>;
+export const CreateHttpAdiBody = Type.Object(
+  { ...HttpAdiFields, ...CommonCreateFields },
+  { additionalProperties: false, title: 'http ADI' },
+);
+export type CreateHttpAdiBody = Static<typeof CreateHttpAdiBody>;
 
 /** The create body of each kind this contract describes. */
 export const ADI_CREATE_BODIES = {
   context: CreateContextAdiBody,
   custom: CreateCustomAdiBody,
+  http: CreateHttpAdiBody,
 } as const satisfies Partial<Record<AdiKind, TObject>>;
 
 /** A create body of any kind (`kind` absent means context). */
@@ -76,7 +83,7 @@ export function createAdiBodySchema(bodies: readonly TObject[]): TUnsafe<CreateA
 export const CreateAdiBody = createAdiBodySchema(Object.values(ADI_CREATE_BODIES));
 
 export const UpdateAdiBody = Type.Object(
-  { ...CommonPatchFields, ...ContextAdiPatchFields, ...CustomAdiPatchFields },
+  { ...CommonPatchFields, ...ContextAdiPatchFields, ...CustomAdiPatchFields, ...HttpAdiPatchFields },
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateAdiBody = Static<typeof UpdateAdiBody>;

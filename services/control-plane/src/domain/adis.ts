@@ -25,6 +25,7 @@ import { contextStatuses, requireContext } from './context-presence.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
+import { findOwnProject } from './projects.ts';
 import { findOwnTable } from './tables.ts';
 import {
   checkColumns,
@@ -38,6 +39,14 @@ import {
 
 type AdiWithTable = Adi & { table: { projectId: string | null; name: string } | null };
 
+/**
+ * The project an ADI belongs to: its table's, when it has a table (moving the table moves its
+ * tools), else its own `project_id` (tools without a table; null: no project, the default app).
+ */
+export function projectIdOf(adi: Pick<Adi, 'projectId'> & { table: { projectId: string | null } | null }) {
+  return adi.table ? adi.table.projectId : adi.projectId;
+}
+
 export function adiBody(adi: AdiWithTable, status: AdiStatus): AdiBody {
   const module = kindOf(adi);
   const columns = columnsOf(adi);
@@ -46,7 +55,7 @@ export function adiBody(adi: AdiWithTable, status: AdiStatus): AdiBody {
     id: adi.id,
     kind: module.kind,
     table_id: adi.tableId,
-    project_id: adi.table?.projectId ?? null,
+    project_id: projectIdOf(adi),
     json_path: adi.jsonPath,
     operation_type: op !== null && isOperationType(op) ? op : null,
     name: adi.name,
@@ -104,6 +113,31 @@ async function requireOwnContext(db: Db, caller: Principal, columns: KindColumns
   await requireContext(db, table, columns.jsonPath, parsePointer(columns.jsonPath));
 }
 
+/** The field an ADI's placement (not its kind) is changed by; adis.ts handles it for every kind. */
+const PROJECT_FIELD = 'project_id';
+
+/**
+ * The project_id to store: null unless given; given, it must be one of the caller's projects
+ * (NOT_FOUND otherwise) and the ADI must have no table (a tool with a table is in its table's).
+ */
+async function checkedProject(
+  db: Db,
+  caller: Principal,
+  projectId: string | null | undefined,
+  columns: KindColumns,
+): Promise<string | null> {
+  if (projectId === undefined || projectId === null) return null;
+  if (columns.tableId !== null) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'project_id: an ADI with a table belongs to its table’s project; move the table instead',
+      { field: PROJECT_FIELD },
+    );
+  }
+  await findOwnProject(db, caller, projectId);
+  return projectId;
+}
+
 function storedColumns(columns: KindColumns) {
   return {
     tableId: columns.tableId,
@@ -128,12 +162,19 @@ export async function createAdi(
   if (input.name !== undefined) checkToolName(input.name, 'name');
   const columns = await checkColumns(module, module.columnsOf(input), { db, caller, sandbox });
   await requireOwnContext(db, caller, columns);
+  const projectId = await checkedProject(
+    db,
+    caller,
+    PROJECT_FIELD in input ? (input as { project_id?: string | null }).project_id : undefined,
+    columns,
+  );
   const id = newId('adi');
   const adi = await db.adi.create({
     data: {
       id,
       userId: caller.userId,
       kind: module.kind,
+      projectId,
       ...storedColumns(columns),
       name: input.name ?? module.defaultName(columns, id),
       description: input.description ?? null,
@@ -187,13 +228,18 @@ export async function updateAdi(
     const module = kindOf(current);
     checkPatchFields(module, input, COMMON_ADI_PATCH_FIELDS);
     const before = columnsOf(current);
-    const changesKind = module.patchFields.some((field) => field in input);
+    // project_id places the ADI; its kind's settings stay as they are (and are not checked again).
+    const changesKind = module.patchFields.some((field) => field !== PROJECT_FIELD && field in input);
     const columns = changesKind
       ? await checkColumns(module, module.patched(before, input), { db: tx, caller, sandbox: ctx.sandbox })
       : undefined;
     if (columns && (columns.tableId !== before.tableId || columns.jsonPath !== before.jsonPath)) {
       await requireOwnContext(tx, caller, columns);
     }
+    const projectId =
+      input.project_id !== undefined
+        ? await checkedProject(tx, caller, input.project_id, columns ?? before)
+        : undefined;
     if (input.name !== undefined && input.name !== current.name) {
       await renameInheritingBindings(tx, id, input.name);
     }
@@ -201,6 +247,7 @@ export async function updateAdi(
       where: { id },
       data: {
         ...(columns && storedColumns(columns)),
+        ...(projectId !== undefined && { projectId }),
         ...(input.name !== undefined && { name: input.name }),
         ...(input.description !== undefined && { description: input.description }),
         ...(input.category !== undefined && { category: input.category }),
@@ -211,7 +258,11 @@ export async function updateAdi(
   });
 }
 
-async function renameInheritingBindings(tx: Db, adiId: string, name: string): Promise<void> {
+/**
+ * Renames the bindings of an ADI that inherit its name; CONFLICT naming the exposures where another
+ * tool already has that name (the OpenAPI re-import renames through here too).
+ */
+export async function renameInheritingBindings(tx: Db, adiId: string, name: string): Promise<void> {
   const inheriting = await tx.aeiBinding.findMany({
     where: { adiId, toolNameInherited: true },
     select: { id: true, aeiId: true },

@@ -16,16 +16,22 @@ import type { ExecutorOptions } from './executor-options.ts';
 import { OWNER_STATUS } from './exposure-config.ts';
 import { legacyTools } from './legacy-instances.ts';
 import { contextKind, legacyColumns } from './tool-kinds/context.ts';
-import { columnsOf, kindOf, registeredKind } from './tool-kinds/index.ts';
+import { ToolAnswer, columnsOf, kindOf, registeredKind } from './tool-kinds/index.ts';
 import type { ExecutionMeter } from '../metrics.ts';
 
 export type { ExecutorOptions } from './executor-options.ts';
 
 /**
  * A tool's answer as JSON text; also as `structuredContent` when the tool declares an output
- * schema (MCP clients then expect it there) and the answer is an object, as such schemas describe.
+ * schema (MCP clients then expect it there) or its kind marks the answer structured, and the answer
+ * is an object, as such schemas describe. A text answer is the text content as it is.
  */
-function success(result: JsonValue, structured: boolean, meta: Meta = {}): ToolResult {
+function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta = {}): ToolResult {
+  if (answer instanceof ToolAnswer && answer.form === 'text') {
+    return { content: [{ type: 'text', text: String(answer.value) }], ...metaOf(meta) };
+  }
+  const structured = declared || answer instanceof ToolAnswer;
+  const result = answer instanceof ToolAnswer ? answer.value : answer;
   const text: ToolResult = { content: [{ type: 'text', text: JSON.stringify(result) }], ...metaOf(meta) };
   if (!structured || typeof result !== 'object' || result === null || Array.isArray(result)) return text;
   return { ...text, structuredContent: result };
@@ -57,7 +63,7 @@ async function audited(
   meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
   structured: boolean,
-  work: (meta: Meta) => Promise<JsonValue>,
+  work: (meta: Meta) => Promise<JsonValue | ToolAnswer>,
 ): Promise<ToolResult> {
   const meta: Meta = {};
   const started = performance.now();

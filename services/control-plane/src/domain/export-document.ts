@@ -41,6 +41,9 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
       // Every ADI as stored: the kind says what its columns and config mean.
       kind: kindOf(a).kind,
       table_id: a.tableId,
+      // Only tools without a table have one of their own; written only then, so documents of
+      // context tools stay as they were.
+      ...(a.projectId !== null && { project_id: a.projectId }),
       json_path: a.jsonPath,
       operation_type: a.operationType === null ? null : operationOf(a),
       name: a.name,

@@ -40,8 +40,13 @@ const EXPOSURE_TRANSACTION = { maxWait: 10_000, timeout: 30_000 } as const;
 export async function changeExposure<T>(
   ctx: DomainContext,
   work: (tx: Db) => Promise<{ result: T; changedAeis: readonly string[] }>,
+  /** A longer bound for a change known to be large (an import of thousands of tools). */
+  timeoutMs: number = EXPOSURE_TRANSACTION.timeout,
 ): Promise<T> {
-  const { result, changedAeis } = await ctx.prisma.$transaction((tx) => work(tx), EXPOSURE_TRANSACTION);
+  const { result, changedAeis } = await ctx.prisma.$transaction((tx) => work(tx), {
+    ...EXPOSURE_TRANSACTION,
+    timeout: timeoutMs,
+  });
   // Answered once the gateways know (within the listener's bound): a rotated key or a disabled
   // exposure is refused everywhere by the time its admin sees the answer.
   if (changedAeis.length > 0) await ctx.listener.configChanged(changedAeis);

@@ -96,6 +96,8 @@ async function checkDocument(
   caller: Principal,
   db: Db,
   sandbox: SourceChecker | undefined,
+  /** Collects the secrets the ADIs reference that the caller lacks (reported, not refused). */
+  missingSecrets: Set<string>,
 ): Promise<Map<string, { kind: string; columns: KindColumns }>> {
   const projects = indexIds(doc.projects, 'projects');
   const tables = indexIds(doc.tables, 'tables');
@@ -119,6 +121,12 @@ async function checkDocument(
     // Documents written before tool kinds have none: their ADIs are context ADIs.
     const module = at(`/adis/${i}/kind`, () => offeredKind(adi.kind ?? DEFAULT_ADI_KIND));
     if (adi.table_id !== null) reference(tables, adi.table_id, `/adis/${i}/table_id`, 'table');
+    if (adi.project_id != null) {
+      reference(projects, adi.project_id, `/adis/${i}/project_id`, 'project');
+      if (adi.table_id !== null) {
+        throw fault(`/adis/${i}/project_id`, 'an ADI with a table belongs to its table’s project');
+      }
+    }
     const columns = await atField(`/adis/${i}`, () =>
       checkColumns(
         module,
@@ -128,7 +136,7 @@ async function checkDocument(
           operationType: adi.operation_type,
           config: adi.config,
         },
-        { db, caller, sandbox },
+        { db, caller, sandbox, missingSecrets },
       ),
     );
     checked.set(adi.id, { kind: module.kind, columns });
@@ -282,8 +290,9 @@ export async function importDocument(
   doc: ExportDocument,
   dryRun: boolean,
 ): Promise<ImportResult> {
-  const adis = await checkDocument(doc, caller, ctx.prisma, ctx.sandbox);
-  const secretsToCreate = await missingSecrets(ctx.prisma, caller, doc);
+  const referenced = new Set<string>();
+  const adis = await checkDocument(doc, caller, ctx.prisma, ctx.sandbox, referenced);
+  const secretsToCreate = [...new Set([...(await missingSecrets(ctx.prisma, caller, doc)), ...referenced])];
   if (dryRun) {
     const plan = await planNames(ctx.prisma, caller, doc);
     return {
@@ -312,7 +321,10 @@ export async function importDocument(
   return { ...(await imported), secrets_to_create: secretsToCreate };
 }
 
-/** The document's secret names the caller has no secret for, in document order. */
+/**
+ * The document's secret names the caller has no secret for, in document order (the ones its ADIs
+ * reference are added by the caller).
+ */
 async function missingSecrets(db: Db, caller: Principal, doc: ExportDocument): Promise<string[]> {
   const names = [...new Set((doc.secrets ?? []).map((s) => s.name))];
   if (names.length === 0) return [];
@@ -374,6 +386,7 @@ async function applyImport(
         userId,
         kind,
         tableId: columns.tableId === null ? null : id(columns.tableId),
+        projectId: a.project_id == null ? null : id(a.project_id),
         jsonPath: columns.jsonPath,
         operationType: columns.operationType,
         name: a.name,

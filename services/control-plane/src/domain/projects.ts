@@ -16,6 +16,14 @@ import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 
+/**
+ * The ADIs a project holds: those of its tables, and those without a table placed in it (an HTTP
+ * tool's `project_id`).
+ */
+function inProject(id: string) {
+  return { OR: [{ table: { projectId: id } }, { tableId: null, projectId: id }] };
+}
+
 /** "CRM Main!" -> "crm-main"; an empty result becomes "project". */
 export function slugify(name: string): string {
   const slug = name
@@ -109,7 +117,7 @@ export async function updateProject(
       if (uniqueViolation(error)) throw slugConflict(input.slug ?? '');
       throw error;
     }
-    const adis = await tx.adi.findMany({ where: { table: { projectId: id } }, select: { id: true } });
+    const adis = await tx.adi.findMany({ where: inProject(id), select: { id: true } });
     const changedAeis = await bumpForAdis(
       tx,
       adis.map((a) => a.id),
@@ -118,18 +126,31 @@ export async function updateProject(
   });
 }
 
-/** Deletes an empty project; one that still holds tables is refused, so no data goes with it. */
-export async function deleteProject(db: Db, caller: Principal, id: string): Promise<void> {
-  await findOwnProject(db, caller, id);
-  const tables = await db.table.count({ where: { projectId: id } });
-  if (tables > 0) {
-    throw new DomainError(
-      'CONFLICT',
-      `project ${id} still holds ${tables} table(s); move or delete them first`,
-      {
-        tables,
-      },
+/**
+ * Deletes a project without tables; one that still holds tables is refused, so no data goes with
+ * it. Tools placed in it without a table move to no project (the default app): the exposures that
+ * list them get a new config_version.
+ */
+export async function deleteProject(ctx: DomainContext, caller: Principal, id: string): Promise<void> {
+  await changeExposure(ctx, async (tx) => {
+    await findOwnProject(tx, caller, id);
+    const tables = await tx.table.count({ where: { projectId: id } });
+    if (tables > 0) {
+      throw new DomainError(
+        'CONFLICT',
+        `project ${id} still holds ${tables} table(s); move or delete them first`,
+        {
+          tables,
+        },
+      );
+    }
+    const adis = await tx.adi.findMany({ where: { projectId: id }, select: { id: true } });
+    const changedAeis = await bumpForAdis(
+      tx,
+      adis.map((a) => a.id),
     );
-  }
-  await db.project.delete({ where: { id } });
+    // The foreign key sets their project_id to null.
+    await tx.project.delete({ where: { id } });
+    return { result: undefined, changedAeis };
+  });
 }

@@ -6,19 +6,52 @@
  * line, an upstream's answer) with `[secret NAME]`, so a value never travels further than the
  * request it was meant for.
  */
-import { SECRET_NAME_RE } from '@bindery/contracts';
+import { SECRET_NAME_PATTERN, SECRET_NAME_RE } from '@bindery/contracts';
 import { DomainError } from '../errors.ts';
 import type { Db, DomainContext } from './context.ts';
 import { requireKeyring } from './secrets.ts';
 
-/** `{{secret.NAME}}`, spaces inside the braces allowed; the name as secrets are named. */
-const REFERENCE = /\{\{\s*secret\.([A-Za-z_][A-Za-z0-9_]{0,63})\s*\}\}/g;
-/** Anything that starts like a reference, to catch the malformed ones. */
-const REFERENCE_START = /\{\{\s*secret\./g;
+/**
+ * `{{secret.NAME}}`, spaces inside the braces allowed; NAME as secrets are named (contracts'
+ * SECRET_NAME_PATTERN without its anchors). The one grammar of a reference: what is checked at save
+ * is exactly what is filled at call.
+ */
+const REFERENCE = new RegExp(`\\{\\{\\s*secret\\.(${SECRET_NAME_PATTERN.slice(1, -1)})\\s*\\}\\}`, 'g');
+
+/** What a text holds between `{{` and `}}`: well-formed references, and every other `{{`. */
+export interface ParsedReferences {
+  /** The secret names referred to, each once, in order of first appearance. */
+  names: string[];
+  /**
+   * Each `{{` that does not open a well-formed reference, as an excerpt (up to its `}}`, or 40
+   * characters): a typo such as `{{secrets.X}}` or an unclosed `{{secret.X` would otherwise be
+   * sent as it is.
+   */
+  malformed: string[];
+}
+
+/** The one parser of `{{secret.NAME}}` references. */
+export function parseSecretReferences(text: string): ParsedReferences {
+  const names = new Set<string>();
+  const wellFormed = new Set<number>();
+  for (const match of text.matchAll(REFERENCE)) {
+    names.add(match[1]!);
+    wellFormed.add(match.index);
+  }
+  const malformed: string[] = [];
+  for (let at = text.indexOf('{{'); at >= 0; at = text.indexOf('{{', at + 2)) {
+    if (wellFormed.has(at)) continue;
+    // `{{{secret.X}}`: the reference opens one brace later; the extra brace is not a reference.
+    if (wellFormed.has(at + 1)) continue;
+    const close = text.indexOf('}}', at + 2);
+    malformed.push(close >= 0 && close - at <= 80 ? text.slice(at, close + 2) : text.slice(at, at + 40));
+  }
+  return { names: [...names], malformed };
+}
 
 /** The names a text refers to, each once, in order of first appearance. */
 export function secretReferences(text: string): string[] {
-  return [...new Set(Array.from(text.matchAll(REFERENCE), (m) => m[1]!))];
+  return parseSecretReferences(text).names;
 }
 
 /** The names referred to anywhere in a JSON value's strings (keys included), each once. */
@@ -39,20 +72,41 @@ export function secretReferencesIn(value: unknown): string[] {
 }
 
 /**
- * VALIDATION_FAILED naming `field` when the text holds a `{{secret.` that is not a well-formed
- * reference (a bad name, no closing braces): it would otherwise be sent as it is.
+ * VALIDATION_FAILED naming `field` when the text holds a `{{` that is not a well-formed reference
+ * (a bad name, no closing braces, another word than `secret`).
  */
 export function checkSecretReferenceSyntax(text: string, field: string): void {
-  const wellFormed = Array.from(text.matchAll(REFERENCE), (m) => m.index);
-  for (const start of text.matchAll(REFERENCE_START)) {
-    if (wellFormed.includes(start.index)) continue;
-    const excerpt = text.slice(start.index, start.index + 80);
-    throw new DomainError(
-      'VALIDATION_FAILED',
-      `${field}: "${excerpt}" is not a secret reference; write {{secret.NAME}}, NAME matching ${SECRET_NAME_RE.source}`,
-      { field },
-    );
-  }
+  const [first] = parseSecretReferences(text).malformed;
+  if (first === undefined) return;
+  throw new DomainError(
+    'VALIDATION_FAILED',
+    `${field}: "${first}" is not a secret reference; write {{secret.NAME}}, NAME matching ${SECRET_NAME_RE.source}`,
+    { field },
+  );
+}
+
+/** The names among `names` that `userId` has no secret for, in the order given. */
+export async function missingSecretNames(
+  db: Db,
+  userId: string,
+  names: readonly string[],
+): Promise<string[]> {
+  if (names.length === 0) return [];
+  const found = await db.secret.findMany({
+    where: { userId, name: { in: [...names] } },
+    select: { name: true },
+  });
+  const have = new Set(found.map((s) => s.name));
+  return names.filter((name) => !have.has(name));
+}
+
+/** VALIDATION_FAILED naming the first missing secret (and `field`, when given), details listing all. */
+export function missingSecretError(missing: readonly string[], field?: string): DomainError {
+  return new DomainError(
+    'VALIDATION_FAILED',
+    `${field ? `${field}: ` : ''}no secret named ${missing[0]}${missing.length > 1 ? ` (nor ${missing.slice(1).join(', ')})` : ''}; create it with POST /api/v2/secrets first`,
+    { missing, ...(field !== undefined && { field }) },
+  );
 }
 
 /**
@@ -65,19 +119,8 @@ export async function checkSecretsExist(
   names: readonly string[],
   field?: string,
 ): Promise<void> {
-  if (names.length === 0) return;
-  const found = await db.secret.findMany({
-    where: { userId, name: { in: [...names] } },
-    select: { name: true },
-  });
-  const have = new Set(found.map((s) => s.name));
-  const missing = names.filter((name) => !have.has(name));
-  if (missing.length === 0) return;
-  throw new DomainError(
-    'VALIDATION_FAILED',
-    `${field ? `${field}: ` : ''}no secret named ${missing[0]}${missing.length > 1 ? ` (nor ${missing.slice(1).join(', ')})` : ''}; create it with POST /api/v2/secrets first`,
-    { missing, ...(field !== undefined && { field }) },
-  );
+  const missing = await missingSecretNames(db, userId, names);
+  if (missing.length > 0) throw missingSecretError(missing, field);
 }
 
 /** How often one secret's last_used_at is written at most (per process): no write per call. */

@@ -35,6 +35,8 @@ export interface ResolvedTool {
   };
 }
 
+const PROJECT = { id: true, slug: true, name: true } as const;
+
 /**
  * The enabled bindings of an AEI as MCP tools, in binding order. A tool of a kind this server does
  * not run (saved by a newer control plane on the same database) is left out: it could not run.
@@ -46,7 +48,8 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
     include: {
       adi: {
         include: {
-          table: { select: { name: true, project: { select: { id: true, slug: true, name: true } } } },
+          table: { select: { name: true, project: { select: PROJECT } } },
+          project: { select: PROJECT },
         },
       },
     },
@@ -71,7 +74,8 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
           id: b.adiId,
           kind: module.kind,
           tableName: place.tableName,
-          project: b.adi.table?.project ?? null,
+          // A tool with a table is in its table's project; one without, in its own (if any).
+          project: b.adi.table ? b.adi.table.project : b.adi.project,
           category: b.adi.category,
         },
       },

@@ -66,6 +66,65 @@ function checkScheme(url: URL): void {
   }
 }
 
+/** Where a request is while it follows redirects: updated at every hop, read for messages. */
+export interface RedirectTrail {
+  url: URL;
+  redirects: number;
+}
+
+/**
+ * Sends a request through `dispatcher` and follows redirects (at most `maxRedirects`; 0 answers the
+ * first 3xx as it is) the way every outgoing request of Bindery does: each hop through the same
+ * dispatcher (so the guard checks each hop's address), only http(s) locations, 303 (and 301/302
+ * after a POST) as a GET without body, and on a change of origin only the portable headers kept.
+ * Answers the last response with its body unread; `trail` says where it came from. Throws
+ * DomainError for too many redirects or a location that is not http(s); network failures as
+ * undici raises them.
+ */
+export async function sendFollowingRedirects(
+  dispatcher: Dispatcher,
+  trail: RedirectTrail,
+  init: Omit<OutboundRequest, 'signal'> & { signal: AbortSignal },
+  maxRedirects: number,
+): Promise<Dispatcher.ResponseData> {
+  let method = (init.method ?? 'GET').toUpperCase();
+  let headers: Record<string, string> = { ...init.headers };
+  let body = init.body;
+  for (;;) {
+    const { url } = trail;
+    const answer = await request(url, { dispatcher, method, headers, body, signal: init.signal });
+    const location = answer.headers.location;
+    if (!REDIRECTS.has(answer.statusCode) || typeof location !== 'string' || maxRedirects <= 0) return answer;
+    await answer.body.dump();
+    if (trail.redirects >= maxRedirects) {
+      throw new DomainError(
+        'UPSTREAM_FAILED',
+        `${url.origin} redirected more than ${maxRedirects} times; not followed further`,
+        { origin: url.origin, max_redirects: maxRedirects },
+      );
+    }
+    const next = new URL(location, url);
+    checkScheme(next);
+    init.beforeRedirect?.(next);
+    if (
+      answer.statusCode === 303 ||
+      ((answer.statusCode === 301 || answer.statusCode === 302) && method === 'POST')
+    ) {
+      // As browsers do: the redirect is fetched with GET, without the body.
+      method = method === 'HEAD' ? 'HEAD' : 'GET';
+      body = undefined;
+      headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !/^content-/i.test(name)));
+    }
+    if (next.origin !== url.origin) {
+      headers = Object.fromEntries(
+        Object.entries(headers).filter(([name]) => PORTABLE_HEADERS.has(name.toLowerCase())),
+      );
+    }
+    trail.url = next;
+    trail.redirects++;
+  }
+}
+
 /**
  * Sends the request through `dispatcher` (a guarded one: `createGuardedDispatcher`) and reads the
  * whole answer. Any status is an answer (a 404 is returned, not thrown); refusals and limits throw:
@@ -79,77 +138,43 @@ export async function fetchGuarded(
   limits: Partial<OutboundLimits> = {},
 ): Promise<OutboundResponse> {
   const { timeoutMs, maxBodyBytes, maxRedirects } = { ...OUTBOUND_DEFAULTS, ...limits };
-  let url: URL;
+  let start: URL;
   try {
-    url = new URL(target);
+    start = new URL(target);
   } catch {
     throw new DomainError('VALIDATION_FAILED', 'not a valid URL');
   }
-  checkScheme(url);
+  checkScheme(start);
+  const trail: RedirectTrail = { url: start, redirects: 0 };
   const deadline = AbortSignal.timeout(timeoutMs);
   const signal = init.signal ? AbortSignal.any([init.signal, deadline]) : deadline;
-  let method = (init.method ?? 'GET').toUpperCase();
-  let headers: Record<string, string> = { ...init.headers };
-  let body = init.body;
-  let redirects = 0;
   try {
-    for (;;) {
-      const answer = await request(url, { dispatcher, method, headers, body, signal });
-      const location = answer.headers.location;
-      if (REDIRECTS.has(answer.statusCode) && typeof location === 'string' && maxRedirects > 0) {
-        await answer.body.dump();
-        if (redirects >= maxRedirects) {
-          throw new DomainError(
-            'UPSTREAM_FAILED',
-            `${url.origin} redirected more than ${maxRedirects} times; not followed further`,
-            { origin: url.origin, max_redirects: maxRedirects },
-          );
-        }
-        const next = new URL(location, url);
-        checkScheme(next);
-        init.beforeRedirect?.(next);
-        if (
-          answer.statusCode === 303 ||
-          ((answer.statusCode === 301 || answer.statusCode === 302) && method === 'POST')
-        ) {
-          // As browsers do: the redirect is fetched with GET, without the body.
-          method = method === 'HEAD' ? 'HEAD' : 'GET';
-          body = undefined;
-          headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !/^content-/i.test(name)));
-        }
-        if (next.origin !== url.origin) {
-          headers = Object.fromEntries(
-            Object.entries(headers).filter(([name]) => PORTABLE_HEADERS.has(name.toLowerCase())),
-          );
-        }
-        url = next;
-        redirects++;
-        continue;
-      }
-      const declared = Number(answer.headers['content-length']);
-      if (Number.isFinite(declared) && declared > maxBodyBytes) {
+    const answer = await sendFollowingRedirects(dispatcher, trail, { ...init, signal }, maxRedirects);
+    const { url } = trail;
+    const declared = Number(answer.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxBodyBytes) {
+      discard(answer.body);
+      throw tooLarge(url, maxBodyBytes);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of answer.body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBodyBytes) {
         discard(answer.body);
         throw tooLarge(url, maxBodyBytes);
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of answer.body as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > maxBodyBytes) {
-          discard(answer.body);
-          throw tooLarge(url, maxBodyBytes);
-        }
-        chunks.push(chunk);
-      }
-      return {
-        status: answer.statusCode,
-        headers: answer.headers,
-        body: Buffer.concat(chunks),
-        url: url.href,
-        redirects,
-      };
+      chunks.push(chunk);
     }
+    return {
+      status: answer.statusCode,
+      headers: answer.headers,
+      body: Buffer.concat(chunks),
+      url: url.href,
+      redirects: trail.redirects,
+    };
   } catch (error) {
+    const { url } = trail;
     if (error instanceof DomainError) throw error;
     if (deadline.aborted) {
       throw new DomainError('TIMEOUT', `${url.origin} did not answer within ${timeoutMs} ms`, {

@@ -16,6 +16,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     domain: DomainContext;
   }
+  interface FastifyContextConfig {
+    /** The setting behind a route's own body limit, for the 413 message (BODY_LIMIT_BYTES otherwise). */
+    bodyLimitSetting?: string;
+  }
 }
 
 export type AdminApp = FastifyInstance<

@@ -63,12 +63,13 @@ function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped
   switch (fastify.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE': {
       const limit = request?.routeOptions.bodyLimit;
+      const setting = request?.routeOptions.config.bodyLimitSetting ?? 'BODY_LIMIT_BYTES';
       return {
         code: 'PAYLOAD_TOO_LARGE',
         message:
           limit === undefined
             ? 'request body is larger than the server accepts'
-            : `request body is larger than the ${limit} bytes this server accepts (BODY_LIMIT_BYTES)`,
+            : `request body is larger than the ${limit} bytes this server accepts (${setting})`,
         ...(limit !== undefined && { details: { limit_bytes: limit } }),
       };
     }

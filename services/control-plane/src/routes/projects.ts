@@ -75,14 +75,15 @@ export async function projectRoutes(app: AdminApp): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Delete an empty project (refused while it holds tables)',
+        summary:
+          'Delete a project without tables (refused while it holds any); its tools without a table move to no project',
         security: adminSecurity,
         params: IdParams,
         response: { 204: Type.Null(), ...errorResponses(404, 409) },
       },
     },
     async (request, reply) => {
-      await deleteProject(db, request.principal, request.params.id);
+      await deleteProject(ctx, request.principal, request.params.id);
       return reply.status(204).send(null);
     },
   );

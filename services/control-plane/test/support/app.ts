@@ -71,6 +71,8 @@ export async function startTestApp(
     secretKeys?: { key: Uint8Array; oldKeys?: Uint8Array[] } | null;
     /** Receives every log line of the app, at level trace (no logging otherwise). */
     logStream?: { write(line: string): void };
+    /** OPENAPI_IMPORT_MAX_BYTES (the default otherwise). */
+    openApiImportMaxBytes?: number;
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -105,9 +107,12 @@ export async function startTestApp(
       maxResultBytes: options.maxResultBytes ?? 1_000_000,
       metricsToken: options.metricsToken,
       gatewayPublicUrl: options.gatewayPublicUrl,
+      httpToolsAllowedNetworks: options.allowedNetworks ?? [],
+      ...(options.openApiImportMaxBytes !== undefined && {
+        openApiImportMaxBytes: options.openApiImportMaxBytes,
+      }),
       ...options.query,
       ...options.customTool,
-      ...(options.allowedNetworks && { httpToolsAllowedNetworks: options.allowedNetworks }),
     },
     pool: database.pool,
     domain: {

@@ -92,6 +92,8 @@ export interface Stack {
   thawControlPlane(): void;
   /** Polls the gateway's /readyz until its body says `status` (throws after `timeoutMs`). */
   waitForReadiness(status: 'ready' | 'degraded' | 'waiting', timeoutMs?: number): Promise<void>;
+  /** Everything the control plane process wrote to stdout and stderr so far (its log). */
+  controlPlaneOutput(): string;
   /** A connected MCP client on a gateway URL path such as `/api/v2/mcp/server/<key>`. */
   connect(path: string, options?: { headers?: Record<string, string> }): Promise<Client>;
   close(): Promise<void>;
@@ -109,6 +111,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const controlPlaneUrl = `http://127.0.0.1:${cpPort}`;
   const gatewayUrl = `http://127.0.0.1:${gwPort}`;
   let child: ChildProcess | undefined;
+  // The control plane's whole log, over restarts: tests search it (for secrets that must not be there).
+  let output = '';
   // Whatever happens to the test, no control plane is left stopped or running behind it.
   const reap = () => {
     if (child && child.exitCode === null) {
@@ -153,11 +157,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     });
     child = proc;
     await new Promise<void>((resolve, reject) => {
-      let output = '';
-      const timer = setTimeout(() => reject(new Error(`control plane did not start:\n${output}`)), 60_000);
+      let started = '';
+      const timer = setTimeout(() => reject(new Error(`control plane did not start:\n${started}`)), 60_000);
       const onData = (chunk: Buffer) => {
+        started += chunk.toString();
         output += chunk.toString();
-        if (output.includes('Server listening at')) {
+        if (started.includes('Server listening at')) {
           clearTimeout(timer);
           resolve();
         }
@@ -166,7 +171,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       proc.stderr?.on('data', onData);
       proc.once('exit', (code) => {
         clearTimeout(timer);
-        reject(new Error(`control plane exited with ${code}:\n${output}`));
+        reject(new Error(`control plane exited with ${code}:\n${started}`));
       });
     });
   }
@@ -230,6 +235,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     freezeControlPlane: () => child?.kill('SIGSTOP'),
     thawControlPlane: () => child?.kill('SIGCONT'),
     waitForReadiness,
+    controlPlaneOutput: () => output,
     async connect(path, opts = {}) {
       const client = new Client({ name: 'bindery-e2e', version: '1.0.0' });
       const transport = new StreamableHTTPClientTransport(new URL(`${gatewayUrl}${path}`), {

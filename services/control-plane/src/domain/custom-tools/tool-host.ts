@@ -17,7 +17,7 @@ import { headerNameProblem, isSendableHeaderValue } from '../http-tools/http-hea
 import { ReplayedOutcome, type KeyedWrite } from '../idempotency.ts';
 import type { ResolvedSecrets } from '../secret-references.ts';
 import { contextKind } from '../tool-kinds/context.ts';
-import type { ToolCall } from '../tool-kinds/tool-kind.ts';
+import { ToolAnswer, type ToolCall } from '../tool-kinds/tool-kind.ts';
 import { hostAllowed } from './allowed-hosts.ts';
 
 /** The write operations `ctx.context.write` runs. */
@@ -109,12 +109,14 @@ async function writeAt(
   const checked = checkArguments(OPERATIONS[op].inputSchema, args, `ctx.context.write("${op}")`);
   effects.changed = true;
   try {
-    return await contextKind.run({
+    const answer = await contextKind.run({
       ...call,
       adi: { tableId, jsonPath, operationType: op, config: {} },
       args: checked,
       keyed: call.keyed && writeKey(call.keyed, sequence, op, checked),
     });
+    // A context operation answers plain JSON, never a ToolAnswer.
+    return answer instanceof ToolAnswer ? answer.value : answer;
   } catch (error) {
     if (error instanceof ReplayedOutcome) return error.answer;
     throw error;

@@ -3,10 +3,12 @@
  * (the SSRF guard in production), read the answer within the tool's time and size bounds, and turn
  * it into a JSON value (after `result_path`), text, or a DomainError with a DESIGN.md §8 code.
  *
- * Redirects: this module never follows one itself. A 3xx answer is whatever the dispatcher hands
- * back: with a plain dispatcher it is an UPSTREAM_FAILED error naming the status and `location`;
- * a dispatcher that follows redirects (undici's redirect interceptor) does so hop by hop through
- * its own `connect`, so each hop passes its address check.
+ * Redirects are followed (at most `maxRedirects`, 5 by default) by the same loop as every outgoing
+ * request (`sendFollowingRedirects`): each hop through the dispatcher, so the SSRF guard checks
+ * each hop's address, and on a change of origin only headers that never carry credentials go
+ * along (a secret header meant for the API never reaches the host it redirects to). A 3xx left
+ * over (no `location`, or `maxRedirects` 0) is an UPSTREAM_FAILED error naming the status and
+ * `location`.
  *
  * Every message and detail that leaves here goes through `redact`, so a secret echoed by the API
  * (or carried by a URL in a network error) never reaches the caller.
@@ -25,8 +27,9 @@ import {
   type JsonValue,
   type Limits,
 } from '@bindery/context-ops';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { DomainError } from '../../errors.ts';
+import { sendFollowingRedirects } from '../../execution/outbound-fetch.ts';
 import { outgoingRequest, type ResolveSecrets } from './outgoing-request.ts';
 import {
   contentLength,
@@ -47,6 +50,8 @@ export interface HttpCallLimits {
   errorExcerptBytes: number;
   /** The bounds `result_path` is evaluated within (context-ops query limits). */
   resultPath: Limits;
+  /** Redirects followed at most (0: a 3xx is answered as an error naming its location). */
+  maxRedirects: number;
 }
 
 export const DEFAULT_HTTP_CALL_LIMITS: HttpCallLimits = Object.freeze({
@@ -56,6 +61,7 @@ export const DEFAULT_HTTP_CALL_LIMITS: HttpCallLimits = Object.freeze({
   // result_path runs on the request's thread: a quarter second is far above what a path over an
   // answer of a few megabytes needs, and keeps a hostile one from holding the thread.
   resultPath: { ...DEFAULT_LIMITS, query: { ...DEFAULT_QUERY_BUDGET, timeMs: 250 } },
+  maxRedirects: 5,
 });
 
 export interface HttpCallDeps {
@@ -115,13 +121,17 @@ export async function callHttpTool(
   try {
     let response: Dispatcher.ResponseData;
     try {
-      response = await request(outgoing.url, {
-        method: outgoing.method,
-        headers: outgoing.headers,
-        ...(outgoing.body !== undefined && { body: outgoing.body }),
-        dispatcher: deps.dispatcher,
-        signal: deadline.signal,
-      });
+      response = await sendFollowingRedirects(
+        deps.dispatcher,
+        { url: new URL(outgoing.url), redirects: 0 },
+        {
+          method: outgoing.method,
+          headers: outgoing.headers,
+          ...(outgoing.body !== undefined && { body: outgoing.body }),
+          signal: deadline.signal,
+        },
+        limits.maxRedirects,
+      );
     } catch (error) {
       if (deadline.signal.aborted) throw timedOut();
       // The dispatcher (an address guard, say) may refuse with a domain error of its own.

@@ -5,13 +5,7 @@
  * `result_path` and an authored input schema that matches the parameters. Every error is a
  * VALIDATION_FAILED whose `details.field` names the part of the config at fault.
  */
-import {
-  HTTP_TOOL_LIMITS,
-  HttpToolConfig,
-  templateReferences,
-  type HttpToolParam,
-  type HttpMethod,
-} from '@bindery/contracts';
+import { HTTP_TOOL_LIMITS, HttpToolConfig, type HttpToolParam, type HttpMethod } from '@bindery/contracts';
 import {
   OpError,
   compileQuery,
@@ -21,6 +15,7 @@ import {
   type SchemaError,
 } from '@bindery/context-ops';
 import { DomainError } from '../../errors.ts';
+import { checkSecretReferenceSyntax, secretReferences } from '../secret-references.ts';
 import { headerNameProblem, isSendableHeaderValue } from './http-headers.ts';
 import type { JsonSchemaObject } from './input-schema.ts';
 import { parseUrlTemplate, type UrlTemplate } from './url-template.ts';
@@ -61,7 +56,7 @@ export function validateHttpToolConfig(input: unknown): CheckedHttpToolConfig {
 export function httpToolSecretNames(config: Pick<HttpToolConfig, 'headers' | 'query'>): string[] {
   const names = new Set<string>();
   for (const value of [...Object.values(config.headers ?? {}), ...Object.values(config.query ?? {})]) {
-    for (const name of templateReferences(value).secrets) names.add(name);
+    for (const name of secretReferences(value)) names.add(name);
   }
   return [...names].sort();
 }
@@ -149,14 +144,6 @@ function checkParams(method: HttpMethod, params: readonly HttpToolParam[], templ
   }
 }
 
-function checkTemplates(field: string, value: string): void {
-  const { malformed } = templateReferences(value);
-  const [first] = malformed;
-  if (first !== undefined) {
-    throw invalid(field, `"${first}" is not a secret reference; write {{secret.NAME}} (letters, digits, _)`);
-  }
-}
-
 function checkHeaders(headers: Record<string, string>, params: readonly HttpToolParam[]): void {
   const seen = new Set(params.filter((p) => p.in === 'header').map((p) => (p.key ?? p.name).toLowerCase()));
   for (const [name, value] of Object.entries(headers)) {
@@ -171,7 +158,7 @@ function checkHeaders(headers: Record<string, string>, params: readonly HttpTool
     }
     seen.add(name.toLowerCase());
     if (!isSendableHeaderValue(value)) throw invalid(field, 'a header value may not hold line breaks or NUL');
-    checkTemplates(field, value);
+    checkSecretReferenceSyntax(value, field);
   }
 }
 
@@ -182,7 +169,7 @@ function checkQuery(query: Record<string, string>, params: readonly HttpToolPara
     if (name === '' || name.length > 256) throw invalid(field, 'a query name must have 1 to 256 characters');
     if (fromParams.has(name))
       throw invalid(field, `"${name}" is sent both as static query and by a query parameter`);
-    checkTemplates(field, value);
+    checkSecretReferenceSyntax(value, field);
   }
 }
 

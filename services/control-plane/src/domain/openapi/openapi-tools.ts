@@ -45,6 +45,13 @@ export interface OpenApiImportWarning {
 }
 
 export interface OpenApiConversion {
+  /** The document's `info.title` ('' when it has none): what a re-import recognises it by. */
+  api: string;
+  /**
+   * Every operation of the document, before filters and whether or not it became a tool: an
+   * earlier tool whose operation is not in here is gone from the API.
+   */
+  operation_ids: string[];
   tools: ImportedHttpTool[];
   warnings: OpenApiImportWarning[];
   /** The secrets the tools reference, each once, with what it must hold. */
@@ -110,7 +117,10 @@ export function openApiToHttpTools(document: unknown, options: OpenApiImportOpti
       warn(`not imported: ${error.message}`);
     }
   }
+  const info = isObject(spec.info) ? spec.info : {};
   return {
+    api: text(info.title) ?? '',
+    operation_ids: operations.map((entry) => entry.operationId),
     tools,
     warnings: warnings.list(),
     secrets: [...secrets.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),

@@ -9,8 +9,10 @@ import type { Adi } from '../../generated/prisma/client.ts';
 import { DomainError, fromOpError } from '../../errors.ts';
 import { contextKind } from './context.ts';
 import { customKind } from './custom.ts';
+import { httpKind } from './http.ts';
 import type { KindColumns, SaveScope, ToolKindModule } from './tool-kind.ts';
 
+export { ToolAnswer } from './tool-kind.ts';
 export type {
   KindColumns,
   SaveScope,
@@ -22,7 +24,11 @@ export type {
 
 // Each module is typed by its own body and patch; the registry forgets them (`unknown`): bodies
 // reach a module only after the route checked them against that module's `createBody`.
-const KIND_MODULES: readonly ToolKindModule[] = [contextKind as ToolKindModule, customKind as ToolKindModule];
+const KIND_MODULES: readonly ToolKindModule[] = [
+  contextKind as ToolKindModule,
+  customKind as ToolKindModule,
+  httpKind as ToolKindModule,
+];
 
 const BY_KIND = new Map<string, ToolKindModule>(KIND_MODULES.map((m) => [m.kind, m]));
 

@@ -46,6 +46,33 @@ export interface SaveScope {
   db: Db;
   caller: Principal;
   sandbox?: SourceChecker | undefined;
+  /**
+   * Set by imports (an export document, an OpenAPI document), which create tools before the
+   * secrets they name may exist: a kind adds the names the caller has no secret for here instead
+   * of refusing them, and the import reports them (`secrets_to_create`). Absent: refused.
+   */
+  missingSecrets?: Set<string>;
+}
+
+/**
+ * How a kind answers besides a plain JSON value (which becomes JSON text, and `structuredContent`
+ * too when the kind declares an output schema): `text` is sent as the text content as it is (an
+ * API's plain-text answer); `structured` is JSON text plus `structuredContent` when it is an
+ * object, for kinds whose results are data without a schema known in advance (an API's JSON).
+ */
+export class ToolAnswer {
+  private constructor(
+    readonly form: 'text' | 'structured',
+    readonly value: JsonValue,
+  ) {}
+
+  static text(text: string): ToolAnswer {
+    return new ToolAnswer('text', text);
+  }
+
+  static structured(value: JsonValue): ToolAnswer {
+    return new ToolAnswer('structured', value);
+  }
 }
 
 /** One call of a tool, after the shared checks passed (binding, AEI, owner, arguments). */
@@ -110,6 +137,6 @@ export interface ToolKindModule<Body = unknown, Patch = unknown> {
    * throws, even for a row edited by hand (read before the audit).
    */
   operation(columns: KindColumns): string;
-  /** Runs one call; its answer becomes the tool result's JSON text. */
-  run(call: ToolCall): Promise<JsonValue>;
+  /** Runs one call; its answer becomes the tool result's JSON text (or see ToolAnswer). */
+  run(call: ToolCall): Promise<JsonValue | ToolAnswer>;
 }

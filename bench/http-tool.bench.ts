@@ -1,0 +1,258 @@
+/**
+ * HTTP tool benchmark (issue: tool kinds).
+ *   pnpm --filter @bindery/bench bench:http-tool
+ * Starts a small JSON API (support/json-api.ts, its own process), the real control plane (fresh
+ * PostgreSQL database, 127.0.0.1/32 allowed for tools) and the real gateway, and measures the
+ * throughput of one HTTP tool (path and query arguments, a secret header) at concurrency 32:
+ * called straight with undici from this process (the in-run reference) and through the gateway
+ * (raw JSON-RPC over HTTP, and the SDK Client). Once against an API that answers at once (what the
+ * path itself costs) and once against one that takes API_DELAY_MS like a real API. Target: the
+ * gateway path at 0.5x the direct calls or better.
+ * Environment: BENCH_CALLS (calls per worker and run, default 60), BENCH_DELAYS (API latencies in
+ * ms, default "0,50"), BENCH_ROUNDS (runs per path, alternating, median kept; default 3).
+ */
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Agent, request } from 'undici';
+import {
+  ADMIN_TOKEN,
+  INTERNAL_TOKEN,
+  spawnService,
+  startControlPlane,
+  stopChild,
+} from './support/control-plane.ts';
+import { ms, summarize } from './support/stats.ts';
+
+const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
+const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
+const WORKERS = 32;
+const PER_WORKER = Number(process.env.BENCH_CALLS ?? 60);
+const DELAYS = (process.env.BENCH_DELAYS ?? '0,50').split(',').map(Number);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const API_KEY = `k-${randomBytes(8).toString('hex')}`;
+
+const cp = await startControlPlane('postgres', {
+  HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.1/32',
+  BINDERY_SECRET_KEY: randomBytes(32).toString('base64'),
+});
+const gw = await spawnService(GATEWAY_DIR, {
+  GATEWAY_PORT: '0',
+  CONTROL_PLANE_URL: cp.url,
+  INTERNAL_TOKEN,
+  RATE_LIMIT_PER_SECOND: '0',
+  CONFIG_CACHE_TTL_MS: '30000',
+});
+const agent = new Agent({ connections: 2 * WORKERS, keepAliveTimeout: 60_000 });
+
+async function admin(method: string, path: string, body?: unknown) {
+  const res = await request(`${cp.url}${path}`, {
+    method: method as 'GET' | 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    dispatcher: agent,
+  });
+  const json = (await res.body.json()) as Record<string, unknown>;
+  if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Runs WORKERS loops of PER_WORKER calls at once: calls per second and per-call latencies. */
+async function throughput(call: (w: number, i: number) => Promise<void>) {
+  const samples: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: WORKERS }, async (_, w) => {
+      for (let i = 0; i < PER_WORKER; i++) {
+        const s = performance.now();
+        await call(w, i);
+        samples.push(performance.now() - s);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  return { perSecond: samples.length / seconds, ...summarize(samples) };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+try {
+  await admin('POST', '/api/v2/secrets', { name: 'ITEMS_KEY', value: API_KEY });
+  console.log(
+    `HTTP tool benchmark: one GET tool (path + query arguments, a secret header), concurrency ${WORKERS}, ` +
+      `${WORKERS * PER_WORKER} calls per run, median of ${ROUNDS} alternating runs per path (PostgreSQL)`,
+  );
+  for (const delay of DELAYS) {
+    const apiProcess = await spawnService(
+      BENCH_DIR,
+      { API_DELAY_MS: String(delay), API_KEY },
+      [],
+      'support/json-api.ts',
+    );
+    try {
+      const adi = await admin('POST', '/api/v2/adis', {
+        kind: 'http',
+        name: `get_item_${delay}`,
+        method: 'GET',
+        url: `${apiProcess.url}/items/{id}`,
+        params: [
+          { name: 'id', in: 'path' },
+          { name: 'q', in: 'query' },
+        ],
+        headers: { 'X-Api-Key': '{{secret.ITEMS_KEY}}' },
+      });
+      const aei = await admin('POST', '/api/v2/aeis', { name: `bench ${delay}` });
+      await admin('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: adi.id, tool_name: 'get_item' });
+      const mcpUrl = new URL(`${gw.url}/api/v2/mcp/server/${String(aei.api_key)}`);
+
+      const direct = async (w: number, i: number) => {
+        const res = await request(`${apiProcess.url}/items/${w}-${i}?q=x`, {
+          headers: { 'x-api-key': API_KEY, accept: 'application/json' },
+          dispatcher: agent,
+        });
+        const body = (await res.body.json()) as { q?: string };
+        if (res.statusCode !== 200 || body.q !== 'x')
+          throw new Error(`direct call answered ${res.statusCode}`);
+      };
+
+      const sessions: string[] = [];
+      for (let w = 0; w < WORKERS; w++) {
+        const init = await request(mcpUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 0,
+            method: 'initialize',
+            params: {
+              protocolVersion: '2025-06-18',
+              capabilities: {},
+              clientInfo: { name: 'bench', version: '1' },
+            },
+          }),
+          dispatcher: agent,
+        });
+        await init.body.text();
+        sessions.push(String(init.headers['mcp-session-id'] ?? ''));
+      }
+      let id = 1;
+      const viaGateway = async (w: number, i: number) => {
+        const res = await request(mcpUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': sessions[w]!,
+            'mcp-protocol-version': '2025-06-18',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: id++,
+            method: 'tools/call',
+            params: { name: 'get_item', arguments: { id: `${w}-${i}`, q: 'x' } },
+          }),
+          dispatcher: agent,
+        });
+        const text = await res.body.text();
+        if (res.statusCode !== 200 || text.includes('"isError":true'))
+          throw new Error(`gateway call: ${text}`);
+      };
+
+      // The same path with a context `query` tool (no outgoing request): what the gateway and the
+      // executor cost without the HTTP kind.
+      const table = await admin('POST', '/api/v2/tables', {
+        name: `ref ${delay}`,
+        data: { items: [1, 2, 3] },
+      });
+      const query = await admin('POST', '/api/v2/adis', {
+        table_id: table.id,
+        json_path: '/items',
+        operation_type: 'query',
+        name: `count_${delay}`,
+      });
+      await admin('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: query.id, tool_name: 'count' });
+      const viaGatewayContext = async (w: number) => {
+        const res = await request(mcpUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': sessions[w]!,
+            'mcp-protocol-version': '2025-06-18',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: id++,
+            method: 'tools/call',
+            params: { name: 'count', arguments: { query: 'length(@)' } },
+          }),
+          dispatcher: agent,
+        });
+        const text = await res.body.text();
+        if (res.statusCode !== 200 || text.includes('"isError":true'))
+          throw new Error(`context call: ${text}`);
+      };
+
+      const clients: Client[] = [];
+      for (let w = 0; w < WORKERS; w++) {
+        const client = new Client({ name: 'bench', version: '1' });
+        await client.connect(new StreamableHTTPClientTransport(mcpUrl));
+        clients.push(client);
+      }
+      const viaSdk = async (w: number, i: number) => {
+        const result = await clients[w]!.callTool({
+          name: 'get_item',
+          arguments: { id: `${w}-${i}`, q: 'x' },
+        });
+        if (result.isError) throw new Error(`SDK call: ${JSON.stringify(result)}`);
+      };
+
+      // Warm-up: connection pools, the gateway's config cache, JIT.
+      for (const path of [direct, viaGateway, viaSdk, viaGatewayContext]) await throughput(path);
+
+      const paths = { direct, gateway: viaGateway, sdk: viaSdk, context: viaGatewayContext };
+      const runs: Record<keyof typeof paths, Awaited<ReturnType<typeof throughput>>[]> = {
+        direct: [],
+        gateway: [],
+        sdk: [],
+        context: [],
+      };
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const name of ['direct', 'gateway', 'sdk', 'context'] as const) {
+          runs[name].push(await throughput(paths[name]));
+        }
+      }
+      // The run with the median throughput of each path.
+      const best = (name: keyof typeof paths) => {
+        const perSecond = median(runs[name].map((run) => run.perSecond));
+        return runs[name].find((run) => run.perSecond === perSecond)!;
+      };
+      console.log(`  API answering after ${delay} ms:`);
+      const rows = [
+        ['direct (undici, this process)', best('direct')],
+        ['via gateway (JSON-RPC over HTTP)', best('gateway')],
+        ['via gateway (SDK Client)', best('sdk')],
+        ['reference: a context query tool, JSON-RPC', best('context')],
+      ] as const;
+      for (const [label, run] of rows) {
+        console.log(
+          `    ${label.padEnd(42)} ${run.perSecond.toFixed(0).padStart(6)} calls/s  p50 ${ms(run.p50).padStart(10)}  p99 ${ms(run.p99).padStart(10)}`,
+        );
+      }
+      const ratio = (name: 'gateway' | 'sdk') => (best(name).perSecond / best('direct').perSecond).toFixed(2);
+      const ofContext = (best('gateway').perSecond / best('context').perSecond).toFixed(2);
+      console.log(
+        `    throughput vs direct: ${ratio('gateway')}x (JSON-RPC), ${ratio('sdk')}x (SDK Client); target >= 0.5x; ` +
+          `the HTTP tool at ${ofContext}x the context tool's throughput on the same path`,
+      );
+      for (const client of clients) await client.close();
+    } finally {
+      await stopChild(apiProcess.child);
+    }
+  }
+} finally {
+  await agent.close();
+  await stopChild(gw.child);
+  await cp.stop();
+}
