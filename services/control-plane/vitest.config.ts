@@ -1,10 +1,22 @@
-// The control plane's suites run twice: on a real PostgreSQL server and on embedded PGlite.
+// The control plane's suites run twice: on a real PostgreSQL server and on embedded PGlite. Suites
+// that open no database (settings, the sandbox, HTTP tool calls against a local server, OpenAPI
+// conversion, the SSRF guard, invalidation delivery) test nothing an engine changes: they run once.
 import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
 
 // One template database per run, so runs from several checkouts on one server never drop each
 // other's template (the config is read once, in the main process; test workers inherit the env).
 process.env.BINDERY_TEST_TEMPLATE ??= `bindery_test_template_${randomBytes(4).toString('hex')}`;
+
+const ENGINE_INDEPENDENT = [
+  'test/config.test.ts',
+  'test/custom-tool-sandbox.*.test.ts',
+  'test/http-tools.*.test.ts',
+  'test/invalidation.error.test.ts',
+  'test/openapi-conversion.*.test.ts',
+  'test/openapi-import.*.test.ts',
+  'test/ssrf-guard.*.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -24,7 +36,7 @@ export default defineConfig({
         test: {
           name: 'pglite',
           env: { BINDERY_TEST_DB: 'pglite' },
-          exclude: ['test/**/*.postgres.test.ts', '**/node_modules/**'],
+          exclude: ['test/**/*.postgres.test.ts', ...ENGINE_INDEPENDENT, '**/node_modules/**'],
         },
       },
     ],
