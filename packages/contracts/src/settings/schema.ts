@@ -118,6 +118,18 @@ const fail = (problem: string, got?: string): Parsed<never> =>
 
 const grouped = (n: number) => n.toLocaleString('en-US');
 
+/** The non-empty items of a comma-separated value, each parsed by `each`; the first bad one fails it all. */
+function commaSeparated<T>(raw: string, each: (item: string) => Parsed<T>): Parsed<T[]> {
+  const items: T[] = [];
+  for (const item of raw.split(',').map((s) => s.trim())) {
+    if (item === '') continue;
+    const parsed = each(item);
+    if (!parsed.ok) return parsed;
+    items.push(parsed.value);
+  }
+  return ok(items);
+}
+
 /** A byte count the way people read it: "10 MiB" when it is a whole number of KiB/MiB/GiB. */
 function bytes(n: number): string {
   for (const [unit, size] of [
@@ -289,18 +301,12 @@ export function list(o: { items?: 'string' | 'url'; doc: string }): Setting<stri
     shownDefault: 'empty',
     fallback: () => [],
     parse: (raw) => {
-      const items: string[] = [];
-      for (const item of raw.split(',').map((s) => s.trim())) {
-        if (item === '') continue;
-        if (o.items !== 'url') {
-          items.push(item);
-          continue;
-        }
+      const items = commaSeparated(raw, (item) => {
+        if (o.items !== 'url') return ok(item);
         const parsed = parseUrl(item, { base: true });
-        if (!parsed.ok) return fail(parsed.problem, item);
-        items.push(parsed.value);
-      }
-      return ok([...new Set(items)]);
+        return parsed.ok ? parsed : fail(parsed.problem, item);
+      });
+      return items.ok ? ok([...new Set(items.value)]) : items;
     },
   };
 }
@@ -359,16 +365,11 @@ export function encryptionKeys(o: { doc: string }): Setting<Uint8Array[]> {
     secret: true,
     shownDefault: 'empty',
     fallback: () => [],
-    parse: (raw) => {
-      const keys: Uint8Array[] = [];
-      for (const item of raw.split(',').map((s) => s.trim())) {
-        if (item === '') continue;
+    parse: (raw) =>
+      commaSeparated(raw, (item) => {
         const key = decodeEncryptionKey(item);
-        if (!key) return fail(`has an item that ${KEY_PROBLEM.replace(/^must be/, 'is not')}`, item);
-        keys.push(key);
-      }
-      return ok(keys);
-    },
+        return key ? ok(key) : fail(`has an item that ${KEY_PROBLEM.replace(/^must be/, 'is not')}`, item);
+      }),
   };
 }
 
@@ -385,19 +386,13 @@ export function networks(o: { doc: string }): Setting<string[]> {
     shownDefault: 'empty',
     fallback: () => [],
     parse: (raw) => {
-      const items: string[] = [];
-      for (const item of raw.split(',').map((s) => s.trim())) {
-        if (item === '') continue;
+      const items = commaSeparated(raw, (item) => {
         const network = canonicalNetwork(item);
-        if (network === undefined) {
-          return fail(
-            'must be a comma-separated list of CIDR networks such as 127.0.0.1/32 or fd00::/8',
-            item,
-          );
-        }
-        items.push(network);
-      }
-      return ok([...new Set(items)]);
+        return network !== undefined
+          ? ok(network)
+          : fail('must be a comma-separated list of CIDR networks such as 127.0.0.1/32 or fd00::/8', item);
+      });
+      return items.ok ? ok([...new Set(items.value)]) : items;
     },
   };
 }
