@@ -4,9 +4,10 @@
 // config is refused when saved with an error naming the field.
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DomainError } from '../src/errors.ts';
 import { callHttpTool, validateHttpToolConfig, type HttpCallDeps } from '../src/domain/http-tools/index.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
+import { DomainError } from '../src/errors.ts';
+import { failure } from './support/domain-failure.ts';
 
 let api: RecordingApi;
 let dispatcher: Agent;
@@ -63,15 +64,6 @@ afterAll(async () => {
   await dispatcher.close();
   await api.close();
 });
-
-async function failure(promise: Promise<unknown>): Promise<DomainError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
 
 function call(config: Record<string, unknown>, args: Record<string, unknown> = {}) {
   return callHttpTool(validateHttpToolConfig(config), args, deps);

@@ -3,9 +3,9 @@
 // resolved from an argument or read one back from an error, or hold the thread with result_path.
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DomainError } from '../src/errors.ts';
 import { callHttpTool, validateHttpToolConfig, type HttpCallDeps } from '../src/domain/http-tools/index.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
+import { failure } from './support/domain-failure.ts';
 
 const TOKEN = 'tok_9f8e7d6c5b4a';
 let api: RecordingApi;
@@ -40,15 +40,6 @@ afterAll(async () => {
   await dispatcher.close();
   await api.close();
 });
-
-async function failure(promise: Promise<unknown>): Promise<DomainError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
 
 const files = () =>
   validateHttpToolConfig({

@@ -4,8 +4,8 @@
 // VALIDATION_FAILED; the converter keeps working after each.
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DomainError } from '../src/errors.ts';
 import { OpenApiConverter } from '../src/execution/openapi-conversion.ts';
+import { failure } from './support/domain-failure.ts';
 
 const PETSTORE = readFileSync(new URL('./fixtures/openapi/petstore-expanded.yaml', import.meta.url), 'utf8');
 const converters: OpenApiConverter[] = [];
@@ -17,15 +17,6 @@ function converter(limits: ConstructorParameters<typeof OpenApiConverter>[0]) {
   converters.push(made);
   return made;
 }
-async function failure(promise: Promise<unknown>): Promise<DomainError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DomainError);
-  return error as DomainError;
-}
-
 /** A document of `operations` operations, each with a body schema of `properties` properties. */
 function bigDocument(operations: number, properties: number) {
   const paths: Record<string, unknown> = {};
