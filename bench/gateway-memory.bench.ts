@@ -8,8 +8,10 @@
  * cached 1,000 / 5,000 / all keys' configs, and after 1,000 / 5,000 / BENCH_SESSIONS sessions,
  * each with the difference from the same gateway idle, and once more after 20 idle seconds.
  * Sessions are opened with a raw initialize each, spread over the keys (no GET stream: the figures
- * are the gateway's session objects). BENCH_RUNS=above|below runs one of the two gateways;
- * BENCH_CAPPED_SESSIONS and BENCH_CAPPED_CACHE_MB set the caps of the second (2,000 and 16 MiB);
+ * are the gateway's session objects). For the gateway with caps below the load it also prints the
+ * bound its caps set on RSS (see `rssBound`) next to the highest RSS measured.
+ * BENCH_RUNS=above|below runs one of the two gateways; BENCH_CAPPED_SESSIONS and
+ * BENCH_CAPPED_CACHE_MB set the caps of the second (2,000 sessions and the default 128 MiB);
  * BENCH_DETAIL=1 adds V8's committed heap and external memory.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -31,6 +33,28 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 10_000);
 const TOOLS = Number(process.env.BENCH_TOOLS ?? 10);
 const CONCURRENCY = 16;
 const MiB = 1024 * 1024;
+
+/**
+ * The bound the caps set on the gateway's RSS (bench/README.md, docs/api.md "Memory"): its RSS
+ * idle plus twice what the caps let it keep, since V8's committed heap (and malloc's, for Buffers)
+ * runs ahead of what is live (RSS grew by 1.04 to 2.1 times the heap in the runs measured):
+ *   config cache     CONFIG_CACHE_MAX_BYTES (configs at twice their JSON, their tools/list pages)
+ *   sessions         GATEWAY_MAX_SESSIONS x 48 KiB (measured: about 32 KB each, without a stream)
+ *   progressive      CATALOG_SESSION_MAX_BYTES (session states, without Redis)
+ *   fixed tables     64 MiB: rate-limit buckets (at most 100,000 in each of three limiters, per
+ *                    key, per client address and for execute_apis, about 210 bytes each) and
+ *                    the unknown-key LRU (10,000 entries)
+ * Requests in flight hold their bodies on top (GATEWAY_BODY_LIMIT_BYTES each at most).
+ */
+const SESSION_BYTES = 48 * 1024;
+const FIXED_TABLES_BYTES = 64 * MiB;
+const RSS_FACTOR = 2;
+const DEFAULT_CATALOG_BYTES = 64 * MiB;
+
+function rssBound(idleRss: number, caps: { cacheBytes: number; sessions: number; catalogBytes: number }) {
+  const kept = caps.cacheBytes + caps.sessions * SESSION_BYTES + caps.catalogBytes + FIXED_TABLES_BYTES;
+  return { kept, bound: idleRss + RSS_FACTOR * kept };
+}
 
 const cp = await startControlPlane('postgres');
 
@@ -105,7 +129,12 @@ function row(label: string, s: Sample, idle: Sample) {
   );
 }
 
-async function run(title: string, env: Record<string, string>, keys: string[]) {
+async function run(
+  title: string,
+  env: Record<string, string>,
+  keys: string[],
+  caps?: { cacheBytes: number; sessions: number; catalogBytes: number },
+) {
   console.log(`\n${title}`);
   const gateway = await spawnService(
     GATEWAY_DIR,
@@ -115,6 +144,7 @@ async function run(title: string, env: Record<string, string>, keys: string[]) {
       INTERNAL_TOKEN,
       RATE_LIMIT_PER_SECOND: '0',
       UNKNOWN_KEY_LOOKUPS_PER_SECOND: '0',
+      UNKNOWN_KEY_LOOKUPS_PER_ADDRESS_PER_SECOND: '0',
       CONFIG_CACHE_MAX: '1000000',
       ...env,
     },
@@ -135,6 +165,12 @@ async function run(title: string, env: Record<string, string>, keys: string[]) {
       });
     const idle = await sample(gateway);
     row('idle (reference)', idle, idle);
+    let highest = idle.rss;
+    const measured = async (label: string) => {
+      const s = await sample(gateway);
+      highest = Math.max(highest, s.rss);
+      row(label, s, idle);
+    };
 
     let done = 0;
     for (const upTo of steps(keys.length)) {
@@ -145,7 +181,7 @@ async function run(title: string, env: Record<string, string>, keys: string[]) {
         if (res.status !== 200) throw new Error(`tools/list for key ${i}: ${res.status}`);
       });
       done = upTo;
-      row(`${upTo} keys' configs`, await sample(gateway), idle);
+      await measured(`${upTo} keys' configs`);
     }
     let opened = 0;
     for (const upTo of steps(SESSIONS)) {
@@ -164,11 +200,21 @@ async function run(title: string, env: Record<string, string>, keys: string[]) {
         if (res.status !== 200) throw new Error(`initialize ${i}: ${res.status}`);
       });
       opened = upTo;
-      row(`+ ${upTo} sessions`, await sample(gateway), idle);
+      await measured(`+ ${upTo} sessions`);
     }
     // RSS runs ahead of the heap while sessions churn: V8 gives freed pages back once idle.
     await new Promise((r) => setTimeout(r, 20_000));
-    row('20 s later, idle', await sample(gateway), idle);
+    await measured('20 s later, idle');
+    if (caps) {
+      const { kept, bound } = rssBound(idle.rss, caps);
+      console.log(
+        `  RSS bound for these caps: idle ${mb(idle.rss).trim()} MB + ${RSS_FACTOR} x ${mb(kept).trim()} MB ` +
+          `(config cache ${mb(caps.cacheBytes).trim()} + ${caps.sessions} sessions x ${SESSION_BYTES / 1024} KiB ` +
+          `+ progressive states ${mb(caps.catalogBytes).trim()} + fixed tables ${mb(FIXED_TABLES_BYTES).trim()}) ` +
+          `= ${mb(bound).trim()} MB; highest RSS measured ${mb(highest).trim()} MB: ` +
+          `${highest <= bound ? 'within the bound' : 'OVER THE BOUND'}`,
+      );
+    }
   } finally {
     await stopChild(gateway.child);
   }
@@ -245,7 +291,7 @@ try {
       keys,
     );
   const maxSessions = Number(process.env.BENCH_CAPPED_SESSIONS ?? 2_000);
-  const maxCacheMb = Number(process.env.BENCH_CAPPED_CACHE_MB ?? 16);
+  const maxCacheMb = Number(process.env.BENCH_CAPPED_CACHE_MB ?? 128);
   if (runs.includes('below'))
     await run(
       `Caps below the load (GATEWAY_MAX_SESSIONS=${maxSessions}, CONFIG_CACHE_MAX_BYTES=${maxCacheMb} MiB):`,
@@ -253,8 +299,10 @@ try {
         GATEWAY_MAX_SESSIONS: String(maxSessions),
         GATEWAY_MAX_SESSIONS_PER_KEY: String(maxSessions),
         CONFIG_CACHE_MAX_BYTES: String(maxCacheMb * MiB),
+        CATALOG_SESSION_MAX_BYTES: String(DEFAULT_CATALOG_BYTES),
       },
       keys,
+      { cacheBytes: maxCacheMb * MiB, sessions: maxSessions, catalogBytes: DEFAULT_CATALOG_BYTES },
     );
 } finally {
   await cp.stop();

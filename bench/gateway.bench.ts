@@ -3,8 +3,8 @@
  *   pnpm --filter @bindery/bench bench:gateway
  * Starts the real control plane (fresh PostgreSQL database) and the real gateway as processes and
  * prints p50/p99 of tools/call through the gateway and straight to the executor, at concurrency 1
- * and 32; tools/list of an AEI with 1,000 bindings; and how many config fetches the control plane
- * saw during the steady-state runs.
+ * and 32, and how many config fetches the control plane saw during the steady-state runs.
+ * tools/list of an AEI with 1,000 bindings has a benchmark of its own (tools-list.bench.ts).
  */
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -32,7 +32,6 @@ const gw = await spawnService(
     CONTROL_PLANE_URL: cp.url,
     INTERNAL_TOKEN,
     RATE_LIMIT_PER_SECOND: '0',
-    TOOLS_PAGE_SIZE: '1000',
     CONFIG_CACHE_TTL_MS: process.env.BENCH_TTL_MS ?? '30000',
   },
   profileArgs('gateway'),
@@ -265,41 +264,7 @@ try {
     );
   }
 
-  // An AEI with 1,000 bindings.
-  const big = await admin('POST', '/api/v2/aeis', { name: 'big' });
-  const ids: string[] = [];
-  for (let i = 0; i < 1000; i++) {
-    const a = await admin('POST', '/api/v2/adis', {
-      table_id: table.id,
-      json_path: '/customers',
-      operation_type: (['query', 'preview', 'select', 'get_schema', 'create'] as const)[i % 5],
-      category: `category-${i % 20}`,
-      description: `Tool number ${i} over the customers of the benchmark table.`,
-    });
-    ids.push(String(a.id));
-  }
-  for (let i = 0; i < 1000; i += 500) {
-    await admin(
-      'POST',
-      `/api/v2/aeis/${big.id}/bindings`,
-      ids.slice(i, i + 500).map((adi_id) => ({ adi_id })),
-    );
-  }
-  const bigClient = new Client({ name: 'bench', version: '1' });
-  await bigClient.connect(
-    new StreamableHTTPClientTransport(new URL(`${gw.url}/api/v2/mcp/server/${big.api_key}`)),
-  );
-  const first = await bigClient.listTools();
-  const bytes = JSON.stringify(first).length;
-  for (let i = 0; i < 20; i++) await bigClient.listTools();
-  console.log(
-    `tools/list of an AEI with 1,000 bindings (${first.tools.length} tools, ${(bytes / 1024).toFixed(0)} KiB of JSON):`,
-  );
-  row(
-    'tools/list via gateway (SDK Client) c=1',
-    await concurrently(1, 100, () => bigClient.listTools().then(() => undefined)),
-  );
-  for (const client of [...clients, bigClient]) await client.close();
+  for (const client of clients) await client.close();
 } finally {
   await stopChild(gw.child);
   await stopChild(reference.child);

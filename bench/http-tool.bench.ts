@@ -23,7 +23,7 @@ import {
   startControlPlane,
   stopChild,
 } from './support/control-plane.ts';
-import { ms, summarize } from './support/stats.ts';
+import { ms, throughput as measure } from './support/stats.ts';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -59,21 +59,7 @@ async function admin(method: string, path: string, body?: unknown) {
 }
 
 /** Runs WORKERS loops of PER_WORKER calls at once: calls per second and per-call latencies. */
-async function throughput(call: (w: number, i: number) => Promise<void>) {
-  const samples: number[] = [];
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: WORKERS }, async (_, w) => {
-      for (let i = 0; i < PER_WORKER; i++) {
-        const s = performance.now();
-        await call(w, i);
-        samples.push(performance.now() - s);
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  return { perSecond: samples.length / seconds, ...summarize(samples) };
-}
+const throughput = (call: (w: number, i: number) => Promise<void>) => measure(WORKERS, PER_WORKER, call);
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 

@@ -94,6 +94,28 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
 }
 
 /**
+ * A new, empty database: a PostgreSQL database on the benchmark's server, or a PGlite data
+ * directory; `env` points a control plane at it (DATABASE_URL or BINDERY_DATA_DIR), `drop`
+ * removes it.
+ */
+export async function newDatabase(
+  engine: 'postgres' | 'pglite',
+): Promise<{ name: string; env: Record<string, string>; drop(): Promise<void> }> {
+  if (engine === 'postgres') {
+    const name = `bindery_bench_${randomBytes(4).toString('hex')}`;
+    await admin((c) => c.query(`CREATE DATABASE "${name}"`));
+    return {
+      name,
+      env: { DATABASE_URL: databaseUrl(name) },
+      drop: () =>
+        admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
+    };
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'bindery-bench-'));
+  return { name: dir, env: { BINDERY_DATA_DIR: dir }, drop: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
  * Starts `src/server.ts` on a new database (`pglite` for the embedded one) and waits until it listens;
  * `settings` adds to (or overrides) its environment.
  */
@@ -110,22 +132,8 @@ export async function startControlPlane(
     RESULT_LIMIT_BYTES: String(32 * 1024 * 1024),
     ...settings,
   };
-  let cleanup: () => Promise<void>;
-  let database: string;
-  if (engine === 'postgres') {
-    database = `bindery_bench_${randomBytes(4).toString('hex')}`;
-    await admin((c) => c.query(`CREATE DATABASE "${database}"`));
-    const url = new URL(SERVER_URL);
-    url.pathname = `/${database}`;
-    env.DATABASE_URL = url.toString();
-    cleanup = () =>
-      admin((c) => c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)).then(() => undefined);
-  } else {
-    const dir = await mkdtemp(join(tmpdir(), 'bindery-bench-'));
-    database = dir;
-    env.BINDERY_DATA_DIR = dir;
-    cleanup = () => rm(dir, { recursive: true, force: true });
-  }
+  const { name: database, env: where, drop: cleanup } = await newDatabase(engine);
+  Object.assign(env, where);
   const { url, child } = await spawnService(SERVICE_DIR, env, profileArgs('control-plane'));
   return {
     url,

@@ -29,6 +29,27 @@ export async function timeSequential(count: number, fn: (i: number) => Promise<v
   return samples;
 }
 
+/** Runs `workers` loops of `perWorker` calls at once: calls per second and per-call latencies. */
+export async function throughput(
+  workers: number,
+  perWorker: number,
+  call: (w: number, i: number) => Promise<void>,
+): Promise<Summary & { perSecond: number }> {
+  const samples: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      for (let i = 0; i < perWorker; i++) {
+        const s = performance.now();
+        await call(w, i);
+        samples.push(performance.now() - s);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  return { perSecond: samples.length / seconds, ...summarize(samples) };
+}
+
 export const ms = (value: number) => `${value.toFixed(2)} ms`;
 
 /**

@@ -36,6 +36,7 @@ export default defineConfig({
         test: {
           name: 'pglite',
           env: { BINDERY_TEST_DB: 'pglite' },
+          globalSetup: ['test/support/global-setup.pglite.ts'],
           exclude: ['test/**/*.postgres.test.ts', ...ENGINE_INDEPENDENT, '**/node_modules/**'],
         },
       },

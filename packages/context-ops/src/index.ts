@@ -3,6 +3,18 @@
  * fetch the context node, run an operation, and store what a write returns.
  */
 export { validateAdiConfig } from './adi-config.ts';
+export {
+  advanceContext,
+  applyChanges,
+  ChangeMismatch,
+  diffChanges,
+  MAX_CHANGES,
+  nodeAtTokens,
+  PRESENT,
+  type ContextState,
+  type DataChange,
+  type VersionChanges,
+} from './changes.ts';
 export { OpError } from './errors.ts';
 export { executeRead, executeWrite, type ReadResult, type WriteResult } from './execute.ts';
 export { compileQuery } from './jmespath/compile.ts';

@@ -134,6 +134,11 @@ export const ExecuteRequest = Type.Object(
   {
     aei_id: Type.String({ maxLength: 64 }),
     binding_id: Type.String({ maxLength: 64 }),
+    /**
+     * The AEI's config_version the caller serves: the control plane runs the binding as of that
+     * version or later (a cached one that is older is read again).
+     */
+    config_version: Type.Optional(Type.Integer({ minimum: 0 })),
     arguments: Type.Optional(JsonObject),
     request_id: Type.Optional(Type.String({ maxLength: 128 })),
     idempotency_key: Type.Optional(IdempotencyKey),

@@ -22,6 +22,13 @@ export {
   type GatewayStarted,
   type StartedMessage,
 } from './launcher.ts';
+export {
+  INVALIDATION_CHANNEL,
+  subscribeInvalidations,
+  type InvalidationMessage,
+  type SubscribeOptions,
+  type Subscription,
+} from './invalidation-subscriber.ts';
 export { closeOnSignals, type ShutdownOptions, type ShutdownTarget } from './shutdown.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

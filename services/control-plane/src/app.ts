@@ -6,9 +6,10 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { RequestLogController, loggerOptions } from '@bindery/contracts/server';
+import { RequestLogController, loggerOptions, subscribeInvalidations } from '@bindery/contracts/server';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import {
+  AUDIT_DEFAULTS,
   CUSTOM_TOOL_DEFAULTS,
   DEFAULT_GATEWAY_PUBLIC_URL,
   DEFAULT_OPENAPI_IMPORT_MAX_BYTES,
@@ -23,7 +24,17 @@ import { registerJsonBody } from './http/json-body.ts';
 import { requestValidatorCompiler } from './http/request-validation.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
+import { BindingCache } from './domain/binding-cache.ts';
+import { AuditWriter } from './domain/audit-writer.ts';
 import { ContextCache } from './domain/context-cache.ts';
+import { ContextStore } from './domain/context-store.ts';
+import type { FoldPolicy } from './domain/table-folds.ts';
+import {
+  DatabaseTableVersions,
+  LocalTableVersions,
+  RedisTableVersions,
+  type TableVersions,
+} from './domain/table-versions.ts';
 import { purgeExpiredOutcomes } from './domain/idempotency.ts';
 import { QueryPool } from './execution/query-pool.ts';
 import { CustomToolSandbox } from './execution/sandbox/index.ts';
@@ -49,6 +60,7 @@ import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
+type AuditSettings = keyof typeof AUDIT_DEFAULTS;
 type CustomToolSettings = keyof typeof CUSTOM_TOOL_DEFAULTS;
 
 export interface AppOptions {
@@ -61,14 +73,27 @@ export interface AppOptions {
         | 'httpToolsAllowedNetworks'
         | 'openApiImportMaxBytes'
         | 'contextCacheBytes'
+        | 'bindingCacheEntries'
+        | 'redisUrl'
         | 'metricsToken'
         | 'idempotencyTtlMs'
         | 'gatewayPublicUrl'
+        | 'redisUrl'
         | QuerySettings
+        | AuditSettings
         | CustomToolSettings
       >
     >;
   domain: DomainContext;
+  /**
+   * The database the app runs on. On embedded PGlite this process is the only writer, so tables'
+   * versions are kept in-process; on PostgreSQL they come from Redis (with `config.redisUrl`) or
+   * from the database (without it, or when this is absent), which is right with any number of
+   * control planes.
+   */
+  engine?: 'postgres' | 'pglite';
+  /** How often tables' patches are folded into their snapshots (tests make it eager or lazy). */
+  foldPolicy?: FoldPolicy;
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
   pool?: PoolCounts | undefined;
   logger?: FastifyServerOptions['logger'];
@@ -81,6 +106,7 @@ export interface AppOptions {
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_BINDING_CACHE_ENTRIES = 20_000;
 const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /** How often expired idempotency records are deleted (each replica does it; deleting twice is harmless). */
 const IDEMPOTENCY_PURGE_EVERY_MS = 15 * 60_000;
@@ -108,8 +134,29 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   app.setValidatorCompiler(requestValidatorCompiler());
   const metrics = createMetrics({ pool: options.pool });
   const sandbox = customToolSandbox(options, app.log.child({ component: 'custom-tools' }), metrics);
-  // Domain services check custom tools' sources in the sandbox that will run them.
-  app.decorate('domain', { ...options.domain, sandbox });
+  const contexts = contextStore(options, app.log.child({ component: 'contexts' }), metrics);
+  // onClose runs once the requests in flight are answered: their writes finish first.
+  app.addHook('onClose', () => contexts.close());
+  const bindings = new BindingCache(
+    options.config.bindingCacheEntries ?? DEFAULT_BINDING_CACHE_ENTRIES,
+    metrics.bindingCache,
+  );
+  const listener = options.domain.listener;
+  // Domain services check custom tools' sources in the sandbox that will run them, and tell the
+  // context store about tables' data they replace or delete. An exposure change drops the
+  // bindings it touched before it is answered (and before the gateways hear).
+  app.decorate('domain', {
+    ...options.domain,
+    sandbox,
+    contexts,
+    listener: {
+      configChanged(aeiIds) {
+        bindings.invalidate(aeiIds);
+        return listener.configChanged(aeiIds);
+      },
+    },
+  });
+  await hearOtherControlPlanes(app, options.config.redisUrl, bindings);
   registerErrorHandler(app);
   closeConnectionsWhenClosing(app);
   app.addHook('onRequest', async (_request, reply) => {
@@ -199,6 +246,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   if (options.warmQueryWorkers) queries.warm();
   // The worker threads must not outlive the app (a test's app, or a server shutting down).
   app.addHook('onClose', () => queries.close());
+  const audit = auditWriter(app, options, metrics);
   if (options.warmCustomToolWorkers) sandbox.warm();
   // After the requests in flight (onClose runs once they are answered): their calls finish first.
   app.addHook('onClose', () => sandbox.close());
@@ -208,11 +256,10 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await internal.register(
         internalRoutes({
           limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget },
-          contexts: new ContextCache(
-            options.config.contextCacheBytes ?? DEFAULT_CONTEXT_CACHE_BYTES,
-            metrics.contextCache,
-          ),
+          bindings,
+          contexts,
           metrics,
+          audit,
           queries,
           idempotencyTtlMs,
           outbound,
@@ -225,6 +272,73 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   );
   purgeIdempotencyRecords(app, idempotencyTtlMs);
   return app;
+}
+
+/**
+ * With REDIS_URL, the exposure changes other control planes announce drop this one's cached
+ * bindings too (its own changes drop them before they are answered).
+ */
+async function hearOtherControlPlanes(
+  app: AdminApp,
+  redisUrl: string | undefined,
+  bindings: BindingCache,
+): Promise<void> {
+  if (redisUrl === undefined) return;
+  const log = app.log.child({ component: 'binding-cache' });
+  const subscription = await subscribeInvalidations(redisUrl, log, {
+    onMessage(message) {
+      if (message.aei_ids && !message.all && !message.api_keys) bindings.invalidate(message.aei_ids);
+      else bindings.clear();
+    },
+    onResubscribed: () => bindings.clear(),
+  });
+  app.addHook('onClose', () => subscription.close());
+}
+
+/**
+ * The audit trail's group commit, sized by the AUDIT_* settings. Once the app starts closing, rows
+ * are written without delay (the requests in flight wait for theirs); once it closed, whatever is
+ * still queued (a request cut by the shutdown's grace period) is written before the database is.
+ */
+function auditWriter(
+  app: AdminApp,
+  options: AppOptions,
+  metrics: ReturnType<typeof createMetrics>,
+): AuditWriter {
+  const settings = { ...AUDIT_DEFAULTS, ...definedOnly(options.config) };
+  const writer = new AuditWriter(options.domain.prisma, {
+    flushMs: settings.auditFlushMs,
+    batchMax: settings.auditBatchMax,
+    queueMax: settings.auditQueueMax,
+    meter: metrics.audit,
+    log: app.log.child({ component: 'audit' }),
+  });
+  app.addHook('preClose', async () => writer.hurry());
+  app.addHook('onClose', () => writer.close());
+  return writer;
+}
+
+/** The context store, with tables' versions kept where the engine and REDIS_URL allow. */
+function contextStore(
+  options: AppOptions,
+  log: AdminApp['log'],
+  metrics: ReturnType<typeof createMetrics>,
+): ContextStore {
+  let versions: TableVersions;
+  if (options.engine === 'pglite') versions = new LocalTableVersions();
+  else if (options.engine === 'postgres' && options.config.redisUrl !== undefined) {
+    versions = new RedisTableVersions({ url: options.config.redisUrl, log });
+  } else versions = new DatabaseTableVersions();
+  return new ContextStore({
+    prisma: options.domain.prisma,
+    cache: new ContextCache(
+      options.config.contextCacheBytes ?? DEFAULT_CONTEXT_CACHE_BYTES,
+      metrics.contextCache,
+    ),
+    versions,
+    log,
+    ...(options.foldPolicy && { fold: options.foldPolicy }),
+  });
 }
 
 /** The sandbox custom tools run in, sized by the CUSTOM_TOOL_* settings, reporting to `metrics`. */

@@ -29,6 +29,7 @@ export interface Config {
   maxResultBytes: number;
   /** Budget of the parsed-context cache, in bytes of JSON (0 turns it off). */
   contextCacheBytes: number;
+  bindingCacheEntries: number;
   /** Base URLs of the gateways told to drop a changed exposure (`POST {url}/cache/invalidate`). */
   gatewayUrls: string[];
   /** The gateways' ops credential, sent with every invalidation; required when gatewayUrls is set. */
@@ -43,6 +44,12 @@ export interface Config {
   idempotencyTtlMs: number;
   /** On SIGTERM/SIGINT, how long requests in flight may still run before they are cut. */
   shutdownGraceMs: number;
+  /** How long the first audit row queued while none is being written waits for others (0: none). */
+  auditFlushMs: number;
+  /** Audit rows per INSERT at most. */
+  auditBatchMax: number;
+  /** Audit rows queued at most; beyond, calls wait for room before queuing theirs. */
+  auditQueueMax: number;
   /** Wall time of one `query`, in-process slice and worker thread together (LIMIT_EXCEEDED above). */
   queryTimeoutMs: number;
   /** How long a query runs in-process before it moves to a worker thread (0 = always a worker). */
@@ -99,6 +106,13 @@ export const QUERY_DEFAULTS = {
   queryWorkerMemoryMb: settings.QUERY_WORKER_MEMORY_MB.fallback({}),
 } as const satisfies Partial<Config>;
 
+/** Defaults of the audit writer's settings (tests building their own config fall back to these too). */
+export const AUDIT_DEFAULTS = {
+  auditFlushMs: settings.AUDIT_FLUSH_MS.fallback({}),
+  auditBatchMax: settings.AUDIT_BATCH_MAX.fallback({}),
+  auditQueueMax: settings.AUDIT_QUEUE_MAX.fallback({}),
+} as const satisfies Partial<Config>;
+
 /** Defaults of the custom tool sandbox's settings (tests building their own config fall back to these too). */
 export const CUSTOM_TOOL_DEFAULTS = {
   customToolTimeoutMs: settings.CUSTOM_TOOL_TIMEOUT_MS.fallback({}),
@@ -137,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     metricsToken: v.METRICS_TOKEN,
     maxResultBytes: v.RESULT_LIMIT_BYTES,
     contextCacheBytes: v.CONTEXT_CACHE_MB * MiB,
+    bindingCacheEntries: v.BINDING_CACHE_ENTRIES,
     gatewayUrls: v.GATEWAY_URLS,
     opsToken: v.OPS_TOKEN,
     redisUrl: v.REDIS_URL,
@@ -144,6 +159,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     seedDemo: v.BINDERY_SEED_DEMO,
     idempotencyTtlMs: v.IDEMPOTENCY_TTL_HOURS * 3_600_000,
     shutdownGraceMs: v.SHUTDOWN_GRACE_MS,
+    auditFlushMs: v.AUDIT_FLUSH_MS,
+    auditBatchMax: v.AUDIT_BATCH_MAX,
+    auditQueueMax: v.AUDIT_QUEUE_MAX,
     queryTimeoutMs: v.QUERY_TIMEOUT_MS,
     queryInlineMs: v.QUERY_INLINE_MS,
     queryWorkers: v.QUERY_WORKERS,

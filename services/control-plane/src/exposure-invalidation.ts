@@ -10,12 +10,12 @@
  * gateways' cache TTL bounds how long a missed invalidation can matter.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { INVALIDATION_CHANNEL } from '@bindery/contracts/server';
 import { createClient } from 'redis';
 import { Agent, request } from 'undici';
 import type { ConfigChangeListener } from './domain/context.ts';
 
-/** The Redis channel gateways subscribe to. The gateway must use this same literal. */
-export const INVALIDATION_CHANNEL = 'bindery:config-invalidate';
+export { INVALIDATION_CHANNEL };
 
 /** The gateway route that drops cached configs; relative to each gateway base URL. */
 export const INVALIDATION_PATH = '/cache/invalidate';

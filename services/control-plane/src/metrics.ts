@@ -23,8 +23,14 @@ export type ExecutionMeter = Readonly<Record<ExecutionOutcome, Observer>>;
 
 /** What the audit writer reports. */
 export interface AuditMeter {
+  /** Rows queued and not yet committed. */
   inFlight: { inc(): void; dec(): void };
+  /** Seconds from a row queued to its commit (what the call's answer waits for). */
   seconds: Observer;
+  /** Rows per INSERT statement. */
+  batchRows: Observer;
+  /** A row that found the queue full and waited for room. */
+  queueFull: { inc(): void };
 }
 
 /** What a context write reports, phase by phase. */
@@ -42,9 +48,18 @@ export interface WriteMeter {
 /** What the context cache reports. */
 export interface ContextCacheMeter {
   hit: { inc(): void };
+  /** Brought forward by the patches written since it was cached (no data read). */
+  forward: { inc(): void };
   miss: { inc(): void };
   entries: { set(value: number): void };
   bytes: { set(value: number): void };
+}
+
+/** What the executor's binding cache reports (domain/binding-cache.ts). */
+export interface BindingCacheMeter {
+  hit: { inc(): void };
+  miss: { inc(): void };
+  entries: { set(value: number): void };
 }
 
 /** Why the query pool refused a query (RATE_LIMITED): its `details.reason`. */
@@ -108,13 +123,24 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const auditInFlight = new Gauge({
     name: 'controlplane_audit_writes_in_flight',
-    help: 'audit rows being written',
+    help: 'audit rows queued or being written, not yet committed (their calls wait)',
     registers: [registry],
   });
   const auditSeconds = new Histogram({
     name: 'controlplane_audit_write_seconds',
-    help: 'time to write one audit row',
+    help: 'time from an audit row queued to its commit (what its call waits for)',
     buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const auditBatchRows = new Histogram({
+    name: 'controlplane_audit_batch_rows',
+    help: 'audit rows per INSERT statement (rows of concurrent calls share one)',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+    registers: [registry],
+  });
+  const auditQueueFull = new Counter({
+    name: 'controlplane_audit_queue_full_total',
+    help: 'audit rows that found the queue full (AUDIT_QUEUE_MAX) and waited for room',
     registers: [registry],
   });
 
@@ -144,7 +170,9 @@ export function createMetrics(options: MetricsOptions = {}) {
 
   const cacheLookups = new Counter({
     name: 'controlplane_context_cache_total',
-    help: 'context cache lookups: hit (parsed node of the current version reused) or miss',
+    help:
+      'context cache lookups: hit (parsed node of the current version reused), forward (an older ' +
+      'node brought forward by the patches written since) or miss (read from the database)',
     labelNames: ['result'] as const,
     registers: [registry],
   });
@@ -156,6 +184,17 @@ export function createMetrics(options: MetricsOptions = {}) {
   const cacheBytes = new Gauge({
     name: 'controlplane_context_cache_bytes',
     help: 'JSON size of the parsed contexts in the cache (their budget is CONTEXT_CACHE_MB)',
+    registers: [registry],
+  });
+  const bindingLookups = new Counter({
+    name: 'controlplane_binding_cache_total',
+    help: 'binding lookups of tool calls: hit (served from memory) or miss (read from the database)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const bindingEntries = new Gauge({
+    name: 'controlplane_binding_cache_entries',
+    help: 'bindings in the executor cache (their cap is BINDING_CACHE_ENTRIES)',
     registers: [registry],
   });
 
@@ -246,7 +285,12 @@ export function createMetrics(options: MetricsOptions = {}) {
       }
       return meter;
     },
-    audit: { inFlight: auditInFlight, seconds: auditSeconds } satisfies AuditMeter,
+    audit: {
+      inFlight: auditInFlight,
+      seconds: auditSeconds,
+      batchRows: auditBatchRows,
+      queueFull: auditQueueFull,
+    } satisfies AuditMeter,
     writes: {
       waiting: writesWaiting,
       locked: writesLocked,
@@ -257,10 +301,16 @@ export function createMetrics(options: MetricsOptions = {}) {
     } satisfies WriteMeter,
     contextCache: {
       hit: cacheLookups.labels('hit'),
+      forward: cacheLookups.labels('forward'),
       miss: cacheLookups.labels('miss'),
       entries: cacheEntries,
       bytes: cacheBytes,
     } satisfies ContextCacheMeter,
+    bindingCache: {
+      hit: bindingLookups.labels('hit'),
+      miss: bindingLookups.labels('miss'),
+      entries: bindingEntries,
+    } satisfies BindingCacheMeter,
     requestsInFlight,
     queryPool: {
       running: queryRunning,

@@ -50,6 +50,7 @@ try {
 }
 const app = await buildApp({
   config,
+  engine: database.kind,
   pool: database.pool,
   // The first long query should not wait for a worker thread to start.
   warmQueryWorkers: true,

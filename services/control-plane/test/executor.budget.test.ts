@@ -221,6 +221,8 @@ describe('the reproductions, with the default budget (1 s)', () => {
         },
       },
     });
+    // A row edited behind the API's back: say so, as a control plane starting on it knows nothing.
+    await t.app.domain.listener.configChanged([f.aeiId]);
     const res = await query(t, f, 'small', 'name');
     expect(res.value.error.code).toBe('INTERNAL');
     expect(res.value.error.message).toContain('input schema of small');
@@ -228,6 +230,7 @@ describe('the reproductions, with the default budget (1 s)', () => {
       where: { id: f.tools.small!.bindingId },
       data: { inputSchema: Prisma.DbNull },
     });
+    await t.app.domain.listener.configChanged([f.aeiId]);
     expect((await query(t, f, 'small', 'name')).value).toBe('small');
   });
 
@@ -271,7 +274,7 @@ describe('the worker path', () => {
     expect(bad.value.error).toMatchObject({ code: 'INVALID_QUERY', details: { stage: 'evaluation' } });
     const tooLarge = await query(t, f, 'items', 'map(&map(&@, $), @)');
     expect(tooLarge.value.error.code).toBe('RESULT_TOO_LARGE');
-  });
+  }, 120_000);
 
   it('a query that outgrew the slice before goes straight to a worker the next time', async () => {
     const expression = 'sum(map(&length(map(&[@, @], $)), @)) + `1`';
@@ -286,7 +289,7 @@ describe('the worker path', () => {
     // Another expression, or the same one on another context, still gets its slice.
     expect((await query(t, f, 'small', 'name')).value).toBe('small');
     expect(await metric(t, 'controlplane_query_slice_skips_total')).toBe(skips + 1);
-  });
+  }, 120_000);
 
   it('a worker answers with the data of the current version after a write', async () => {
     const count = 'length(map(&length(map(&[@, @], $)), @))';
@@ -332,7 +335,7 @@ describe('a worker out of heap', () => {
     // And again: each failure is its own, the pool keeps serving.
     expect((await query(t, f, 'big', 'length(@)')).value.error.details.limit).toBe('memory');
     expect((await query(t, f, 'small', 'name')).value).toBe('small');
-  });
+  }, 120_000);
 });
 
 describe('a full queue', () => {

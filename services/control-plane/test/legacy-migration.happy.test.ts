@@ -300,6 +300,7 @@ describe('deleting a migrated instance', () => {
 });
 
 describe('bulk', () => {
+  // Heavy (100 instances through every step): a generous timeout, so a loaded host does not fail it.
   it('migrates 100 instances in one call; every old key serves the same tools on both flavours', async () => {
     const bulkUser = await t.newUser('bulk-owner');
     const table = await t.call('POST', '/api/v2/tables', {
@@ -343,5 +344,5 @@ describe('bulk', () => {
       body: { ids: instances.map((i) => i.id) },
     });
     expect(again.body).toMatchObject({ migrated: 0, already_migrated: 100, failed: 0 });
-  });
+  }, 120_000);
 });

@@ -3,63 +3,14 @@
 // exposure lists the same tools, and calls answer as before (a query, a preview with its keys, a
 // write checked by its item schema). Runs on PostgreSQL and on PGlite (a data directory migrated in
 // two steps, as an upgrade does).
-import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseTarget } from '../src/db/database.ts';
-import { MIGRATIONS_DIR, migrate, type SqlSession } from '../src/db/migrate.ts';
+import type { SqlSession } from '../src/db/migrate.ts';
 import { hashSecret } from '../src/ids.ts';
-import { INTERNAL_TOKEN, engine, startTestApp, type TestApp } from './support/app.ts';
-import { createDatabase } from './support/postgres.ts';
+import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
+import { databaseBefore, migrationsFrom } from './support/migrations.ts';
 
 const KIND_MIGRATION = '20261124090000_adi_kind';
 const API_KEY = 'bnd_key_from-before-tool-kinds';
-
-/** An empty database migrated up to the migration before KIND_MIGRATION, with `fill` run on it. */
-async function databaseBeforeKinds(
-  fill: (session: SqlSession) => Promise<void>,
-): Promise<{ target: DatabaseTarget; drop(): Promise<void> }> {
-  await stat(join(MIGRATIONS_DIR, KIND_MIGRATION)); // fails loudly if the migration is renamed
-  const migrations = await mkdtemp(join(tmpdir(), 'bindery-migrations-'));
-  try {
-    await cp(MIGRATIONS_DIR, migrations, { recursive: true });
-    await rm(join(migrations, KIND_MIGRATION), { recursive: true });
-    if (engine === 'pglite') {
-      const dataDir = await mkdtemp(join(tmpdir(), 'bindery-pglite-'));
-      const lite = new PGlite(dataDir);
-      const session: SqlSession = {
-        exec: async (sql) => void (await lite.exec(sql)),
-        query: async <T>(sql: string, params?: unknown[]) => (await lite.query<T>(sql, params)).rows,
-      };
-      await migrate(session, migrations);
-      await fill(session);
-      await lite.close();
-      return {
-        target: { kind: 'pglite', dataDir },
-        drop: () => rm(dataDir, { recursive: true, force: true }),
-      };
-    }
-    const db = await createDatabase();
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
-      const session: SqlSession = {
-        exec: async (sql) => void (await client.query(sql)),
-        query: async <T>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as T[],
-      };
-      await migrate(session, migrations);
-      await fill(session);
-    } finally {
-      await client.end();
-    }
-    return { target: { kind: 'postgres', url: db.url }, drop: db.drop };
-  } finally {
-    await rm(migrations, { recursive: true, force: true });
-  }
-}
 
 /** What a user had before tool kinds: three tools on one table, bound to one exposure. */
 async function toolsBeforeKinds(session: SqlSession): Promise<void> {
@@ -101,7 +52,7 @@ async function toolsBeforeKinds(session: SqlSession): Promise<void> {
 let t: TestApp;
 
 beforeAll(async () => {
-  t = await startTestApp({ existingDatabase: await databaseBeforeKinds(toolsBeforeKinds) });
+  t = await startTestApp({ existingDatabase: await databaseBefore(KIND_MIGRATION, toolsBeforeKinds) });
 });
 afterAll(() => t?.close());
 
@@ -115,8 +66,8 @@ async function call(adiId: string, bindingId: string, args: Record<string, unkno
 }
 
 describe('ADIs saved before tool kinds', () => {
-  it('are migrated by the kind migration alone, into context ADIs with their names', async () => {
-    expect(t.database.migrated).toEqual([KIND_MIGRATION]);
+  it('are migrated by the kind migration and those after it, into context ADIs with their names', async () => {
+    expect(t.database.migrated).toEqual(await migrationsFrom(KIND_MIGRATION));
     const res = await t.call('GET', '/api/v2/adis');
     expect(res.status).toBe(200);
     expect(

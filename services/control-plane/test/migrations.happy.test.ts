@@ -5,11 +5,11 @@ import { createHash } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, migrate, readMigrations, type SqlSession } from '../src/db/migrate.ts';
 import { engine } from './support/app.ts';
+import { emptyPGlite } from './support/pglite.ts';
 import { createDatabase } from './support/postgres.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -19,7 +19,7 @@ afterEach(async () => {
 
 async function emptySession(): Promise<SqlSession> {
   if (engine === 'pglite') {
-    const lite = new PGlite();
+    const lite = await emptyPGlite();
     cleanups.push(() => lite.close());
     return {
       exec: async (sql) => void (await lite.exec(sql)),

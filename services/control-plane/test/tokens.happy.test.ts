@@ -5,7 +5,6 @@
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, migrate, type SqlSession } from '../src/db/migrate.ts';
@@ -13,6 +12,7 @@ import { openDatabase, type DatabaseTarget } from '../src/db/database.ts';
 import { authenticate } from '../src/domain/admin-tokens.ts';
 import { hashSecret } from '../src/ids.ts';
 import { engine, startTestApp, type TestApp } from './support/app.ts';
+import { emptyPGlite } from './support/pglite.ts';
 import { createDatabase } from './support/postgres.ts';
 
 let t: TestApp;
@@ -182,7 +182,7 @@ describe('tokens from before named tokens', () => {
     if (engine === 'pglite') {
       const dataDir = await mkdtemp(join(tmpdir(), 'bindery-pglite-'));
       cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-      const lite = new PGlite(dataDir);
+      const lite = await emptyPGlite(dataDir);
       session = {
         exec: async (sql) => void (await lite.exec(sql)),
         query: async <T>(sql: string, params?: unknown[]) => (await lite.query<T>(sql, params)).rows,

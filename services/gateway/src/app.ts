@@ -5,7 +5,12 @@
  */
 import { createServer } from 'node:http';
 import { redactApiKeyInUrl, type ErrorCode } from '@bindery/contracts';
-import { RequestLogController, loggerOptions } from '@bindery/contracts/server';
+import {
+  RequestLogController,
+  loggerOptions,
+  subscribeInvalidations,
+  type Subscription,
+} from '@bindery/contracts/server';
 import Fastify, {
   type FastifyError,
   type FastifyInstance,
@@ -21,7 +26,6 @@ import { errorAnswer } from './http/error-answer.ts';
 import { parseJsonBody, BodyRefused } from './http/json-body.ts';
 import { answerClientError, sendRestError } from './http/rest-errors.ts';
 import { registerUnknownRoutes } from './http/unknown-routes.ts';
-import { subscribeInvalidations, type Subscription } from './invalidation-subscriber.ts';
 import { INTERNAL_ERROR, JSONRPC, sendJsonRpcError } from './jsonrpc-errors.ts';
 import { lazyChildLogger } from './lazy-logger.ts';
 import { isMcpPath } from './mcp/paths.ts';
@@ -186,9 +190,13 @@ export async function buildGateway(
 
   let subscription: Subscription | undefined;
   if (config.redisUrl) {
-    subscription = await subscribeInvalidations(config.redisUrl, app.log, async (message) => {
-      metrics.invalidations.inc({ source: 'redis' });
-      return invalidate({ cache, sessions }, message);
+    subscription = await subscribeInvalidations(config.redisUrl, app.log, {
+      onMessage: async (message) => {
+        metrics.invalidations.inc({ source: 'redis' });
+        return invalidate({ cache, sessions }, message);
+      },
+      // Changes announced while Redis was away were missed: every cached config is checked again.
+      onResubscribed: () => void cache.invalidate({ all: true }),
     });
   }
 

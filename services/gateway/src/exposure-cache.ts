@@ -97,6 +97,8 @@ export class ExposureCache {
   readonly #entries: LRUCache<string, Entry>;
   readonly #unknown = new LRUCache<string, UnknownEntry>({ max: MAX_UNKNOWN_ENTRIES });
   readonly #inFlight = new Map<string, Promise<Resolved>>();
+  /** The key hash each cached exposure is stored under, for `charge`. */
+  readonly #hashOf = new WeakMap<KnownExposure, string>();
   /** AEI id -> hashes of keys cached for it (a rotated key leaves two for a while). */
   readonly #byAei = new Map<string, Set<string>>();
   /** One bucket for the whole gateway: lookups that found nothing, charged after the answer. */
@@ -292,11 +294,28 @@ export class ExposureCache {
   }
 
   #store(hash: string, entry: Entry): void {
+    this.#hashOf.set(entry.exposure, hash);
     // Replacing an entry disposes the old one, which unindexes it.
     this.#entries.set(hash, entry);
     // lru-cache refuses an entry over its size budget; only index what it kept.
     if (this.#entries.peek(hash) === entry) this.#index(entry, hash);
     this.#gauge();
+  }
+
+  /**
+   * Adds `bytes` kept for `exposure` (its tools/list pages, built from it on first use and dropped
+   * with it) to its entry's size, so they count in CONFIG_CACHE_MAX_BYTES; may evict other
+   * entries. Nothing happens when the exposure is no longer the cached one (replaced or dropped
+   * while a request still held it): what was built from it goes with it.
+   */
+  charge(exposure: Exposure, bytes: number): void {
+    if (exposure.kind === 'unknown') return;
+    const hash = this.#hashOf.get(exposure);
+    const entry = hash === undefined ? undefined : this.#entries.peek(hash);
+    if (hash === undefined || entry?.exposure !== exposure) return;
+    // A new entry object: lru-cache resizes an entry only when its value changes. Capped like a
+    // new entry: one over the whole budget is kept alone rather than dropped.
+    this.#store(hash, { ...entry, bytes: Math.min(entry.bytes + bytes, this.#options.maxBytes) });
   }
 
   #gauge(): void {

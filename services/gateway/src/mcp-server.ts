@@ -10,7 +10,6 @@ import {
   ListToolsRequestSchema,
   SetLevelRequestSchema,
   type CallToolResult,
-  type ListToolsResult,
   type LoggingLevel,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -22,7 +21,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import { unansweredCall } from './mcp/call-failures.ts';
 import { WireError } from './mcp/wire-error.ts';
 import { unstorableArguments } from './mcp/unstorable-arguments.ts';
-import { decodeCursor, encodeCursor } from './mcp/pagination.ts';
+import { listPage, type ListPage } from './mcp/tools-list.ts';
 import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
 import { closeMatches } from './tool-suggestions.ts';
@@ -34,6 +33,8 @@ export interface McpServerDeps {
   metrics: GatewayMetrics;
   log: FastifyBaseLogger;
   toolsPageSize: number;
+  /** Counts bytes derived from a cached exposure (its tools/list pages) with it in the cache. */
+  charge(exposure: Exposure, bytes: number): void;
   /** The exposure as it is now (the cache decides whether that needs the control plane). */
   exposure(): Promise<Exposure>;
   progressive: ProgressiveDeps;
@@ -62,8 +63,11 @@ export interface McpEndpoint {
   server: Server;
   /** True once the client asked for log messages: those calls must stream, so they take the SDK path. */
   wantsLogs(): boolean;
-  /** `known`: the exposure the caller already resolved for this request, saving a second lookup. */
-  listTools(cursor: string | undefined, known?: Exposure): Promise<ListToolsResult>;
+  /**
+   * The tools/list page `cursor` names, built once per config (`mcp/tools-list.ts`). `known`: the
+   * exposure the caller already resolved for this request, saving a second lookup.
+   */
+  listPage(cursor: string | undefined, known?: Exposure): Promise<ListPage>;
   callTool(
     name: string,
     args: Record<string, unknown>,
@@ -92,31 +96,13 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     return {};
   });
 
-  async function listTools(cursor: string | undefined, known?: Exposure): Promise<ListToolsResult> {
+  async function listPageOf(cursor: string | undefined, known?: Exposure): Promise<ListPage> {
     const exposure = known ?? (await deps.exposure());
-    if (exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive') {
-      const tools = progressiveTools(exposure.config.aei.catalog_search);
-      // One page and never a nextCursor: only a cursor for its start could be one the gateway made.
-      if (decodeCursor(cursor, tools.length) !== 0) {
-        throw new WireError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
-      }
-      return { tools: tools.map((t) => ({ ...t, inputSchema: t.inputSchema as never })) };
-    }
-    const { list } = toolIndex(exposure, deps.client);
-    const offset = decodeCursor(cursor, list.length);
-    const page = list.slice(offset, offset + deps.toolsPageSize);
-    const next = offset + page.length;
-    return {
-      tools: page.map((t) => ({
-        name: t.name,
-        ...(t.title !== undefined && { title: t.title }),
-        description: t.description,
-        inputSchema: t.inputSchema as never,
-        ...(t.outputSchema !== undefined && { outputSchema: t.outputSchema as never }),
-        ...(t.annotations !== undefined && { annotations: t.annotations }),
-      })),
-      ...(next < list.length && { nextCursor: encodeCursor(next) }),
-    };
+    return listPage(exposure, cursor, {
+      pageSize: deps.toolsPageSize,
+      client: deps.client,
+      charge: deps.charge,
+    });
   }
 
   const callTool: McpEndpoint['callTool'] = async (name, args, call) => {
@@ -186,7 +172,11 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     return result;
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, (request) => listTools(request.params?.cursor));
+  // The SDK path sends the page's prebuilt result; it serialises it itself.
+  server.setRequestHandler(
+    ListToolsRequestSchema,
+    async (request) => (await listPageOf(request.params?.cursor)).result,
+  );
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     const sessionId = extra.sessionId ?? deps.sessionIdHint;
     return callTool(request.params.name, request.params.arguments ?? {}, {
@@ -197,5 +187,5 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     });
   });
 
-  return { server, wantsLogs: () => logLevel !== undefined, listTools, callTool };
+  return { server, wantsLogs: () => logLevel !== undefined, listPage: listPageOf, callTool };
 }

@@ -50,6 +50,7 @@ export function toolIndex(exposure: Exposure, client: ControlPlaneClient): ToolI
 function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] {
   if (exposure.kind === 'aei') {
     const aeiId = exposure.config.aei.id;
+    const configVersion = exposure.config.aei.config_version;
     return exposure.config.bindings.map((b) => ({
       name: b.tool_name,
       title: b.title,
@@ -62,6 +63,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
         client.execute(b.adi_ref.adi_id, {
           aei_id: aeiId,
           binding_id: b.binding_id,
+          config_version: configVersion,
           arguments: args,
           request_id: requestId,
           ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),

@@ -1,13 +1,15 @@
 // Pins the byte bounds on what the gateway keeps per key and per session: the config cache,
 // filled from a real control plane, holds at most CONFIG_CACHE_MAX_BYTES of estimated heap (twice
-// the JSON it received, plus a fixed overhead per entry), dropping the least recently used config
-// first (it is fetched again when asked); progressive session states are bounded by bytes too, and
-// a state over the whole budget keeps its app but not its catalog answers.
+// the JSON it received, plus a fixed overhead per entry, plus the tools/list pages built from it),
+// dropping the least recently used config first (it is fetched again when asked); a config's pages
+// are built once and go with it; progressive session states are bounded by bytes too, and a state
+// over the whole budget keeps its app but not its catalog answers.
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlaneClient } from '../src/control-plane-client.ts';
 import { ExposureCache, estimatedBytes, keyHash } from '../src/exposure-cache.ts';
 import { createMetrics } from '../src/metrics.ts';
+import { listPage } from '../src/mcp/tools-list.ts';
 import { MemorySessionStore, type SessionState } from '../src/session-state.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
@@ -104,6 +106,57 @@ describe('config cache', () => {
     await cache.resolve(keys[0]!);
     expect(await gauge('configFetches')).toBe(fetches + 1);
     expect(await gauge('cacheEntries')).toBe(2);
+    await client.close();
+  });
+});
+
+describe('tools/list pages of a cached config', () => {
+  it('count in its bytes, are built once, and go with it', async () => {
+    const { cache, client, gauge } = cacheWith(64 * 1024 * 1024);
+    const exposure = (await cache.resolve(keys[0]!)).exposure;
+    const config = await gauge('cacheBytes');
+    const options = { pageSize: 5, client, charge: cache.charge.bind(cache) };
+    const first = listPage(exposure, undefined, options);
+    expect(first.result.tools).toHaveLength(5);
+    expect(first.bytes).toBeGreaterThan(first.tail.length);
+    expect(await gauge('cacheBytes')).toBe(config + first.bytes);
+    // The same page again is the same bytes, and costs nothing more.
+    expect(listPage(exposure, undefined, options)).toBe(first);
+    const second = listPage(exposure, first.result.nextCursor, options);
+    expect(second).not.toBe(first);
+    expect(await gauge('cacheBytes')).toBe(config + first.bytes + second.bytes);
+
+    // Dropped with the config: the next one builds pages of its own, counted anew.
+    cache.invalidate({ apiKeys: [keys[0]!] });
+    expect(await gauge('cacheBytes')).toBe(0);
+    const fresh = (await cache.resolve(keys[0]!)).exposure;
+    const rebuilt = listPage(fresh, undefined, options);
+    expect(rebuilt).not.toBe(first);
+    expect(rebuilt.tail.equals(first.tail)).toBe(true);
+    expect(await gauge('cacheBytes')).toBe(config + rebuilt.bytes);
+    // A page of the config no longer cached is still answered, and not counted.
+    listPage(exposure, second.result.nextCursor, options);
+    expect(await gauge('cacheBytes')).toBe(config + rebuilt.bytes);
+    await client.close();
+  });
+
+  it('count toward CONFIG_CACHE_MAX_BYTES: building them can push the least recently used config out', async () => {
+    const probe = cacheWith(64 * 1024 * 1024);
+    await probe.cache.resolve(keys[0]!);
+    const one = await probe.gauge('cacheBytes');
+    await probe.client.close();
+
+    // Room for two configs, not for two configs and a list of all of one's tools.
+    const { cache, client, gauge } = cacheWith(2 * one + 1024);
+    await cache.resolve(keys[0]!);
+    const second = (await cache.resolve(keys[1]!)).exposure;
+    expect(await gauge('cacheEntries')).toBe(2);
+    const page = listPage(second, undefined, { pageSize: 100, client, charge: cache.charge.bind(cache) });
+    expect(page.bytes).toBeGreaterThan(1024);
+    expect(await gauge('cacheEntries')).toBe(1);
+    expect(cache.peek(keyHash(keys[0]!))).toBeUndefined();
+    expect(cache.peek(keyHash(keys[1]!))).toBe(second);
+    expect(await gauge('cacheBytes')).toBe(one + page.bytes);
     await client.close();
   });
 });

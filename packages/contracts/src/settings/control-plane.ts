@@ -72,6 +72,12 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 64,
       doc: 'parsed contexts kept in memory (0 = off)',
     }),
+    BINDING_CACHE_ENTRIES: integer({
+      min: 0,
+      max: 10_000_000,
+      default: 20_000,
+      doc: 'bindings a tool call finds in memory instead of the database (0 = off); exposure changes drop them at once',
+    }),
     GATEWAY_URLS: list({
       items: 'url',
       doc: 'gateway base URLs told of exposure changes (`POST {url}/cache/invalidate`); `pnpm start` sets the local gateway',
@@ -80,7 +86,14 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       ...OPS_TOKEN,
       doc: 'the gateways’ ops credential, sent with each invalidation; required with `GATEWAY_URLS`',
     },
-    REDIS_URL,
+    REDIS_URL: {
+      ...REDIS_URL,
+      doc:
+        'Redis for exposure-change fan-out (channel `bindery:config-invalidate`) and, on PostgreSQL, for tables’ ' +
+        'latest versions shared by every control plane (a read served from the context cache then asks no ' +
+        'database; a write is refused while Redis is unreachable); unset = HTTP only, and on PostgreSQL every ' +
+        'read asks the database for its table’s version',
+    },
     GATEWAY_PUBLIC_URL: url({
       base: true,
       default: derived('`http://127.0.0.1:$GATEWAY_PORT`', (v) =>
@@ -99,6 +112,27 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       doc: 'how long a write’s idempotency key is remembered (a retry with it answers the first outcome)',
     }),
     SHUTDOWN_GRACE_MS,
+    AUDIT_FLUSH_MS: integer({
+      min: 0,
+      max: 1_000,
+      unit: 'ms',
+      default: 0,
+      doc: 'how long the first audit row queued while none is being written waits for others (0 = to the end of the event loop’s turn); a call is answered once its row is committed',
+    }),
+    AUDIT_BATCH_MAX: integer({
+      min: 1,
+      max: 5_000,
+      unit: 'rows',
+      default: 500,
+      doc: 'audit rows written by one INSERT at most',
+    }),
+    AUDIT_QUEUE_MAX: integer({
+      min: 1,
+      max: 1_000_000,
+      unit: 'rows',
+      default: 5_000,
+      doc: 'audit rows queued at most (at least `AUDIT_BATCH_MAX`); beyond, the calls finishing wait for room before queuing theirs',
+    }),
     QUERY_TIMEOUT_MS: integer({
       min: 10,
       max: 60_000,
@@ -195,6 +229,10 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     (v) =>
       v.QUERY_INLINE_MS > v.QUERY_TIMEOUT_MS
         ? `QUERY_INLINE_MS (${v.QUERY_INLINE_MS}) must not be larger than QUERY_TIMEOUT_MS (${v.QUERY_TIMEOUT_MS})`
+        : undefined,
+    (v) =>
+      v.AUDIT_QUEUE_MAX < v.AUDIT_BATCH_MAX
+        ? `AUDIT_QUEUE_MAX (${v.AUDIT_QUEUE_MAX}) must not be smaller than AUDIT_BATCH_MAX (${v.AUDIT_BATCH_MAX})`
         : undefined,
     (v) =>
       v.BINDERY_SECRET_OLD_KEYS.length > 0 && v.BINDERY_SECRET_KEY === undefined

@@ -66,7 +66,7 @@ export const GATEWAY_SETTINGS = defineSettings(
       max: 64 * 1024 * MiB,
       unit: 'bytes',
       default: 128 * MiB,
-      doc: 'cached configs’ estimated heap (2x their JSON) at most, least recently used out first',
+      doc: 'cached configs’ estimated heap (2x their JSON) and their `tools/list` answers at most, least recently used out first',
     }),
     CONFIG_CACHE_TTL_MS: integer({
       min: 0,

@@ -12,7 +12,16 @@ import { lockDataDir } from './data-dir-lock.ts';
 import { migrate, type SqlSession } from './migrate.ts';
 
 export type DatabaseTarget =
-  { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string | undefined };
+  | { kind: 'postgres'; url: string }
+  | {
+      kind: 'pglite';
+      dataDir: string | undefined;
+      /**
+       * Starts a new database from this dump of a data directory (PGlite's `dumpDataDir`) instead
+       * of an empty one; it is still migrated. Lets tests clone one migrated database.
+       */
+      loadDataDir?: Blob;
+    };
 
 export interface Database {
   prisma: PrismaClient;
@@ -68,7 +77,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     lock = await lockDataDir(target.dataDir);
   }
   try {
-    const lite = new PGlite(target.dataDir);
+    const lite = new PGlite({ dataDir: target.dataDir, loadDataDir: target.loadDataDir });
     const session: SqlSession = {
       exec: async (sql) => void (await lite.exec(sql)),
       query: async <T>(sql: string, params?: unknown[]) => (await lite.query<T>(sql, params)).rows,

@@ -1,5 +1,6 @@
 /**
- * The audit trail: one row per tool execution (and refusal), readable by its owner.
+ * The audit trail: one row per tool execution (and refusal), readable by its owner. Rows are
+ * written by the app's AuditWriter (audit-writer.ts), in batches.
  */
 import { createHash } from 'node:crypto';
 import type {
@@ -9,8 +10,6 @@ import type {
   ErrorCode,
 } from '@bindery/contracts';
 import type { AuditEvent } from '../generated/prisma/client.ts';
-import type { AuditMeter } from '../metrics.ts';
-import { newId } from '../ids.ts';
 import type { Db, Principal } from './context.ts';
 import { pageWindow, toPage } from './pagination.ts';
 
@@ -48,38 +47,6 @@ function canonicalJson(value: unknown): string {
 /** SHA-256 of the arguments' canonical JSON: proves what was called without storing the data. */
 export function argumentsDigest(args: unknown): string {
   return createHash('sha256').update(canonicalJson(args)).digest('hex');
-}
-
-/** Writes the audit row of one execution; `meter` sees it in flight and how long it took. */
-export async function recordExecution(db: Db, record: ExecutionRecord, meter: AuditMeter): Promise<void> {
-  const started = performance.now();
-  meter.inFlight.inc();
-  try {
-    await insertExecution(db, record);
-  } finally {
-    meter.inFlight.dec();
-    meter.seconds.observe((performance.now() - started) / 1000);
-  }
-}
-
-async function insertExecution(db: Db, record: ExecutionRecord): Promise<void> {
-  await db.auditEvent.create({
-    data: {
-      id: newId('evt'),
-      userId: record.userId,
-      action: record.action,
-      aeiId: record.aeiId ?? null,
-      bindingId: record.bindingId ?? null,
-      adiId: record.adiId ?? null,
-      toolName: record.toolName ?? null,
-      operation: record.operation ?? null,
-      status: record.status,
-      errorCode: record.errorCode ?? null,
-      durationMs: Math.round(record.durationMs),
-      argsDigest: argumentsDigest(record.args ?? {}),
-      requestId: record.requestId ?? null,
-    },
-  });
 }
 
 function auditBody(e: AuditEvent): AuditEventBody {

@@ -1,23 +1,45 @@
 /**
  * Parsed contexts kept in memory, keyed by table and pointer and stamped with the table version
- * they were read at. A read checks the version first (one cheap indexed query) and reuses the
- * parsed node when nothing has been written since, instead of fetching and parsing the subtree
- * again. Nodes are never mutated (the engine copies on write), so sharing them is safe; a write
- * by any control plane moves the version, so a stale entry is never used.
+ * they hold. The store (context-store.ts) reuses a node of the table's latest version as is, and
+ * brings an older one forward by the patches written since, instead of fetching and parsing the
+ * subtree again. Nodes are never mutated (the engine copies on write, and so does replaying
+ * patches), so sharing them is safe.
  */
 import type { JsonValue } from '@bindery/context-ops';
 import { LRUCache } from 'lru-cache';
 import type { ContextCacheMeter } from '../metrics.ts';
 
-interface Entry {
-  version: number;
-  node: JsonValue;
-  /** The node's JSON text, as read or written: what a query worker thread parses (query-pool.ts). */
-  text: string;
+/** A context node at a version, with its JSON text made when first needed. */
+export class CachedContext {
+  #text: string | undefined;
+
+  constructor(
+    readonly version: number,
+    readonly node: JsonValue,
+    text: string | undefined,
+    /** Its JSON size: exact when read, estimated after patches (the cache's budget counts it). */
+    readonly bytes: number,
+  ) {
+    this.#text = text;
+  }
+
+  /** The node's JSON text if it is at hand already (read, or made for a worker thread). */
+  get knownText(): string | undefined {
+    return this.#text;
+  }
+
+  /**
+   * The node's JSON text (what a query worker thread parses, query-pool.ts): as read from the
+   * database, or serialised once on first use after a write.
+   */
+  text(): string {
+    this.#text ??= JSON.stringify(this.node);
+    return this.#text;
+  }
 }
 
 export class ContextCache {
-  readonly #entries: LRUCache<string, Entry>;
+  readonly #entries: LRUCache<string, CachedContext>;
   readonly #maxBytes: number;
   readonly #meter: ContextCacheMeter;
 
@@ -28,31 +50,47 @@ export class ContextCache {
   constructor(maxBytes: number, meter: ContextCacheMeter) {
     this.#maxBytes = maxBytes;
     this.#meter = meter;
-    this.#entries = new LRUCache<string, Entry>({ maxSize: Math.max(1, maxBytes) });
+    this.#entries = new LRUCache<string, CachedContext>({ maxSize: Math.max(1, maxBytes) });
   }
 
-  /** The node (and its JSON text) cached for this table version, if any. */
-  get(tableId: string, pointer: string, version: number): { node: JsonValue; text: string } | undefined {
-    const entry = this.#entries.get(`${tableId}\u0000${pointer}`);
-    if (entry?.version === version) {
-      this.#meter.hit.inc();
-      return entry;
-    }
-    this.#meter.miss.inc();
-    return undefined;
+  /** The node cached for this context, whatever its version. */
+  get(tableId: string, pointer: string): CachedContext | undefined {
+    return this.#entries.get(key(tableId, pointer));
   }
 
   /**
-   * Caches a node read (or written) at `version` with its JSON text (kept too: the text is in hand
-   * anyway, and re-serialising a large node for a query worker would block the event loop); a node
-   * over the whole budget is not kept.
+   * How a read was served: `hit` (the cached node was the latest), `forward` (brought forward by
+   * patches), `miss` (read from the database).
    */
-  set(tableId: string, pointer: string, version: number, node: JsonValue, text: string): void {
-    const bytes = text.length;
-    if (this.#maxBytes <= 0 || bytes > this.#maxBytes) return;
-    this.#entries.set(`${tableId}\u0000${pointer}`, { version, node, text }, { size: Math.max(1, bytes) });
+  counted(result: 'hit' | 'forward' | 'miss'): void {
+    this.#meter[result].inc();
+  }
+
+  /**
+   * Caches a node read (or written) at `version`, with its JSON text when at hand; answers it as a
+   * CachedContext. A node over the whole budget is not kept.
+   */
+  set(
+    tableId: string,
+    pointer: string,
+    version: number,
+    node: JsonValue,
+    text: string | undefined,
+    bytes = text?.length ?? 0,
+  ): CachedContext {
+    const entry = new CachedContext(version, node, text, Math.max(1, bytes));
+    if (this.#maxBytes <= 0 || entry.bytes > this.#maxBytes) return entry;
+    const current = this.#entries.get(key(tableId, pointer));
+    // A slower read of an older version never replaces a newer node.
+    if (current !== undefined && current.version > version) return entry;
+    this.#entries.set(key(tableId, pointer), entry, { size: entry.bytes });
     // Entries only come and go here (no TTL): evictions happen inside `set` above.
     this.#meter.entries.set(this.#entries.size);
     this.#meter.bytes.set(this.#entries.calculatedSize);
+    return entry;
   }
+}
+
+function key(tableId: string, pointer: string): string {
+  return `${tableId}\u0000${pointer}`;
 }

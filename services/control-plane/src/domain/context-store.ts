@@ -1,18 +1,32 @@
 /**
- * Reading and writing one context (the subtree of `table.data` at a JSON Pointer) in PostgreSQL.
- * Reads fetch only the subtree (`data #> path`), never the whole row, and only when the cached
- * parse is not of the current version. Writes lock the table row for one transaction, so
- * concurrent writers queue and no update is lost; each write bumps `table.version`.
+ * Reading and writing one context (the subtree of a table's data at a JSON Pointer).
+ *
+ * Reads: the table's latest version comes from TableVersions (in-process or Redis; the database
+ * only when neither can say), the node from the context cache when it holds that version, else an
+ * older cached node is brought forward by the patches written since (kept in memory, or fetched),
+ * else the subtree is read from the database (snapshot and patches, table-data.ts). A read sees
+ * one version: all of a write or none of it.
+ *
+ * Writes: queued per table in this process, then under the table row's lock for one transaction,
+ * so writers through any control plane never lose an update; each write stores its edits as the
+ * next version's patch (what it changed, not the whole context) and the snapshot is brought up to
+ * date in the background (table-folds.ts).
  */
-import type { JsonValue } from '@bindery/context-ops';
+import { advanceContext, diffChanges, type JsonValue, type VersionChanges } from '@bindery/context-ops';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { trackWrite, type WriteMeter } from '../metrics.ts';
-import type { ContextCache } from './context-cache.ts';
+import type { CachedContext, ContextCache } from './context-cache.ts';
 import type { Db } from './context.ts';
+import { RecentChanges } from './recent-changes.ts';
+import { appendPatches, lockTable, patchesAfter, readNode, tableVersion } from './table-data.ts';
+import { TableFolds, type FoldPolicy } from './table-folds.ts';
+import type { TableVersions } from './table-versions.ts';
 
-// Generous: writers on one hot table queue behind the row lock, and a pool slot may be busy.
+// Generous: writers on one hot table queue, and a pool slot may be busy.
 const WRITE_TRANSACTION = { maxWait: 30_000, timeout: 120_000 } as const;
+/** Writes committed in one transaction at most. */
+const MAX_BATCH = 64;
 
 export interface ContextLocation {
   tableId: string;
@@ -42,46 +56,6 @@ function tableMissing(at: ContextLocation): DomainError {
   return new DomainError('NOT_FOUND', `table ${at.tableId} not found`, { table_id: at.tableId });
 }
 
-async function currentVersion(db: Db, at: ContextLocation, lock: boolean): Promise<number> {
-  const rows = lock
-    ? await db.$queryRaw<
-        { version: number }[]
-      >`SELECT version FROM "table" WHERE id = ${at.tableId} FOR UPDATE`
-    : await db.$queryRaw<{ version: number }[]>`SELECT version FROM "table" WHERE id = ${at.tableId}`;
-  const row = rows[0];
-  if (!row) throw tableMissing(at);
-  return row.version;
-}
-
-/** The node at `version` from the cache, else fetched as text and parsed (and then cached). */
-async function nodeAt(
-  db: Db,
-  cache: ContextCache,
-  at: ContextLocation,
-  version: number,
-): Promise<{ node: JsonValue; text: string }> {
-  const cached = cache.get(at.tableId, at.pointer, version);
-  if (cached !== undefined) return cached;
-  const rows = await db.$queryRaw<{ text: string | null; version: number; name: string }[]>`
-    SELECT (data #> ${at.tokens}::text[])::text AS text, version, name FROM "table" WHERE id = ${at.tableId}`;
-  const row = rows[0];
-  if (!row) throw tableMissing(at);
-  if (row.text === null) throw contextMissing(at, row.name);
-  const node = JSON.parse(row.text) as JsonValue;
-  cache.set(at.tableId, at.pointer, row.version, node, row.text);
-  return { node, text: row.text };
-}
-
-/** The context node, its JSON text, and the table's version. */
-export async function readContext(
-  db: Db,
-  cache: ContextCache,
-  at: ContextLocation,
-): Promise<{ node: JsonValue; text: string; version: number }> {
-  const version = await currentVersion(db, at, false);
-  return { ...(await nodeAt(db, cache, at, version)), version };
-}
-
 /**
  * Thrown by a write hook to end the write without changing anything because nothing needs doing
  * (a retry answered from its first outcome): the transaction rolls back like a failure, but the
@@ -99,51 +73,318 @@ export interface WriteHooks<T> {
   afterChange?(tx: Db, written: { result: T; version: number }): Promise<void>;
 }
 
-/**
- * Runs `change` on the context node under the table's row lock and stores the node it returns;
- * answers what `change` answered plus the table's new version. With `expectedVersion`, a table that
- * has moved on is CONFLICT and nothing is written. `meter` follows the write through its lock.
- */
-export async function writeContext<T>(
-  prisma: PrismaClient,
-  cache: ContextCache,
-  at: ContextLocation,
-  expectedVersion: number | undefined,
-  change: (node: JsonValue) => { context: JsonValue; result: T },
-  meter: WriteMeter,
-  hooks: WriteHooks<T> = {},
-): Promise<{ result: T; version: number }> {
-  const tracked = trackWrite(meter);
-  const written = await prisma
-    .$transaction(async (tx) => {
-      const version = await currentVersion(tx, at, true);
-      tracked.locked();
-      await hooks.beforeChange?.(tx);
-      if (expectedVersion !== undefined && expectedVersion !== version) {
-        throw new DomainError(
-          'CONFLICT',
-          `the data changed since version ${expectedVersion} (now ${version}); read it again and retry`,
-          { expected_version: expectedVersion, current_version: version },
-        );
+export interface ContextStoreOptions {
+  prisma: PrismaClient;
+  cache: ContextCache;
+  versions: TableVersions;
+  log: { warn(details: object, message: string): void };
+  fold?: FoldPolicy;
+}
+
+export class ContextStore {
+  readonly #prisma: PrismaClient;
+  readonly #cache: ContextCache;
+  readonly #versions: TableVersions;
+  readonly #recent = new RecentChanges();
+  readonly #folds: TableFolds;
+  readonly #log: ContextStoreOptions['log'];
+  /** Writes waiting per table in this process (one batch of a table commits at a time). */
+  readonly #queues = new Map<string, QueuedWrite<unknown>[]>();
+
+  constructor(options: ContextStoreOptions) {
+    this.#prisma = options.prisma;
+    this.#cache = options.cache;
+    this.#versions = options.versions;
+    this.#folds = new TableFolds(options.prisma, options.log, options.fold);
+    this.#log = options.log;
+  }
+
+  /** Where reads learn tables' versions (also told by the admin API's writes). */
+  get versions(): TableVersions {
+    return this.#versions;
+  }
+
+  /** The context node at the table's latest version. */
+  async read(at: ContextLocation): Promise<CachedContext> {
+    let version = await this.#versions.latest(at.tableId);
+    if (version === undefined) {
+      version = await tableVersion(this.#prisma, at.tableId);
+      if (version === undefined) throw tableMissing(at);
+      this.#versions.observed(at.tableId, version);
+    }
+    return this.#nodeAt(this.#prisma, at, version);
+  }
+
+  /** The node at `version` or later (a newer node is a committed one too), read through `db`. */
+  async #nodeAt(db: Db, at: ContextLocation, version: number): Promise<CachedContext> {
+    const cached = this.#cache.get(at.tableId, at.pointer);
+    if (cached !== undefined) {
+      if (cached.version >= version) {
+        this.#cache.counted('hit');
+        return cached;
       }
-      const { context, result } = change((await nodeAt(tx, cache, at, version)).node);
-      const text = JSON.stringify(context);
-      const updated = await tx.$queryRaw<{ version: number }[]>`
-      UPDATE "table"
-      SET data = CASE WHEN cardinality(${at.tokens}::text[]) = 0 THEN ${text}::jsonb
-                      ELSE jsonb_set(data, ${at.tokens}::text[], ${text}::jsonb) END,
-          version = version + 1,
-          updated_at = now()
-      WHERE id = ${at.tableId}
-      RETURNING version`;
-      const newVersion = updated[0]?.version ?? version + 1;
-      await hooks.afterChange?.(tx, { result, version: newVersion });
-      return { result, context, text, version: newVersion };
-    }, WRITE_TRANSACTION)
-    .then(tracked.committed, (error: unknown) =>
-      error instanceof SkippedWrite ? tracked.skipped(error) : tracked.failed(error),
+      const brought = await this.#bringForward(db, at, cached, version);
+      if (brought !== undefined) {
+        this.#cache.counted('forward');
+        return brought;
+      }
+    }
+    this.#cache.counted('miss');
+    const stored = await readNode(db, at.tableId, at.tokens);
+    if (stored === undefined) throw tableMissing(at);
+    this.#versions.observed(at.tableId, stored.version);
+    if (stored.node === undefined) throw contextMissing(at, stored.name);
+    return this.#cache.set(at.tableId, at.pointer, stored.version, stored.node, stored.text);
+  }
+
+  /**
+   * `cached` with the patches up to `version` (or later) applied, or undefined when they are gone
+   * (folded away, the data replaced) or may have moved the context: it is read again then.
+   */
+  async #bringForward(
+    db: Db,
+    at: ContextLocation,
+    cached: CachedContext,
+    version: number,
+  ): Promise<CachedContext | undefined> {
+    let patches = this.#recent.between(at.tableId, cached.version, version);
+    if (patches === undefined) {
+      const fetched = await patchesAfter(db, at.tableId, cached.version);
+      if (!unbroken(fetched, cached.version, version)) return undefined;
+      for (const patch of fetched) this.#recent.add(at.tableId, patch, JSON.stringify(patch.changes).length);
+      patches = fetched;
+    }
+    const advanced = advanceContext(cached.node, at.tokens, patches);
+    if ('rereadFrom' in advanced || advanced.state === undefined) return undefined;
+    const last = patches.at(-1)?.version ?? cached.version;
+    if (advanced.state === cached.node) {
+      // No patch reached it (writes elsewhere in the table): the same node, text and size.
+      return this.#cache.set(at.tableId, at.pointer, last, cached.node, cached.knownText, cached.bytes);
+    }
+    const grown = patches.reduce((sum, p) => sum + JSON.stringify(p.changes).length, 0);
+    return this.#cache.set(
+      at.tableId,
+      at.pointer,
+      last,
+      advanced.state as JsonValue,
+      undefined,
+      cached.bytes + grown,
     );
-  // Only after commit: a rolled-back write must never be served from the cache.
-  cache.set(at.tableId, at.pointer, written.version, written.context, written.text);
-  return { result: written.result, version: written.version };
+  }
+
+  /**
+   * Runs `change` on the context node under the table's row lock and stores what it changed;
+   * answers what `change` answered plus the table's new version. With `expectedVersion`, a table
+   * that has moved on is CONFLICT and nothing is written. `meter` follows the write through its
+   * lock.
+   *
+   * Writes to one context that queue up in this process commit together (group commit): one
+   * transaction, one lock, each write its own version and patch, in order. A write that fails
+   * (its change refused, a hook throwing) leaves the others be; hooks run inside a savepoint.
+   */
+  write<T>(
+    at: ContextLocation,
+    expectedVersion: number | undefined,
+    change: (node: JsonValue) => { context: JsonValue; result: T },
+    meter: WriteMeter,
+    hooks: WriteHooks<T> = {},
+  ): Promise<{ result: T; version: number }> {
+    return new Promise((resolve, reject) => {
+      const queued: QueuedWrite<T> = {
+        at,
+        expectedVersion,
+        change,
+        hooks,
+        tracked: trackWrite(meter),
+        settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)),
+      };
+      let queue = this.#queues.get(at.tableId);
+      if (queue === undefined) {
+        queue = [];
+        this.#queues.set(at.tableId, queue);
+        queue.push(queued as QueuedWrite<unknown>);
+        void this.#drain(at.tableId, queue);
+      } else queue.push(queued as QueuedWrite<unknown>);
+    });
+  }
+
+  /** Commits the table's queued writes, a batch (of one context) at a time, until none is left. */
+  async #drain(tableId: string, queue: QueuedWrite<unknown>[]): Promise<void> {
+    try {
+      while (queue.length > 0) {
+        const pointer = (queue[0] as QueuedWrite<unknown>).at.pointer;
+        const batch: QueuedWrite<unknown>[] = [];
+        for (let i = 0; i < queue.length && batch.length < MAX_BATCH;) {
+          const queued = queue[i] as QueuedWrite<unknown>;
+          if (queued.at.pointer === pointer) {
+            batch.push(queued);
+            queue.splice(i, 1);
+          } else i += 1;
+        }
+        await this.#commit(batch);
+      }
+    } finally {
+      // Synchronously after the last batch: a write queued from now on starts a new drain.
+      this.#queues.delete(tableId);
+    }
+  }
+
+  /** One transaction for `batch` (writes to one context); settles every write in it, never throws. */
+  async #commit(batch: QueuedWrite<unknown>[]): Promise<void> {
+    const at = (batch[0] as QueuedWrite<unknown>).at;
+    const failures = new Map<QueuedWrite<unknown>, unknown>();
+    let written: AppliedBatch;
+    try {
+      written = await this.#prisma.$transaction(
+        (tx) => this.#apply(tx, at, batch, failures),
+        WRITE_TRANSACTION,
+      );
+    } catch (error) {
+      // Nothing of the batch was written.
+      for (const queued of batch) settleFailed(queued, failures.get(queued) ?? error);
+      return;
+    }
+    // Only after commit: a rolled-back write must never be served.
+    try {
+      this.#keep(at, written);
+    } catch (error) {
+      // Committed whatever happened here: reads then go to the database.
+      this.#log.warn({ err: error, table_id: at.tableId }, 'keeping a committed write in memory failed');
+    }
+    for (const { queued, result, patch } of written.accepted) {
+      queued.tracked.committed(undefined);
+      queued.settle({ ok: true, value: { result, version: patch.version } });
+    }
+    for (const [queued, error] of failures) settleFailed(queued, error);
+  }
+
+  /** What this process keeps of a committed batch: the version, the patches, the new node. */
+  #keep(at: ContextLocation, written: AppliedBatch): void {
+    const last = written.accepted.at(-1);
+    if (last === undefined) return;
+    this.#versions.committed(at.tableId, last.patch.version);
+    let bytes = 0;
+    for (const { patch, text } of written.accepted) {
+      this.#recent.add(at.tableId, patch, text.length);
+      this.#folds.wrote(at.tableId);
+      bytes += text.length;
+    }
+    this.#cache.set(
+      at.tableId,
+      at.pointer,
+      last.patch.version,
+      written.node,
+      undefined,
+      written.bytes + bytes,
+    );
+  }
+
+  /**
+   * Inside the batch's transaction: locks the table, runs each write on the node the previous one
+   * left, and stores the patches of those that succeeded (failures go to `failures`).
+   */
+  async #apply(
+    tx: Db,
+    at: ContextLocation,
+    batch: readonly QueuedWrite<unknown>[],
+    failures: Map<QueuedWrite<unknown>, unknown>,
+  ): Promise<AppliedBatch> {
+    const locked = await lockTable(tx, at.tableId);
+    if (locked === undefined) throw tableMissing(at);
+    for (const queued of batch) queued.tracked.locked();
+    const before = await this.#nodeAt(tx, at, locked);
+    if (before.version !== locked) throw staleNode(at, before.version, locked);
+    let node = before.node;
+    let version = locked;
+    const accepted: AppliedBatch['accepted'] = [];
+    for (const queued of batch) {
+      const { hooks } = queued;
+      // Hooks run SQL: a failing one must leave no trace, and not end the whole transaction.
+      const guarded = hooks.beforeChange !== undefined || hooks.afterChange !== undefined;
+      if (guarded) await tx.$executeRawUnsafe('SAVEPOINT context_write');
+      try {
+        await hooks.beforeChange?.(tx);
+        if (queued.expectedVersion !== undefined && queued.expectedVersion !== version) {
+          throw new DomainError(
+            'CONFLICT',
+            `the data changed since version ${queued.expectedVersion} (now ${version}); read it again and retry`,
+            { expected_version: queued.expectedVersion, current_version: version },
+          );
+        }
+        const { context, result } = queued.change(node);
+        const changes = diffChanges(node, context, at.tokens);
+        await hooks.afterChange?.(tx, { result, version: version + 1 });
+        if (guarded) await tx.$executeRawUnsafe('RELEASE SAVEPOINT context_write');
+        version += 1;
+        node = context;
+        accepted.push({ queued, result, patch: { version, changes }, text: JSON.stringify(changes) });
+      } catch (error) {
+        if (guarded) {
+          await tx.$executeRawUnsafe('ROLLBACK TO SAVEPOINT context_write');
+          await tx.$executeRawUnsafe('RELEASE SAVEPOINT context_write');
+        }
+        failures.set(queued, error);
+      }
+    }
+    await appendPatches(
+      tx,
+      at.tableId,
+      accepted.map((a) => ({ version: a.patch.version, changes: a.text })),
+    );
+    if (accepted.length > 0) await this.#versions.announce(at.tableId, version);
+    return { accepted, node, bytes: before.bytes };
+  }
+
+  /** After the commit of a wholesale replacement of the table's data (PUT) at `version`. */
+  replaced(tableId: string, version: number): void {
+    this.#versions.committed(tableId, version);
+  }
+
+  /** Stops folding patches (waiting for the folds under way) and lets go of Redis. */
+  async close(): Promise<void> {
+    await this.#folds.close();
+    await this.#versions.close();
+  }
+}
+
+/** A write waiting in its table's queue, and how to answer its caller. */
+interface QueuedWrite<T> {
+  at: ContextLocation;
+  expectedVersion: number | undefined;
+  change: (node: JsonValue) => { context: JsonValue; result: T };
+  hooks: WriteHooks<T>;
+  tracked: ReturnType<typeof trackWrite>;
+  settle(outcome: { ok: true; value: { result: T; version: number } } | { ok: false; error: unknown }): void;
+}
+
+/** What a batch's transaction wrote: its writes that succeeded, in order, and the node they left. */
+interface AppliedBatch {
+  accepted: { queued: QueuedWrite<unknown>; result: unknown; patch: VersionChanges; text: string }[];
+  node: JsonValue;
+  /** The JSON size of the node the batch started from (the cache's estimate grows from it). */
+  bytes: number;
+}
+
+function settleFailed(queued: QueuedWrite<unknown>, error: unknown): void {
+  try {
+    if (error instanceof SkippedWrite) queued.tracked.skipped(error);
+    else queued.tracked.failed(error);
+  } catch {
+    // Both rethrow the error by design (they fit a promise's `then`): it goes to the caller here.
+  }
+  queued.settle({ ok: false, error });
+}
+
+/** Whether `patches` are the versions after `after`, without a gap, up to `upTo` at least. */
+function unbroken(patches: readonly VersionChanges[], after: number, upTo: number): boolean {
+  const last = patches.at(-1)?.version;
+  if (last === undefined || last < upTo) return false;
+  return patches.every((patch, i) => patch.version === after + 1 + i);
+}
+
+function staleNode(at: ContextLocation, found: number, locked: number): DomainError {
+  return new DomainError(
+    'INTERNAL',
+    `table ${at.tableId}: read version ${found} under the lock of version ${locked}`,
+  );
 }

@@ -5,6 +5,7 @@
  */
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { TransactionClient } from '../generated/prisma/internal/prismaNamespace.ts';
+import type { ContextStore } from './context-store.ts';
 import type { SecretKeyring } from './secret-keyring.ts';
 import type { SourceChecker } from './tool-kinds/tool-kind.ts';
 
@@ -29,6 +30,11 @@ export interface DomainContext {
    * (saving a custom tool then answers INTERNAL).
    */
   sandbox?: SourceChecker | undefined;
+  /**
+   * Reads and writes contexts; told when the admin API replaces or deletes a table's data (so no
+   * control plane serves the old data from a cache). Absent outside an app, where nothing caches.
+   */
+  contexts?: ContextStore | undefined;
 }
 
 /** The authenticated caller of the admin API. */

@@ -1,19 +1,26 @@
 /**
  * What the executor and the tool kinds it runs are given once at start: limits, the context
- * cache, metrics, the query pool, the custom tool sandbox and the idempotency window. A kind that needs more (a sandbox, an
- * HTTP dispatcher) adds its own field here.
+ * cache, metrics, the audit writer, the query pool, the custom tool sandbox and the idempotency
+ * window. A kind that needs more (a sandbox, an HTTP dispatcher) adds its own field here.
  */
 import type { Limits } from '@bindery/context-ops';
 import type { Dispatcher } from 'undici';
 import type { QueryPool } from '../execution/query-pool.ts';
 import type { CustomToolSandbox } from '../execution/sandbox/index.ts';
 import type { ControlPlaneMetrics } from '../metrics.ts';
-import type { ContextCache } from './context-cache.ts';
+import type { BindingCache } from './binding-cache.ts';
+import type { AuditWriter } from './audit-writer.ts';
+import type { ContextStore } from './context-store.ts';
 
 export interface ExecutorOptions {
   limits: Limits;
-  contexts: ContextCache;
-  metrics: Pick<ControlPlaneMetrics, 'execution' | 'audit' | 'writes'>;
+  /** Bindings kept in memory, dropped when their exposure changes. */
+  bindings: BindingCache;
+  /** Reads and writes contexts (the context cache, the patch log, table versions). */
+  contexts: ContextStore;
+  metrics: Pick<ControlPlaneMetrics, 'execution' | 'writes'>;
+  /** Writes each call's audit row, batched with other calls' (group commit); settles once committed. */
+  audit: AuditWriter;
   /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
   queries: QueryPool;
   /** How long a write's idempotency key is remembered. */

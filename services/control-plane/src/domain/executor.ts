@@ -10,13 +10,13 @@ import { OpError, type JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
 import { ReplayedOutcome, keyedWrite } from './idempotency.ts';
 import { checkArguments } from './arguments.ts';
-import { recordExecution, type AuditStatus, type ExecutionRecord } from './audit.ts';
+import type { AuditStatus, ExecutionRecord } from './audit.ts';
 import type { DomainContext } from './context.ts';
 import type { ExecutorOptions } from './executor-options.ts';
 import { OWNER_STATUS } from './exposure-config.ts';
 import { legacyTools } from './legacy-instances.ts';
 import { contextKind, legacyColumns } from './tool-kinds/context.ts';
-import { ToolAnswer, columnsOf, kindOf, registeredKind } from './tool-kinds/index.ts';
+import { ToolAnswer, kindOf } from './tool-kinds/index.ts';
 import type { ExecutionMeter } from '../metrics.ts';
 
 export type { ExecutorOptions } from './executor-options.ts';
@@ -53,12 +53,12 @@ function metaOf(meta: Meta): { _meta?: Meta } {
 
 /**
  * Runs `work`, turning known failures into isError results, and writes one audit row for the call
- * either way (`trail` is what the row says besides the outcome). `meter` gets the same duration as
+ * either way (`trail` is what the row says besides the outcome); answers only once that row is
+ * committed. `meter` gets the same duration as
  * the audit row, by outcome; a failure that escapes as an exception counts as `error`. `structured`:
  * the tool declares an output schema.
  */
 async function audited(
-  ctx: DomainContext,
   options: ExecutorOptions,
   meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
@@ -72,7 +72,7 @@ async function audited(
     const durationMs = performance.now() - started;
     meter[status].observe(durationMs / 1000);
     measured = true;
-    return recordExecution(ctx.prisma, { ...trail, status, errorCode, durationMs }, options.metrics.audit);
+    return options.audit.record({ ...trail, status, errorCode, durationMs });
   };
   try {
     const result = await work(meta);
@@ -106,14 +106,10 @@ export async function executeBinding(
   options: ExecutorOptions,
 ): Promise<ToolResult> {
   const args = request.arguments ?? {};
-  const binding = await ctx.prisma.aeiBinding.findUnique({
-    where: { id: request.binding_id },
-    include: { aei: { include: OWNER_STATUS }, adi: true },
-  });
+  const binding = await options.bindings.get(ctx.prisma, request.binding_id, request.config_version);
   // Without a binding there is no owner to audit for: answer without a trail.
   if (!binding) return failure(new DomainError('NOT_FOUND', `binding ${request.binding_id} not found`));
-  const columns = columnsOf(binding.adi);
-  const registered = registeredKind(binding.adi.kind);
+  const { columns, module: registered } = binding.adi;
   // Known before the checks, so a refused call is audited and measured under its operation too.
   const operation = registered?.operation(columns) ?? 'unknown';
   const trail = {
@@ -130,7 +126,7 @@ export async function executeBinding(
   } as const;
   const meter = options.metrics.execution(binding.adi.kind, operation);
   const structured = registered !== undefined && registered.outputSchema(columns) !== null;
-  return audited(ctx, options, meter, trail, structured, async (meta) => {
+  return audited(options, meter, trail, structured, async (meta) => {
     if (binding.aeiId !== request.aei_id) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
     }
@@ -138,12 +134,10 @@ export async function executeBinding(
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not run ADI ${adiId}`);
     }
     // A disabled owner disables its exposures; the caller is told no more than for a disabled AEI.
-    if (binding.aei.status !== 'enabled' || binding.aei.user.disabledAt !== null) {
-      throw new RefusedError('FORBIDDEN', `exposure "${binding.aei.name}" is disabled`);
-    }
+    if (!binding.aei.live) throw new RefusedError('FORBIDDEN', `exposure "${binding.aei.name}" is disabled`);
     if (!binding.enabled) throw new RefusedError('FORBIDDEN', `tool ${binding.toolName} is disabled`);
     const kind = kindOf(binding.adi);
-    const schema = (binding.inputSchema as Record<string, unknown> | null) ?? kind.inputSchema(columns);
+    const schema = binding.inputSchema ?? kind.inputSchema(columns);
     const checked = checkArguments(schema, args, binding.toolName);
     return kind.run({
       ctx,
@@ -225,7 +219,7 @@ export async function executeLegacy(
   } as const;
   const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
   // v1 tools are context operations, which declare no output schema.
-  return audited(ctx, options, meter, trail, false, async (meta) => {
+  return audited(options, meter, trail, false, async (meta) => {
     if (instance.status !== 'enabled' || instance.user.disabledAt !== null)
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {

@@ -5,7 +5,9 @@
  */
 import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument } from '@bindery/contracts';
 import type { PrismaClient } from '../generated/prisma/client.ts';
+import { DomainError } from '../errors.ts';
 import type { Principal } from './context.ts';
+import { documentsOf, ownDocumentsQuery, type DocumentRow } from './table-data.ts';
 import { operationOf } from './tool-kinds/context.ts';
 import { kindOf } from './tool-kinds/index.ts';
 
@@ -17,25 +19,34 @@ const BY_ID = { orderBy: { id: 'asc' } } as const;
  */
 export async function exportDocument(prisma: PrismaClient, caller: Principal): Promise<ExportDocument> {
   const own = { where: { userId: caller.userId }, ...BY_ID };
-  const [projects, tables, adis, aeis, bindings, legacyInstances, secrets] = await prisma.$transaction(
-    [
-      prisma.project.findMany(own),
-      prisma.table.findMany(own),
-      prisma.adi.findMany(own),
-      prisma.aei.findMany(own),
-      prisma.aeiBinding.findMany({ where: { aei: { userId: caller.userId } }, ...BY_ID }),
-      // Migrated instances travel as their AEIs; the others have nothing but a key, which cannot.
-      prisma.mcpInstance.count({ where: { userId: caller.userId, migratedAt: null } }),
-      prisma.secret.findMany({ ...own, select: { name: true } }),
-    ],
-    { isolationLevel: 'RepeatableRead' },
-  );
+  const [projects, tables, documentRows, adis, aeis, bindings, legacyInstances, secrets] =
+    await prisma.$transaction(
+      [
+        prisma.project.findMany(own),
+        prisma.table.findMany(own),
+        prisma.$queryRaw<DocumentRow[]>(ownDocumentsQuery(caller.userId)),
+        prisma.adi.findMany(own),
+        prisma.aei.findMany(own),
+        prisma.aeiBinding.findMany({ where: { aei: { userId: caller.userId } }, ...BY_ID }),
+        // Migrated instances travel as their AEIs; the others have nothing but a key, which cannot.
+        prisma.mcpInstance.count({ where: { userId: caller.userId, migratedAt: null } }),
+        prisma.secret.findMany({ ...own, select: { name: true } }),
+      ],
+      { isolationLevel: 'RepeatableRead' },
+    );
+  const documents = documentsOf(documentRows);
+  const documentOf = (id: string) => {
+    const document = documents.get(id);
+    // Both lists come from one snapshot of the database, and every table has its data.
+    if (!document) throw new DomainError('INTERNAL', `table ${id} has no data`);
+    return document.data;
+  };
   return {
     format: EXPORT_FORMAT,
     version: EXPORT_VERSION,
     exported_at: new Date().toISOString(),
     projects: projects.map((p) => ({ id: p.id, name: p.name, slug: p.slug, description: p.description })),
-    tables: tables.map((t) => ({ id: t.id, name: t.name, project_id: t.projectId, data: t.data })),
+    tables: tables.map((t) => ({ id: t.id, name: t.name, project_id: t.projectId, data: documentOf(t.id) })),
     adis: adis.map((a) => ({
       id: a.id,
       // Every ADI as stored: the kind says what its columns and config mean.

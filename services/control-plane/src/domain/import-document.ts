@@ -24,6 +24,7 @@ import { checkOverride } from './bindings.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
+import { firstSnapshot } from './table-data.ts';
 import { checkColumns, offeredKind, type KindColumns, type SourceChecker } from './tool-kinds/index.ts';
 
 const NAME_MAX = 200;
@@ -374,9 +375,10 @@ async function applyImport(
       userId,
       projectId: t.project_id === null ? null : id(t.project_id),
       name: plan.renamed.get(t.id)?.name ?? t.name,
-      // Prisma writes a JS null as SQL NULL; a JSON null must be spelled JsonNull.
-      data: t.data === null ? Prisma.JsonNull : (t.data as Prisma.InputJsonValue),
     })),
+  });
+  await tx.tableSnapshot.createMany({
+    data: doc.tables.map((t) => ({ tableId: id(t.id), ...firstSnapshot(t.data) })),
   });
   await tx.adi.createMany({
     data: doc.adis.map((a) => {

@@ -1,6 +1,7 @@
 /**
  * Tables: named JSON documents whose subtrees are contexts. Every write of `data` bumps `version`,
- * which is also the table's ETag for optimistic concurrency (If-Match).
+ * which is also the table's ETag for optimistic concurrency (If-Match). How the data is stored
+ * (a snapshot and the patches of the writes since) is table-data.ts's business.
  */
 import type {
   CreateTableBody,
@@ -11,15 +12,16 @@ import type {
 } from '@bindery/contracts';
 import { MAX_JSON_DEPTH } from '@bindery/contracts';
 import { checkValueArgument } from '@bindery/context-ops';
-import { Prisma, type Table } from '../generated/prisma/client.ts';
+import type { Table } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { findOwnProject } from './projects.ts';
+import { firstSnapshot, replaceData, tableDocuments } from './table-data.ts';
 
-type TableRow = Omit<Table, 'data'>;
+type TableRow = Table;
 const SUMMARY_FIELDS = {
   id: true,
   userId: true,
@@ -30,13 +32,9 @@ const SUMMARY_FIELDS = {
   updatedAt: true,
 } as const;
 
-/**
- * Table data as Prisma writes it: checked to nest no deeper than MAX_JSON_DEPTH (whatever the body
- * around it added), and a JSON null spelled JsonNull (Prisma writes a JS null as SQL NULL).
- */
-function jsonInput(value: unknown): Prisma.InputJsonValue | typeof Prisma.JsonNull {
+/** Refuses table data nesting deeper than MAX_JSON_DEPTH (whatever the body around it added). */
+function checkData(value: unknown): void {
   fromOpError(() => checkValueArgument(value, 'data', MAX_JSON_DEPTH));
-  return value === null ? Prisma.JsonNull : (value as Prisma.InputJsonValue);
 }
 
 export function tableSummary(t: TableRow): TableSummary {
@@ -59,13 +57,15 @@ export async function findOwnTable(db: Db, caller: Principal, id: string): Promi
 
 export async function createTable(db: Db, caller: Principal, input: CreateTableBody): Promise<TableSummary> {
   if (input.project_id) await findOwnProject(db, caller, input.project_id);
+  const data = input.data === undefined ? {} : input.data;
+  checkData(data);
   const table = await db.table.create({
     data: {
       id: newId('tbl'),
       userId: caller.userId,
       projectId: input.project_id ?? null,
       name: input.name,
-      data: jsonInput(input.data === undefined ? {} : input.data),
+      snapshot: { create: firstSnapshot(data) },
     },
     select: SUMMARY_FIELDS,
   });
@@ -73,9 +73,11 @@ export async function createTable(db: Db, caller: Principal, input: CreateTableB
 }
 
 export async function getTable(db: Db, caller: Principal, id: string): Promise<TableBody> {
-  const table = await db.table.findFirst({ where: { id, userId: caller.userId } });
-  if (!table) throw notFound('table', id);
-  return { ...tableSummary(table), data: table.data };
+  const table = await findOwnTable(db, caller, id);
+  const document = (await tableDocuments(db, [id])).get(id);
+  if (!document) throw notFound('table', id);
+  // The data's own version: a write may have come in since the summary was read.
+  return { ...tableSummary(table), version: document.version, data: document.data };
 }
 
 export async function listTables(db: Db, caller: Principal, query: PageQuery & { project_id?: string }) {
@@ -98,26 +100,41 @@ export async function listTables(db: Db, caller: Principal, query: PageQuery & {
  * table is still at that version, else PRECONDITION_FAILED; either way the version goes up by one.
  */
 export async function replaceTableData(
-  db: Db,
+  ctx: DomainContext,
   caller: Principal,
   id: string,
   data: unknown,
   expectedVersion: number | undefined,
 ): Promise<TableSummary> {
-  const current = await findOwnTable(db, caller, id);
-  const { count } = await db.table.updateMany({
-    where: { id, userId: caller.userId, ...(expectedVersion !== undefined && { version: expectedVersion }) },
-    data: { data: jsonInput(data), version: { increment: 1 } },
-  });
-  if (count === 0) {
-    const now = await findOwnTable(db, caller, id);
-    throw new DomainError(
-      'PRECONDITION_FAILED',
-      `table ${id} is at version ${now.version}, not ${expectedVersion}; reload it and retry`,
-      { current_version: now.version, expected_version: expectedVersion ?? current.version },
-    );
-  }
-  return tableSummary(await findOwnTable(db, caller, id));
+  checkData(data);
+  const table = await ctx.prisma.$transaction(
+    async (tx) => {
+      // Locks the row: writes through tools wait, and the version check below cannot go stale.
+      const rows = await tx.$queryRaw<{ version: number }[]>`
+        SELECT version FROM "table" WHERE id = ${id} AND user_id = ${caller.userId} FOR UPDATE`;
+      const current = rows[0];
+      if (!current) throw notFound('table', id);
+      if (expectedVersion !== undefined && current.version !== expectedVersion) {
+        throw new DomainError(
+          'PRECONDITION_FAILED',
+          `table ${id} is at version ${current.version}, not ${expectedVersion}; reload it and retry`,
+          { current_version: current.version, expected_version: expectedVersion },
+        );
+      }
+      const updated = await tx.table.update({
+        where: { id },
+        data: { version: { increment: 1 } },
+        select: SUMMARY_FIELDS,
+      });
+      await replaceData(tx, id, updated.version, data);
+      await ctx.contexts?.versions.announce(id, updated.version);
+      return updated;
+    },
+    // Large documents take a while to store (the body limit bounds them).
+    { maxWait: 30_000, timeout: 120_000 },
+  );
+  ctx.contexts?.replaced(id, table.version);
+  return tableSummary(table);
 }
 
 /** Renames a table or moves it to another project; AEIs exposing its tools get a new config_version. */
@@ -177,6 +194,9 @@ export async function deleteTable(
       adis.map((a) => a.id),
     );
     await tx.table.delete({ where: { id } });
+    // Last before commit: no control plane serves the data from a cache once it is gone.
+    await ctx.contexts?.versions.deleting(id);
     return { result: undefined, changedAeis };
   });
+  ctx.contexts?.versions.deleted(id);
 }

@@ -49,7 +49,8 @@ export interface QueryPoolOptions {
 /** A context node with its JSON text, and a key naming exactly that text (table, pointer, version). */
 export interface QueryContext {
   node: JsonValue;
-  text: string;
+  /** The node's JSON text, made only when a worker thread needs it (serialising a large node costs). */
+  text(): string;
   key: string;
   /** Where the context lives (table and pointer), whatever its version. */
   place: string;
@@ -199,7 +200,7 @@ export class QueryPool {
       limits.query.timeMs,
       (clock) => ({
         contextKey: context.key,
-        contextText: context.text,
+        contextText: context.text(),
         args,
         config,
         limits,

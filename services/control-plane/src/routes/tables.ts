@@ -99,7 +99,7 @@ export async function tableRoutes(app: AdminApp): Promise<void> {
     },
     async (request, reply) => {
       const expected = parseIfMatch(request.headers['if-match']);
-      const table = await replaceTableData(db, request.principal, request.params.id, request.body, expected);
+      const table = await replaceTableData(ctx, request.principal, request.params.id, request.body, expected);
       return reply.header('etag', etag(table.version)).send(table);
     },
   );

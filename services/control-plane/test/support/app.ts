@@ -1,14 +1,16 @@
 /**
- * A real control plane for tests: its own database (a PostgreSQL clone or in-memory PGlite, per
- * BINDERY_TEST_DB), listening on a loopback port, driven over HTTP with fetch.
+ * A real control plane for tests: its own database (a clone of the run's migrated template, on
+ * PostgreSQL or in-memory PGlite per BINDERY_TEST_DB), listening on a loopback port, driven over HTTP with fetch.
  */
 import { buildApp } from '../../src/app.ts';
-import type { CUSTOM_TOOL_DEFAULTS, QUERY_DEFAULTS } from '../../src/config.ts';
+import type { AUDIT_DEFAULTS, CUSTOM_TOOL_DEFAULTS, QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
 import type { ConfigChangeListener } from '../../src/domain/context.ts';
+import type { FoldPolicy } from '../../src/domain/table-folds.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
 import { SecretKeyring } from '../../src/domain/secret-keyring.ts';
 import { ensureRootToken } from '../../src/domain/users.ts';
+import { migratedDump } from './pglite.ts';
 import { createDatabase, TEMPLATE_DB } from './postgres.ts';
 
 export const ROOT_TOKEN = 'bnd_admin_root-token-for-tests-only';
@@ -65,6 +67,8 @@ export async function startTestApp(
     query?: Partial<Record<keyof typeof QUERY_DEFAULTS, number>>;
     /** Custom tool sandbox settings (CUSTOM_TOOL_TIMEOUT_MS, ...); the defaults otherwise. */
     customTool?: Partial<Record<keyof typeof CUSTOM_TOOL_DEFAULTS, number>>;
+    /** Audit writer settings (AUDIT_FLUSH_MS, ...); the defaults otherwise. */
+    audit?: Partial<Record<keyof typeof AUDIT_DEFAULTS, number>>;
     /** HTTP_TOOLS_ALLOWED_NETWORKS (none otherwise): loopback CIDRs a test's local server is on. */
     allowedNetworks?: string[];
     /** BINDERY_SECRET_KEY and BINDERY_SECRET_OLD_KEYS; `null` = no key (PostgreSQL without one). */
@@ -73,6 +77,17 @@ export async function startTestApp(
     logStream?: { write(line: string): void };
     /** OPENAPI_IMPORT_MAX_BYTES (the default otherwise). */
     openApiImportMaxBytes?: number;
+    /**
+     * REDIS_URL: the app hears other control planes' exposure changes there, and on PostgreSQL
+     * shares tables' versions through it (reads them from the database otherwise).
+     */
+    redisUrl?: string;
+    /** BINDING_CACHE_ENTRIES (the default otherwise). */
+    bindingCacheEntries?: number;
+    /** How eagerly tables' patches are folded into their snapshots (the app's default otherwise). */
+    foldPolicy?: FoldPolicy;
+    /** CONTEXT_CACHE_MB in bytes; 0 turns the context cache off (every read goes to the database). */
+    contextCacheBytes?: number;
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -94,7 +109,8 @@ export async function startTestApp(
     databaseUrl = created.url;
     database = await openDatabase({ kind: 'postgres', url: created.url });
   } else {
-    database = await openDatabase({ kind: 'pglite', dataDir: undefined });
+    // In memory, from the run's migrated template (still migrated on open: a no-op).
+    database = await openDatabase({ kind: 'pglite', dataDir: undefined, loadDataDir: await migratedDump() });
   }
   await ensureRootToken(database.prisma, ROOT_TOKEN);
   const configChanges: string[][] = [];
@@ -111,9 +127,15 @@ export async function startTestApp(
       ...(options.openApiImportMaxBytes !== undefined && {
         openApiImportMaxBytes: options.openApiImportMaxBytes,
       }),
+      ...(options.redisUrl !== undefined && { redisUrl: options.redisUrl }),
+      ...(options.bindingCacheEntries !== undefined && { bindingCacheEntries: options.bindingCacheEntries }),
+      ...(options.contextCacheBytes !== undefined && { contextCacheBytes: options.contextCacheBytes }),
       ...options.query,
       ...options.customTool,
+      ...options.audit,
     },
+    engine: database.kind,
+    ...(options.foldPolicy && { foldPolicy: options.foldPolicy }),
     pool: database.pool,
     domain: {
       prisma: database.prisma,

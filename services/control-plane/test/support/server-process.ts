@@ -4,11 +4,10 @@
  * (call it in afterAll), also when a test failed halfway.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { engine } from './app.ts';
+import { migratedDataDir } from './pglite.ts';
 import { createDatabase, TEMPLATE_DB } from './postgres.ts';
 
 /**
@@ -150,14 +149,15 @@ export async function tableIds(url: string, token: string): Promise<string[]> {
 }
 
 /**
- * A fresh database of the suite's engine for server processes: the environment that points a
- * control plane at it (DATABASE_URL or BINDERY_DATA_DIR), and how to drop it afterwards.
+ * A fresh database of the suite's engine for server processes, cloned from the run's migrated
+ * template (a PostgreSQL database, or a copy of a PGlite data directory): the environment that
+ * points a control plane at it (DATABASE_URL or BINDERY_DATA_DIR), and how to drop it afterwards.
  */
 export async function processDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
   if (engine === 'postgres') {
     const db = await createDatabase(TEMPLATE_DB);
     return { env: { DATABASE_URL: db.url }, drop: db.drop };
   }
-  const dir = await mkdtemp(join(tmpdir(), 'bindery-process-'));
+  const dir = await migratedDataDir();
   return { env: { BINDERY_DATA_DIR: dir }, drop: () => rm(dir, { recursive: true, force: true }) };
 }

@@ -11,6 +11,7 @@ export interface BoundTool {
 }
 
 export interface Fixture {
+  userId: string;
   token: string;
   tableId: string;
   aeiId: string;
@@ -24,7 +25,7 @@ export async function buildFixture(
   data: unknown,
   specs: Record<string, { json_path: string; operation_type: string; config?: Record<string, unknown> }>,
 ): Promise<Fixture> {
-  const { token } = await t.newUser('executor-user');
+  const { id: userId, token } = await t.newUser('executor-user');
   const ok = (res: CallResult, what: string) => {
     if (res.status >= 300) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body;
@@ -46,7 +47,7 @@ export async function buildFixture(
     );
     tools[name] = { adiId: adi.id, bindingId: binding.id, toolName: name };
   }
-  return { token, tableId: table.id, aeiId: aei.id, apiKey: aei.api_key, tools };
+  return { userId, token, tableId: table.id, aeiId: aei.id, apiKey: aei.api_key, tools };
 }
 
 /** Calls a bound tool through `POST /internal/adi/{id}/execute`; answers the HTTP result. */
@@ -61,6 +62,8 @@ export function execute(
     adi_id?: string;
     token?: string | null;
     idempotency_key?: string;
+    /** The config_version a gateway would send (none otherwise). */
+    config_version?: number;
   } = {},
 ): Promise<CallResult> {
   const tool = f.tools[name];
@@ -73,6 +76,7 @@ export function execute(
       arguments: args,
       request_id: `req-${name}`,
       ...(overrides.idempotency_key !== undefined && { idempotency_key: overrides.idempotency_key }),
+      ...(overrides.config_version !== undefined && { config_version: overrides.config_version }),
     },
   });
 }

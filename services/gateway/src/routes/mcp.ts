@@ -102,6 +102,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       metrics,
       log: request.log,
       toolsPageSize: config.toolsPageSize,
+      charge: (exposure: Exposure, bytes: number) => cache.charge(exposure, bytes),
       exposure: async () => {
         let now: Exposure;
         try {

@@ -12,7 +12,6 @@ import { fetchGuarded } from '../../execution/outbound-fetch.ts';
 import type { ToolFetchRequest, ToolFetchResponse, ToolHost } from '../../execution/sandbox/index.ts';
 import { checkArguments } from '../arguments.ts';
 import { argumentsDigest } from '../audit.ts';
-import { readContext } from '../context-store.ts';
 import { headerNameProblem, isSendableHeaderValue } from '../http-tools/http-headers.ts';
 import { ReplayedOutcome, type KeyedWrite } from '../idempotency.ts';
 import type { ResolvedSecrets } from '../secret-references.ts';
@@ -75,7 +74,7 @@ function ended(fn: string): DomainError {
 async function readAt(call: ToolCall, tableId: string, jsonPath: string, path: string): Promise<unknown> {
   // `..`, `.` and object internals are refused here, so a path never leaves the context.
   const tokens = parsePointerArgument(path, 'path');
-  const { node } = await readContext(call.ctx.prisma, call.options.contexts, {
+  const { node } = await call.options.contexts.read({
     tableId,
     tokens: parsePointerArgument(jsonPath, undefined),
     pointer: jsonPath,

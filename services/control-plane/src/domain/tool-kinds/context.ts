@@ -20,7 +20,6 @@ import {
   type JsonValue,
 } from '@bindery/context-ops';
 import { DomainError, fromOpError } from '../../errors.ts';
-import { readContext, writeContext } from '../context-store.ts';
 import { idempotent, recordOutcome, replayIfRecorded } from '../idempotency.ts';
 import { defaultToolName } from '../tool-naming.ts';
 import type { KindColumns, ToolCall, ToolKindModule, ToolPlace } from './tool-kind.ts';
@@ -119,20 +118,23 @@ async function run(call: ToolCall): Promise<JsonValue> {
     toolName: call.toolName,
   };
   if (OPERATIONS[op].kind === 'read') {
-    const { node, text, version } = await readContext(ctx.prisma, options.contexts, at);
+    const read = await options.contexts.read(at);
     if (op === 'query') {
       const place = `${adi.tableId}\u0000${adi.jsonPath}`;
-      const context = { node, text, key: `${place}\u0000${version}`, place };
+      const context = {
+        node: read.node,
+        text: () => read.text(),
+        key: `${place}\u0000${read.version}`,
+        place,
+      };
       return options.queries.run(context, args, adi.config, options.limits, call.userId);
     }
-    return executeRead(op, node, args, adi.config, options.limits).result;
+    return executeRead(op, read.node, args, adi.config, options.limits).result;
   }
   const { expected_version: expected, ...opArgs } = args;
   const keyed = call.keyed;
   return idempotent(ctx.prisma, keyed, async () => {
-    const { result, version } = await writeContext(
-      ctx.prisma,
-      options.contexts,
+    const { result, version } = await options.contexts.write(
       at,
       typeof expected === 'number' ? expected : undefined,
       (node) => executeWrite(op, node, opArgs, adi.config, options.limits),

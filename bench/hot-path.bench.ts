@@ -1,0 +1,228 @@
+/**
+ * Hot-path benchmark: read tool calls through the gateway, against a naive MCP server in the same
+ * run.
+ *   pnpm --filter @bindery/bench bench:hot-path [-- --engine pglite,postgres]
+ * For each engine, starts the real control plane (embedded PGlite on a fresh data directory, or a
+ * fresh PostgreSQL database) and the real gateway as processes, binds a `query` tool on a
+ * 100-item context, and prints:
+ * - calls per second at concurrency 32 through the gateway (raw JSON-RPC over HTTP on initialized
+ *   sessions), through a bare Node.js proxy straight to the executor (support/reference-proxy.ts),
+ *   and of the in-run reference, a naive stateless SDK server (support/naive-mcp-server.ts: a new
+ *   McpServer and transport per request, an echo tool, no database), the paths taking turns run by
+ *   run, the median run kept; the gateway's ratio to the naive server (target ≥ 2x, stretch 3x);
+ * - p50/p99 at concurrency 1, the paths taking turns call by call (target ≤ 2 ms on PostgreSQL);
+ * - what the control plane looked up during the measured calls: binding and context cache misses
+ *   (0 = no database read for them in steady state).
+ * On PostgreSQL the control plane runs with REDIS_URL (BENCH_REDIS_URL, default the local Redis).
+ * Environment: BENCH_SECONDS (length of one run, default 3), BENCH_ROUNDS (runs per path, default
+ * 3), BENCH_CALLS (calls per path at concurrency 1, default 1000), BENCH_WARMUP (rounds, default 500).
+ */
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Agent, request } from 'undici';
+import {
+  ADMIN_TOKEN,
+  INTERNAL_TOKEN,
+  profileArgs,
+  spawnService,
+  startControlPlane,
+  stopChild,
+} from './support/control-plane.ts';
+import { ms, summarize } from './support/stats.ts';
+
+const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
+const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CALLS_C1 = Number(process.env.BENCH_CALLS ?? 1000);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 500);
+const CONCURRENCY = 32;
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const { values } = parseArgs({ options: { engine: { type: 'string', default: 'pglite,postgres' } } });
+const engines = values.engine.split(',').map((e) => {
+  if (e !== 'pglite' && e !== 'postgres') throw new Error(`--engine: pglite or postgres, not ${e}`);
+  return e;
+});
+
+const agent = new Agent({ connections: 64, pipelining: 1 });
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<string> {
+  const res = await request(url, {
+    method: 'POST',
+    dispatcher: agent,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  if (res.statusCode >= 300) throw new Error(`${url}: ${res.statusCode} ${text.slice(0, 300)}`);
+  return text;
+}
+
+const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+const initialize = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+};
+
+/** Calls per second of `workers` loops calling `call` for `seconds`. */
+async function throughput(workers: number, seconds: number, call: (w: number) => Promise<void>) {
+  let calls = 0;
+  const until = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      while (performance.now() < until) {
+        await call(w);
+        calls += 1;
+      }
+    }),
+  );
+  return calls / ((performance.now() - started) / 1000);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+async function metric(url: string, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
+  return line === undefined ? 0 : Number(line.split(' ')[1]);
+}
+
+const naive = await spawnService(BENCH_DIR, {}, [], 'support/naive-mcp-server.ts');
+try {
+  const naiveCall = (_w: number) =>
+    post(
+      naive.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { query: 'x' } } },
+      MCP_HEADERS,
+    ).then(() => undefined);
+  for (const engine of engines) await benchEngine(engine, naiveCall);
+} finally {
+  await stopChild(naive.child);
+  await agent.close();
+}
+
+async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number) => Promise<void>) {
+  // On PostgreSQL, control planes share tables' versions through Redis (without it each read asks
+  // the database): the set-up several control planes run with.
+  const cp = await startControlPlane(engine, engine === 'postgres' ? { REDIS_URL: REDIS_URL } : {});
+  const gw = await spawnService(
+    GATEWAY_DIR,
+    { GATEWAY_PORT: '0', CONTROL_PLANE_URL: cp.url, INTERNAL_TOKEN, RATE_LIMIT_PER_SECOND: '0' },
+    profileArgs('gateway'),
+  );
+  const proxy = await spawnService(BENCH_DIR, { UPSTREAM_URL: cp.url }, [], 'support/reference-proxy.ts');
+  try {
+    const admin = async (path: string, body: unknown) =>
+      JSON.parse(await post(`${cp.url}${path}`, body, { authorization: `Bearer ${ADMIN_TOKEN}` })) as Record<
+        string,
+        string
+      >;
+    const table = await admin('/api/v2/tables', {
+      name: 'bench',
+      data: { customers: Array.from({ length: 100 }, (_, i) => ({ id: i, name: `c${i}` })) },
+    });
+    const adi = await admin('/api/v2/adis', {
+      table_id: table.id,
+      json_path: '/customers',
+      operation_type: 'query',
+    });
+    const aei = await admin('/api/v2/aeis', { name: 'bench' });
+    const binding = await admin(`/api/v2/aeis/${aei.id}/bindings`, { adi_id: adi.id!, tool_name: 'q' });
+    const args = { query: '[?id < `3`].name' };
+    const mcpUrl = `${gw.url}/api/v2/mcp/server/${aei.api_key}`;
+
+    const sessions: string[] = [];
+    for (let w = 0; w < CONCURRENCY; w++) {
+      const res = await request(mcpUrl, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json', ...MCP_HEADERS },
+        body: JSON.stringify(initialize),
+      });
+      await res.body.text();
+      sessions.push(String(res.headers['mcp-session-id'] ?? ''));
+    }
+    let id = 1;
+    const paths: Record<string, (w: number) => Promise<void>> = {
+      'naive SDK server (reference)': naiveCall,
+      'gateway (JSON-RPC over HTTP)': (w) =>
+        post(
+          mcpUrl,
+          { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'q', arguments: args } },
+          { ...MCP_HEADERS, 'mcp-session-id': sessions[w]! },
+        ).then(() => undefined),
+      'bare Node proxy -> executor': () =>
+        post(
+          `${proxy.url}/internal/adi/${adi.id}/execute`,
+          { aei_id: aei.id, binding_id: binding.id, arguments: args },
+          { authorization: `Bearer ${INTERNAL_TOKEN}` },
+        ).then(() => undefined),
+    };
+    const names = Object.keys(paths);
+    for (let i = 0; i < WARMUP; i++) for (const name of names) await paths[name]!(0);
+    await throughput(CONCURRENCY, 1, paths['gateway (JSON-RPC over HTTP)']!);
+
+    const lookups = async () => ({
+      bindingMiss: await metric(cp.url, 'controlplane_binding_cache_total', '{result="miss"}'),
+      bindingHit: await metric(cp.url, 'controlplane_binding_cache_total', '{result="hit"}'),
+      contextMiss: await metric(cp.url, 'controlplane_context_cache_total', '{result="miss"}'),
+    });
+    const before = await lookups();
+    const rates: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const name of names) rates[name]!.push(await throughput(CONCURRENCY, SECONDS, paths[name]!));
+    }
+    const c1: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+    for (let i = 0; i < CALLS_C1; i++) {
+      for (const name of names) {
+        const t0 = performance.now();
+        await paths[name]!(0);
+        c1[name]!.push(performance.now() - t0);
+      }
+    }
+    const after = await lookups();
+
+    console.log(
+      `hot path, ${engine === 'pglite' ? 'embedded PGlite' : 'PostgreSQL'}: tools/call of a query tool on a 100-item context`,
+    );
+    const naiveRate = median(rates['naive SDK server (reference)']!);
+    for (const name of names) {
+      const rate = median(rates[name]!);
+      const all = rates[name]!.map((x) => x.toFixed(0)).join(', ');
+      console.log(
+        `  c=${CONCURRENCY} ${name.padEnd(30)} ${rate.toFixed(0).padStart(6)} calls/s  (runs: ${all})`,
+      );
+    }
+    const ratio = median(rates['gateway (JSON-RPC over HTTP)']!) / naiveRate;
+    console.log(
+      `  gateway / naive SDK server at c=${CONCURRENCY}: ${ratio.toFixed(2)}x  (target >= 2x, stretch 3x: ${
+        ratio >= 3 ? 'stretch met' : ratio >= 2 ? 'met' : 'NOT met'
+      })`,
+    );
+    for (const name of names) {
+      const s = summarize(c1[name]!);
+      console.log(
+        `  c=1  ${name.padEnd(30)} n=${s.n}  p50 ${ms(s.p50).padStart(9)}  p99 ${ms(s.p99).padStart(9)}`,
+      );
+    }
+    const p50 = summarize(c1['gateway (JSON-RPC over HTTP)']!).p50;
+    if (engine === 'postgres') {
+      console.log(
+        `  gateway p50 at c=1: ${ms(p50)} (target <= 2 ms on PostgreSQL: ${p50 <= 2 ? 'met' : 'NOT met'})`,
+      );
+    }
+    const calls = after.bindingHit + after.bindingMiss - before.bindingHit - before.bindingMiss;
+    console.log(
+      `  during ${calls} measured executor calls: binding cache misses ${after.bindingMiss - before.bindingMiss}, ` +
+        `context cache misses ${after.contextMiss - before.contextMiss} (0 = read from memory, no database round trip)`,
+    );
+  } finally {
+    await stopChild(proxy.child);
+    await stopChild(gw.child);
+    await cp.stop();
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * With REDIS_URL set, every gateway replica and every control plane hears the control planes'
+ * exposure invalidations on one Redis pub/sub channel (the same message as POST /cache/invalidate:
+ * `{"aei_ids": [...]}`).
+ */
+import { createClient } from 'redis';
+
+/** The channel control planes publish exposure changes on. */
+export const INVALIDATION_CHANNEL = 'bindery:config-invalidate';
+
+export interface InvalidationMessage {
+  aei_ids?: string[];
+  api_keys?: string[];
+  all?: boolean;
+}
+
+export interface Subscription {
+  close(): Promise<void>;
+}
+
+interface SubscriberLog {
+  warn(details: Record<string, unknown>, message: string): void;
+  error(details: Record<string, unknown>, message: string): void;
+}
+
+export interface SubscribeOptions {
+  /** Each well-formed message; malformed ones are logged and skipped. */
+  onMessage(message: InvalidationMessage): unknown;
+  /**
+   * The subscription is back after Redis was away: messages of the outage are lost, so whatever a
+   * missed message would have dropped should be dropped now.
+   */
+  onResubscribed?(): void;
+}
+
+function parse(raw: string, log: SubscriberLog): InvalidationMessage | undefined {
+  let message: unknown;
+  try {
+    message = JSON.parse(raw);
+  } catch {
+    log.warn({ raw: raw.slice(0, 200) }, 'ignored a malformed invalidation message');
+    return undefined;
+  }
+  const m = message as { aei_ids?: unknown; api_keys?: unknown; all?: unknown };
+  const strings = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
+  const parsed = {
+    ...(strings(m.aei_ids) && { aei_ids: strings(m.aei_ids) }),
+    ...(strings(m.api_keys) && { api_keys: strings(m.api_keys) }),
+    ...(m.all === true && { all: true }),
+  };
+  if (Object.keys(parsed).length === 0) {
+    log.warn({ raw: raw.slice(0, 200) }, 'ignored an invalidation message naming nothing');
+    return undefined;
+  }
+  return parsed;
+}
+
+/** How long start-up waits for the first subscription before going on without it. */
+const DEFAULT_WAIT_MS = 2000;
+
+/**
+ * Subscribes to INVALIDATION_CHANNEL. Resolves once subscribed, or after `waitMs` (default 2 s)
+ * with Redis still unreachable: a process must start without Redis (what depends on Redis says so
+ * itself), so subscribing goes on in the background, and when it lands `onResubscribed` runs,
+ * because whatever was announced meanwhile was missed.
+ */
+export async function subscribeInvalidations(
+  url: string,
+  log: SubscriberLog,
+  options: SubscribeOptions & { waitMs?: number },
+): Promise<Subscription> {
+  const subscriber = createClient({ url });
+  // node-redis emits one error per reconnect attempt: say it once per outage.
+  let unreachable = false;
+  subscriber.on('error', (error: unknown) => {
+    if (unreachable) return;
+    unreachable = true;
+    log.warn(
+      { err: error },
+      'redis subscriber unreachable: retrying; invalidations announced meanwhile are missed, and cached configs are dropped once it is back',
+    );
+  });
+  let subscribed = false;
+  // node-redis subscribes again by itself after a reconnect; 'ready' comes after each connect.
+  subscriber.on('ready', () => {
+    unreachable = false;
+    if (subscribed) options.onResubscribed?.();
+  });
+  const listener = (raw: string) => {
+    const message = parse(raw, log);
+    if (message === undefined) return;
+    Promise.resolve()
+      .then(() => options.onMessage(message))
+      .catch((error: unknown) => log.error({ err: error }, 'invalidation failed'));
+  };
+  // connect() settles once connected, however long Redis is away (or rejects when closed first).
+  const subscribing = subscriber
+    .connect()
+    .then(() => subscriber.subscribe(INVALIDATION_CHANNEL, listener))
+    .then(() => {
+      subscribed = true;
+      return true;
+    });
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), options.waitMs ?? DEFAULT_WAIT_MS);
+  });
+  const inTime = await Promise.race([subscribing, waited]).finally(() => clearTimeout(timer));
+  if (!inTime) {
+    subscribing.then(
+      () => options.onResubscribed?.(),
+      () => undefined,
+    );
+  }
+  return {
+    async close() {
+      if (subscriber.isReady) {
+        await subscriber.unsubscribe(INVALIDATION_CHANNEL);
+        await subscriber.quit();
+      } else if (subscriber.isOpen) subscriber.destroy();
+    },
+  };
+}
