@@ -118,11 +118,12 @@ describe('the reproductions, with the default budget (1 s)', () => {
       expect(res.value.error.message).toMatch(/avoid nesting map\(\)/);
       expect(res.elapsed).toBeLessThan(4_000);
       // The strict measure: the longest the event loop was held (the histogram is in nanoseconds;
-      // the query run in-process held it about a second). Cheap calls also wait for the database
+      // the query run in-process held it about a second; on a host shared with other suites a
+      // descheduled process shows about 100 ms of it, so the bound is 250 ms). Cheap calls also wait for the database
       // (on PGlite, on this same thread) and for a CPU shared with other suites, so their bound is
       // looser, yet one a blocked loop fails: the call due 150 ms in would wait 850 ms.
       const held = delay.max / 1e6;
-      expect(held, `event loop held ${held} ms; cheap calls ${cheap.join(', ')} ms`).toBeLessThan(100);
+      expect(held, `event loop held ${held} ms; cheap calls ${cheap.join(', ')} ms`).toBeLessThan(250);
       expect(cheap.length).toBeGreaterThan(0);
       expect(Math.max(...cheap), `cheap calls ${cheap.join(', ')} ms`).toBeLessThan(500);
     },
