@@ -39,7 +39,11 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 500);
 const CONCURRENCY = 32;
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-const { values } = parseArgs({ options: { engine: { type: 'string', default: 'pglite,postgres' } } });
+const { values } = parseArgs({
+  // `pnpm bench:hot-path -- --engine x` passes the `--` on.
+  args: process.argv.slice(2).filter((arg) => arg !== '--'),
+  options: { engine: { type: 'string', default: 'pglite,postgres' } },
+});
 const engines = values.engine.split(',').map((e) => {
   if (e !== 'pglite' && e !== 'postgres') throw new Error(`--engine: pglite or postgres, not ${e}`);
   return e;

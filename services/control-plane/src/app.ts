@@ -25,7 +25,7 @@ import { requestValidatorCompiler } from './http/request-validation.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { BindingCache } from './domain/binding-cache.ts';
-import { AuditWriter } from './domain/audit-writer.ts';
+import { AuditWriter, type AuditSql } from './domain/audit-writer.ts';
 import { ContextCache } from './domain/context-cache.ts';
 import { ContextStore } from './domain/context-store.ts';
 import type { FoldPolicy } from './domain/table-folds.ts';
@@ -96,6 +96,11 @@ export interface AppOptions {
   foldPolicy?: FoldPolicy;
   /** The PostgreSQL connection pool, for its metrics (absent on embedded PGlite). */
   pool?: PoolCounts | undefined;
+  /**
+   * Plain statements on the app's database without Prisma (Database.sql), for the audit trail's
+   * INSERT; absent, they go through Prisma's raw queries.
+   */
+  sql?: AuditSql | undefined;
   logger?: FastifyServerOptions['logger'];
   /** Where the app's own logger writes (stdout otherwise); tests read what it logs. */
   logStream?: { write(line: string): void };
@@ -306,7 +311,14 @@ function auditWriter(
   metrics: ReturnType<typeof createMetrics>,
 ): AuditWriter {
   const settings = { ...AUDIT_DEFAULTS, ...definedOnly(options.config) };
-  const writer = new AuditWriter(options.domain.prisma, {
+  const prisma = options.domain.prisma;
+  const sql: AuditSql = options.sql ?? {
+    query: async <T>(statement: string, params: unknown[] = []): Promise<T[]> => {
+      await prisma.$executeRawUnsafe(statement, ...params);
+      return [];
+    },
+  };
+  const writer = new AuditWriter(sql, {
     flushMs: settings.auditFlushMs,
     batchMax: settings.auditBatchMax,
     queueMax: settings.auditQueueMax,

@@ -52,6 +52,7 @@ const app = await buildApp({
   config,
   engine: database.kind,
   pool: database.pool,
+  sql: database.sql,
   // The first long query should not wait for a worker thread to start.
   warmQueryWorkers: true,
   warmCustomToolWorkers: true,

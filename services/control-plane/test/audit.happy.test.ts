@@ -107,7 +107,7 @@ describe('the audit trail under a burst', () => {
 describe('the audit writer', () => {
   it('makes rows wait for room when its queue is full, and writes them all', async () => {
     const metrics = createMetrics();
-    const writer = new AuditWriter(t.database.prisma, {
+    const writer = new AuditWriter(t.database.sql, {
       flushMs: 60_000,
       batchMax: 4,
       queueMax: 8,
@@ -128,7 +128,7 @@ describe('the audit writer', () => {
   });
 
   it('writes every row queued when it is closed, without waiting for the flush delay', async () => {
-    const writer = new AuditWriter(t.database.prisma, {
+    const writer = new AuditWriter(t.database.sql, {
       flushMs: 60_000,
       batchMax: 500,
       queueMax: 5_000,

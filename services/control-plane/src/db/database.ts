@@ -30,6 +30,11 @@ export interface Database {
   migrated: string[];
   /** The PostgreSQL connection pool Prisma runs on (for its metrics); undefined on PGlite. */
   pool: pg.Pool | undefined;
+  /**
+   * Plain statements on the same database, without Prisma: for the few hot statements where
+   * Prisma's per-statement work costs more than the database does (the audit trail's INSERT).
+   */
+  sql: SqlSession;
   close(): Promise<void>;
 }
 
@@ -64,6 +69,10 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       kind: 'postgres',
       migrated,
       pool,
+      sql: {
+        exec: async (sql) => void (await pool.query(sql)),
+        query: async <T>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as T[],
+      },
       close: async () => {
         await prisma.$disconnect();
         // The adapter leaves a pool it was given open (its disposeExternalPool is off).
@@ -92,6 +101,8 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       kind: 'pglite',
       migrated,
       pool: undefined,
+      // PGlite runs one statement at a time and none inside another's transaction.
+      sql: session,
       close: async () => {
         try {
           await prisma.$disconnect();

@@ -137,6 +137,7 @@ export async function startTestApp(
     engine: database.kind,
     ...(options.foldPolicy && { foldPolicy: options.foldPolicy }),
     pool: database.pool,
+    sql: database.sql,
     domain: {
       prisma: database.prisma,
       listener: {
