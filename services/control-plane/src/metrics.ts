@@ -59,6 +59,8 @@ export interface ContextCacheMeter {
 export interface BindingCacheMeter {
   hit: { inc(): void };
   miss: { inc(): void };
+  /** Missed, and answered by another call's database read in flight. */
+  shared: { inc(): void };
   entries: { set(value: number): void };
 }
 
@@ -188,7 +190,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const bindingLookups = new Counter({
     name: 'controlplane_binding_cache_total',
-    help: 'binding lookups of tool calls: hit (served from memory) or miss (read from the database)',
+    help: 'binding lookups of tool calls: hit (served from memory), miss (read from the database) or shared (waited for a read in flight)',
     labelNames: ['result'] as const,
     registers: [registry],
   });
@@ -309,6 +311,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     bindingCache: {
       hit: bindingLookups.labels('hit'),
       miss: bindingLookups.labels('miss'),
+      shared: bindingLookups.labels('shared'),
       entries: bindingEntries,
     } satisfies BindingCacheMeter,
     requestsInFlight,

@@ -3,6 +3,7 @@
 // control plane (dropped before the change is answered) and on another one (the gateway's
 // config_version, and the Redis channel for calls that carry none).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BindingCache } from '../src/domain/binding-cache.ts';
 import { INTERNAL_TOKEN, engine, startTestApp, type TestApp } from './support/app.ts';
 import { sample } from './support/metrics.ts';
 import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
@@ -16,10 +17,10 @@ const DATA = {
   archive: [{ id: 9, name: 'Old' }],
 };
 
-async function cacheLookups(t: TestApp): Promise<{ hit: number; miss: number }> {
+async function cacheLookups(t: TestApp): Promise<{ hit: number; miss: number; shared: number }> {
   const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
   const of = (result: string) => sample(text, 'controlplane_binding_cache_total', { result }) ?? 0;
-  return { hit: of('hit'), miss: of('miss') };
+  return { hit: of('hit'), miss: of('miss'), shared: of('shared') };
 }
 
 function refusal(res: Awaited<ReturnType<typeof execute>>): { code: string; message: string } {
@@ -116,6 +117,33 @@ describe('one control plane', () => {
     expect(toolAnswer(await execute(t, f, 'read')).isError).toBe(false);
   });
 
+  it('lets lookups that miss together share one database read', async () => {
+    const g = await buildFixture(t, DATA, { fresh: { json_path: '/customers', operation_type: 'get_all' } });
+    const counts = { hit: 0, miss: 0, shared: 0 };
+    const counter = (key: keyof typeof counts) => ({ inc: () => (counts[key] += 1) });
+    const cache = new BindingCache(100, {
+      hit: counter('hit'),
+      miss: counter('miss'),
+      shared: counter('shared'),
+      entries: { set: () => undefined },
+    });
+    const id = g.tools.fresh!.bindingId;
+    const found = await Promise.all(Array.from({ length: 40 }, () => cache.get(t.database.prisma, id)));
+    expect(new Set(found).size).toBe(1);
+    expect(found[0]).toMatchObject({ id, toolName: 'fresh', enabled: true });
+    expect(counts).toEqual({ hit: 0, miss: 1, shared: 39 });
+
+    // A caller that has seen a newer config than the shared read found reads again.
+    cache.clear();
+    const [first, newer] = await Promise.all([
+      cache.get(t.database.prisma, id),
+      cache.get(t.database.prisma, id, found[0]!.aei.configVersion + 1),
+    ]);
+    expect(first).toBeDefined();
+    expect(newer).toBeDefined();
+    expect(counts).toEqual({ hit: 0, miss: 3, shared: 39 });
+  });
+
   it('answers NOT_FOUND at the next call after the binding is deleted', async () => {
     const g = await buildFixture(t, DATA, { gone: { json_path: '/customers', operation_type: 'get_all' } });
     await execute(t, g, 'gone');
@@ -132,7 +160,7 @@ describe('one control plane', () => {
       });
       expect(toolAnswer(await execute(uncached, g, 'read')).isError).toBe(false);
       await execute(uncached, g, 'read');
-      expect(await cacheLookups(uncached)).toEqual({ hit: 0, miss: 0 });
+      expect(await cacheLookups(uncached)).toEqual({ hit: 0, miss: 0, shared: 0 });
     } finally {
       await uncached.close();
     }

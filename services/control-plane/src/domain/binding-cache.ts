@@ -82,6 +82,11 @@ export class BindingCache {
    * finishes after it was announced must not cache what it read.
    */
   #epoch = 0;
+  /**
+   * Reads in flight, by binding id: the calls that miss together (a popular binding expiring under
+   * load, a change dropping it) share one database read instead of each making its own.
+   */
+  readonly #loading = new Map<string, { epoch: number; read: Promise<ExecutableBinding | undefined> }>();
 
   /** `maxEntries` 0: no caching, every call reads its binding from the database. */
   constructor(maxEntries: number, meter: BindingCacheMeter) {
@@ -111,9 +116,27 @@ export class BindingCache {
       this.#meter.hit.inc();
       return hit;
     }
-    this.#meter.miss.inc();
     const epoch = this.#epoch;
-    const loaded = await loadBinding(db, id);
+    const shared = this.#loading.get(id);
+    if (shared && shared.epoch === epoch) {
+      const read = await shared.read;
+      // Started before the change this caller has seen committed (announced to another control
+      // plane only): read again.
+      if (!read || configVersion === undefined || read.aei.configVersion >= configVersion) {
+        this.#meter.shared.inc();
+        return read;
+      }
+    }
+    this.#meter.miss.inc();
+    const read = loadBinding(db, id);
+    const flight = { epoch, read };
+    this.#loading.set(id, flight);
+    let loaded: ExecutableBinding | undefined;
+    try {
+      loaded = await read;
+    } finally {
+      if (this.#loading.get(id) === flight) this.#loading.delete(id);
+    }
     if (loaded && epoch === this.#epoch) {
       entries.set(id, loaded);
       let ids = this.#byAei.get(loaded.aeiId);
