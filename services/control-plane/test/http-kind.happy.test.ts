@@ -80,10 +80,21 @@ async function bind(adiId: string, aeiId?: string) {
   return { aei, binding };
 }
 
-function execute(adiId: string, aeiId: string, bindingId: string, args: Record<string, unknown>) {
+function execute(
+  adiId: string,
+  aeiId: string,
+  bindingId: string,
+  args: Record<string, unknown>,
+  idempotencyKey?: string,
+) {
   return t.call('POST', `/internal/adi/${adiId}/execute`, {
     token: INTERNAL_TOKEN,
-    body: { aei_id: aeiId, binding_id: bindingId, arguments: args },
+    body: {
+      aei_id: aeiId,
+      binding_id: bindingId,
+      arguments: args,
+      ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
+    },
   });
 }
 
@@ -142,6 +153,38 @@ describe('an HTTP ADI', () => {
     const received = api.requests.slice(before);
     expect(received).toHaveLength(1);
     expect(received[0]!.url).toBe('/users/u%2F42/notes?v=2&lang=en');
+  });
+
+  it('with an idempotency key, calls the API once and answers a retry with the first answer', async () => {
+    const adi = ok(
+      await t.call('POST', '/api/v2/adis', as({ ...ADD_NOTE(), name: 'add_note_keyed' })),
+      'create',
+    );
+    const { aei, binding } = await bind(adi.id);
+    const args = { user_id: 'u/42', lang: 'en', trace: 'trace-1', text: 'hello', tags: ['a', 'b'] };
+    const before = api.requests.length;
+    const first = await execute(adi.id, aei.id, binding.id, args, 'note-1');
+    const retry = await execute(adi.id, aei.id, binding.id, args, 'note-1');
+    expect(first.body.structuredContent).toEqual({ id: 'n1', text: 'hello', tags: ['a', 'b'] });
+    expect(retry.body).toEqual(first.body);
+    const received = api.requests.slice(before);
+    expect(received).toHaveLength(1);
+    // The API gets a key of its own for the call: stable across retries, naming nothing of ours.
+    const forwarded = received[0]!.headers['idempotency-key'];
+    expect(forwarded).toMatch(/^bindery-[0-9a-f]{40}$/);
+    expect(forwarded).not.toContain('note-1');
+
+    const reused = await execute(adi.id, aei.id, binding.id, { ...args, text: 'other' }, 'note-1');
+    expect(reused.body.isError).toBe(true);
+    expect(JSON.parse(reused.body.content[0].text).error.code).toBe('CONFLICT');
+    expect(api.requests.length - before).toBe(1);
+
+    // Another key is another call.
+    await execute(adi.id, aei.id, binding.id, args, 'note-2');
+    expect(api.requests.length - before).toBe(2);
+    const audit = ok(await t.call('GET', `/api/v2/audit?aei_id=${aei.id}`, as()), 'audit');
+    const statuses = (audit.items as { status: string }[]).map((row) => row.status).sort();
+    expect(statuses).toEqual(['error', 'ok', 'ok', 'replayed']);
   });
 
   it('answers a plain-text API answer as text, as it is', async () => {

@@ -11,6 +11,7 @@ import { argumentsDigest } from './audit.ts';
 import type { Db } from './context.ts';
 import { SkippedWrite } from './context-store.ts';
 import { uniqueViolation } from './prisma-errors.ts';
+import type { ToolAnswer } from './tool-kinds/tool-kind.ts';
 
 /** One keyed write: where the key lives, the key, and what the call was. */
 export interface KeyedWrite {
@@ -46,7 +47,7 @@ export function keyedWrite(
  */
 export class ReplayedOutcome extends SkippedWrite {
   override name = 'ReplayedOutcome';
-  constructor(readonly answer: JsonValue) {
+  constructor(readonly answer: JsonValue | ToolAnswer) {
     super('answered from the first outcome of this idempotency key');
   }
 }

@@ -117,7 +117,9 @@ async function writeAt(
     // A context operation answers plain JSON, never a ToolAnswer.
     return answer instanceof ToolAnswer ? answer.value : answer;
   } catch (error) {
-    if (error instanceof ReplayedOutcome) return error.answer;
+    if (error instanceof ReplayedOutcome) {
+      return error.answer instanceof ToolAnswer ? error.answer.value : error.answer;
+    }
     throw error;
   }
 }

@@ -72,6 +72,11 @@ export interface HttpCallDeps {
   /** Removes secret values from a text bound for a caller (messages, excerpts). */
   redact: (text: string) => string;
   limits?: Partial<HttpCallLimits>;
+  /**
+   * Sent as the `Idempotency-Key` header (unless the tool's config sets one), so an API that
+   * honours it applies a retried request once.
+   */
+  idempotencyKey?: string | undefined;
 }
 
 /** What a successful call answers: a JSON value (structured result) or text. */
@@ -108,6 +113,7 @@ export async function callHttpTool(
     new DomainError(code, deps.redact(message), redactDetails(details, deps.redact));
 
   const outgoing = await outgoingRequest(config, args, deps.resolveSecrets);
+  if (deps.idempotencyKey !== undefined) outgoing.headers['idempotency-key'] ??= deps.idempotencyKey;
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(new DeadlinePassed()), timeoutMs);
   const timedOut = () =>

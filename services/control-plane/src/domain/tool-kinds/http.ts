@@ -23,6 +23,10 @@ import {
   type CheckedHttpToolConfig,
 } from '../http-tools/index.ts';
 import { parseUrlTemplate } from '../http-tools/url-template.ts';
+import { createHash } from 'node:crypto';
+import type { JsonValue } from '@bindery/context-ops';
+import { ReplayedOutcome, recordOutcome, replayIfRecorded, type KeyedWrite } from '../idempotency.ts';
+import { uniqueViolation } from '../prisma-errors.ts';
 import {
   missingSecretError,
   missingSecretNames,
@@ -89,6 +93,62 @@ async function checkSecrets(config: CheckedHttpToolConfig, scope: SaveScope): Pr
   throw missingSecretError(missing);
 }
 
+/** Methods that only read: a key sent with them is ignored, as for context reads. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The `Idempotency-Key` an API receives: stable for retries of one call (same exposure, same key),
+ * different across exposures that happen to use the same key, and naming neither.
+ */
+function forwardedKey(keyed: KeyedWrite): string {
+  return `bindery-${createHash('sha256').update(`${keyed.scope}\n${keyed.key}`).digest('hex').slice(0, 40)}`;
+}
+
+/** How an answer is recorded for replays: its form, so a text answer is replayed as text. */
+function recorded(answer: ToolAnswer): Record<string, JsonValue> {
+  return { form: answer.form, value: answer.value };
+}
+
+function replayed(stored: JsonValue | ToolAnswer): ToolAnswer {
+  if (stored instanceof ToolAnswer) return stored;
+  const { form, value } = stored as { form?: unknown; value?: JsonValue };
+  return form === 'text' ? ToolAnswer.text(String(value)) : ToolAnswer.structured(value ?? null);
+}
+
+/**
+ * With an idempotency key on a call that may write: the key's first answer is replayed without
+ * calling the API again (CONFLICT for the same key on another call), and a new call's answer is
+ * recorded once the API answered. The API call and the record are not one transaction: a retry
+ * racing the first call (both before either answered) reaches the API twice, which the forwarded
+ * `Idempotency-Key` lets the API fold into one; a record that cannot be written costs only the
+ * replay, never the answer.
+ */
+async function keyedCall(
+  call: ToolCall,
+  method: string,
+  send: () => Promise<ToolAnswer>,
+): Promise<ToolAnswer> {
+  const keyed = call.keyed && !READ_METHODS.has(method) ? call.keyed : undefined;
+  if (!keyed) return send();
+  try {
+    await replayIfRecorded(call.ctx.prisma, keyed);
+  } catch (error) {
+    if (error instanceof ReplayedOutcome) throw new ReplayedOutcome(replayed(error.answer));
+    throw error;
+  }
+  const answer = await send();
+  try {
+    await recordOutcome(call.ctx.prisma, keyed, recorded(answer));
+  } catch (error) {
+    // Another call with this key answered first: its record stands (the API saw the same key).
+    // Any other failure: the API applied the call, so its answer goes out all the same.
+    if (!uniqueViolation(error)) {
+      call.options.log?.debug({ err: error }, 'the answer of a keyed HTTP tool call was not recorded');
+    }
+  }
+  return answer;
+}
+
 /**
  * Runs one call. Secrets are resolved for the tool's owner (the exposure's user, who owns the ADI)
  * and filled into the config's headers and query only; the answer, every error message and detail
@@ -96,9 +156,15 @@ async function checkSecrets(config: CheckedHttpToolConfig, scope: SaveScope): Pr
  */
 async function run(call: ToolCall): Promise<ToolAnswer> {
   const config = configOf(call.adi);
+  return keyedCall(call, config.method, () => send(call, config));
+}
+
+async function send(call: ToolCall, config: CheckedHttpToolConfig): Promise<ToolAnswer> {
   const secrets = await resolveSecrets(call.ctx, call.userId, httpToolSecretNames(config));
+  const keyed = call.keyed && !READ_METHODS.has(config.method) ? call.keyed : undefined;
   try {
     const answer = await callHttpTool(config, call.args, {
+      idempotencyKey: keyed && forwardedKey(keyed),
       dispatcher: call.options.outbound,
       resolveSecrets: (text) => secrets.fill(text),
       redact: (text) => secrets.redact(text),
