@@ -99,5 +99,17 @@ export const OpenApiImportResult = Type.Object({
       description: 'secrets the tools reference that you do not have yet: create them (POST /api/v2/secrets)',
     },
   ),
+  bindings_disabled: Type.Array(
+    Type.Object({
+      binding_id: Type.String(),
+      aei_id: Type.String(),
+      tool_name: Type.String(),
+      reason: Type.String({ description: 'why the override no longer fits the changed tool' }),
+    }),
+    {
+      description:
+        'bindings of changed tools whose input_schema override the new operation no longer accepts: disabled (never left wider than the tool); fix or clear the override, then enable them',
+    },
+  ),
 });
 export type OpenApiImportResult = Static<typeof OpenApiImportResult>;

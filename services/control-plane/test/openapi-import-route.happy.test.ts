@@ -282,3 +282,109 @@ describe('an external $ref', () => {
     expect(refs.requests).toEqual([]);
   });
 });
+
+describe('a change of what a tool accepts, with a binding that narrows it', () => {
+  /** One operation, listItems, taking `limit` and, unless dropped, `tag`. */
+  function itemsApi(withTag: boolean) {
+    return {
+      openapi: '3.0.3',
+      info: { title: 'Items', version: '1' },
+      servers: [{ url: api.url }],
+      paths: {
+        '/items': {
+          get: {
+            operationId: 'listItems',
+            parameters: [
+              { name: 'limit', in: 'query', schema: { type: 'integer' } },
+              ...(withTag ? [{ name: 'tag', in: 'query', schema: { type: 'string' } }] : []),
+            ],
+            responses: { 200: { description: 'items' } },
+          },
+        },
+      },
+    };
+  }
+
+  it('disables, on re-import, the bindings whose override the new tool no longer accepts, and reports them', async () => {
+    const first = ok(await importing({ document: itemsApi(true) }), 'import');
+    const adiId = first.adis[0].id as string;
+    const adi = ok(await t.call('GET', `/api/v2/adis/${adiId}`, as()), 'adi');
+    const exposure = ok(await t.call('POST', '/api/v2/aeis', as({ name: 'items agent' })), 'aei');
+    const other = ok(await t.call('POST', '/api/v2/aeis', as({ name: 'other items agent' })), 'aei');
+    const narrowed = structuredClone(adi.input_schema);
+    narrowed.properties.tag.maxLength = 5;
+    const bind = async (aeiId: string, body: Record<string, unknown>) =>
+      ok(await t.call('POST', `/api/v2/aeis/${aeiId}/bindings`, as({ adi_id: adiId, ...body })), 'bind');
+    const narrowedBinding = await bind(exposure.id, { tool_name: 'narrowed_items', input_schema: narrowed });
+    const plainBinding = await bind(other.id, { tool_name: 'plain_items' });
+
+    // A dry run says what would happen, and changes nothing.
+    const dry = ok(await importing({ document: itemsApi(false), dry_run: true }), 'dry run');
+    expect(dry.bindings_disabled).toEqual([
+      expect.objectContaining({
+        binding_id: narrowedBinding.id,
+        aei_id: exposure.id,
+        tool_name: 'narrowed_items',
+      }),
+    ]);
+    const path = (b: { id: string; aei_id: string }) => `/api/v2/aeis/${b.aei_id}/bindings/${b.id}`;
+    expect(ok(await t.call('GET', path(narrowedBinding), as()), 'binding').enabled).toBe(true);
+
+    const res = ok(await importing({ document: itemsApi(false) }), 're-import');
+    expect(res.changed.map((c: { id: string }) => c.id)).toEqual([adiId]);
+    expect(res.bindings_disabled).toHaveLength(1);
+    expect(res.bindings_disabled[0]).toMatchObject({
+      binding_id: narrowedBinding.id,
+      tool_name: 'narrowed_items',
+    });
+    expect(res.bindings_disabled[0].reason).toMatch(/tag/);
+    expect(ok(await t.call('GET', path(narrowedBinding), as()), 'binding').enabled).toBe(false);
+    expect(ok(await t.call('GET', path(plainBinding), as()), 'binding').enabled).toBe(true);
+  });
+
+  it('refuses a PATCH that would leave an override accepting what the tool no longer does', async () => {
+    const created = ok(
+      await t.call(
+        'POST',
+        '/api/v2/adis',
+        as({
+          kind: 'http',
+          name: 'search_things',
+          method: 'GET',
+          url: `${api.url}/things`,
+          params: [
+            { name: 'q', in: 'query' },
+            { name: 'page', in: 'query', type: 'integer' },
+          ],
+        }),
+      ),
+      'create',
+    );
+    const exposure = ok(await t.call('POST', '/api/v2/aeis', as({ name: 'things agent' })), 'aei');
+    const narrowed = structuredClone(created.input_schema);
+    narrowed.properties.page.maximum = 3;
+    const binding = ok(
+      await t.call(
+        'POST',
+        `/api/v2/aeis/${exposure.id}/bindings`,
+        as({ adi_id: created.id, input_schema: narrowed }),
+      ),
+      'bind',
+    );
+    const res = await t.call(
+      'PATCH',
+      `/api/v2/adis/${created.id}`,
+      as({ params: [{ name: 'q', in: 'query' }] }),
+    );
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('CONFLICT');
+    expect(res.body.error.message).toContain('search_things');
+    expect(res.body.error.details.binding_ids).toEqual([binding.id]);
+    // Nothing changed; a PATCH the override still fits goes through.
+    expect(ok(await t.call('GET', `/api/v2/adis/${created.id}`, as()), 'adi').input_schema).toEqual(
+      created.input_schema,
+    );
+    const kept = await t.call('PATCH', `/api/v2/adis/${created.id}`, as({ description: 'Searches things' }));
+    expect(kept.status).toBe(200);
+  });
+});

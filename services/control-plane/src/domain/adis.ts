@@ -21,6 +21,7 @@ import type { Adi, Prisma } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
+import { brokenOverrides } from './bindings.ts';
 import { contextStatuses, requireContext } from './context-presence.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
@@ -235,6 +236,21 @@ export async function updateAdi(
       : undefined;
     if (columns && (columns.tableId !== before.tableId || columns.jsonPath !== before.jsonPath)) {
       await requireOwnContext(tx, caller, columns);
+    }
+    if (columns) {
+      const broken = await brokenOverrides(tx, [{ id, kind: current.kind, ...storedColumns(columns) }]);
+      if (broken.length > 0) {
+        throw new DomainError(
+          'CONFLICT',
+          `this change would leave ${broken.length} binding override(s) accepting what the tool no longer does ` +
+            `(${broken.map((b) => `"${b.tool_name}"`).join(', ')}); change or clear their input_schema first`,
+          {
+            binding_ids: broken.map((b) => b.binding_id),
+            aei_ids: broken.map((b) => b.aei_id),
+            bindings: broken,
+          },
+        );
+      }
     }
     const projectId =
       input.project_id !== undefined

@@ -51,6 +51,44 @@ export function checkOverride(adi: OverrideTarget, schema: Record<string, unknow
   fromOpError(() => checkSchemaNarrowing(canonical, schema as JsonSchema), field);
 }
 
+/** A binding whose input-schema override its ADI, as changed, no longer accepts. */
+export interface BrokenOverride {
+  binding_id: string;
+  aei_id: string;
+  tool_name: string;
+  reason: string;
+}
+
+/**
+ * The bindings of `adis` (their columns as they are about to be stored) whose override no longer
+ * narrows the ADI's schema: a change of what a tool accepts must not leave an override wider than
+ * the tool, nor one naming arguments it no longer has. One query whatever the number of ADIs.
+ */
+export async function brokenOverrides(db: Db, adis: readonly OverrideTarget[]): Promise<BrokenOverride[]> {
+  if (adis.length === 0) return [];
+  const byId = new Map(adis.map((adi) => [adi.id, adi]));
+  const bindings = await db.aeiBinding.findMany({
+    where: { adiId: { in: [...byId.keys()] }, inputSchema: { not: Prisma.DbNull } },
+    select: { id: true, adiId: true, aeiId: true, toolName: true, inputSchema: true },
+    orderBy: { id: 'asc' },
+  });
+  const broken: BrokenOverride[] = [];
+  for (const binding of bindings) {
+    try {
+      checkOverride(byId.get(binding.adiId)!, binding.inputSchema as Record<string, unknown>, 'input_schema');
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      broken.push({
+        binding_id: binding.id,
+        aei_id: binding.aeiId,
+        tool_name: binding.toolName,
+        reason: error.message,
+      });
+    }
+  }
+  return broken;
+}
+
 function nameTaken(name: string, aeiId: string, field: string) {
   return new DomainError('CONFLICT', `tool_name "${name}" is already used in AEI ${aeiId}`, {
     tool_name: name,

@@ -15,6 +15,7 @@ import type { OpenApiConverter } from '../execution/openapi-conversion.ts';
 import { fetchGuarded } from '../execution/outbound-fetch.ts';
 import { newIds } from '../ids.ts';
 import { renameInheritingBindings } from './adis.ts';
+import { brokenOverrides, type BrokenOverride } from './bindings.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import type { ImportedHttpTool, OpenApiConversion } from './openapi/index.ts';
@@ -198,6 +199,26 @@ function compare(planned: Planned[], earlier: Map<string, StoredAdi>, allOperati
   return diff;
 }
 
+/**
+ * The bindings of changed tools whose input-schema override the changed tool no longer accepts.
+ * The import disables them rather than refusing the whole document (one tool's override must not
+ * block the others' update) or dropping the override (it may be what keeps an agent from sending
+ * something; without it the binding would accept more than its owner allowed).
+ */
+async function overridesToDisable(db: Db, diff: Diff): Promise<BrokenOverride[]> {
+  return brokenOverrides(
+    db,
+    diff.changed.map(({ planned, stored }) => ({
+      id: stored.id,
+      kind: 'http',
+      tableId: null,
+      jsonPath: null,
+      operationType: null,
+      config: planned.row.config,
+    })),
+  );
+}
+
 /** Writes the diff in the open transaction; answers the new ADIs' ids and the AEIs to bump. */
 async function apply(
   tx: Db,
@@ -272,7 +293,15 @@ export async function importOpenApi(
     // add the tools. The user's row is the lock (a project may be absent).
     if (write) await db.$queryRaw`SELECT 1 FROM "user" WHERE id = ${caller.userId} FOR UPDATE`;
     const diff = compare(planned, await earlierImport(db, caller, projectId, api), allOperations);
+    const disabled = await overridesToDisable(db, diff);
     const written = write ? await apply(db, caller, projectId, diff) : { addedIds: [], changedAeis: [] };
+    if (write && disabled.length > 0) {
+      // Their AEIs were bumped with the changed tools.
+      await db.aeiBinding.updateMany({
+        where: { id: { in: disabled.map((b) => b.binding_id) } },
+        data: { enabled: false },
+      });
+    }
     const missing = await missingSecretNames(
       db,
       caller.userId,
@@ -306,6 +335,7 @@ export async function importOpenApi(
       }),
       warnings,
       secrets_to_create: conversion.secrets.filter((s) => missing.includes(s.name)),
+      bindings_disabled: disabled,
     };
     return { result, changedAeis: written.changedAeis };
   };
