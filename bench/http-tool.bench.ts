@@ -19,6 +19,7 @@ import { Agent, request } from 'undici';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
+  profileArgs,
   spawnService,
   startControlPlane,
   stopChild,
@@ -37,13 +38,17 @@ const cp = await startControlPlane('postgres', {
   HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.1/32',
   BINDERY_SECRET_KEY: randomBytes(32).toString('base64'),
 });
-const gw = await spawnService(GATEWAY_DIR, {
-  GATEWAY_PORT: '0',
-  CONTROL_PLANE_URL: cp.url,
-  INTERNAL_TOKEN,
-  RATE_LIMIT_PER_SECOND: '0',
-  CONFIG_CACHE_TTL_MS: '30000',
-});
+const gw = await spawnService(
+  GATEWAY_DIR,
+  {
+    GATEWAY_PORT: '0',
+    CONTROL_PLANE_URL: cp.url,
+    INTERNAL_TOKEN,
+    RATE_LIMIT_PER_SECOND: '0',
+    CONFIG_CACHE_TTL_MS: '30000',
+  },
+  profileArgs('gateway'),
+);
 const agent = new Agent({ connections: 2 * WORKERS, keepAliveTimeout: 60_000 });
 
 async function admin(method: string, path: string, body?: unknown) {
@@ -73,7 +78,7 @@ try {
     const apiProcess = await spawnService(
       BENCH_DIR,
       { API_DELAY_MS: String(delay), API_KEY },
-      [],
+      profileArgs('api'),
       'support/json-api.ts',
     );
     try {
