@@ -25,8 +25,10 @@ import {
 } from './support/control-plane.ts';
 import { CITIES, generateCustomers } from './support/customers.ts';
 import { cpuMs, ms, summarize, throughput, timeSequential } from './support/stats.ts';
+import { benchArgs } from './support/args.ts';
 
 const { values } = parseArgs({
+  args: benchArgs(),
   options: {
     engine: { type: 'string', default: 'postgres' },
     mb: { type: 'string', default: '10' },

@@ -29,6 +29,7 @@ import {
   stopChild,
 } from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
+import { benchArgs } from './support/args.ts';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -40,8 +41,7 @@ const CONCURRENCY = 32;
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const { values } = parseArgs({
-  // `pnpm bench:hot-path -- --engine x` passes the `--` on.
-  args: process.argv.slice(2).filter((arg) => arg !== '--'),
+  args: benchArgs(),
   options: { engine: { type: 'string', default: 'pglite,postgres' } },
 });
 const engines = values.engine.split(',').map((e) => {

@@ -21,8 +21,10 @@ import { stringify } from 'yaml';
 import { ADMIN_TOKEN, startControlPlane } from './support/control-plane.ts';
 import { generateOpenApiDocument } from './support/openapi-document.ts';
 import { peakRssMb, rssMb } from './support/stats.ts';
+import { benchArgs } from './support/args.ts';
 
 const { values } = parseArgs({
+  args: benchArgs(),
   options: {
     operations: { type: 'string', default: '1200' },
     mb: { type: 'string', default: '12' },

@@ -15,8 +15,10 @@ import { parseArgs } from 'node:util';
 import { ADMIN_TOKEN, INTERNAL_TOKEN, startControlPlane } from './support/control-plane.ts';
 import { generateCustomers } from './support/customers.ts';
 import { ms, summarize } from './support/stats.ts';
+import { benchArgs } from './support/args.ts';
 
 const { values } = parseArgs({
+  args: benchArgs(),
   options: { engine: { type: 'string', default: 'postgres' }, mb: { type: 'string', default: '10' } },
 });
 const engine = values.engine === 'pglite' ? 'pglite' : 'postgres';

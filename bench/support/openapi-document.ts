@@ -8,6 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
+import { benchArgs } from './args.ts';
 
 export interface GeneratorOptions {
   /** Operations to make (rounded up to whole resources of 6 operations). */
@@ -227,6 +228,7 @@ function build(resources: number, descriptionWords: number): Record<string, unkn
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const { values } = parseArgs({
+    args: benchArgs(),
     options: { operations: { type: 'string', default: '1200' }, mb: { type: 'string', default: '12' } },
   });
   process.stdout.write(
