@@ -9,31 +9,17 @@
  * difference of the p50s and the median of per-call differences ("paired"). Target: at most 3 ms.
  * Environment: BENCH_CALLS (calls per path, default 1000), BENCH_WARMUP (rounds, default 300).
  */
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  ADMIN_TOKEN,
-  INTERNAL_TOKEN,
-  spawnService,
-  startControlPlane,
-  stopChild,
-} from './support/control-plane.ts';
+import { ADMIN_TOKEN, startControlPlane, stopChild, startGateway } from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
 
-const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const CALLS = Number(process.env.BENCH_CALLS ?? 1000);
 const WARMUP_ROUNDS = Number(process.env.BENCH_WARMUP ?? 300);
 const TARGET_MS = 3;
 
 const cp = await startControlPlane('postgres');
-const gw = await spawnService(GATEWAY_DIR, {
-  GATEWAY_PORT: '0',
-  CONTROL_PLANE_URL: cp.url,
-  INTERNAL_TOKEN,
-  RATE_LIMIT_PER_SECOND: '0',
-  CONFIG_CACHE_TTL_MS: '30000',
-});
+const gw = await startGateway(cp.url, { CONFIG_CACHE_TTL_MS: '30000' });
 
 async function admin(method: string, path: string, body?: unknown) {
   const res = await fetch(`${cp.url}${path}`, {

@@ -12,30 +12,19 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
-  profileArgs,
   spawnService,
   startControlPlane,
   stopChild,
+  startGateway,
 } from './support/control-plane.ts';
 import { cpuMs, ms, summarize } from './support/stats.ts';
 
-const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const CALLS_C1 = Number(process.env.BENCH_CALLS ?? 1500);
 const CALLS_PER_WORKER_C32 = 40;
 const WARMUP_ROUNDS = Number(process.env.BENCH_WARMUP ?? 1000);
 
 const cp = await startControlPlane('postgres');
-const gw = await spawnService(
-  GATEWAY_DIR,
-  {
-    GATEWAY_PORT: '0',
-    CONTROL_PLANE_URL: cp.url,
-    INTERNAL_TOKEN,
-    RATE_LIMIT_PER_SECOND: '0',
-    CONFIG_CACHE_TTL_MS: process.env.BENCH_TTL_MS ?? '30000',
-  },
-  profileArgs('gateway'),
-);
+const gw = await startGateway(cp.url, { CONFIG_CACHE_TTL_MS: process.env.BENCH_TTL_MS ?? '30000' });
 
 // The floor: a bare Node.js proxy in front of the same control plane (support/reference-proxy.ts).
 const reference = await spawnService(

@@ -23,15 +23,14 @@ import { Agent, request } from 'undici';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
-  profileArgs,
   spawnService,
   startControlPlane,
   stopChild,
+  startGateway,
 } from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
 import { benchArgs } from './support/args.ts';
 
-const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -113,11 +112,7 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
   // On PostgreSQL, control planes share tables' versions through Redis (without it each read asks
   // the database): the set-up several control planes run with.
   const cp = await startControlPlane(engine, engine === 'postgres' ? { REDIS_URL: REDIS_URL } : {});
-  const gw = await spawnService(
-    GATEWAY_DIR,
-    { GATEWAY_PORT: '0', CONTROL_PLANE_URL: cp.url, INTERNAL_TOKEN, RATE_LIMIT_PER_SECOND: '0' },
-    profileArgs('gateway'),
-  );
+  const gw = await startGateway(cp.url);
   const proxy = await spawnService(BENCH_DIR, { UPSTREAM_URL: cp.url }, [], 'support/reference-proxy.ts');
   try {
     const admin = async (path: string, body: unknown) =>

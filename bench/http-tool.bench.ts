@@ -18,15 +18,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Agent, request } from 'undici';
 import {
   ADMIN_TOKEN,
-  INTERNAL_TOKEN,
   profileArgs,
   spawnService,
   startControlPlane,
   stopChild,
+  startGateway,
 } from './support/control-plane.ts';
 import { ms, throughput as measure } from './support/stats.ts';
 
-const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const WORKERS = 32;
 const PER_WORKER = Number(process.env.BENCH_CALLS ?? 60);
@@ -38,17 +37,7 @@ const cp = await startControlPlane('postgres', {
   HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.1/32',
   BINDERY_SECRET_KEY: randomBytes(32).toString('base64'),
 });
-const gw = await spawnService(
-  GATEWAY_DIR,
-  {
-    GATEWAY_PORT: '0',
-    CONTROL_PLANE_URL: cp.url,
-    INTERNAL_TOKEN,
-    RATE_LIMIT_PER_SECOND: '0',
-    CONFIG_CACHE_TTL_MS: '30000',
-  },
-  profileArgs('gateway'),
-);
+const gw = await startGateway(cp.url, { CONFIG_CACHE_TTL_MS: '30000' });
 const agent = new Agent({ connections: 2 * WORKERS, keepAliveTimeout: 60_000 });
 
 async function admin(method: string, path: string, body?: unknown) {

@@ -24,16 +24,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Pool } from 'undici';
 import {
   ADMIN_TOKEN,
-  INTERNAL_TOKEN,
-  profileArgs,
   spawnService,
   startControlPlane,
   stopChild,
+  startGateway,
 } from './support/control-plane.ts';
 import { loadThread, type LoadThread, type Throughput } from './support/list-load.ts';
 import { cpuMs, ms, summarize, type Summary } from './support/stats.ts';
 
-const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const LISTS_C8 = Number(process.env.BENCH_LISTS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -45,17 +43,7 @@ const TARGET_P50_MS = 2;
 const PROTOCOL_VERSION = '2025-06-18';
 
 const cp = await startControlPlane('postgres');
-const gw = await spawnService(
-  GATEWAY_DIR,
-  {
-    GATEWAY_PORT: '0',
-    CONTROL_PLANE_URL: cp.url,
-    INTERNAL_TOKEN,
-    RATE_LIMIT_PER_SECOND: '0',
-    TOOLS_PAGE_SIZE: String(BINDINGS),
-  },
-  profileArgs('gateway'),
-);
+const gw = await startGateway(cp.url, { TOOLS_PAGE_SIZE: String(BINDINGS) });
 const answers = await mkdtemp(join(tmpdir(), 'bindery-bench-answers-'));
 // Closed in `finally`, whatever happens: a thread or pool left open would keep the process alive.
 let bareServer: Awaited<ReturnType<typeof spawnService>> | undefined;

@@ -145,3 +145,27 @@ export async function startControlPlane(
     },
   };
 }
+
+const GATEWAY_DIR = fileURLToPath(new URL('../../services/gateway', import.meta.url));
+
+/**
+ * A gateway process in front of the control plane at `controlPlaneUrl`, on a free port, without a
+ * rate limit (benchmarks send far more than one client would), writing a CPU profile with
+ * BENCH_PROFILE_DIR; `env` adds or overrides settings.
+ */
+export function startGateway(
+  controlPlaneUrl: string,
+  env: Record<string, string> = {},
+): Promise<{ url: string; child: ChildProcess }> {
+  return spawnService(
+    GATEWAY_DIR,
+    {
+      GATEWAY_PORT: '0',
+      CONTROL_PLANE_URL: controlPlaneUrl,
+      INTERNAL_TOKEN,
+      RATE_LIMIT_PER_SECOND: '0',
+      ...env,
+    },
+    profileArgs('gateway'),
+  );
+}
