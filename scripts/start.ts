@@ -7,8 +7,8 @@
  * (no list of variables to keep in step), forwards signals and waits for both, and exits with a
  * code that says whether they stopped cleanly, so the package manager adds nothing to the output.
  * It fills in what a local start needs and a person should not have to set: the embedded
- * database's directory, the shared internal and ops tokens, and where the control plane tells the
- * local gateway about changes.
+ * database's directory, the shared internal and ops tokens, where the control plane tells the
+ * local gateway about changes, and the launchers stdio upstream servers may run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +24,8 @@ const generatedToken = () => randomBytes(24).toString('base64url');
 env.BINDERY_DATA_DIR ??= resolve(root, '.bindery');
 env.INTERNAL_TOKEN ??= generatedToken();
 env.OPS_TOKEN ??= generatedToken();
+// One person on their own machine may run stdio MCP servers with the usual launchers (README).
+env.UPSTREAM_STDIO_COMMANDS ??= 'npx,node,uvx,python3';
 if (env.GATEWAY_URLS === undefined) {
   // The local gateway; a port that is not a number is the gateway's to refuse, with its message.
   const port = Number(env.GATEWAY_PORT ?? 4100);

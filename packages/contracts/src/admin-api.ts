@@ -215,6 +215,9 @@ export const AdiListQuery = Type.Intersect([
   Type.Object({
     table_id: Type.Optional(Type.String({ maxLength: 64 })),
     kind: Type.Optional(AdiKindSchema),
+    upstream_server_id: Type.Optional(
+      Type.String({ maxLength: 64, description: 'only the tools synced from this upstream server' }),
+    ),
   }),
 ]);
 
@@ -300,9 +303,25 @@ export const CreateBindingItem = Type.Object(
   { additionalProperties: false },
 );
 export type CreateBindingItem = Static<typeof CreateBindingItem>;
+/** Attaches a whole upstream server: each of its tools, now and after every sync, as `{prefix}_{tool}`. */
+export const AttachUpstreamBody = Type.Object(
+  {
+    upstream_server_id: Type.String({ maxLength: 64 }),
+    prefix: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$',
+        description:
+          'tool names become {prefix}_{tool} (capped at 64 with a hash); default the server’s slug',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AttachUpstreamBody = Static<typeof AttachUpstreamBody>;
 export const CreateBindingsBody = Type.Union([
   CreateBindingItem,
   Type.Array(CreateBindingItem, { minItems: 1, maxItems: 500 }),
+  AttachUpstreamBody,
 ]);
 export const UpdateBindingBody = Type.Object(
   {

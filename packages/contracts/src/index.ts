@@ -14,6 +14,7 @@ export { ID_PREFIX, SLUG_PATTERN, SLUG_RE, TOOL_NAME_PATTERN, TOOL_NAME_RE } fro
 export {
   Adi,
   AdiListQuery,
+  AttachUpstreamBody,
   AdiStatus,
   AdminToken,
   Aei,
@@ -91,6 +92,20 @@ export {
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 export { ContextAdiRef } from './tool-kinds/context.ts';
+export { CreateMcpAdiBody, McpAdiRef, McpToolConfig } from './tool-kinds/mcp.ts';
+export {
+  CreateHttpUpstreamBody,
+  CreateStdioUpstreamBody,
+  CreateUpstreamServerBody,
+  UPSTREAM_DEFAULTS,
+  UPSTREAM_LIMITS,
+  UpdateUpstreamServerBody,
+  UpstreamLimits,
+  UpstreamServer,
+  UpstreamServerLogs,
+  UpstreamStatus,
+  UpstreamTool,
+} from './upstream-servers.ts';
 export { AdiProjectField, HTTP_ADI_PATCH_FIELDS, HttpAdiRef } from './tool-kinds/http.ts';
 export {
   CUSTOM_TOOL_LIMITS,

@@ -9,6 +9,7 @@ import { ERROR_CODES } from './errors.ts';
 import { ContextAdiRef, OperationTypeSchema } from './tool-kinds/context.ts';
 import { CustomAdiRef } from './tool-kinds/custom.ts';
 import { HttpAdiRef } from './tool-kinds/http.ts';
+import { McpAdiRef } from './tool-kinds/mcp.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
@@ -19,7 +20,7 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
  * What the ADI behind a binding is, one member per kind, told apart by `kind`. A gateway needs
  * only `adi_id` (to run the tool); the rest is for reading.
  */
-export const AdiRef = Type.Union([ContextAdiRef, CustomAdiRef, HttpAdiRef]);
+export const AdiRef = Type.Union([ContextAdiRef, CustomAdiRef, HttpAdiRef, McpAdiRef]);
 export type AdiRef = Static<typeof AdiRef>;
 
 export const ConfigBinding = Type.Object({
@@ -170,7 +171,13 @@ export type ToolError = Static<typeof ToolError>;
 
 /** An MCP `CallToolResult`, ready for the gateway to pass on. */
 export const ToolResult = Type.Object({
-  content: Type.Array(Type.Object({ type: Type.Literal('text'), text: Type.String() })),
+  content: Type.Array(
+    Type.Union([
+      Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: true }),
+      // An upstream MCP server's images, audio, resources and links pass through as they came.
+      Type.Object({ type: Type.String() }, { additionalProperties: true }),
+    ]),
+  ),
   structuredContent: Type.Optional(JsonObject),
   isError: Type.Optional(Type.Boolean()),
   _meta: Type.Optional(

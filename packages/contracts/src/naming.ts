@@ -20,5 +20,7 @@ export const ID_PREFIX = {
   aei: 'aei',
   binding: 'bnd',
   mcpInstance: 'mcp',
+  upstreamServer: 'ups',
+  attachment: 'att',
   auditEvent: 'evt',
 } as const;

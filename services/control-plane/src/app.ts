@@ -58,6 +58,9 @@ import { secretRoutes } from './routes/secrets.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
+import { upstreamServerRoutes } from './routes/upstream-servers.ts';
+import { syncUpstreamServer } from './domain/upstream-servers.ts';
+import { UpstreamRegistry } from './upstream/registry.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
 type AuditSettings = keyof typeof AUDIT_DEFAULTS;
@@ -78,7 +81,8 @@ export interface AppOptions {
         | 'metricsToken'
         | 'idempotencyTtlMs'
         | 'gatewayPublicUrl'
-        | 'redisUrl'
+        | 'upstreamStdioCommands'
+        | 'upstreamRefreshMs'
         | QuerySettings
         | AuditSettings
         | CustomToolSettings
@@ -113,6 +117,7 @@ export interface AppOptions {
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
 const DEFAULT_BINDING_CACHE_ENTRIES = 20_000;
 const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const DEFAULT_UPSTREAM_REFRESH_MS = 300_000;
 /** How often expired idempotency records are deleted (each replica does it; deleting twice is harmless). */
 const IDEMPOTENCY_PURGE_EVERY_MS = 15 * 60_000;
 
@@ -201,6 +206,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   app.addHook('onClose', () => outbound.close());
   const converter = new OpenApiConverter();
   app.addHook('onClose', () => converter.close());
+  const upstreams = upstreamRegistry(app, options, outbound, metrics);
 
   await app.register(healthRoutes);
   await app.register(metricsRoutes(metrics, options.config.metricsToken));
@@ -219,6 +225,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(auditRoutes);
       await v2.register(exportImportRoutes);
       await v2.register(secretRoutes);
+      await v2.register(upstreamServerRoutes({ registry: upstreams }));
       await v2.register(
         openApiImportRoutes({
           outbound,
@@ -269,6 +276,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
           idempotencyTtlMs,
           outbound,
           sandbox,
+          upstreams,
           log: app.log.child({ component: 'executor' }),
         }),
       );
@@ -277,6 +285,28 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   );
   purgeIdempotencyRecords(app, idempotencyTtlMs);
   return app;
+}
+
+/**
+ * The pools of upstream MCP servers. Closed with the app, after the requests in flight: every
+ * stdio child is killed and waited for.
+ */
+function upstreamRegistry(
+  app: AdminApp,
+  options: AppOptions,
+  outbound: ReturnType<typeof createGuardedDispatcher>,
+  metrics: ReturnType<typeof createMetrics>,
+): UpstreamRegistry {
+  const registry = new UpstreamRegistry(() => app.domain, {
+    outbound,
+    log: app.log.child({ component: 'upstream' }),
+    stdioCommands: options.config.upstreamStdioCommands ?? [],
+    refreshMs: options.config.upstreamRefreshMs ?? DEFAULT_UPSTREAM_REFRESH_MS,
+    meter: metrics.upstreamPool,
+  });
+  registry.syncer = (serverId, reason) => syncUpstreamServer(app.domain, serverId, { registry }, reason);
+  app.addHook('onClose', () => registry.close());
+  return registry;
 }
 
 /**

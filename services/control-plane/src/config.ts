@@ -80,6 +80,10 @@ export interface Config {
   customToolQueue: number;
   /** Custom tool calls of one tenant running or waiting at once (RATE_LIMITED beyond). */
   customToolTenantCalls: number;
+  /** Executables stdio upstream servers may run (none: stdio servers refused). */
+  upstreamStdioCommands: string[];
+  /** How often running upstream servers' tools are listed again, in ms (0: never). */
+  upstreamRefreshMs: number;
 }
 
 const settings = CONTROL_PLANE_SETTINGS.settings;
@@ -177,5 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     customToolWorkers: v.CUSTOM_TOOL_WORKERS,
     customToolQueue: v.CUSTOM_TOOL_QUEUE,
     customToolTenantCalls: v.CUSTOM_TOOL_TENANT_CALLS,
+    upstreamStdioCommands: v.UPSTREAM_STDIO_COMMANDS,
+    upstreamRefreshMs: v.UPSTREAM_REFRESH_S * 1000,
   };
 }

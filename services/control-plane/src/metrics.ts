@@ -245,6 +245,30 @@ export function createMetrics(options: MetricsOptions = {}) {
     registers: [registry],
   });
   const customRejected = new Map(QUERY_REJECTIONS.map((reason) => [reason, customRejections.labels(reason)]));
+  const upstreamInstances = new Gauge({
+    name: 'controlplane_upstream_instances',
+    help: 'running instances of upstream MCP server pools, by pool (first 12 hex of the spec fingerprint)',
+    labelNames: ['pool'] as const,
+    registers: [registry],
+  });
+  const upstreamCalls = new Counter({
+    name: 'controlplane_upstream_calls_total',
+    help: 'tool calls sent to upstream MCP server pools, by pool and outcome (ok, error, timeout, refused)',
+    labelNames: ['pool', 'outcome'] as const,
+    registers: [registry],
+  });
+  const upstreamFailures = new Counter({
+    name: 'controlplane_upstream_failures_total',
+    help: 'failures counted against upstream pools (start failed, exited, ping or call timed out), by pool',
+    labelNames: ['pool'] as const,
+    registers: [registry],
+  });
+  const upstreamRestarts = new Counter({
+    name: 'controlplane_upstream_restarts_total',
+    help: 'upstream instances that ended on their own and are restarted on demand, by pool',
+    labelNames: ['pool'] as const,
+    registers: [registry],
+  });
 
   const pool = options.pool;
   if (pool) {
@@ -322,6 +346,15 @@ export function createMetrics(options: MetricsOptions = {}) {
       sliceSkipped: querySliceSkips,
       rejected: (reason) => rejections.get(reason) ?? queryRejections.labels(reason),
     } satisfies QueryPoolMeter,
+    upstreamPool: (fingerprint: string) => {
+      const pool = fingerprint.slice(0, 12);
+      return {
+        call: (outcome: 'ok' | 'error' | 'timeout' | 'refused') => upstreamCalls.labels(pool, outcome).inc(),
+        failure: () => upstreamFailures.labels(pool).inc(),
+        restart: () => upstreamRestarts.labels(pool).inc(),
+        instances: (count: number) => upstreamInstances.labels(pool).set(count),
+      };
+    },
     customToolPool: {
       running: customRunning,
       queued: customQueued,

@@ -11,6 +11,7 @@ import {
   isIdempotencyKey,
   type ConfigV2,
   type ErrorCode,
+  type ToolResult,
 } from '@bindery/contracts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -202,7 +203,7 @@ async function runBatch(
         tool.run(parameters as Record<string, unknown>, `${requestId}:${index}`, idempotencyKey),
         timeout,
       ]);
-      const parsed = JSON.parse(answer.content[0]?.text ?? 'null') as unknown;
+      const parsed = answerData(answer);
       results[index] = answer.isError
         ? {
             api_name: apiName,
@@ -298,5 +299,20 @@ export async function callCatalogTool(
   } catch (error) {
     if (error instanceof CatalogError) return fail(error);
     throw error;
+  }
+}
+
+/**
+ * The data of a tool's answer for a batch result: its structured content when it has one, else its
+ * first text parsed as JSON, else that text as it is (an upstream MCP server's plain text), else null.
+ */
+function answerData(answer: ToolResult): unknown {
+  if (answer.structuredContent !== undefined) return answer.structuredContent;
+  const first = answer.content.find((item) => item.type === 'text') as { text?: unknown } | undefined;
+  if (!first || typeof first.text !== 'string') return null;
+  try {
+    return JSON.parse(first.text) as unknown;
+  } catch {
+    return first.text;
   }
 }

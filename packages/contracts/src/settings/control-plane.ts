@@ -220,6 +220,16 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 8,
       doc: 'custom tool calls of one tenant (the user owning the exposure) running or waiting at once (`RATE_LIMITED` beyond)',
     }),
+    UPSTREAM_STDIO_COMMANDS: list({
+      doc: 'executables stdio upstream MCP servers may run, by name (`node` allows `node` and `/usr/bin/node`); empty = stdio servers refused. They run on this host as this process’s user: allow only what you trust. `pnpm start` allows `npx,node,uvx,python3`',
+    }),
+    UPSTREAM_REFRESH_S: integer({
+      min: 0,
+      max: 86_400,
+      unit: 's',
+      default: 300,
+      doc: 'how often the tools of upstream servers with a running instance are listed again (0 = only on create, `sync` and the upstream’s `tools/list_changed`)',
+    }),
   },
   [
     (v) =>

@@ -193,7 +193,7 @@ export async function getAdi(db: Db, caller: Principal, id: string): Promise<Adi
 export async function listAdis(
   db: Db,
   caller: Principal,
-  query: PageQuery & { table_id?: string; kind?: AdiKind },
+  query: PageQuery & { table_id?: string; kind?: AdiKind; upstream_server_id?: string },
 ) {
   const w = pageWindow(query);
   const rows = await db.adi.findMany({
@@ -201,6 +201,7 @@ export async function listAdis(
       userId: caller.userId,
       ...(query.table_id !== undefined && { tableId: query.table_id }),
       ...(query.kind !== undefined && { kind: query.kind }),
+      ...(query.upstream_server_id !== undefined && { upstreamServerId: query.upstream_server_id }),
       ...w.idAfter,
     },
     orderBy: w.orderBy,

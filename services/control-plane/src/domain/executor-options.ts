@@ -11,6 +11,7 @@ import type { ControlPlaneMetrics } from '../metrics.ts';
 import type { BindingCache } from './binding-cache.ts';
 import type { AuditWriter } from './audit-writer.ts';
 import type { ContextStore } from './context-store.ts';
+import type { UpstreamRegistry } from '../upstream/registry.ts';
 
 export interface ExecutorOptions {
   limits: Limits;
@@ -33,6 +34,8 @@ export interface ExecutorOptions {
   outbound: Dispatcher;
   /** Runs custom tools: QuickJS in worker threads (execution/sandbox). */
   sandbox: CustomToolSandbox;
+  /** The pools of upstream MCP servers (upstream/); absent where no app runs them. */
+  upstreams?: UpstreamRegistry | undefined;
   /** Where a kind writes what is worth a log line (a custom tool's console, at debug). */
   log?: { debug(details: object, message: string): void } | undefined;
 }

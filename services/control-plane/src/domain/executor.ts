@@ -27,6 +27,11 @@ export type { ExecutorOptions } from './executor-options.ts';
  * is an object, as such schemas describe. A text answer is the text content as it is.
  */
 function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta = {}): ToolResult {
+  if (answer instanceof ToolAnswer && answer.form === 'result') {
+    const result = answer.value as ToolResult;
+    const merged = { ...(result._meta as Meta | undefined), ...meta };
+    return { ...result, ...metaOf(merged) };
+  }
   if (answer instanceof ToolAnswer && answer.form === 'text') {
     return { content: [{ type: 'text', text: String(answer.value) }], ...metaOf(meta) };
   }
@@ -76,7 +81,9 @@ async function audited(
   };
   try {
     const result = await work(meta);
-    await audit('ok', null);
+    // A result passed on whole (an upstream's) may be a tool error of its own.
+    const failed = result instanceof ToolAnswer && result.form === 'result' && isErrorResult(result.value);
+    await audit(failed ? 'error' : 'ok', null);
     return success(result, structured, meta);
   } catch (error) {
     if (error instanceof ReplayedOutcome) {
@@ -92,6 +99,10 @@ async function audited(
   }
 }
 
+function isErrorResult(value: JsonValue): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && value.isError === true;
+}
+
 /** A refusal before anything ran (binding off, wrong AEI, ...): audited as `refused`. */
 class RefusedError extends DomainError {}
 
@@ -104,6 +115,7 @@ export async function executeBinding(
   adiId: string,
   request: ExecuteRequest,
   options: ExecutorOptions,
+  signal?: AbortSignal,
 ): Promise<ToolResult> {
   const args = request.arguments ?? {};
   const binding = await options.bindings.get(ctx.prisma, request.binding_id, request.config_version);
@@ -155,6 +167,7 @@ export async function executeBinding(
         options.idempotencyTtlMs,
       ),
       meta,
+      signal,
     });
   });
 }

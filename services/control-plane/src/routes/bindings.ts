@@ -10,12 +10,14 @@ import {
 } from '@bindery/contracts';
 import { Type } from 'typebox';
 import {
+  bindingBody,
   createBindings,
   deleteBinding,
   getBinding,
   listBindings,
   updateBinding,
 } from '../domain/bindings.ts';
+import { attachUpstreamServer } from '../domain/upstream-servers.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 
@@ -28,19 +30,40 @@ export async function bindingRoutes(app: AdminApp): Promise<void> {
     {
       schema: {
         tags,
-        summary: 'Bind one ADI (object body) or many (array body, all or nothing) to the exposure',
+        summary:
+          'Bind one ADI (object body) or many (array body, all or nothing) to the exposure, or attach a whole ' +
+          'upstream server ({"upstream_server_id", "prefix"}): its tools, now and after each sync, as {prefix}_{tool}',
         security: adminSecurity,
         params: IdParams,
         body: CreateBindingsBody,
         response: {
-          201: Type.Union([Binding, Type.Object({ items: Type.Array(Binding) })]),
+          201: Type.Union([
+            Binding,
+            Type.Object({
+              attachment: Type.Object({
+                id: Type.String(),
+                aei_id: Type.String(),
+                upstream_server_id: Type.String(),
+                prefix: Type.String(),
+              }),
+              items: Type.Array(Binding),
+            }),
+            Type.Object({ items: Type.Array(Binding) }),
+          ]),
           ...errorResponses(404, 409),
         },
       },
     },
     async (request, reply) => {
-      const many = Array.isArray(request.body);
-      const items = Array.isArray(request.body) ? request.body : [request.body];
+      const body = request.body;
+      if (!Array.isArray(body) && 'upstream_server_id' in body) {
+        const attached = await attachUpstreamServer(ctx, request.principal, request.params.id, body);
+        return reply
+          .status(201)
+          .send({ attachment: attached.attachment, items: attached.items.map(bindingBody) });
+      }
+      const many = Array.isArray(body);
+      const items = Array.isArray(body) ? body : [body];
       const created = await createBindings(ctx, request.principal, request.params.id, items);
       // One object in, one binding out; an array in, {items} out.
       return reply.status(201).send(many ? { items: created } : (created[0] as Binding));

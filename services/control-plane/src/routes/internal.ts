@@ -139,7 +139,15 @@ export function internalRoutes(executor: ExecutorOptions) {
           response: { 200: ToolResult, ...errorResponses(413) },
         },
       },
-      async (request) => executeBinding(ctx, request.params.adi_id, request.body, executor),
+      async (request, reply) => {
+        // The gateway closing its request (its client cancelled, or went away) cancels the call
+        // where a kind can pass that on (an upstream MCP server gets notifications/cancelled).
+        const cancel = new AbortController();
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) cancel.abort();
+        });
+        return executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal);
+      },
     );
     app.post(
       '/mcp-instance/:id/execute',

@@ -88,6 +88,8 @@ export async function startTestApp(
     foldPolicy?: FoldPolicy;
     /** CONTEXT_CACHE_MB in bytes; 0 turns the context cache off (every read goes to the database). */
     contextCacheBytes?: number;
+    /** UPSTREAM_STDIO_COMMANDS (none otherwise: stdio upstream servers refused). */
+    upstreamStdioCommands?: string[];
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -130,6 +132,9 @@ export async function startTestApp(
       ...(options.redisUrl !== undefined && { redisUrl: options.redisUrl }),
       ...(options.bindingCacheEntries !== undefined && { bindingCacheEntries: options.bindingCacheEntries }),
       ...(options.contextCacheBytes !== undefined && { contextCacheBytes: options.contextCacheBytes }),
+      ...(options.upstreamStdioCommands !== undefined && {
+        upstreamStdioCommands: options.upstreamStdioCommands,
+      }),
       ...options.query,
       ...options.customTool,
       ...options.audit,

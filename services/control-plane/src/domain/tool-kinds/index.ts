@@ -10,6 +10,7 @@ import { DomainError, fromOpError } from '../../errors.ts';
 import { contextKind } from './context.ts';
 import { customKind } from './custom.ts';
 import { httpKind } from './http.ts';
+import { mcpKind } from './mcp.ts';
 import type { KindColumns, SaveScope, ToolKindModule } from './tool-kind.ts';
 
 export { ToolAnswer } from './tool-kind.ts';
@@ -28,6 +29,7 @@ const KIND_MODULES: readonly ToolKindModule[] = [
   contextKind as ToolKindModule,
   customKind as ToolKindModule,
   httpKind as ToolKindModule,
+  mcpKind as ToolKindModule,
 ];
 
 const BY_KIND = new Map<string, ToolKindModule>(KIND_MODULES.map((m) => [m.kind, m]));
@@ -44,6 +46,8 @@ export const CREATE_ADI_BODY = createAdiBodySchema(KIND_MODULES.map((m) => m.cre
  */
 export function offeredKind(kind: unknown, field = 'kind'): ToolKindModule {
   const module = typeof kind === 'string' ? BY_KIND.get(kind) : undefined;
+  if (module?.notCreatable)
+    throw new DomainError('VALIDATION_FAILED', `${field}: ${module.notCreatable}`, { field });
   if (module) return module;
   const offered = OFFERED_KINDS.map((k) => `"${k}"`).join(', ');
   throw new DomainError(

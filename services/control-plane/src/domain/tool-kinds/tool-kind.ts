@@ -62,9 +62,17 @@ export interface SaveScope {
  */
 export class ToolAnswer {
   private constructor(
-    readonly form: 'text' | 'structured',
+    readonly form: 'text' | 'structured' | 'result',
     readonly value: JsonValue,
   ) {}
+
+  /**
+   * A whole MCP tool result, passed on as it came (an upstream server's content, structured
+   * content and isError); an `isError` result is audited as an error.
+   */
+  static result(result: { content: JsonValue[]; [key: string]: JsonValue | undefined }): ToolAnswer {
+    return new ToolAnswer('result', result as JsonValue);
+  }
 
   static text(text: string): ToolAnswer {
     return new ToolAnswer('text', text);
@@ -95,6 +103,8 @@ export interface ToolCall {
    * sent with the answer and with a tool error alike, left out when empty.
    */
   meta: Record<string, JsonValue>;
+  /** Aborted when the caller gave up (the gateway's request closed): a kind forwards it if it can. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -105,6 +115,11 @@ export interface ToolKindModule<Body = unknown, Patch = unknown> {
   kind: AdiKind;
   /** The create body of this kind (packages/contracts), one branch of `POST /api/v2/adis`. */
   createBody: TObject;
+  /**
+   * Set for a kind whose tools are not created through the admin API (mcp: synced from upstream
+   * servers): the message a create or an import of one is refused with.
+   */
+  notCreatable?: string;
   /** The PATCH fields of this kind; a PATCH naming another kind's field is refused. */
   patchFields: readonly string[];
   /** What a create body stores (its shape is already checked against `createBody`). */

@@ -1,0 +1,106 @@
+/**
+ * The `mcp` kind: a tool of an upstream MCP server, stored by sync (domain/upstream-servers.ts)
+ * with what the upstream said about it (config: its upstream name, schemas, annotations). A call
+ * goes to the server's pool (upstream/), with the call timeout and the caller's cancellation, and
+ * its result comes back as the upstream gave it: content, structuredContent and isError unchanged.
+ */
+import { CreateMcpAdiBody, type ToolAnnotations } from '@bindery/contracts';
+import type { JsonSchema, JsonValue } from '@bindery/context-ops';
+import { DomainError } from '../../errors.ts';
+import { defaultToolName } from '../tool-naming.ts';
+import { ToolAnswer, type KindColumns, type ToolCall, type ToolKindModule } from './tool-kind.ts';
+
+interface StoredConfig {
+  upstream_server_id?: string;
+  tool?: string;
+  title?: string;
+  description?: string;
+  input_schema?: Record<string, unknown>;
+  output_schema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+  missing?: boolean;
+}
+
+const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
+const TITLE_MAX = 200;
+
+function configOf(columns: KindColumns): StoredConfig {
+  return columns.config as StoredConfig;
+}
+
+/** The upstream's schema when it is an object schema; else one that takes any object. */
+function inputSchema(columns: KindColumns): JsonSchema {
+  const schema = configOf(columns).input_schema;
+  if (schema && typeof schema === 'object' && schema.type === 'object') return schema as JsonSchema;
+  return { type: 'object' } as JsonSchema;
+}
+
+async function run(call: ToolCall): Promise<ToolAnswer> {
+  const config = configOf(call.adi);
+  const serverId = config.upstream_server_id;
+  const tool = config.tool;
+  if (!serverId || !tool) {
+    throw new DomainError('INTERNAL', `tool ${call.toolName} has no upstream server or tool recorded`);
+  }
+  const upstreams = call.options.upstreams;
+  if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
+  const server = await upstreams.known(serverId);
+  if (config.missing) {
+    throw new DomainError(
+      'NOT_FOUND',
+      `upstream server "${server.name}" no longer lists tool "${tool}" (since its last sync); remove the binding or sync again`,
+      { upstream: server.name, upstream_server_id: serverId, tool },
+    );
+  }
+  const result = await upstreams.callTool(serverId, tool, call.args, call.signal);
+  return ToolAnswer.result(result as unknown as { content: JsonValue[] });
+}
+
+export const mcpKind: ToolKindModule<unknown, never> = {
+  kind: 'mcp',
+  createBody: CreateMcpAdiBody,
+  notCreatable:
+    'kind "mcp": these tools come from upstream MCP servers; add the server with POST /api/v2/upstream-servers and its tools are synced',
+  patchFields: [],
+  columnsOf: () => ({ tableId: null, jsonPath: null, operationType: null, config: {} }),
+  patched: (current) => current,
+  check() {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'kind "mcp": these tools come from upstream MCP servers and cannot be created or changed here',
+      { field: 'kind' },
+    );
+  },
+  defaultName: (_columns, adiId) => defaultToolName('mcp', adiId),
+  defaultDescription(columns) {
+    const config = configOf(columns);
+    return config.description ?? `Tool "${config.tool ?? ''}" of an upstream MCP server.`;
+  },
+  inputSchema,
+  outputSchema(columns) {
+    const schema = configOf(columns).output_schema;
+    return schema && typeof schema === 'object' ? (schema as JsonSchema) : null;
+  },
+  annotations(columns) {
+    const config = configOf(columns);
+    const given = config.annotations ?? {};
+    const annotations: ToolAnnotations = {};
+    for (const hint of ANNOTATION_HINTS) {
+      if (typeof given[hint] === 'boolean') annotations[hint] = given[hint] as boolean;
+    }
+    const title = config.title ?? (typeof given.title === 'string' ? given.title : undefined) ?? config.tool;
+    if (title) annotations.title = title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title;
+    return annotations;
+  },
+  adiRef(adiId, columns) {
+    const config = configOf(columns);
+    return {
+      kind: 'mcp',
+      adi_id: adiId,
+      upstream_server_id: config.upstream_server_id ?? '',
+      tool: config.tool ?? '',
+    };
+  },
+  operation: () => 'call',
+  run,
+};

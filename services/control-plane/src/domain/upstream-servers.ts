@@ -1,0 +1,616 @@
+/**
+ * Upstream MCP servers (`/api/v2/upstream-servers`): an owner's external MCP servers, whose tools
+ * are synced into ADIs of kind `mcp` (tool-kinds/mcp.ts). Sync lists the upstream's tools (all
+ * pages), creates an ADI for each new one, updates changed ones in place (bumping the AEIs that
+ * bind them, so their clients hear tools/list_changed), marks vanished ones missing (their calls
+ * fail naming the server and the tool; nothing disappears silently) and binds new tools into the
+ * AEIs the whole server is attached to. `tools/list` never reaches an upstream: it is served from
+ * these rows.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import {
+  TOOL_NAME_RE,
+  UPSTREAM_LIMITS,
+  type CreateUpstreamServerBody,
+  type UpdateUpstreamServerBody,
+  type UpstreamServer as UpstreamServerBody,
+  type UpstreamServerLogs,
+} from '@bindery/contracts';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import picomatch from 'picomatch';
+import type { Prisma, UpstreamServer as Row } from '../generated/prisma/client.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { UpstreamRegistry } from '../upstream/registry.ts';
+import { knownServer, specOfRow, transportSecretNames } from '../upstream/registry.ts';
+import {
+  checkStdioCommand,
+  checkUpstreamUrl,
+  fingerprintOf,
+  resolvedLimits,
+  slugOf,
+  type TransportSpec,
+  type UpstreamSpec,
+} from '../upstream/spec.ts';
+import type { Db, DomainContext, Principal } from './context.ts';
+import { bumpForAdis, changeExposure } from './exposure.ts';
+import { uniqueViolation } from './prisma-errors.ts';
+import { checkSecretReferenceSyntax, missingSecretError, missingSecretNames } from './secret-references.ts';
+import { shortHash } from './tool-naming.ts';
+
+export interface UpstreamDeps {
+  registry: UpstreamRegistry;
+}
+
+/** Longest tool name an MCP client is sure to take (and a binding may have). */
+export const TOOL_NAME_MAX = 64;
+
+/**
+ * `{prefix}_{tool}`, or when that is over 64 characters its first part and `_` + a 6-character hash
+ * of the whole: stable, unique in practice, and within every client's limit.
+ */
+export function prefixedToolName(prefix: string, tool: string): string {
+  const full = prefix === '' ? tool : `${prefix}_${tool}`;
+  if (full.length <= TOOL_NAME_MAX && TOOL_NAME_RE.test(full)) return full;
+  const safe = full.replace(/[^A-Za-z0-9_.-]/g, '_');
+  if (safe.length <= TOOL_NAME_MAX && safe === full) return safe;
+  return `${safe.slice(0, TOOL_NAME_MAX - 7)}_${shortHash(full)}`;
+}
+
+function transportOf(body: CreateUpstreamServerBody): TransportSpec {
+  return body.transport === 'stdio'
+    ? {
+        transport: 'stdio',
+        command: body.command,
+        args: body.args ?? [],
+        env: body.env ?? {},
+        cwd: body.cwd ?? null,
+      }
+    : { transport: 'http', url: body.url, headers: body.headers ?? {} };
+}
+
+/** Checks a spec before it is stored: allow-list, URL, secret references (syntax and existence). */
+async function checkSpec(db: Db, caller: Principal, spec: UpstreamSpec, deps: UpstreamDeps): Promise<void> {
+  const transport = spec.transport;
+  if (transport.transport === 'stdio')
+    checkStdioCommand(transport.command, deps.registry.options.stdioCommands);
+  else checkUpstreamUrl(transport.url);
+  if (spec.sessionMode === 'per_session') {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'session_mode: per_session is not available yet; use shared (the default)',
+      { field: 'session_mode' },
+    );
+  }
+  const values = transport.transport === 'stdio' ? transport.env : transport.headers;
+  const part = transport.transport === 'stdio' ? 'env' : 'headers';
+  for (const [key, value] of Object.entries(values)) checkSecretReferenceSyntax(value, `${part}/${key}`);
+  const missing = await missingSecretNames(db, caller.userId, transportSecretNames(transport));
+  if (missing.length > 0) throw missingSecretError(missing, part);
+}
+
+function storedSpec(transport: TransportSpec): Prisma.InputJsonObject {
+  const { transport: _kind, ...rest } = transport;
+  return rest as unknown as Prisma.InputJsonObject;
+}
+
+async function findOwnServer(db: Db, caller: Principal, id: string): Promise<Row> {
+  const row = await db.upstreamServer.findFirst({ where: { id, userId: caller.userId } });
+  if (!row) throw notFound('upstream server', id);
+  return row;
+}
+
+/** A slug unique among the caller's servers: the name's, then `_2`, `_3`... */
+async function freeSlug(db: Db, userId: string, name: string): Promise<string> {
+  const base = slugOf(name);
+  const taken = new Set(
+    (
+      await db.upstreamServer.findMany({
+        where: { userId, slug: { startsWith: base } },
+        select: { slug: true },
+      })
+    ).map((r) => r.slug),
+  );
+  if (!taken.has(base)) return base;
+  for (let i = 2; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
+}
+
+export async function serverBody(db: Db, row: Row, deps: UpstreamDeps): Promise<UpstreamServerBody> {
+  const spec = specOfRow(row);
+  const adis = await db.adi.findMany({
+    where: { upstreamServerId: row.id },
+    select: { id: true, name: true, config: true },
+    orderBy: { id: 'asc' },
+  });
+  const pool = deps.registry.pool(row.fingerprint);
+  const shared = await db.upstreamServer.findMany({
+    where: { fingerprint: row.fingerprint, userId: row.userId, id: { not: row.id } },
+    select: { id: true },
+  });
+  const transport = spec.transport;
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    transport: transport.transport,
+    ...(transport.transport === 'stdio'
+      ? { command: transport.command, args: transport.args, env: transport.env, cwd: transport.cwd }
+      : { url: transport.url, headers: transport.headers }),
+    expose_tools: row.exposeTools,
+    session_mode: spec.sessionMode,
+    limits: {
+      max_instances: spec.limits.maxInstances,
+      concurrent_calls: spec.limits.concurrentCalls,
+      call_timeout_ms: spec.limits.callTimeoutMs,
+      idle_timeout_ms: spec.limits.idleTimeoutMs,
+    },
+    fingerprint: row.fingerprint,
+    shared_with: shared.map((s) => s.id),
+    status: row.status as UpstreamServerBody['status'],
+    last_error: row.lastError,
+    last_sync_at: row.lastSyncAt?.toISOString() ?? null,
+    tool_count: adis.filter((a) => !(a.config as { missing?: boolean }).missing).length,
+    tools: adis.map((a) => {
+      const config = a.config as { tool?: string; missing?: boolean };
+      return {
+        adi_id: a.id,
+        name: a.name,
+        upstream_name: config.tool ?? a.name,
+        missing: config.missing === true,
+      };
+    }),
+    pool: {
+      instances: pool?.instanceCount ?? 0,
+      in_flight: pool?.inFlight ?? 0,
+      restarts: pool?.restarts ?? 0,
+    },
+    warnings: row.warnings,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * Creates a server and runs its first sync; the answer carries its tools, or its status and
+ * last_error say why there are none yet (the server is kept: a later sync may succeed).
+ */
+export async function createUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  body: CreateUpstreamServerBody,
+  deps: UpstreamDeps,
+): Promise<UpstreamServerBody> {
+  const spec: UpstreamSpec = {
+    transport: transportOf(body),
+    exposeTools: body.expose_tools ?? [],
+    sessionMode: body.session_mode ?? 'shared',
+    limits: resolvedLimits(body.limits),
+  };
+  await checkSpec(ctx.prisma, caller, spec, deps);
+  const fingerprint = fingerprintOf(caller.userId, spec);
+  let row: Row | undefined;
+  for (let attempt = 0; !row; attempt++) {
+    try {
+      row = await ctx.prisma.upstreamServer.create({
+        data: {
+          id: newId('ups'),
+          userId: caller.userId,
+          name: body.name,
+          slug: await freeSlug(ctx.prisma, caller.userId, body.name),
+          transport: spec.transport.transport,
+          spec: storedSpec(spec.transport),
+          exposeTools: spec.exposeTools,
+          sessionMode: spec.sessionMode,
+          limits: (body.limits ?? {}) as Prisma.InputJsonObject,
+          fingerprint,
+        },
+      });
+    } catch (error) {
+      // Two servers of one name created at once: the slug of the second moves on.
+      if (!uniqueViolation(error) || attempt >= 3) throw error;
+    }
+  }
+  deps.registry.remember(knownServer(row));
+  await syncUpstreamServer(ctx, row.id, deps, 'create');
+  return serverBody(
+    ctx.prisma,
+    await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id: row.id } }),
+    deps,
+  );
+}
+
+export async function getUpstreamServer(db: Db, caller: Principal, id: string, deps: UpstreamDeps) {
+  return serverBody(db, await findOwnServer(db, caller, id), deps);
+}
+
+export async function listUpstreamServers(db: Db, caller: Principal, deps: UpstreamDeps) {
+  const rows = await db.upstreamServer.findMany({ where: { userId: caller.userId }, orderBy: { id: 'asc' } });
+  return { items: await Promise.all(rows.map((r) => serverBody(db, r, deps))), next_cursor: null };
+}
+
+/**
+ * Changes a server. A change of its spec gives it a new fingerprint: its old pool stops once no
+ * other server shares it (its children killed), and its tools are synced again.
+ */
+export async function updateUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  body: UpdateUpstreamServerBody,
+  deps: UpstreamDeps,
+): Promise<UpstreamServerBody> {
+  const row = await findOwnServer(ctx.prisma, caller, id);
+  const spec = specOfRow(row);
+  const transport = spec.transport;
+  const fields = transport.transport === 'stdio' ? ['command', 'args', 'env', 'cwd'] : ['url', 'headers'];
+  for (const field of ['command', 'args', 'env', 'cwd', 'url', 'headers']) {
+    if (field in body && !fields.includes(field)) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `${field} does not apply to a ${transport.transport} server`,
+        { field },
+      );
+    }
+  }
+  const next: UpstreamSpec = {
+    transport:
+      transport.transport === 'stdio'
+        ? {
+            ...transport,
+            ...(body.command !== undefined && { command: body.command }),
+            ...(body.args !== undefined && { args: body.args }),
+            ...(body.env !== undefined && { env: body.env }),
+            ...(body.cwd !== undefined && { cwd: body.cwd }),
+          }
+        : {
+            ...transport,
+            ...(body.url !== undefined && { url: body.url }),
+            ...(body.headers !== undefined && { headers: body.headers }),
+          },
+    exposeTools: body.expose_tools === undefined ? spec.exposeTools : (body.expose_tools ?? []),
+    sessionMode: body.session_mode ?? spec.sessionMode,
+    limits: body.limits === undefined ? spec.limits : resolvedLimits(body.limits),
+  };
+  await checkSpec(ctx.prisma, caller, next, deps);
+  const fingerprint = fingerprintOf(caller.userId, next);
+  const updated = await ctx.prisma.upstreamServer.update({
+    where: { id },
+    data: {
+      ...(body.name !== undefined && { name: body.name }),
+      spec: storedSpec(next.transport),
+      exposeTools: next.exposeTools,
+      sessionMode: next.sessionMode,
+      ...(body.limits !== undefined && { limits: body.limits as Prisma.InputJsonObject }),
+      fingerprint,
+    },
+  });
+  deps.registry.remember(knownServer(updated));
+  if (fingerprint !== row.fingerprint) await syncUpstreamServer(ctx, id, deps, 'spec change');
+  return serverBody(ctx.prisma, await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id } }), deps);
+}
+
+/**
+ * Deletes a server: its pool stops once no other server shares it (children killed and waited
+ * for); its tools stay, unlinked, and their calls fail with a clear error until unbound.
+ */
+export async function deleteUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  deps: UpstreamDeps,
+): Promise<void> {
+  await changeExposure(ctx, async (tx) => {
+    await findOwnServer(tx, caller, id);
+    const adis = await tx.adi.findMany({ where: { upstreamServerId: id }, select: { id: true } });
+    const changedAeis = await bumpForAdis(
+      tx,
+      adis.map((a) => a.id),
+    );
+    // The attachment's bindings go with it (cascade); the server's other bindings stay, failing.
+    await tx.upstreamServer.delete({ where: { id } });
+    return { result: undefined, changedAeis };
+  });
+  await deps.registry.forget(id);
+}
+
+export async function upstreamServerLogs(
+  db: Db,
+  caller: Principal,
+  id: string,
+  deps: UpstreamDeps,
+): Promise<UpstreamServerLogs> {
+  const row = await findOwnServer(db, caller, id);
+  const pool = deps.registry.pool(row.fingerprint);
+  return { lines: pool?.stderr.snapshot() ?? [], dropped: pool?.stderr.dropped ?? 0 };
+}
+
+/** What an upstream tool's ADI config holds (McpToolConfig). */
+function toolConfig(serverId: string, tool: Tool): Record<string, unknown> {
+  return {
+    upstream_server_id: serverId,
+    tool: tool.name,
+    ...(tool.title !== undefined && { title: tool.title }),
+    ...(tool.description !== undefined && { description: tool.description }),
+    input_schema: tool.inputSchema,
+    ...(tool.outputSchema !== undefined && { output_schema: tool.outputSchema }),
+    ...(tool.annotations !== undefined && { annotations: tool.annotations }),
+  };
+}
+
+/** The tools to take: expose_tools filters by name or glob; bad schemas and names are reported. */
+function takenTools(tools: Tool[], exposeTools: string[], warnings: string[]): Tool[] {
+  const wanted = exposeTools.length > 0 ? picomatch(exposeTools, { nobrace: true, dot: true }) : () => true;
+  const seen = new Set<string>();
+  const taken: Tool[] = [];
+  for (const tool of tools) {
+    if (typeof tool.name !== 'string' || tool.name === '' || tool.name.length > 128) {
+      warnings.push(`a tool with a name that is empty or over 128 characters was skipped`);
+      continue;
+    }
+    if (!wanted(tool.name)) continue;
+    if (seen.has(tool.name)) {
+      warnings.push(`tool "${tool.name}" is listed twice; the first is kept`);
+      continue;
+    }
+    seen.add(tool.name);
+    if (Buffer.byteLength(JSON.stringify(tool.inputSchema ?? {})) > UPSTREAM_LIMITS.maxSchemaBytes) {
+      warnings.push(
+        `tool "${tool.name}": its input schema is over ${UPSTREAM_LIMITS.maxSchemaBytes} bytes; skipped`,
+      );
+      continue;
+    }
+    taken.push(tool);
+  }
+  return taken;
+}
+
+export interface SyncReport {
+  added: string[];
+  updated: string[];
+  missing: string[];
+  warnings: string[];
+}
+
+/**
+ * Lists the upstream's tools and stores them (see the file's comment). A failure to reach the
+ * upstream is recorded on the server (status, last_error) and thrown; stored tools stay as they were.
+ */
+export async function syncUpstreamServer(
+  ctx: DomainContext,
+  serverId: string,
+  deps: UpstreamDeps,
+  reason: string,
+): Promise<SyncReport> {
+  const server = await deps.registry.known(serverId);
+  const row = await ctx.prisma.upstreamServer.findUnique({ where: { id: serverId } });
+  if (!row) throw notFound('upstream server', serverId);
+  const pool = deps.registry.remember(knownServer(row));
+  let listed: { tools: Tool[]; truncated: boolean };
+  try {
+    listed = await pool.listTools(server.name, UPSTREAM_LIMITS.maxTools);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    await ctx.prisma.upstreamServer.update({
+      where: { id: serverId },
+      data: { status: pool.status.state === 'circuit_open' ? 'circuit_open' : 'failing', lastError: message },
+    });
+    throw error;
+  }
+  const warnings: string[] = [];
+  if (listed.truncated)
+    warnings.push(`the server lists more than ${UPSTREAM_LIMITS.maxTools} tools; the rest were skipped`);
+  const tools = takenTools(listed.tools, row.exposeTools, warnings);
+  const report: SyncReport = { added: [], updated: [], missing: [], warnings };
+  await changeExposure(
+    ctx,
+    async (tx) => {
+      const existing = await tx.adi.findMany({
+        where: { upstreamServerId: serverId },
+        select: { id: true, config: true },
+      });
+      const byTool = new Map(existing.map((a) => [(a.config as { tool?: string }).tool ?? '', a]));
+      const changed: string[] = [];
+      const added: { id: string; tool: string }[] = [];
+      for (const tool of tools) {
+        const config = toolConfig(serverId, tool);
+        const current = byTool.get(tool.name);
+        byTool.delete(tool.name);
+        if (current) {
+          if (!isDeepStrictEqual(current.config, config)) {
+            await tx.adi.update({
+              where: { id: current.id },
+              data: { config: config as Prisma.InputJsonObject },
+            });
+            changed.push(current.id);
+            report.updated.push(tool.name);
+          }
+          continue;
+        }
+        const id = newId('adi');
+        await tx.adi.create({
+          data: {
+            id,
+            userId: row.userId,
+            kind: 'mcp',
+            upstreamServerId: serverId,
+            name: prefixedToolName('', tool.name),
+            config: config as Prisma.InputJsonObject,
+          },
+        });
+        added.push({ id, tool: tool.name });
+        report.added.push(tool.name);
+      }
+      for (const [tool, adi] of byTool) {
+        const config = adi.config as Record<string, unknown>;
+        if (config.missing === true) continue;
+        await tx.adi.update({
+          where: { id: adi.id },
+          data: { config: { ...config, missing: true } as Prisma.InputJsonObject },
+        });
+        changed.push(adi.id);
+        report.missing.push(tool);
+      }
+      const attachedAeis = await bindAttached(tx, serverId, added, warnings);
+      await tx.upstreamServer.update({
+        where: { id: serverId },
+        data: { status: 'ok', lastError: null, lastSyncAt: new Date(), warnings: warnings.slice(0, 50) },
+      });
+      const bumped = await bumpForAdis(tx, changed);
+      const more = attachedAeis.filter((id) => !bumped.includes(id));
+      if (more.length > 0) {
+        await tx.aei.updateMany({ where: { id: { in: more } }, data: { configVersion: { increment: 1 } } });
+      }
+      return { result: undefined, changedAeis: [...bumped, ...more] };
+    },
+    60_000,
+  );
+  if (report.added.length + report.updated.length + report.missing.length > 0) {
+    deps.registry.options.log.info(
+      {
+        upstream_server_id: serverId,
+        reason,
+        added: report.added.length,
+        updated: report.updated.length,
+        missing: report.missing.length,
+      },
+      'upstream tools synced',
+    );
+  }
+  return report;
+}
+
+/**
+ * Binds new tools into the AEIs the server is attached to, as `{prefix}_{tool}`. A name already
+ * taken there is not bound and is reported (never renamed silently). Returns the AEIs changed.
+ */
+async function bindAttached(
+  tx: Db,
+  serverId: string,
+  added: { id: string; tool: string }[],
+  warnings: string[],
+): Promise<string[]> {
+  if (added.length === 0) return [];
+  const attachments = await tx.aeiAttachment.findMany({ where: { upstreamServerId: serverId } });
+  const changed = new Set<string>();
+  for (const attachment of attachments) {
+    const names = added.map((a) => ({ ...a, name: prefixedToolName(attachment.prefix, a.tool) }));
+    const taken = new Set(
+      (
+        await tx.aeiBinding.findMany({
+          where: { aeiId: attachment.aeiId, toolName: { in: names.map((n) => n.name) } },
+          select: { toolName: true },
+        })
+      ).map((b) => b.toolName),
+    );
+    for (const entry of names) {
+      if (taken.has(entry.name)) {
+        warnings.push(
+          `tool "${entry.tool}" is not bound in AEI ${attachment.aeiId}: the name "${entry.name}" is taken there`,
+        );
+        continue;
+      }
+      await tx.aeiBinding.create({
+        data: {
+          id: newId('bnd'),
+          aeiId: attachment.aeiId,
+          adiId: entry.id,
+          toolName: entry.name,
+          toolNameInherited: false,
+          attachmentId: attachment.id,
+        },
+      });
+      taken.add(entry.name);
+      changed.add(attachment.aeiId);
+    }
+  }
+  return [...changed];
+}
+
+/**
+ * Attaches a whole server to an AEI: each of its current tools is bound as `{prefix}_{tool}` (the
+ * prefix defaults to the server's slug), and later syncs bind new ones. A name already taken in the
+ * AEI, or a tool of the server already bound there, refuses the whole attach (CONFLICT listing them).
+ */
+export async function attachUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  aeiId: string,
+  body: { upstream_server_id: string; prefix?: string | undefined },
+) {
+  return changeExposure(ctx, async (tx) => {
+    const aei = await tx.aei.findFirst({ where: { id: aeiId, userId: caller.userId }, select: { id: true } });
+    if (!aei) throw notFound('AEI', aeiId);
+    const server = await findOwnServer(tx, caller, body.upstream_server_id);
+    const prefix = body.prefix ?? server.slug;
+    const existing = await tx.aeiAttachment.findFirst({ where: { aeiId, upstreamServerId: server.id } });
+    if (existing) {
+      throw new DomainError('CONFLICT', `upstream server "${server.name}" is already attached to this AEI`, {
+        attachment_id: existing.id,
+      });
+    }
+    const adis = await tx.adi.findMany({
+      where: { upstreamServerId: server.id },
+      select: { id: true, config: true },
+      orderBy: { id: 'asc' },
+    });
+    const wanted = adis
+      .filter((a) => (a.config as { missing?: boolean }).missing !== true)
+      .map((a) => {
+        const tool = (a.config as { tool?: string }).tool ?? a.id;
+        return { adiId: a.id, tool, name: prefixedToolName(prefix, tool) };
+      });
+    const clashes = await tx.aeiBinding.findMany({
+      where: {
+        aeiId,
+        OR: [{ toolName: { in: wanted.map((w) => w.name) } }, { adiId: { in: wanted.map((w) => w.adiId) } }],
+      },
+      select: { id: true, toolName: true, adiId: true },
+    });
+    const names = new Map<string, string>();
+    for (const w of wanted) {
+      const twice = names.get(w.name);
+      if (twice !== undefined) clashes.push({ id: '', toolName: w.name, adiId: w.adiId });
+      names.set(w.name, w.adiId);
+    }
+    if (clashes.length > 0) {
+      throw new DomainError(
+        'CONFLICT',
+        `attaching "${server.name}" with prefix "${prefix}" would clash with ${clashes.length} tool(s) of this AEI ` +
+          `(${clashes
+            .slice(0, 5)
+            .map((c) => `"${c.toolName}"`)
+            .join(', ')}); choose another prefix or unbind them`,
+        {
+          prefix,
+          clashes: clashes.map((c) => ({ tool_name: c.toolName, binding_id: c.id || null, adi_id: c.adiId })),
+        },
+      );
+    }
+    const attachment = await tx.aeiAttachment.create({
+      data: { id: newId('att'), aeiId, upstreamServerId: server.id, prefix },
+    });
+    const items = [];
+    for (const w of wanted) {
+      items.push(
+        await tx.aeiBinding.create({
+          data: {
+            id: newId('bnd'),
+            aeiId,
+            adiId: w.adiId,
+            toolName: w.name,
+            toolNameInherited: false,
+            attachmentId: attachment.id,
+          },
+        }),
+      );
+    }
+    await tx.aei.update({ where: { id: aeiId }, data: { configVersion: { increment: 1 } } });
+    return {
+      result: {
+        attachment: { id: attachment.id, aei_id: aeiId, upstream_server_id: server.id, prefix },
+        items,
+      },
+      changedAeis: [aeiId],
+    };
+  });
+}

@@ -1,0 +1,226 @@
+/**
+ * One running instance of an upstream server: an MCP SDK `Client` over stdio (a child process of
+ * the control plane) or Streamable HTTP (falling back to the legacy SSE transport when the server
+ * refuses the first). The pool (pool.ts) decides when instances start and stop; an instance only
+ * connects, forwards requests with their deadline and cancellation, keeps its child's stderr in a
+ * bounded ring, and closes: a stdio child is always killed and waited for (the SDK ends its stdin,
+ * then SIGTERM, then SIGKILL), so none is left behind.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { TransportSpec } from './spec.ts';
+
+/** Lines of a child's stderr kept per pool, and the longest line kept whole. */
+export const STDERR_LINES = 200;
+const STDERR_LINE_CHARS = 2000;
+
+export interface LogLine {
+  at: string;
+  stream: 'stderr';
+  text: string;
+}
+
+/** The newest lines a pool's children wrote to stderr, bounded in lines and line length. */
+export class StderrRing {
+  private readonly lines: LogLine[] = [];
+  dropped = 0;
+
+  push(text: string): void {
+    this.lines.push({
+      at: new Date().toISOString(),
+      stream: 'stderr',
+      text: text.length > STDERR_LINE_CHARS ? `${text.slice(0, STDERR_LINE_CHARS)}…` : text,
+    });
+    if (this.lines.length > STDERR_LINES) {
+      this.lines.shift();
+      this.dropped += 1;
+    }
+  }
+
+  snapshot(): LogLine[] {
+    return [...this.lines];
+  }
+}
+
+export interface InstanceHooks {
+  /** The upstream announced that its tool list changed. */
+  toolsChanged(): void;
+  /** The connection ended without being asked to (the child exited, the stream broke). */
+  closed(instance: UpstreamInstance): void;
+  /** A line the child wrote to stderr. */
+  stderr(line: string): void;
+}
+
+export interface ConnectOptions {
+  transport: TransportSpec;
+  /** The guarded dispatcher HTTP upstreams are reached through (the SSRF guard). */
+  outbound: Dispatcher;
+  timeoutMs: number;
+  hooks: InstanceHooks;
+}
+
+const CLIENT_INFO = { name: 'bindery-control-plane', version: '0.1.0' };
+
+/** Reads a stream line by line, handing each (without its end) to `line`; partial lines bounded. */
+function eachLine(stream: NodeJS.ReadableStream, line: (text: string) => void): void {
+  let pending = '';
+  stream.setEncoding?.('utf8');
+  stream.on('data', (chunk: string) => {
+    pending += chunk;
+    let at: number;
+    while ((at = pending.indexOf('\n')) >= 0) {
+      line(pending.slice(0, at).replace(/\r$/, ''));
+      pending = pending.slice(at + 1);
+    }
+    if (pending.length > STDERR_LINE_CHARS * 4) {
+      line(pending);
+      pending = '';
+    }
+  });
+  stream.on('end', () => {
+    if (pending !== '') line(pending);
+  });
+}
+
+export class UpstreamInstance {
+  inFlight = 0;
+  lastUsedAt = Date.now();
+  private closing = false;
+
+  private constructor(
+    private readonly client: Client,
+    private readonly transport: Transport,
+    readonly pid: number | null,
+  ) {}
+
+  /** Starts the instance and completes the MCP handshake within `timeoutMs`. */
+  static async connect(options: ConnectOptions): Promise<UpstreamInstance> {
+    const { transport: spec } = options;
+    if (spec.transport === 'stdio') {
+      const transport = new StdioClientTransport({
+        command: spec.command,
+        args: spec.args,
+        env: spec.env,
+        ...(spec.cwd !== null && { cwd: spec.cwd }),
+        stderr: 'pipe',
+      });
+      const stderr = transport.stderr;
+      if (stderr) eachLine(stderr as unknown as NodeJS.ReadableStream, (line) => options.hooks.stderr(line));
+      return UpstreamInstance.handshake(transport, options, () => transport.pid);
+    }
+    const fetch = guardedFetch(options.outbound);
+    const url = new URL(spec.url);
+    const requestInit = { headers: spec.headers };
+    try {
+      return await UpstreamInstance.handshake(
+        new StreamableHTTPClientTransport(url, { requestInit, fetch }),
+        options,
+        () => null,
+      );
+    } catch (error) {
+      // A server of the older protocol answers the Streamable POST with 4xx (404, 405): try SSE.
+      if (!refusedAsOldProtocol(error)) throw error;
+      return UpstreamInstance.handshake(
+        new SSEClientTransport(url, { requestInit, fetch, eventSourceInit: { fetch } }),
+        options,
+        () => null,
+      );
+    }
+  }
+
+  private static async handshake(
+    transport: Transport,
+    options: ConnectOptions,
+    pidOf: () => number | null,
+  ): Promise<UpstreamInstance> {
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    // Set once connected: a close before that is the failed start's, reported by connect itself.
+    const connected: { instance?: UpstreamInstance } = {};
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.hooks.toolsChanged());
+    client.onclose = () => {
+      const instance = connected.instance;
+      if (instance && !instance.closing) options.hooks.closed(instance);
+    };
+    // Errors of the transport also end up closing it; requests in flight fail with them.
+    client.onerror = () => {};
+    const deadline = AbortSignal.timeout(options.timeoutMs);
+    try {
+      await client.connect(transport, { timeout: options.timeoutMs, signal: deadline });
+    } catch (error) {
+      await transport.close().catch(() => {});
+      throw error;
+    }
+    connected.instance = new UpstreamInstance(client, transport, pidOf());
+    return connected.instance;
+  }
+
+  get alive(): boolean {
+    return !this.closing;
+  }
+
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<CallToolResult> {
+    const result = await this.client.callTool({ name, arguments: args }, undefined, {
+      timeout: options.timeoutMs,
+      ...(options.signal && { signal: options.signal }),
+    });
+    return result as CallToolResult;
+  }
+
+  /** Every tool the upstream lists (all pages), at most `max` (more: `truncated`). */
+  async listTools(timeoutMs: number, max: number): Promise<{ tools: Tool[]; truncated: boolean }> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    const seen = new Set<string>();
+    do {
+      const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, {
+        timeout: timeoutMs,
+      });
+      tools.push(...page.tools);
+      if (tools.length > max) return { tools: tools.slice(0, max), truncated: true };
+      cursor = page.nextCursor;
+      // A server handing the same cursor back would be listed forever.
+      if (cursor !== undefined) {
+        if (seen.has(cursor)) break;
+        seen.add(cursor);
+      }
+    } while (cursor !== undefined);
+    return { tools, truncated: false };
+  }
+
+  async ping(timeoutMs: number): Promise<void> {
+    await this.client.ping({ timeout: timeoutMs });
+  }
+
+  /** Closes the connection; a stdio child is killed and waited for. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await this.client.close().catch(() => {});
+  }
+}
+
+/** fetch through the guarded dispatcher: every HTTP upstream request passes the SSRF guard. */
+function guardedFetch(dispatcher: Dispatcher) {
+  return ((url: string | URL, init?: RequestInit) =>
+    undiciFetch(url, { ...(init as object), dispatcher } as Parameters<
+      typeof undiciFetch
+    >[1])) as unknown as (url: string | URL, init?: RequestInit) => Promise<Response>;
+}
+
+function refusedAsOldProtocol(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && code >= 400 && code < 500 && code !== 401 && code !== 403;
+}

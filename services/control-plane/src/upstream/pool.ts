@@ -1,0 +1,429 @@
+/**
+ * One pool of instances per spec fingerprint (seed 003). Instances start lazily (first call or
+ * sync), serve up to `concurrentCalls` calls each, up to `maxInstances` of them, and stop after
+ * `idleTimeoutMs` without calls. Idle instances are pinged every 30 s (2 s deadline); one that does
+ * not answer is stopped. A start that fails, a child that dies, a ping or a call that times out all
+ * count as failures: instances are restarted no sooner than a jittered backoff (1 s doubling to
+ * 30 s), and after three failures in a row the circuit opens: calls fail at once with
+ * UPSTREAM_FAILED naming the server and the last error, until a probe (the first call after the
+ * backoff, or a ping) succeeds.
+ */
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Dispatcher } from 'undici';
+import { DomainError } from '../errors.ts';
+import { StderrRing, UpstreamInstance } from './instance.ts';
+import type { ResolvedLimits, TransportSpec } from './spec.ts';
+
+export const PING_EVERY_MS = 30_000;
+export const PING_TIMEOUT_MS = 2_000;
+export const BACKOFF_FIRST_MS = 1_000;
+export const BACKOFF_MAX_MS = 30_000;
+/** Consecutive failures that open the circuit. */
+export const CIRCUIT_FAILURES = 3;
+/** How long starting an instance (spawn or connect, and the MCP handshake) may take at most. */
+const START_TIMEOUT_MS = 15_000;
+/** Calls waiting for a free instance at most, per allowed call slot. */
+const QUEUE_PER_SLOT = 4;
+
+export type PoolState = 'ok' | 'starting' | 'failing' | 'circuit_open' | 'stopped';
+
+export interface PoolEvents {
+  /** An instance announced `notifications/tools/list_changed`. */
+  toolsChanged(): void;
+  /** The pool's state changed (for the servers' status). */
+  stateChanged(state: PoolState, lastError: string | null): void;
+  stderr(line: string): void;
+  meter?: PoolMeter;
+}
+
+export interface PoolMeter {
+  call(outcome: 'ok' | 'error' | 'timeout' | 'refused'): void;
+  failure(): void;
+  restart(): void;
+  instances(count: number): void;
+}
+
+export interface PoolOptions {
+  fingerprint: string;
+  /** Resolves the spec with its secrets filled in, when an instance starts. */
+  transport: () => Promise<TransportSpec>;
+  limits: ResolvedLimits;
+  outbound: Dispatcher;
+  events: PoolEvents;
+  /** Clock and randomness, replaceable by tests of the backoff. */
+  now?: () => number;
+  random?: () => number;
+}
+
+interface Waiter {
+  resolve(instance: UpstreamInstance): void;
+  reject(error: unknown): void;
+}
+
+/** How a failure reads in messages: the first line, bounded, never a stack. */
+function describe(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
+function mcpCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+const REQUEST_TIMEOUT = -32001;
+const CONNECTION_CLOSED = -32000;
+
+export class UpstreamPool {
+  readonly fingerprint: string;
+  readonly stderr = new StderrRing();
+  private readonly instances = new Set<UpstreamInstance>();
+  private starting = 0;
+  private readonly waiters: Waiter[] = [];
+  private failures = 0;
+  private lastError: string | null = null;
+  private nextStartAt = 0;
+  private backoffMs = 0;
+  restarts = 0;
+  private state: PoolState = 'stopped';
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+  private lastPingAt = 0;
+  private readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(private readonly options: PoolOptions) {
+    this.fingerprint = options.fingerprint;
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+    const tick = Math.max(250, Math.min(5_000, Math.floor(options.limits.idleTimeoutMs / 4)));
+    this.timer = setInterval(() => void this.tick(), tick);
+    this.timer.unref();
+  }
+
+  get instanceCount(): number {
+    return this.instances.size;
+  }
+
+  get inFlight(): number {
+    let n = 0;
+    for (const instance of this.instances) n += instance.inFlight;
+    return n;
+  }
+
+  get status(): { state: PoolState; lastError: string | null } {
+    return { state: this.state, lastError: this.lastError };
+  }
+
+  /** The pids of the running stdio children (for the admin API and tests). */
+  get pids(): number[] {
+    return [...this.instances].flatMap((i) => (i.pid === null ? [] : [i.pid]));
+  }
+
+  /** Runs one tool call on an instance, within the call timeout; `server` names it in errors. */
+  async callTool(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<CallToolResult> {
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const deadline = this.now() + timeoutMs;
+    const instance = await this.acquire(server, deadline, signal);
+    try {
+      const result = await instance.callTool(tool, args, {
+        timeoutMs: Math.max(1, deadline - this.now()),
+        signal,
+      });
+      this.succeeded();
+      this.options.events.meter?.call('ok');
+      return result;
+    } catch (error) {
+      throw this.callFailed(server, tool, error, signal, timeoutMs);
+    } finally {
+      this.release(instance);
+    }
+  }
+
+  /** Lists the upstream's tools (all pages) on an instance, started when none runs. */
+  async listTools(server: string, max: number): Promise<{ tools: Tool[]; truncated: boolean }> {
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const instance = await this.acquire(server, this.now() + timeoutMs);
+    try {
+      const listed = await instance.listTools(timeoutMs, max);
+      this.succeeded();
+      return listed;
+    } catch (error) {
+      throw this.callFailed(server, 'tools/list', error, undefined, timeoutMs);
+    } finally {
+      this.release(instance);
+    }
+  }
+
+  /** Stops every instance (and refuses calls from now on); children are killed and waited for. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    for (const waiter of this.waiters.splice(0)) {
+      waiter.reject(new DomainError('UPSTREAM_FAILED', 'the upstream server was removed or changed'));
+    }
+    await Promise.all([...this.instances].map((i) => i.close()));
+    this.instances.clear();
+    this.options.events.meter?.instances(0);
+  }
+
+  private circuitOpen(): boolean {
+    return this.failures >= CIRCUIT_FAILURES && this.now() < this.nextStartAt;
+  }
+
+  private refuseOpen(server: string): DomainError {
+    this.options.events.meter?.call('refused');
+    return new DomainError(
+      'UPSTREAM_FAILED',
+      `upstream server "${server}" is failing (circuit open after ${this.failures} failures in a row): ${this.lastError ?? 'unknown error'}`,
+      {
+        upstream: server,
+        circuit: 'open',
+        last_error: this.lastError,
+        retry_after_ms: this.nextStartAt - this.now(),
+      },
+    );
+  }
+
+  /** A free instance, started if none is and the limits allow; else waits for one until `deadline`. */
+  private async acquire(server: string, deadline: number, signal?: AbortSignal): Promise<UpstreamInstance> {
+    if (this.closed)
+      throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
+    if (this.circuitOpen()) throw this.refuseOpen(server);
+    const free = this.freeInstance();
+    if (free) return this.take(free);
+    if (this.instances.size + this.starting < this.options.limits.maxInstances) {
+      // Before the backoff's end (after a crash), the start waits for it, within the deadline.
+      const wait = this.nextStartAt - this.now();
+      if (wait > 0) {
+        if (this.now() + wait >= deadline)
+          throw this.timeoutError(server, 'instance start (restart backoff)');
+        await sleep(wait, signal);
+        if (this.circuitOpen()) throw this.refuseOpen(server);
+      }
+      return this.take(await this.start(server, deadline));
+    }
+    const slots = this.options.limits.maxInstances * this.options.limits.concurrentCalls;
+    if (this.waiters.length >= slots * QUEUE_PER_SLOT) {
+      this.options.events.meter?.call('refused');
+      throw new DomainError(
+        'RATE_LIMITED',
+        `upstream server "${server}" has too many calls waiting; try again shortly`,
+        {
+          upstream: server,
+        },
+      );
+    }
+    return new Promise<UpstreamInstance>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve: (instance) => {
+          clearTimeout(timer);
+          resolve(instance);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      const timer = setTimeout(
+        () => {
+          this.waiters.splice(this.waiters.indexOf(waiter), 1);
+          reject(this.timeoutError(server, 'waiting for a free instance'));
+        },
+        Math.max(1, deadline - this.now()),
+      );
+      this.waiters.push(waiter);
+    });
+  }
+
+  private freeInstance(): UpstreamInstance | undefined {
+    let best: UpstreamInstance | undefined;
+    for (const instance of this.instances) {
+      if (!instance.alive || instance.inFlight >= this.options.limits.concurrentCalls) continue;
+      if (!best || instance.inFlight < best.inFlight) best = instance;
+    }
+    return best;
+  }
+
+  private take(instance: UpstreamInstance): UpstreamInstance {
+    instance.inFlight += 1;
+    instance.lastUsedAt = this.now();
+    return instance;
+  }
+
+  private release(instance: UpstreamInstance): void {
+    instance.inFlight -= 1;
+    instance.lastUsedAt = this.now();
+    const waiter = instance.alive && this.waiters.shift();
+    if (waiter) waiter.resolve(this.take(instance));
+  }
+
+  private async start(server: string, deadline: number): Promise<UpstreamInstance> {
+    this.starting += 1;
+    if (this.instances.size === 0) this.setState('starting');
+    try {
+      const transport = await this.options.transport();
+      const instance = await UpstreamInstance.connect({
+        transport,
+        outbound: this.options.outbound,
+        timeoutMs: Math.max(1, Math.min(START_TIMEOUT_MS, deadline - this.now())),
+        hooks: {
+          toolsChanged: () => this.options.events.toolsChanged(),
+          closed: (closed) => this.lost(closed),
+          stderr: (line) => {
+            this.stderr.push(line);
+            this.options.events.stderr(line);
+          },
+        },
+      });
+      if (this.closed) {
+        await instance.close();
+        throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
+      }
+      this.instances.add(instance);
+      this.options.events.meter?.instances(this.instances.size);
+      return instance;
+    } catch (error) {
+      if (error instanceof DomainError) throw error;
+      this.failed(describe(error));
+      const message = `upstream server "${server}" could not be started: ${describe(error)}`;
+      throw new DomainError('UPSTREAM_FAILED', message, { upstream: server });
+    } finally {
+      this.starting -= 1;
+    }
+  }
+
+  /** An instance ended on its own (a child exited, a stream broke): dropped, restarted later. */
+  private lost(instance: UpstreamInstance): void {
+    if (!this.instances.delete(instance)) return;
+    void instance.close();
+    this.restarts += 1;
+    this.options.events.meter?.restart();
+    this.options.events.meter?.instances(this.instances.size);
+    this.failed('the upstream server exited or closed the connection');
+  }
+
+  private succeeded(): void {
+    this.failures = 0;
+    this.backoffMs = 0;
+    this.nextStartAt = 0;
+    this.lastError = null;
+    this.setState('ok');
+  }
+
+  private failed(reason: string): void {
+    this.failures += 1;
+    this.lastError = reason;
+    this.options.events.meter?.failure();
+    this.backoffMs = this.backoffMs === 0 ? BACKOFF_FIRST_MS : Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
+    // Jitter: between half and all of the backoff, so restarts of many pools do not line up.
+    this.nextStartAt = this.now() + Math.round(this.backoffMs * (0.5 + this.random() * 0.5));
+    this.setState(this.failures >= CIRCUIT_FAILURES ? 'circuit_open' : 'failing');
+  }
+
+  private setState(state: PoolState): void {
+    if (state === this.state && state !== 'failing' && state !== 'circuit_open') return;
+    this.state = state;
+    this.options.events.stateChanged(state, this.lastError);
+  }
+
+  private timeoutError(server: string, what: string): DomainError {
+    this.options.events.meter?.call('timeout');
+    return new DomainError(
+      'TIMEOUT',
+      `upstream server "${server}" did not answer within ${this.options.limits.callTimeoutMs} ms (${what})`,
+      { upstream: server, timeout_ms: this.options.limits.callTimeoutMs },
+    );
+  }
+
+  /** What a failed request becomes; timeouts and broken connections count against the circuit. */
+  private callFailed(
+    server: string,
+    tool: string,
+    error: unknown,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): DomainError {
+    if (error instanceof DomainError) return error;
+    if (signal?.aborted) {
+      this.options.events.meter?.call('error');
+      return new DomainError('UPSTREAM_FAILED', `the call of ${tool} on "${server}" was cancelled`, {
+        upstream: server,
+        cancelled: true,
+      });
+    }
+    const code = mcpCode(error);
+    if (code === REQUEST_TIMEOUT) {
+      this.failed(`${tool} did not answer within ${timeoutMs} ms`);
+      return this.timeoutError(server, tool);
+    }
+    if (code === CONNECTION_CLOSED || code === undefined) {
+      this.failed(describe(error));
+      this.options.events.meter?.call('error');
+      return new DomainError(
+        'UPSTREAM_FAILED',
+        `upstream server "${server}" failed during ${tool}: ${describe(error)}`,
+        {
+          upstream: server,
+        },
+      );
+    }
+    // A JSON-RPC error the upstream answered (unknown tool, bad arguments): the server is fine.
+    this.options.events.meter?.call('error');
+    return new DomainError(
+      'UPSTREAM_FAILED',
+      `upstream server "${server}" refused ${tool}: ${describe(error)}`,
+      {
+        upstream: server,
+        rpc_code: code,
+      },
+    );
+  }
+
+  /** Stops idle instances; pings the others now and then (a failed ping stops the instance). */
+  private async tick(): Promise<void> {
+    const now = this.now();
+    for (const instance of [...this.instances]) {
+      if (instance.inFlight === 0 && now - instance.lastUsedAt >= this.options.limits.idleTimeoutMs) {
+        this.instances.delete(instance);
+        this.options.events.meter?.instances(this.instances.size);
+        void instance.close();
+      }
+    }
+    if (this.instances.size === 0 && this.starting === 0 && this.state === 'ok') this.setState('stopped');
+    if (now - this.lastPingAt < PING_EVERY_MS) return;
+    this.lastPingAt = now;
+    await Promise.all(
+      [...this.instances].map(async (instance) => {
+        try {
+          await instance.ping(PING_TIMEOUT_MS);
+        } catch (error) {
+          if (!this.instances.delete(instance)) return;
+          void instance.close();
+          this.options.events.meter?.instances(this.instances.size);
+          this.failed(`ping failed: ${describe(error)}`);
+        }
+      }),
+    );
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,273 @@
+/**
+ * The control plane's upstream pools, one per spec fingerprint, and what ties servers to them:
+ * which servers share a pool, when a pool stops (its last server deleted or changed, or the app
+ * closing), and when a server's tools are synced again (its upstream said they changed, debounced;
+ * every UPSTREAM_REFRESH_S while it runs). Servers created by another control plane are read from
+ * the database the first time a call needs them.
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Dispatcher } from 'undici';
+import type { UpstreamServer as UpstreamServerRow } from '../generated/prisma/client.ts';
+import type { DomainContext } from '../domain/context.ts';
+import { resolveSecrets, secretReferences } from '../domain/secret-references.ts';
+import { DomainError } from '../errors.ts';
+import { UpstreamPool, type PoolMeter, type PoolState } from './pool.ts';
+import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
+import type { UpstreamLimits } from '@bindery/contracts';
+
+export interface UpstreamLog {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  debug(details: object, message: string): void;
+}
+
+export interface RegistryOptions {
+  outbound: Dispatcher;
+  log: UpstreamLog;
+  /** Executables stdio servers may run (UPSTREAM_STDIO_COMMANDS). */
+  stdioCommands: readonly string[];
+  /** How often running servers' tools are listed again, in ms (0: never). */
+  refreshMs: number;
+  /** How long tools/list_changed notifications are gathered before one sync. */
+  debounceMs?: number;
+  meter?: (fingerprint: string) => PoolMeter;
+}
+
+/** What the registry keeps of a server (its row's fields the pools need). */
+export interface KnownServer {
+  id: string;
+  userId: string;
+  name: string;
+  fingerprint: string;
+  spec: UpstreamSpec;
+}
+
+/** The spec stored in a server row, as the pools use it. */
+export function specOfRow(row: UpstreamServerRow): UpstreamSpec {
+  const stored = row.spec as Record<string, unknown>;
+  const transport: TransportSpec =
+    row.transport === 'stdio'
+      ? {
+          transport: 'stdio',
+          command: String(stored.command),
+          args: (stored.args as string[] | undefined) ?? [],
+          env: (stored.env as Record<string, string> | undefined) ?? {},
+          cwd: (stored.cwd as string | null | undefined) ?? null,
+        }
+      : {
+          transport: 'http',
+          url: String(stored.url),
+          headers: (stored.headers as Record<string, string> | undefined) ?? {},
+        };
+  return {
+    transport,
+    exposeTools: row.exposeTools,
+    sessionMode: row.sessionMode === 'per_session' ? 'per_session' : 'shared',
+    limits: resolvedLimits(row.limits as UpstreamLimits),
+  };
+}
+
+export function knownServer(row: UpstreamServerRow): KnownServer {
+  return {
+    id: row.id,
+    userId: row.userId,
+    name: row.name,
+    fingerprint: row.fingerprint,
+    spec: specOfRow(row),
+  };
+}
+
+/** The secret names a transport's env or header values reference. */
+export function transportSecretNames(transport: TransportSpec): string[] {
+  const values =
+    transport.transport === 'stdio' ? Object.values(transport.env) : Object.values(transport.headers);
+  return [...new Set(values.flatMap((v) => secretReferences(v)))];
+}
+
+const DEFAULT_DEBOUNCE_MS = 500;
+
+export type SyncRunner = (serverId: string, reason: string) => Promise<unknown>;
+
+export class UpstreamRegistry {
+  private readonly pools = new Map<string, UpstreamPool>();
+  private readonly servers = new Map<string, KnownServer>();
+  private readonly pending = new Map<string, NodeJS.Timeout>();
+  private readonly refreshTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** Set by the app: how a server's tools are synced (domain/upstream-servers.ts). */
+  syncer: SyncRunner | undefined;
+
+  constructor(
+    private readonly ctx: () => DomainContext,
+    readonly options: RegistryOptions,
+  ) {
+    if (options.refreshMs > 0) {
+      this.refreshTimer = setInterval(() => this.refreshRunning(), options.refreshMs);
+      this.refreshTimer.unref();
+    }
+  }
+
+  /** Remembers a server (created, changed, or read from the database) and returns its pool. */
+  remember(server: KnownServer): UpstreamPool {
+    const before = this.servers.get(server.id);
+    this.servers.set(server.id, server);
+    if (before && before.fingerprint !== server.fingerprint) this.releaseFingerprint(before.fingerprint);
+    return this.poolOf(server);
+  }
+
+  /** Forgets a deleted server; its pool stops when no other server shares it. */
+  async forget(serverId: string): Promise<void> {
+    const before = this.servers.get(serverId);
+    this.servers.delete(serverId);
+    clearTimeout(this.pending.get(serverId));
+    this.pending.delete(serverId);
+    if (before) await this.releaseFingerprint(before.fingerprint);
+  }
+
+  /** The ids of the known servers sharing this server's pool (itself excluded). */
+  sharing(server: Pick<KnownServer, 'id' | 'fingerprint'>): string[] {
+    return [...this.servers.values()]
+      .filter((s) => s.fingerprint === server.fingerprint && s.id !== server.id)
+      .map((s) => s.id);
+  }
+
+  pool(fingerprint: string): UpstreamPool | undefined {
+    return this.pools.get(fingerprint);
+  }
+
+  /** Every pid of every running stdio child (tests and the admin API count them). */
+  get pids(): number[] {
+    return [...this.pools.values()].flatMap((p) => p.pids);
+  }
+
+  get poolCount(): number {
+    return this.pools.size;
+  }
+
+  /** A tool call on a server's pool; the server is read from the database if this process has not seen it. */
+  async callTool(
+    serverId: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<CallToolResult> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).callTool(server.name, tool, args, signal);
+  }
+
+  async known(serverId: string): Promise<KnownServer> {
+    const cached = this.servers.get(serverId);
+    if (cached) return cached;
+    const row = await this.ctx().prisma.upstreamServer.findUnique({ where: { id: serverId } });
+    if (!row) {
+      throw new DomainError(
+        'NOT_FOUND',
+        `upstream server ${serverId} was deleted; remove or rebind this tool`,
+        {
+          upstream_server_id: serverId,
+        },
+      );
+    }
+    const server = knownServer(row);
+    this.remember(server);
+    return server;
+  }
+
+  /** Asks for a sync of this server soon (debounced): its upstream said its tools changed. */
+  scheduleSync(serverId: string, reason: string): void {
+    if (this.closed || this.pending.has(serverId)) return;
+    const timer = setTimeout(() => {
+      this.pending.delete(serverId);
+      this.runSync(serverId, reason);
+    }, this.options.debounceMs ?? DEFAULT_DEBOUNCE_MS);
+    timer.unref();
+    this.pending.set(serverId, timer);
+  }
+
+  private runSync(serverId: string, reason: string): void {
+    if (this.closed || !this.syncer) return;
+    this.syncer(serverId, reason).catch((error: unknown) =>
+      this.options.log.warn({ err: error, upstream_server_id: serverId, reason }, 'upstream sync failed'),
+    );
+  }
+
+  /** Syncs the servers whose pool has an instance running (idle servers are synced when they start). */
+  private refreshRunning(): void {
+    for (const server of this.servers.values()) {
+      if ((this.pools.get(server.fingerprint)?.instanceCount ?? 0) > 0) this.runSync(server.id, 'refresh');
+    }
+  }
+
+  private poolOf(server: KnownServer): UpstreamPool {
+    const existing = this.pools.get(server.fingerprint);
+    if (existing) return existing;
+    const fingerprint = server.fingerprint;
+    const log = this.options.log;
+    const pool: UpstreamPool = new UpstreamPool({
+      fingerprint,
+      limits: server.spec.limits,
+      outbound: this.options.outbound,
+      transport: () => this.resolveTransport(server),
+      events: {
+        toolsChanged: () => {
+          for (const s of this.serversOf(fingerprint)) this.scheduleSync(s.id, 'tools/list_changed');
+        },
+        stateChanged: (state, lastError) => this.stateChanged(fingerprint, state, lastError),
+        stderr: (line) => log.debug({ fingerprint: fingerprint.slice(0, 12), line }, 'upstream stderr'),
+        ...(this.options.meter && { meter: this.options.meter(fingerprint) }),
+      },
+    });
+    if (this.closed) void pool.close();
+    this.pools.set(fingerprint, pool);
+    return pool;
+  }
+
+  private serversOf(fingerprint: string): KnownServer[] {
+    return [...this.servers.values()].filter((s) => s.fingerprint === fingerprint);
+  }
+
+  /** The transport with the owner's secrets filled into env values or headers. */
+  private async resolveTransport(server: KnownServer): Promise<TransportSpec> {
+    const transport = server.spec.transport;
+    const names = transportSecretNames(transport);
+    if (names.length === 0) return transport;
+    const secrets = await resolveSecrets(this.ctx(), server.userId, names);
+    const fill = (values: Record<string, string>) =>
+      Object.fromEntries(Object.entries(values).map(([k, v]) => [k, secrets.fill(v)]));
+    return transport.transport === 'stdio'
+      ? { ...transport, env: fill(transport.env) }
+      : { ...transport, headers: fill(transport.headers) };
+  }
+
+  /** Writes a pool's state onto its servers' rows (for the admin API); a failed write is only logged. */
+  private stateChanged(fingerprint: string, state: PoolState, lastError: string | null): void {
+    const ids = this.serversOf(fingerprint).map((s) => s.id);
+    if (ids.length === 0 || this.closed) return;
+    this.ctx()
+      .prisma.upstreamServer.updateMany({
+        where: { id: { in: ids } },
+        data: { status: state, lastError },
+      })
+      .catch((error: unknown) =>
+        this.options.log.debug({ err: error }, 'could not record the state of an upstream server'),
+      );
+  }
+
+  private async releaseFingerprint(fingerprint: string): Promise<void> {
+    if (this.serversOf(fingerprint).length > 0) return;
+    const pool = this.pools.get(fingerprint);
+    this.pools.delete(fingerprint);
+    await pool?.close();
+  }
+
+  /** Stops every pool: every child is killed and waited for. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.refreshTimer);
+    for (const timer of this.pending.values()) clearTimeout(timer);
+    this.pending.clear();
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.close()));
+  }
+}

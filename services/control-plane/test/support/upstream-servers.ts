@@ -1,0 +1,130 @@
+/**
+ * Real upstream MCP servers for tests: the stdio script in ./upstream/mcp-server.mjs (run with
+ * `node`), the same server over Streamable HTTP on a loopback port, a loopback HTTP server that
+ * does not speak MCP, and the count of a process's children from the OS (/proc), not from metrics.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+// @ts-expect-error: a plain ES module of test support, without types.
+import { createMcpServer } from './upstream/mcp-server.mjs';
+
+export const UPSTREAM_SCRIPT = fileURLToPath(new URL('./upstream/mcp-server.mjs', import.meta.url));
+
+/** The body of a stdio upstream server running the test script (`node`). */
+export function stdioServerBody(name: string, env: Record<string, string> = {}, extra: object = {}) {
+  return { name, transport: 'stdio', command: 'node', args: [UPSTREAM_SCRIPT], env, ...extra };
+}
+
+/** The pids of `parent`'s living children whose command line mentions the test script. */
+export function upstreamChildren(parent = process.pid): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) !== parent || fields[0] === 'Z') continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (cmdline.includes('mcp-server.mjs')) pids.push(Number(entry));
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return pids;
+}
+
+/** Zombie children of `parent` (ended, never waited for): there must be none. */
+export function zombieChildren(parent = process.pid): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === parent && fields[0] === 'Z') pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
+export interface HttpUpstream {
+  url: string;
+  /** Sessions opened so far. */
+  sessions(): number;
+  close(): Promise<void>;
+}
+
+/** The test MCP server over Streamable HTTP (stateful: one server and transport per session). */
+export async function httpUpstream(): Promise<HttpUpstream> {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  let opened = 0;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
+        const sessionId = req.headers['mcp-session-id'];
+        let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
+        if (!transport) {
+          if (typeof sessionId === 'string') {
+            res.writeHead(404).end();
+            return;
+          }
+          const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+            sessionIdGenerator: () => randomUUID(),
+            onsessioninitialized: (id) => {
+              transports.set(id, created);
+              opened += 1;
+            },
+          });
+          transport = created;
+          const mcp = createMcpServer(() => {
+            const id = created.sessionId;
+            if (id) transports.delete(id);
+            void created.close();
+          });
+          await mcp.connect(transport);
+        }
+        await transport.handleRequest(req, res, body);
+      })().catch(() => {
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    sessions: () => opened,
+    async close() {
+      await Promise.all([...transports.values()].map((t) => t.close().catch(() => {})));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A loopback HTTP server that answers every request with a web page: not an MCP server. */
+export async function notMcpServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>hello</body></html>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
