@@ -211,7 +211,7 @@ export async function createUpstreamServer(
     }
   }
   deps.registry.remember(knownServer(row));
-  await syncUpstreamServer(ctx, row.id, deps, 'create');
+  await syncOrRecord(ctx, row.id, deps, 'create');
   return serverBody(
     ctx.prisma,
     await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id: row.id } }),
@@ -285,13 +285,14 @@ export async function updateUpstreamServer(
     },
   });
   deps.registry.remember(knownServer(updated));
-  if (fingerprint !== row.fingerprint) await syncUpstreamServer(ctx, id, deps, 'spec change');
+  if (fingerprint !== row.fingerprint) await syncOrRecord(ctx, id, deps, 'spec change');
   return serverBody(ctx.prisma, await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id } }), deps);
 }
 
 /**
  * Deletes a server: its pool stops once no other server shares it (children killed and waited
- * for); its tools stay, unlinked, and their calls fail with a clear error until unbound.
+ * for); its tools and all their bindings stay, unlinked, and their calls fail with a clear error
+ * until unbound.
  */
 export async function deleteUpstreamServer(
   ctx: DomainContext,
@@ -306,7 +307,12 @@ export async function deleteUpstreamServer(
       tx,
       adis.map((a) => a.id),
     );
-    // The attachment's bindings go with it (cascade); the server's other bindings stay, failing.
+    // Every binding of its tools stays, attached ones included (their attachment goes): an agent
+    // gets a clear error naming the deleted server rather than a tool that silently vanished.
+    await tx.aeiBinding.updateMany({
+      where: { attachment: { upstreamServerId: id } },
+      data: { attachmentId: null },
+    });
     await tx.upstreamServer.delete({ where: { id } });
     return { result: undefined, changedAeis };
   });
@@ -322,6 +328,23 @@ export async function upstreamServerLogs(
   const row = await findOwnServer(db, caller, id);
   const pool = deps.registry.pool(row.fingerprint);
   return { lines: pool?.stderr.snapshot() ?? [], dropped: pool?.stderr.dropped ?? 0 };
+}
+
+/**
+ * Syncs after a create or a spec change; a failure to reach the upstream is not the request's: it
+ * is recorded on the server (status, last_error), which the answer shows.
+ */
+async function syncOrRecord(
+  ctx: DomainContext,
+  id: string,
+  deps: UpstreamDeps,
+  reason: string,
+): Promise<void> {
+  try {
+    await syncUpstreamServer(ctx, id, deps, reason);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+  }
 }
 
 /** What an upstream tool's ADI config holds (McpToolConfig). */

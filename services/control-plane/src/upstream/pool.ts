@@ -20,8 +20,12 @@ export const BACKOFF_FIRST_MS = 1_000;
 export const BACKOFF_MAX_MS = 30_000;
 /** Consecutive failures that open the circuit. */
 export const CIRCUIT_FAILURES = 3;
-/** How long starting an instance (spawn or connect, and the MCP handshake) may take at most. */
-const START_TIMEOUT_MS = 15_000;
+/**
+ * How long starting an instance (spawn or connect, and the MCP handshake) may take: the call
+ * timeout, within 5 to 15 s (a process takes its time to start, whatever a call may take).
+ */
+const START_TIMEOUT_MIN_MS = 5_000;
+const START_TIMEOUT_MAX_MS = 15_000;
 /** Calls waiting for a free instance at most, per allowed call slot. */
 const QUEUE_PER_SLOT = 4;
 
@@ -43,10 +47,25 @@ export interface PoolMeter {
   instances(count: number): void;
 }
 
+/**
+ * A spec with its secrets filled in, and what takes their values out again of whatever comes back
+ * (stderr lines, error messages, tool results): an upstream may echo what it was given.
+ */
+export interface ResolvedTransport {
+  transport: TransportSpec;
+  redact(text: string): string;
+  redactJson<T>(value: T): T;
+}
+
+const NO_SECRETS: Omit<ResolvedTransport, 'transport'> = {
+  redact: (text) => text,
+  redactJson: (value) => value,
+};
+
 export interface PoolOptions {
   fingerprint: string;
   /** Resolves the spec with its secrets filled in, when an instance starts. */
-  transport: () => Promise<TransportSpec>;
+  transport: () => Promise<ResolvedTransport>;
   limits: ResolvedLimits;
   outbound: Dispatcher;
   events: PoolEvents;
@@ -62,7 +81,15 @@ interface Waiter {
 
 /** How a failure reads in messages: the first line, bounded, never a stack. */
 function describe(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+  let text = messageOf(error);
+  // fetch failures say "fetch failed"; the reason (refused address, connection refused) is their cause.
+  let cause = (error as { cause?: unknown } | null)?.cause;
+  for (let depth = 0; cause !== undefined && cause !== null && depth < 3; depth++) {
+    const more = messageOf(cause);
+    if (!text.includes(more)) text += `: ${more}`;
+    cause = (cause as { cause?: unknown }).cause;
+  }
   const line = text.split('\n')[0] ?? '';
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }
@@ -92,6 +119,8 @@ export class UpstreamPool {
   private lastPingAt = 0;
   private readonly now: () => number;
   private readonly random: () => number;
+  /** Takes the secrets the running instances were given out of what they send back. */
+  private secrets: Omit<ResolvedTransport, 'transport'> = NO_SECRETS;
 
   constructor(private readonly options: PoolOptions) {
     this.fingerprint = options.fingerprint;
@@ -129,16 +158,13 @@ export class UpstreamPool {
     signal?: AbortSignal,
   ): Promise<CallToolResult> {
     const timeoutMs = this.options.limits.callTimeoutMs;
-    const deadline = this.now() + timeoutMs;
-    const instance = await this.acquire(server, deadline, signal);
+    const instance = await this.acquire(server, this.now() + timeoutMs, signal);
     try {
-      const result = await instance.callTool(tool, args, {
-        timeoutMs: Math.max(1, deadline - this.now()),
-        signal,
-      });
+      // The call's own timeout starts once it has an instance (a start has its own deadline).
+      const result = await instance.callTool(tool, args, { timeoutMs, signal });
       this.succeeded();
       this.options.events.meter?.call('ok');
-      return result;
+      return this.secrets.redactJson(result);
     } catch (error) {
       throw this.callFailed(server, tool, error, signal, timeoutMs);
     } finally {
@@ -171,6 +197,11 @@ export class UpstreamPool {
     await Promise.all([...this.instances].map((i) => i.close()));
     this.instances.clear();
     this.options.events.meter?.instances(0);
+  }
+
+  /** A failure as it may be shown: one line, bounded, without the instance's secrets. */
+  private describe(error: unknown): string {
+    return this.secrets.redact(describe(error));
   }
 
   private circuitOpen(): boolean {
@@ -207,7 +238,7 @@ export class UpstreamPool {
         await sleep(wait, signal);
         if (this.circuitOpen()) throw this.refuseOpen(server);
       }
-      return this.take(await this.start(server, deadline));
+      return this.take(await this.start(server));
     }
     const slots = this.options.limits.maxInstances * this.options.limits.concurrentCalls;
     if (this.waiters.length >= slots * QUEUE_PER_SLOT) {
@@ -264,19 +295,24 @@ export class UpstreamPool {
     if (waiter) waiter.resolve(this.take(instance));
   }
 
-  private async start(server: string, deadline: number): Promise<UpstreamInstance> {
+  private async start(server: string): Promise<UpstreamInstance> {
     this.starting += 1;
     if (this.instances.size === 0) this.setState('starting');
     try {
-      const transport = await this.options.transport();
+      const resolved = await this.options.transport();
+      this.secrets = resolved;
       const instance = await UpstreamInstance.connect({
-        transport,
+        transport: resolved.transport,
         outbound: this.options.outbound,
-        timeoutMs: Math.max(1, Math.min(START_TIMEOUT_MS, deadline - this.now())),
+        timeoutMs: Math.min(
+          START_TIMEOUT_MAX_MS,
+          Math.max(START_TIMEOUT_MIN_MS, this.options.limits.callTimeoutMs),
+        ),
         hooks: {
           toolsChanged: () => this.options.events.toolsChanged(),
           closed: (closed) => this.lost(closed),
-          stderr: (line) => {
+          stderr: (raw) => {
+            const line = this.secrets.redact(raw);
             this.stderr.push(line);
             this.options.events.stderr(line);
           },
@@ -291,8 +327,8 @@ export class UpstreamPool {
       return instance;
     } catch (error) {
       if (error instanceof DomainError) throw error;
-      this.failed(describe(error));
-      const message = `upstream server "${server}" could not be started: ${describe(error)}`;
+      this.failed(this.describe(error));
+      const message = `upstream server "${server}" could not be started: ${this.describe(error)}`;
       throw new DomainError('UPSTREAM_FAILED', message, { upstream: server });
     } finally {
       this.starting -= 1;
@@ -364,11 +400,11 @@ export class UpstreamPool {
       return this.timeoutError(server, tool);
     }
     if (code === CONNECTION_CLOSED || code === undefined) {
-      this.failed(describe(error));
+      this.failed(this.describe(error));
       this.options.events.meter?.call('error');
       return new DomainError(
         'UPSTREAM_FAILED',
-        `upstream server "${server}" failed during ${tool}: ${describe(error)}`,
+        `upstream server "${server}" failed during ${tool}: ${this.describe(error)}`,
         {
           upstream: server,
         },
@@ -378,7 +414,7 @@ export class UpstreamPool {
     this.options.events.meter?.call('error');
     return new DomainError(
       'UPSTREAM_FAILED',
-      `upstream server "${server}" refused ${tool}: ${describe(error)}`,
+      `upstream server "${server}" refused ${tool}: ${this.describe(error)}`,
       {
         upstream: server,
         rpc_code: code,
@@ -407,7 +443,7 @@ export class UpstreamPool {
           if (!this.instances.delete(instance)) return;
           void instance.close();
           this.options.events.meter?.instances(this.instances.size);
-          this.failed(`ping failed: ${describe(error)}`);
+          this.failed(`ping failed: ${this.describe(error)}`);
         }
       }),
     );

@@ -11,7 +11,7 @@ import type { UpstreamServer as UpstreamServerRow } from '../generated/prisma/cl
 import type { DomainContext } from '../domain/context.ts';
 import { resolveSecrets, secretReferences } from '../domain/secret-references.ts';
 import { DomainError } from '../errors.ts';
-import { UpstreamPool, type PoolMeter, type PoolState } from './pool.ts';
+import { UpstreamPool, type PoolMeter, type PoolState, type ResolvedTransport } from './pool.ts';
 import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
 import type { UpstreamLimits } from '@bindery/contracts';
 
@@ -226,17 +226,20 @@ export class UpstreamRegistry {
     return [...this.servers.values()].filter((s) => s.fingerprint === fingerprint);
   }
 
-  /** The transport with the owner's secrets filled into env values or headers. */
-  private async resolveTransport(server: KnownServer): Promise<TransportSpec> {
+  /** The transport with the owner's secrets filled into env values or headers, and their redaction. */
+  private async resolveTransport(server: KnownServer): Promise<ResolvedTransport> {
     const transport = server.spec.transport;
-    const names = transportSecretNames(transport);
-    if (names.length === 0) return transport;
-    const secrets = await resolveSecrets(this.ctx(), server.userId, names);
+    const secrets = await resolveSecrets(this.ctx(), server.userId, transportSecretNames(transport));
     const fill = (values: Record<string, string>) =>
       Object.fromEntries(Object.entries(values).map(([k, v]) => [k, secrets.fill(v)]));
-    return transport.transport === 'stdio'
-      ? { ...transport, env: fill(transport.env) }
-      : { ...transport, headers: fill(transport.headers) };
+    return {
+      transport:
+        transport.transport === 'stdio'
+          ? { ...transport, env: fill(transport.env) }
+          : { ...transport, headers: fill(transport.headers) },
+      redact: (text) => secrets.redact(text),
+      redactJson: (value) => secrets.redactJson(value),
+    };
   }
 
   /** Writes a pool's state onto its servers' rows (for the admin API); a failed write is only logged. */

@@ -94,6 +94,8 @@ export interface Stack {
   waitForReadiness(status: 'ready' | 'degraded' | 'waiting', timeoutMs?: number): Promise<void>;
   /** Everything the control plane process wrote to stdout and stderr so far (its log). */
   controlPlaneOutput(): string;
+  /** The control plane process's pid (undefined while it is stopped). */
+  controlPlanePid(): number | undefined;
   /** A connected MCP client on a gateway URL path such as `/api/v2/mcp/server/<key>`. */
   connect(path: string, options?: { headers?: Record<string, string> }): Promise<Client>;
   close(): Promise<void>;
@@ -232,6 +234,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
     stopControlPlane,
     startControlPlane: startAndWait,
+    controlPlanePid: () => (child && child.exitCode === null ? child.pid : undefined),
     freezeControlPlane: () => child?.kill('SIGSTOP'),
     thawControlPlane: () => child?.kill('SIGCONT'),
     waitForReadiness,
