@@ -187,8 +187,10 @@ export class ControlPlaneClient {
     timeoutMs: number,
     headers: Record<string, string>,
     body: string | undefined,
+    signal?: AbortSignal,
   ): Promise<{ status: number; headers: IncomingHttpHeaders; text: string; bytes: number }> {
     return new Promise((resolve, reject) => {
+      let stopListening = () => {};
       let status = 0;
       let responseHeaders: IncomingHttpHeaders = {};
       let bytes = 0;
@@ -200,8 +202,15 @@ export class ControlPlaneClient {
         { method, path, headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
         {
           // Declaring onRequestStart is also what marks this as a handler of undici's current API.
-          onRequestStart() {
+          onRequestStart(controller) {
             started = true;
+            if (!signal) return;
+            // The caller gave up (its MCP client cancelled): the request is closed, and the
+            // control plane passes that on to what runs the call.
+            const abort = () => controller.abort(signal.reason ?? new Error('cancelled'));
+            if (signal.aborted) return abort();
+            signal.addEventListener('abort', abort, { once: true });
+            stopListening = () => signal.removeEventListener('abort', abort);
           },
           onResponseStart(_controller, statusCode, received) {
             status = statusCode;
@@ -214,9 +223,11 @@ export class ControlPlaneClient {
           onResponseEnd() {
             const text =
               chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+            stopListening();
             resolve({ status, headers: responseHeaders, text, bytes });
           },
           onResponseError(_controller, error) {
+            stopListening();
             reject(Object.assign(error, { started }));
           },
         },
@@ -229,7 +240,14 @@ export class ControlPlaneClient {
     method: 'GET' | 'POST',
     path: string,
     timeoutMs: number,
-    options: { body?: unknown; headers?: Record<string, string>; retry: boolean; probe?: boolean },
+    options: {
+      body?: unknown;
+      headers?: Record<string, string>;
+      retry: boolean;
+      probe?: boolean;
+      /** Aborts the request (the MCP client cancelled the call); says nothing about the control plane. */
+      signal?: AbortSignal | undefined;
+    },
   ): Promise<{ status: number; headers: IncomingHttpHeaders; body: unknown; bytes: number }> {
     if (!options.probe && !this.#breaker.allows()) {
       this.#options.metrics.breakerRejections.inc();
@@ -242,7 +260,7 @@ export class ControlPlaneClient {
     for (let attempt = 0; ; attempt++) {
       if (kind === 'config') this.#options.metrics.configFetches.inc();
       try {
-        const response = await this.#send(method, path, timeoutMs, headers, body);
+        const response = await this.#send(method, path, timeoutMs, headers, body, options.signal);
         this.#latency[kind].observe((performance.now() - started) / 1000);
         if (response.status >= 500) {
           if (!options.probe) this.#breaker.record(false);
@@ -268,6 +286,9 @@ export class ControlPlaneClient {
         return { status: response.status, headers: response.headers, body: parsed, bytes: response.bytes };
       } catch (error) {
         if (error instanceof UpstreamError) throw error;
+        if (options.signal?.aborted) {
+          throw new UpstreamError(`the client cancelled the ${kind} request`, 'no-answer', false);
+        }
         if (attempt === 0 && options.retry && isNetworkFault(error)) continue;
         const timedOut =
           error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError;
@@ -340,8 +361,8 @@ export class ControlPlaneClient {
   }
 
   /** Runs a bound tool; the answer is the executor's MCP result (isError included). */
-  async execute(adiId: string, request: ExecuteRequest): Promise<ToolResult> {
-    return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request);
+  async execute(adiId: string, request: ExecuteRequest, signal?: AbortSignal): Promise<ToolResult> {
+    return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request, signal);
   }
 
   /** Runs a legacy instance's tool. */
@@ -349,10 +370,11 @@ export class ControlPlaneClient {
     return this.#execute(`/internal/mcp-instance/${encodeURIComponent(instanceId)}/execute`, request);
   }
 
-  async #execute(path: string, body: unknown): Promise<ToolResult> {
+  async #execute(path: string, body: unknown, signal?: AbortSignal): Promise<ToolResult> {
     const res = await this.#request('execute', 'POST', path, this.#options.toolCallTimeoutMs, {
       body,
       retry: false,
+      signal,
     });
     const refused = refusedCall(res.status, res.body);
     if (refused) return refused;

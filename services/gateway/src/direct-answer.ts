@@ -39,6 +39,11 @@ export function directAnswer(
 ): Promise<DirectBody> | undefined {
   if (!message || typeof message !== 'object' || Array.isArray(message)) return undefined;
   const { jsonrpc, id, method, params: rawParams } = message as Record<string, unknown>;
+  if (method === 'notifications/cancelled') {
+    // Aborts a call this path is answering; the SDK transport still takes the notification.
+    cancelDirectCall(session, rawParams);
+    return undefined;
+  }
   if (jsonrpc !== '2.0' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
   if (method !== 'tools/list' && method !== 'tools/call') return undefined;
   if (!acceptsDirectAnswer(headers)) return undefined;
@@ -71,14 +76,30 @@ export function directAnswer(
       .listPage(params.cursor as string | undefined, exposure)
       .then((page) => listAnswer(id, page), failed);
   }
+  const calls = (session.directCalls ??= new Map());
+  const cancel = new AbortController();
+  const key = String(id);
+  calls.set(key, cancel);
   return session.endpoint
     .callTool(params.name as string, (params.arguments ?? {}) as Record<string, unknown>, {
       sessionId: session.id,
-      requestId: `${session.id}:${String(id)}`,
+      requestId: `${session.id}:${key}`,
       idempotencyKey: idempotencyKeyOf(params),
       known: exposure,
+      signal: cancel.signal,
     })
-    .then((result) => JSON.stringify({ jsonrpc: '2.0', id, result }), failed);
+    .then((result) => JSON.stringify({ jsonrpc: '2.0', id, result }), failed)
+    .finally(() => {
+      if (calls.get(key) === cancel) calls.delete(key);
+    });
+}
+
+/** `notifications/cancelled` for a call in flight on the direct path: aborts it, with its reason. */
+function cancelDirectCall(session: Session, params: unknown): void {
+  if (!params || typeof params !== 'object') return;
+  const { requestId, reason } = params as { requestId?: unknown; reason?: unknown };
+  if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+  session.directCalls?.get(String(requestId))?.abort(typeof reason === 'string' ? reason : 'cancelled');
 }
 
 /** Writes a direct answer: one JSON response carrying the session id, as the SDK would. */

@@ -78,6 +78,8 @@ export interface McpEndpoint {
       idempotencyKey?: string | undefined;
       notify?: (n: ServerNotification) => Promise<void>;
       known?: Exposure;
+      /** Aborted when the client cancels the call (notifications/cancelled) or goes away. */
+      signal?: AbortSignal;
     },
   ): Promise<CallToolResult>;
 }
@@ -145,7 +147,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const started = performance.now();
     let result: CallToolResult;
     try {
-      result = (await tool.run(args, call.requestId, call.idempotencyKey)) as CallToolResult;
+      result = (await tool.run(args, call.requestId, call.idempotencyKey, call.signal)) as CallToolResult;
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
@@ -184,6 +186,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       requestId: `${sessionId ?? 'stateless'}:${String(extra.requestId)}`,
       idempotencyKey: idempotencyKeyOf(request.params),
       notify: (n) => extra.sendNotification(n),
+      signal: extra.signal,
     });
   });
 

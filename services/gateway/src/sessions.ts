@@ -32,6 +32,11 @@ export interface Session {
   lastSeen: number;
   /** Requests of this session being answered now (any path); a busy session is never closed for room. */
   busy: number;
+  /**
+   * The tools/call requests answered by the direct path now, by JSON-RPC id: a client's
+   * notifications/cancelled aborts them (the SDK only knows the requests it handles itself).
+   */
+  directCalls?: Map<string, AbortController>;
 }
 
 export interface SessionLimits {

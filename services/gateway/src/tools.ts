@@ -16,7 +16,13 @@ export interface ExposedTool {
   /** True when the tool cannot write (a read operation): an unanswered call of it changed nothing. */
   readOnly: boolean;
   /** Runs the tool; `idempotencyKey` makes a write safe to send again (reads ignore it). */
-  run(args: Record<string, unknown>, requestId: string, idempotencyKey?: string): Promise<ToolResult>;
+  /** `signal`: the client cancelled the call; the control plane's request is closed. */
+  run(
+    args: Record<string, unknown>,
+    requestId: string,
+    idempotencyKey?: string,
+    signal?: AbortSignal,
+  ): Promise<ToolResult>;
 }
 
 /**
@@ -59,15 +65,19 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       outputSchema: b.output_schema ?? undefined,
       annotations: b.annotations,
       readOnly: readOnly(b.annotations, b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined),
-      run: (args, requestId, idempotencyKey) =>
-        client.execute(b.adi_ref.adi_id, {
-          aei_id: aeiId,
-          binding_id: b.binding_id,
-          config_version: configVersion,
-          arguments: args,
-          request_id: requestId,
-          ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
-        }),
+      run: (args, requestId, idempotencyKey, signal) =>
+        client.execute(
+          b.adi_ref.adi_id,
+          {
+            aei_id: aeiId,
+            binding_id: b.binding_id,
+            config_version: configVersion,
+            arguments: args,
+            request_id: requestId,
+            ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
+          },
+          signal,
+        ),
     }));
   }
   if (exposure.kind === 'legacy') {

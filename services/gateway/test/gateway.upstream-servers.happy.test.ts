@@ -1,7 +1,8 @@
 // Upstream MCP servers end to end: SDK Clients -> gateway -> control plane process -> its stdio
 // children (real MCP servers written with the SDK). Two servers attached to one exposure under
 // prefixes; a hanging one that never stalls tools/list; 200 concurrent calls over the two, each
-// answer checked against its own unique argument; the upstream changing its tools reaching a
+// answer checked against its own unique argument; a cancelled call cancelled upstream too (the
+// upstream says so on its stderr, read through the logs API); the upstream changing its tools reaching a
 // connected client as tools/list_changed with no admin action; processes counted from the OS.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -98,6 +99,26 @@ describe('upstream tools through the gateway', () => {
     const timedOut = await hanging;
     expect(timedOut.isError).toBe(true);
     expect(resultJson(timedOut).error.code).toBe('TIMEOUT');
+  });
+
+  it('a call the client cancels is cancelled on the upstream too', async () => {
+    const client = await connect();
+    const abort = new AbortController();
+    const call = client.callTool({ name: 'h_hang', arguments: {} }, undefined, { signal: abort.signal });
+    await new Promise((r) => setTimeout(r, 300));
+    abort.abort('changed my mind');
+    await expect(call).rejects.toThrow();
+    const deadline = Date.now() + 10_000;
+    let lines: string[] = [];
+    while (Date.now() < deadline) {
+      const logs = await stack.admin('GET', `/api/v2/upstream-servers/${servers.hang.id}/logs`);
+      lines = logs.lines.map((l: { text: string }) => l.text);
+      if (lines.some((l) => l === 'hang cancelled: the caller closed its request')) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // The gateway closed its request, the control plane sent notifications/cancelled upstream.
+    // (A timed-out call is cancelled too, with another reason: this one is the client's.)
+    expect(lines, JSON.stringify(lines)).toContain('hang cancelled: the caller closed its request');
   });
 
   it('200 concurrent calls over two upstream servers each reach the right client', async () => {

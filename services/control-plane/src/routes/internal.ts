@@ -30,6 +30,8 @@ import type { AdminApp } from '../http/admin-app.ts';
 import { errorResponses } from '../http/schemas.ts';
 
 const internalSecurity = [{ internalToken: [] }];
+/** Why a call is cancelled when its gateway closes the request (an upstream MCP server is told so). */
+export const CALLER_GONE = 'the caller closed its request';
 
 /** Whether an If-None-Match header names this ETag (`"7"`, `W/"7"`, a list, or `*`). */
 function matches(ifNoneMatch: string | undefined, etag: string): boolean {
@@ -144,7 +146,7 @@ export function internalRoutes(executor: ExecutorOptions) {
         // where a kind can pass that on (an upstream MCP server gets notifications/cancelled).
         const cancel = new AbortController();
         reply.raw.once('close', () => {
-          if (!reply.raw.writableFinished) cancel.abort();
+          if (!reply.raw.writableFinished) cancel.abort(CALLER_GONE);
         });
         return executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal);
       },

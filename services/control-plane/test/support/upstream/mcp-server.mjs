@@ -5,7 +5,7 @@
 //   add {a, b}             -> structuredContent {sum}, with an output schema
 //   whoami                 -> {pid, marker} (this process and the MARKER env value): counts processes
 //   slow {ms}              -> answers after ms
-//   hang                   -> never answers
+//   hang                   -> never answers (writes `hang cancelled` to stderr when cancelled)
 //   crash                  -> the process exits at once (stdio) / the session is dropped (HTTP)
 //   fail                   -> an isError result
 //   set_tools {extra: [..]}-> adds tools named in `extra` (each echoes) and announces list_changed
@@ -93,7 +93,11 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
         return text(`slept ${args.ms}`);
       case 'hang':
         return new Promise((_resolve, reject) => {
-          extra.signal.addEventListener('abort', () => reject(new Error('cancelled')));
+          extra.signal.addEventListener('abort', () => {
+            // Tests read this line back to see a cancellation arrive (stdio: through the logs API).
+            process.stderr.write(`hang cancelled: ${String(extra.signal.reason)}\n`);
+            reject(new Error('cancelled'));
+          });
         });
       case 'crash':
         onCrash();
