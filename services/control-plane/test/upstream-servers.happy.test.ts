@@ -219,6 +219,42 @@ describe('a stdio upstream server', () => {
   });
 });
 
+describe('idle instances', () => {
+  it('stop after the idle timeout: no process is left once nothing calls', async () => {
+    const before = upstreamChildren().length;
+    const res = await t.call('POST', '/api/v2/upstream-servers', {
+      ...as(),
+      body: { ...stdioServerBody('Idle', { MARKER: 'idle' }), limits: { idle_timeout_ms: 1000 } },
+    });
+    expect(res.body.status).toBe('ok');
+    expect(upstreamChildren().length).toBe(before + 1);
+    expect(
+      await until(
+        () => upstreamChildren().length,
+        (n) => n === before,
+        10_000,
+      ),
+    ).toBe(before);
+    const body = await until(
+      async () => (await t.call('GET', `/api/v2/upstream-servers/${res.body.id}`, as())).body,
+      (b) => b.status === 'stopped',
+    );
+    expect(body).toMatchObject({ status: 'stopped', pool: { instances: 0 } });
+    // The next call starts it again.
+    const adis = await t.call(
+      'GET',
+      `/api/v2/adis?kind=mcp&upstream_server_id=${res.body.id}&limit=100`,
+      as(),
+    );
+    const aei = await newAei('idle');
+    const [echo] = await bindAll(aei.id, [
+      adis.body.items.find((x: { name: string }) => x.name === 'echo').id,
+    ]);
+    expect((await call(aei.id, echo!, { text: 'awake' })).body.content[0].text).toBe('awake');
+    await t.call('DELETE', `/api/v2/upstream-servers/${res.body.id}`, as());
+  });
+});
+
 describe('a Streamable HTTP upstream server', () => {
   it('is synced and called like a stdio one', async () => {
     const res = await t.call('POST', '/api/v2/upstream-servers', {
