@@ -143,6 +143,13 @@ export const ExecuteRequest = Type.Object(
     arguments: Type.Optional(JsonObject),
     request_id: Type.Optional(Type.String({ maxLength: 128 })),
     idempotency_key: Type.Optional(IdempotencyKey),
+    session_id: Type.Optional(
+      Type.String({
+        maxLength: 128,
+        description:
+          'the MCP session the call came in (absent: stateless); upstream servers in per_session mode give each its own upstream session',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -41,10 +41,20 @@ async function bindAll(aeiId: string, adiIds: string[]) {
   return res.body.items as { id: string; adi_id: string; tool_name: string }[];
 }
 
-function call(aeiId: string, binding: { id: string; adi_id: string }, args: Record<string, unknown> = {}) {
+function call(
+  aeiId: string,
+  binding: { id: string; adi_id: string },
+  args: Record<string, unknown> = {},
+  sessionId?: string,
+) {
   return t.call('POST', `/internal/adi/${binding.adi_id}/execute`, {
     token: INTERNAL_TOKEN,
-    body: { aei_id: aeiId, binding_id: binding.id, arguments: args },
+    body: {
+      aei_id: aeiId,
+      binding_id: binding.id,
+      arguments: args,
+      ...(sessionId !== undefined && { session_id: sessionId }),
+    },
   });
 }
 
@@ -252,6 +262,52 @@ describe('idle instances', () => {
     ]);
     expect((await call(aei.id, echo!, { text: 'awake' })).body.content[0].text).toBe('awake');
     await t.call('DELETE', `/api/v2/upstream-servers/${res.body.id}`, as());
+  });
+});
+
+describe('session_mode per_session', () => {
+  it('gives each MCP session its own upstream instance, within max_instances', async () => {
+    const before = upstreamChildren().length;
+    const res = await t.call('POST', '/api/v2/upstream-servers', {
+      ...as(),
+      body: {
+        ...stdioServerBody('Stateful', { MARKER: 'stateful' }),
+        session_mode: 'per_session',
+        limits: { max_instances: 2 },
+      },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.session_mode).toBe('per_session');
+    const adis = await t.call(
+      'GET',
+      `/api/v2/adis?kind=mcp&upstream_server_id=${res.body.id}&limit=100`,
+      as(),
+    );
+    const aei = await newAei('stateful');
+    const [whoami] = await bindAll(aei.id, [
+      adis.body.items.find((x: { name: string }) => x.name === 'whoami').id,
+    ]);
+    const pidOf = async (session: string) =>
+      JSON.parse((await call(aei.id, whoami!, {}, session)).body.content[0].text).pid as number;
+    const first = await pidOf('session-1');
+    expect(await pidOf('session-1')).toBe(first);
+    const second = await pidOf('session-2');
+    expect(second).not.toBe(first);
+    // Two sessions, two processes: the instance the first sync used was the idlest, and made room.
+    expect(
+      await until(
+        () => upstreamChildren().length,
+        (n) => n === before + 2,
+      ),
+    ).toBe(before + 2);
+    expect(await pidOf('session-1')).toBe(first);
+    await t.call('DELETE', `/api/v2/upstream-servers/${res.body.id}`, as());
+    expect(
+      await until(
+        () => upstreamChildren().length,
+        (n) => n === before,
+      ),
+    ).toBe(before);
   });
 });
 

@@ -147,7 +147,13 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const started = performance.now();
     let result: CallToolResult;
     try {
-      result = (await tool.run(args, call.requestId, call.idempotencyKey, call.signal)) as CallToolResult;
+      result = (await tool.run(
+        args,
+        call.requestId,
+        call.idempotencyKey,
+        call.signal,
+        call.sessionId,
+      )) as CallToolResult;
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;

@@ -16,12 +16,16 @@ export interface ExposedTool {
   /** True when the tool cannot write (a read operation): an unanswered call of it changed nothing. */
   readOnly: boolean;
   /** Runs the tool; `idempotencyKey` makes a write safe to send again (reads ignore it). */
-  /** `signal`: the client cancelled the call; the control plane's request is closed. */
+  /**
+   * `signal`: the client cancelled the call; the control plane's request is closed. `sessionId`:
+   * the MCP session it came in (upstream servers in per_session mode keep one session per session).
+   */
   run(
     args: Record<string, unknown>,
     requestId: string,
     idempotencyKey?: string,
     signal?: AbortSignal,
+    sessionId?: string,
   ): Promise<ToolResult>;
 }
 
@@ -65,7 +69,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       outputSchema: b.output_schema ?? undefined,
       annotations: b.annotations,
       readOnly: readOnly(b.annotations, b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined),
-      run: (args, requestId, idempotencyKey, signal) =>
+      run: (args, requestId, idempotencyKey, signal, sessionId) =>
         client.execute(
           b.adi_ref.adi_id,
           {
@@ -75,6 +79,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
             arguments: args,
             request_id: requestId,
             ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
+            ...(sessionId !== undefined && { session_id: sessionId }),
           },
           signal,
         ),

@@ -168,6 +168,7 @@ export async function executeBinding(
       ),
       meta,
       signal,
+      session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
     });
   });
 }

@@ -75,13 +75,6 @@ async function checkSpec(db: Db, caller: Principal, spec: UpstreamSpec, deps: Up
   if (transport.transport === 'stdio')
     checkStdioCommand(transport.command, deps.registry.options.stdioCommands);
   else checkUpstreamUrl(transport.url);
-  if (spec.sessionMode === 'per_session') {
-    throw new DomainError(
-      'VALIDATION_FAILED',
-      'session_mode: per_session is not available yet; use shared (the default)',
-      { field: 'session_mode' },
-    );
-  }
   const values = transport.transport === 'stdio' ? transport.env : transport.headers;
   const part = transport.transport === 'stdio' ? 'env' : 'headers';
   for (const [key, value] of Object.entries(values)) checkSecretReferenceSyntax(value, `${part}/${key}`);

@@ -94,6 +94,8 @@ function eachLine(stream: NodeJS.ReadableStream, line: (text: string) => void): 
 export class UpstreamInstance {
   inFlight = 0;
   lastUsedAt = Date.now();
+  /** The MCP session this instance serves in `per_session` mode ('' : shared by every caller). */
+  session = '';
   private closing = false;
 
   private constructor(

@@ -67,6 +67,8 @@ export interface PoolOptions {
   /** Resolves the spec with its secrets filled in, when an instance starts. */
   transport: () => Promise<ResolvedTransport>;
   limits: ResolvedLimits;
+  /** session_mode per_session: each MCP session gets an instance (an upstream session) of its own. */
+  perSession?: boolean;
   outbound: Dispatcher;
   events: PoolEvents;
   /** Clock and randomness, replaceable by tests of the backoff. */
@@ -75,6 +77,7 @@ export interface PoolOptions {
 }
 
 interface Waiter {
+  session: string;
   resolve(instance: UpstreamInstance): void;
   reject(error: unknown): void;
 }
@@ -107,6 +110,8 @@ export class UpstreamPool {
   readonly stderr = new StderrRing();
   private readonly instances = new Set<UpstreamInstance>();
   private starting = 0;
+  /** Starts under way per session key (per_session mode; '' otherwise). */
+  private readonly startingFor = new Map<string, number>();
   private readonly waiters: Waiter[] = [];
   private failures = 0;
   private lastError: string | null = null;
@@ -156,9 +161,10 @@ export class UpstreamPool {
     tool: string,
     args: Record<string, unknown>,
     signal?: AbortSignal,
+    session?: string,
   ): Promise<CallToolResult> {
     const timeoutMs = this.options.limits.callTimeoutMs;
-    const instance = await this.acquire(server, this.now() + timeoutMs, signal);
+    const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
     try {
       // The call's own timeout starts once it has an instance (a start has its own deadline).
       const result = await instance.callTool(tool, args, { timeoutMs, signal });
@@ -175,7 +181,7 @@ export class UpstreamPool {
   /** Lists the upstream's tools (all pages) on an instance, started when none runs. */
   async listTools(server: string, max: number): Promise<{ tools: Tool[]; truncated: boolean }> {
     const timeoutMs = this.options.limits.callTimeoutMs;
-    const instance = await this.acquire(server, this.now() + timeoutMs);
+    const instance = await this.acquire(server, '', this.now() + timeoutMs);
     try {
       const listed = await instance.listTools(timeoutMs, max);
       this.succeeded();
@@ -222,14 +228,45 @@ export class UpstreamPool {
     );
   }
 
+  /** The instances' key of a call: its session in per_session mode, '' (shared) otherwise. */
+  private keyOf(session: string | undefined): string {
+    return this.options.perSession ? (session ?? '') : '';
+  }
+
+  /**
+   * Room for one more instance of `key`. Shared: up to max_instances. Per session: one per session,
+   * max_instances sessions at once; when all are taken, the one idle longest is stopped for it (its
+   * upstream session ends, as it would after the idle timeout).
+   */
+  private roomFor(key: string): boolean {
+    const limit = this.options.limits.maxInstances;
+    if (!this.options.perSession) return this.instances.size + this.starting < limit;
+    if ([...this.instances].some((i) => i.session === key) || (this.startingFor.get(key) ?? 0) > 0)
+      return false;
+    if (this.instances.size + this.starting < limit) return true;
+    let idlest: UpstreamInstance | undefined;
+    for (const instance of this.instances) {
+      if (instance.inFlight === 0 && (!idlest || instance.lastUsedAt < idlest.lastUsedAt)) idlest = instance;
+    }
+    if (!idlest) return false;
+    this.instances.delete(idlest);
+    void idlest.close();
+    return true;
+  }
+
   /** A free instance, started if none is and the limits allow; else waits for one until `deadline`. */
-  private async acquire(server: string, deadline: number, signal?: AbortSignal): Promise<UpstreamInstance> {
+  private async acquire(
+    server: string,
+    key: string,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<UpstreamInstance> {
     if (this.closed)
       throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
     if (this.circuitOpen()) throw this.refuseOpen(server);
-    const free = this.freeInstance();
+    const free = this.freeInstance(key);
     if (free) return this.take(free);
-    if (this.instances.size + this.starting < this.options.limits.maxInstances) {
+    if (this.roomFor(key)) {
       // Before the backoff's end (after a crash), the start waits for it, within the deadline.
       const wait = this.nextStartAt - this.now();
       if (wait > 0) {
@@ -238,7 +275,7 @@ export class UpstreamPool {
         await sleep(wait, signal);
         if (this.circuitOpen()) throw this.refuseOpen(server);
       }
-      return this.take(await this.start(server));
+      return this.take(await this.start(server, key));
     }
     const slots = this.options.limits.maxInstances * this.options.limits.concurrentCalls;
     if (this.waiters.length >= slots * QUEUE_PER_SLOT) {
@@ -253,6 +290,7 @@ export class UpstreamPool {
     }
     return new Promise<UpstreamInstance>((resolve, reject) => {
       const waiter: Waiter = {
+        session: key,
         resolve: (instance) => {
           clearTimeout(timer);
           resolve(instance);
@@ -273,9 +311,10 @@ export class UpstreamPool {
     });
   }
 
-  private freeInstance(): UpstreamInstance | undefined {
+  private freeInstance(key: string): UpstreamInstance | undefined {
     let best: UpstreamInstance | undefined;
     for (const instance of this.instances) {
+      if (instance.session !== key) continue;
       if (!instance.alive || instance.inFlight >= this.options.limits.concurrentCalls) continue;
       if (!best || instance.inFlight < best.inFlight) best = instance;
     }
@@ -291,12 +330,16 @@ export class UpstreamPool {
   private release(instance: UpstreamInstance): void {
     instance.inFlight -= 1;
     instance.lastUsedAt = this.now();
-    const waiter = instance.alive && this.waiters.shift();
-    if (waiter) waiter.resolve(this.take(instance));
+    if (!instance.alive) return;
+    const at = this.waiters.findIndex((w) => w.session === instance.session);
+    if (at < 0) return;
+    const [waiter] = this.waiters.splice(at, 1);
+    waiter!.resolve(this.take(instance));
   }
 
-  private async start(server: string): Promise<UpstreamInstance> {
+  private async start(server: string, key: string): Promise<UpstreamInstance> {
     this.starting += 1;
+    this.startingFor.set(key, (this.startingFor.get(key) ?? 0) + 1);
     if (this.instances.size === 0) this.setState('starting');
     try {
       const resolved = await this.options.transport();
@@ -322,6 +365,7 @@ export class UpstreamPool {
         await instance.close();
         throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
       }
+      instance.session = key;
       this.instances.add(instance);
       this.options.events.meter?.instances(this.instances.size);
       return instance;
@@ -332,6 +376,9 @@ export class UpstreamPool {
       throw new DomainError('UPSTREAM_FAILED', message, { upstream: server });
     } finally {
       this.starting -= 1;
+      const left = (this.startingFor.get(key) ?? 1) - 1;
+      if (left > 0) this.startingFor.set(key, left);
+      else this.startingFor.delete(key);
     }
   }
 

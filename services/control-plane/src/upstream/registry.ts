@@ -150,9 +150,10 @@ export class UpstreamRegistry {
     tool: string,
     args: Record<string, unknown>,
     signal?: AbortSignal,
+    session?: string,
   ): Promise<CallToolResult> {
     const server = await this.known(serverId);
-    return this.poolOf(server).callTool(server.name, tool, args, signal);
+    return this.poolOf(server).callTool(server.name, tool, args, signal, session);
   }
 
   async known(serverId: string): Promise<KnownServer> {
@@ -206,6 +207,7 @@ export class UpstreamRegistry {
     const pool: UpstreamPool = new UpstreamPool({
       fingerprint,
       limits: server.spec.limits,
+      perSession: server.spec.sessionMode === 'per_session',
       outbound: this.options.outbound,
       transport: () => this.resolveTransport(server),
       events: {

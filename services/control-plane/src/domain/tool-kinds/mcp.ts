@@ -52,7 +52,7 @@ async function run(call: ToolCall): Promise<ToolAnswer> {
       { upstream: server.name, upstream_server_id: serverId, tool },
     );
   }
-  const result = await upstreams.callTool(serverId, tool, call.args, call.signal);
+  const result = await upstreams.callTool(serverId, tool, call.args, call.signal, call.session);
   return ToolAnswer.result(result as unknown as { content: JsonValue[] });
 }
 

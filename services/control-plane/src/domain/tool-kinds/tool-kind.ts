@@ -105,6 +105,8 @@ export interface ToolCall {
   meta: Record<string, JsonValue>;
   /** Aborted when the caller gave up (the gateway's request closed): a kind forwards it if it can. */
   signal?: AbortSignal | undefined;
+  /** The exposure and MCP session the call came in, `{aei_id}:{session_id}` (absent: stateless). */
+  session?: string | undefined;
 }
 
 /**
