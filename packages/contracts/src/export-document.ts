@@ -106,10 +106,19 @@ export const ExportDocument = Type.Object(
     ),
     skipped: Type.Optional(
       Type.Object(
-        { legacy_instances: Type.Integer({ minimum: 0 }) },
+        {
+          legacy_instances: Type.Optional(Type.Integer({ minimum: 0 })),
+          upstream_tools: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              description: 'tools of upstream MCP servers (and their bindings): add the servers again',
+            }),
+          ),
+        },
         {
           additionalProperties: false,
-          description: 'what the export left out: legacy v1 instances (migrate them first)',
+          description:
+            'what the export left out: legacy v1 instances (migrate them first), tools of upstream MCP servers',
         },
       ),
     ),

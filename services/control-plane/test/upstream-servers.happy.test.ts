@@ -311,6 +311,21 @@ describe('session_mode per_session', () => {
   });
 });
 
+describe('export', () => {
+  it('leaves upstream tools and their bindings out, counted, so the document imports anywhere', async () => {
+    const exported = await t.call('GET', '/api/v2/export', as());
+    expect(exported.status).toBe(200);
+    const doc = exported.body;
+    expect(doc.adis.some((a: { kind: string }) => a.kind === 'mcp')).toBe(false);
+    expect(doc.skipped.upstream_tools).toBeGreaterThan(0);
+    const adiIds = new Set(doc.adis.map((a: { id: string }) => a.id));
+    for (const binding of doc.bindings) expect(adiIds.has(binding.adi_id)).toBe(true);
+    const other = await t.newUser('importer');
+    const imported = await t.call('POST', '/api/v2/import', { token: other.token, body: doc });
+    expect(imported.status, JSON.stringify(imported.body)).toBe(201);
+  });
+});
+
 describe('a Streamable HTTP upstream server', () => {
   it('is synced and called like a stdio one', async () => {
     const res = await t.call('POST', '/api/v2/upstream-servers', {

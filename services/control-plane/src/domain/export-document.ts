@@ -34,6 +34,9 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
       ],
       { isolationLevel: 'RepeatableRead' },
     );
+  // Tools of upstream MCP servers come from their servers (which hold commands and URLs, not data):
+  // they and their bindings stay out, counted, and come back by adding the servers again.
+  const upstreamTools = new Set(adis.filter((a) => a.kind === 'mcp').map((a) => a.id));
   const documents = documentsOf(documentRows);
   const documentOf = (id: string) => {
     const document = documents.get(id);
@@ -47,21 +50,23 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
     exported_at: new Date().toISOString(),
     projects: projects.map((p) => ({ id: p.id, name: p.name, slug: p.slug, description: p.description })),
     tables: tables.map((t) => ({ id: t.id, name: t.name, project_id: t.projectId, data: documentOf(t.id) })),
-    adis: adis.map((a) => ({
-      id: a.id,
-      // Every ADI as stored: the kind says what its columns and config mean.
-      kind: kindOf(a).kind,
-      table_id: a.tableId,
-      // Only tools without a table have one of their own; written only then, so documents of
-      // context tools stay as they were.
-      ...(a.projectId !== null && { project_id: a.projectId }),
-      json_path: a.jsonPath,
-      operation_type: a.operationType === null ? null : operationOf(a),
-      name: a.name,
-      description: a.description,
-      category: a.category,
-      config: a.config as Record<string, unknown>,
-    })),
+    adis: adis
+      .filter((a) => !upstreamTools.has(a.id))
+      .map((a) => ({
+        id: a.id,
+        // Every ADI as stored: the kind says what its columns and config mean.
+        kind: kindOf(a).kind,
+        table_id: a.tableId,
+        // Only tools without a table have one of their own; written only then, so documents of
+        // context tools stay as they were.
+        ...(a.projectId !== null && { project_id: a.projectId }),
+        json_path: a.jsonPath,
+        operation_type: a.operationType === null ? null : operationOf(a),
+        name: a.name,
+        description: a.description,
+        category: a.category,
+        config: a.config as Record<string, unknown>,
+      })),
     aeis: aeis.map((a) => ({
       id: a.id,
       name: a.name,
@@ -70,15 +75,22 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
       exposure_mode: a.exposureMode === 'progressive' ? ('progressive' as const) : ('direct' as const),
       catalog_search: a.catalogSearch,
     })),
-    bindings: bindings.map((b) => ({
-      aei_id: b.aeiId,
-      adi_id: b.adiId,
-      tool_name: b.toolNameInherited ? null : b.toolName,
-      tool_description: b.toolDescription,
-      input_schema: b.inputSchema as Record<string, unknown> | null,
-      enabled: b.enabled,
-    })),
+    bindings: bindings
+      .filter((b) => !upstreamTools.has(b.adiId))
+      .map((b) => ({
+        aei_id: b.aeiId,
+        adi_id: b.adiId,
+        tool_name: b.toolNameInherited ? null : b.toolName,
+        tool_description: b.toolDescription,
+        input_schema: b.inputSchema as Record<string, unknown> | null,
+        enabled: b.enabled,
+      })),
     secrets: secrets.map((s) => ({ name: s.name })),
-    ...(legacyInstances > 0 && { skipped: { legacy_instances: legacyInstances } }),
+    ...((legacyInstances > 0 || upstreamTools.size > 0) && {
+      skipped: {
+        ...(legacyInstances > 0 && { legacy_instances: legacyInstances }),
+        ...(upstreamTools.size > 0 && { upstream_tools: upstreamTools.size }),
+      },
+    }),
   };
 }
