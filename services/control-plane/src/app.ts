@@ -112,6 +112,8 @@ export interface AppOptions {
   warmQueryWorkers?: boolean;
   /** Start the custom tool sandbox's threads at once; otherwise at the first custom tool call or save. */
   warmCustomToolWorkers?: boolean;
+  /** How often upstream instances are pinged (30 s; tests make it shorter). */
+  upstreamPingEveryMs?: number;
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
@@ -303,6 +305,7 @@ function upstreamRegistry(
     stdioCommands: options.config.upstreamStdioCommands ?? [],
     refreshMs: options.config.upstreamRefreshMs ?? DEFAULT_UPSTREAM_REFRESH_MS,
     meter: metrics.upstreamPool,
+    ...(options.upstreamPingEveryMs !== undefined && { pingEveryMs: options.upstreamPingEveryMs }),
   });
   registry.syncer = (serverId, reason) => syncUpstreamServer(app.domain, serverId, { registry }, reason);
   app.addHook('onClose', () => registry.close());

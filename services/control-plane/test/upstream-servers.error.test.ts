@@ -15,7 +15,11 @@ let t: TestApp;
 let user: { id: string; token: string };
 
 beforeAll(async () => {
-  t = await startTestApp({ upstreamStdioCommands: ['node'], allowedNetworks: ['127.0.0.1/32'] });
+  t = await startTestApp({
+    upstreamStdioCommands: ['node'],
+    allowedNetworks: ['127.0.0.1/32'],
+    upstreamPingEveryMs: 500,
+  });
   user = await t.newUser('upstream-errors');
 });
 afterAll(async () => {
@@ -157,7 +161,7 @@ describe('unreachable or not MCP: saved, with a status that says why', () => {
         (n) => n === before,
       ),
     ).toBe(before);
-    expect(zombieChildren()).toEqual([]);
+    expect(await until(zombieChildren, (z) => z.length === 0)).toEqual([]);
   });
 });
 
@@ -249,6 +253,42 @@ describe('a crashing upstream', () => {
       ),
     ).toBe(before);
     expect(await until(zombieChildren, (z) => z.length === 0)).toEqual([]);
+  });
+});
+
+describe('health pings', () => {
+  it('stop an instance that no longer answers; the next call gets a new one', async () => {
+    const res = await createServer(stdioServerBody('frozen', { MARKER: 'frozen' }));
+    const call = await bound(res.body.id);
+    const first = JSON.parse((await call('whoami')).content[0]!.text).pid as number;
+    // A stopped process keeps its pipes open and answers nothing, like a hung server.
+    process.kill(first, 'SIGSTOP');
+    try {
+      const failing = await until(
+        async () => (await t.call('GET', `/api/v2/upstream-servers/${res.body.id}`, as())).body,
+        (b) => b.status === 'failing',
+      );
+      expect(failing.last_error).toMatch(/ping failed/);
+      expect(
+        await until(
+          () => upstreamChildren().includes(first),
+          (alive) => !alive,
+        ),
+      ).toBe(false);
+    } finally {
+      // Never leave a frozen process (it is killed by then; this is for a failing run).
+      try {
+        process.kill(first, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    const again = await until(
+      () => call('whoami'),
+      (r) => r.isError !== true,
+    );
+    expect(JSON.parse(again.content[0]!.text).pid).not.toBe(first);
+    await t.call('DELETE', `/api/v2/upstream-servers/${res.body.id}`, as());
   });
 });
 

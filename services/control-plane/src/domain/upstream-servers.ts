@@ -405,10 +405,13 @@ export async function syncUpstreamServer(
   try {
     listed = await pool.listTools(server.name, UPSTREAM_LIMITS.maxTools);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    await deps.registry.statusWritten();
+    // What the pool recorded (the same text its own state change writes), else the error's.
+    const { state, lastError } = pool.status;
+    const message = lastError ?? (error instanceof Error ? error.message : String(error));
     await ctx.prisma.upstreamServer.update({
       where: { id: serverId },
-      data: { status: pool.status.state === 'circuit_open' ? 'circuit_open' : 'failing', lastError: message },
+      data: { status: state === 'circuit_open' ? 'circuit_open' : 'failing', lastError: message },
     });
     throw error;
   }
@@ -416,6 +419,7 @@ export async function syncUpstreamServer(
   if (listed.truncated)
     warnings.push(`the server lists more than ${UPSTREAM_LIMITS.maxTools} tools; the rest were skipped`);
   const tools = takenTools(listed.tools, row.exposeTools, warnings);
+  await deps.registry.statusWritten();
   const report: SyncReport = { added: [], updated: [], missing: [], warnings };
   await changeExposure(
     ctx,

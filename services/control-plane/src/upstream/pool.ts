@@ -69,6 +69,8 @@ export interface PoolOptions {
   limits: ResolvedLimits;
   /** session_mode per_session: each MCP session gets an instance (an upstream session) of its own. */
   perSession?: boolean;
+  /** How often running instances are pinged (PING_EVERY_MS unless a test sets it). */
+  pingEveryMs?: number;
   outbound: Dispatcher;
   events: PoolEvents;
   /** Clock and randomness, replaceable by tests of the backoff. */
@@ -122,6 +124,7 @@ export class UpstreamPool {
   private closed = false;
   private readonly timer: NodeJS.Timeout;
   private lastPingAt = 0;
+  private readonly pingEveryMs: number;
   private readonly now: () => number;
   private readonly random: () => number;
   /** Takes the secrets the running instances were given out of what they send back. */
@@ -131,7 +134,11 @@ export class UpstreamPool {
     this.fingerprint = options.fingerprint;
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
-    const tick = Math.max(250, Math.min(5_000, Math.floor(options.limits.idleTimeoutMs / 4)));
+    this.pingEveryMs = options.pingEveryMs ?? PING_EVERY_MS;
+    const tick = Math.max(
+      100,
+      Math.min(5_000, Math.floor(options.limits.idleTimeoutMs / 4), Math.floor(this.pingEveryMs / 2)),
+    );
     this.timer = setInterval(() => void this.tick(), tick);
     this.timer.unref();
   }
@@ -371,8 +378,9 @@ export class UpstreamPool {
       return instance;
     } catch (error) {
       if (error instanceof DomainError) throw error;
-      this.failed(this.describe(error));
-      const message = `upstream server "${server}" could not be started: ${this.describe(error)}`;
+      const reason = `could not be started: ${this.describe(error)}`;
+      this.failed(reason);
+      const message = `upstream server "${server}" ${reason}`;
       throw new DomainError('UPSTREAM_FAILED', message, { upstream: server });
     } finally {
       this.starting -= 1;
@@ -480,7 +488,7 @@ export class UpstreamPool {
       }
     }
     if (this.instances.size === 0 && this.starting === 0 && this.state === 'ok') this.setState('stopped');
-    if (now - this.lastPingAt < PING_EVERY_MS) return;
+    if (now - this.lastPingAt < this.pingEveryMs) return;
     this.lastPingAt = now;
     await Promise.all(
       [...this.instances].map(async (instance) => {

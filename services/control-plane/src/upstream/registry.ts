@@ -31,6 +31,8 @@ export interface RegistryOptions {
   /** How long tools/list_changed notifications are gathered before one sync. */
   debounceMs?: number;
   meter?: (fingerprint: string) => PoolMeter;
+  /** How often running instances are pinged (30 s unless a test sets it). */
+  pingEveryMs?: number;
 }
 
 /** What the registry keeps of a server (its row's fields the pools need). */
@@ -94,6 +96,7 @@ export class UpstreamRegistry {
   private readonly pending = new Map<string, NodeJS.Timeout>();
   private readonly refreshTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private statusWrites: Promise<void> = Promise.resolve();
   /** Set by the app: how a server's tools are synced (domain/upstream-servers.ts). */
   syncer: SyncRunner | undefined;
 
@@ -208,6 +211,7 @@ export class UpstreamRegistry {
       fingerprint,
       limits: server.spec.limits,
       perSession: server.spec.sessionMode === 'per_session',
+      ...(this.options.pingEveryMs !== undefined && { pingEveryMs: this.options.pingEveryMs }),
       outbound: this.options.outbound,
       transport: () => this.resolveTransport(server),
       events: {
@@ -248,14 +252,21 @@ export class UpstreamRegistry {
   private stateChanged(fingerprint: string, state: PoolState, lastError: string | null): void {
     const ids = this.serversOf(fingerprint).map((s) => s.id);
     if (ids.length === 0 || this.closed) return;
-    this.ctx()
-      .prisma.upstreamServer.updateMany({
-        where: { id: { in: ids } },
-        data: { status: state, lastError },
-      })
-      .catch((error: unknown) =>
-        this.options.log.debug({ err: error }, 'could not record the state of an upstream server'),
-      );
+    // One after the other, so an older state never lands after a newer one.
+    this.statusWrites = this.statusWrites.then(() =>
+      this.ctx()
+        .prisma.upstreamServer.updateMany({ where: { id: { in: ids } }, data: { status: state, lastError } })
+        .then(
+          () => undefined,
+          (error: unknown) =>
+            this.options.log.debug({ err: error }, 'could not record the state of an upstream server'),
+        ),
+    );
+  }
+
+  /** Settles once the pools' state changes so far are written (a sync writes its own after them). */
+  statusWritten(): Promise<void> {
+    return this.statusWrites;
   }
 
   private async releaseFingerprint(fingerprint: string): Promise<void> {
@@ -274,5 +285,6 @@ export class UpstreamRegistry {
     const pools = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(pools.map((p) => p.close()));
+    await this.statusWrites;
   }
 }

@@ -90,6 +90,8 @@ export async function startTestApp(
     contextCacheBytes?: number;
     /** UPSTREAM_STDIO_COMMANDS (none otherwise: stdio upstream servers refused). */
     upstreamStdioCommands?: string[];
+    /** How often upstream instances are pinged (30 s otherwise). */
+    upstreamPingEveryMs?: number;
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -154,6 +156,7 @@ export async function startTestApp(
       keyring: secretKeys ? new SecretKeyring(secretKeys.key, secretKeys.oldKeys) : undefined,
     },
     ...(options.logStream ? { logStream: options.logStream } : { logger: false }),
+    ...(options.upstreamPingEveryMs !== undefined && { upstreamPingEveryMs: options.upstreamPingEveryMs }),
   });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 
