@@ -168,7 +168,7 @@ describe('unreachable or not MCP: saved, with a status that says why', () => {
 describe('a hanging upstream', () => {
   it('times out at the call timeout, opens the circuit after 3 failures and closes it once a probe succeeds', async () => {
     const res = await createServer({
-      ...stdioServerBody('hanging', { MARKER: 'hang' }),
+      ...stdioServerBody('hanging', { UPSTREAM_TEST_MARKER: 'hang' }),
       limits: { call_timeout_ms: 300 },
     });
     expect(res.body.status).toBe('ok');
@@ -205,7 +205,7 @@ describe('a hanging upstream', () => {
 describe('a crashing upstream', () => {
   it('is restarted on the next call after a backoff, and leaves no zombie', async () => {
     const before = upstreamChildren().length;
-    const res = await createServer(stdioServerBody('crashing', { MARKER: 'crash' }));
+    const res = await createServer(stdioServerBody('crashing', { UPSTREAM_TEST_MARKER: 'crash' }));
     const call = await bound(res.body.id);
     const first = JSON.parse((await call('whoami')).content[0]!.text).pid as number;
     const crashed = await call('crash');
@@ -258,7 +258,7 @@ describe('a crashing upstream', () => {
 
 describe('health pings', () => {
   it('stop an instance that no longer answers; the next call gets a new one', async () => {
-    const res = await createServer(stdioServerBody('frozen', { MARKER: 'frozen' }));
+    const res = await createServer(stdioServerBody('frozen', { UPSTREAM_TEST_MARKER: 'frozen' }));
     const call = await bound(res.body.id);
     const first = JSON.parse((await call('whoami')).content[0]!.text).pid as number;
     // A stopped process keeps its pipes open and answers nothing, like a hung server.
@@ -294,7 +294,7 @@ describe('health pings', () => {
 
 describe('names and clashes when attaching a whole server', () => {
   it('caps prefixed names at 64 characters with a hash, and refuses a clash naming it', async () => {
-    const res = await createServer(stdioServerBody('names', { MARKER: 'names' }));
+    const res = await createServer(stdioServerBody('names', { UPSTREAM_TEST_MARKER: 'names' }));
     const aei = await t.call('POST', '/api/v2/aeis', { ...as(), body: { name: 'names' } });
     const prefix = 'p'.repeat(32);
     const attached = await t.call('POST', `/api/v2/aeis/${aei.body.id}/bindings`, {
@@ -311,7 +311,7 @@ describe('names and clashes when attaching a whole server', () => {
       body: { upstream_server_id: res.body.id },
     });
     expect(again.status).toBe(409);
-    const twin = await createServer(stdioServerBody('names twin', { MARKER: 'names' }));
+    const twin = await createServer(stdioServerBody('names twin', { UPSTREAM_TEST_MARKER: 'names' }));
     const clash = await t.call('POST', `/api/v2/aeis/${aei.body.id}/bindings`, {
       ...as(),
       body: { upstream_server_id: twin.body.id, prefix },

@@ -134,11 +134,11 @@ describe('a stdio upstream server', () => {
     const before = upstreamChildren().length;
     const a = await t.call('POST', '/api/v2/upstream-servers', {
       ...as(),
-      body: stdioServerBody('Alpha', { MARKER: 'one' }),
+      body: stdioServerBody('Alpha', { UPSTREAM_TEST_MARKER: 'one' }),
     });
     const b = await t.call('POST', '/api/v2/upstream-servers', {
       ...as(),
-      body: stdioServerBody('Beta', { MARKER: 'one' }),
+      body: stdioServerBody('Beta', { UPSTREAM_TEST_MARKER: 'one' }),
     });
     expect(a.status).toBe(201);
     expect(b.status).toBe(201);
@@ -164,7 +164,7 @@ describe('a stdio upstream server', () => {
 
     const changed = await t.call('PATCH', `/api/v2/upstream-servers/${b.body.id}`, {
       ...as(),
-      body: { env: { MARKER: 'two' } },
+      body: { env: { UPSTREAM_TEST_MARKER: 'two' } },
     });
     expect(changed.status, JSON.stringify(changed.body)).toBe(200);
     expect(changed.body.fingerprint).not.toBe(a.body.fingerprint);
@@ -194,7 +194,7 @@ describe('a stdio upstream server', () => {
   it('re-syncs when the upstream announces a changed tool list, and bumps the AEIs that bind it', async () => {
     const res = await t.call('POST', '/api/v2/upstream-servers', {
       ...as(),
-      body: stdioServerBody('Changing', { MARKER: 'changing' }),
+      body: stdioServerBody('Changing', { UPSTREAM_TEST_MARKER: 'changing' }),
     });
     const adis = await t.call(
       'GET',
@@ -234,7 +234,10 @@ describe('idle instances', () => {
     const before = upstreamChildren().length;
     const res = await t.call('POST', '/api/v2/upstream-servers', {
       ...as(),
-      body: { ...stdioServerBody('Idle', { MARKER: 'idle' }), limits: { idle_timeout_ms: 1000 } },
+      body: {
+        ...stdioServerBody('Idle', { UPSTREAM_TEST_MARKER: 'idle' }),
+        limits: { idle_timeout_ms: 1000 },
+      },
     });
     expect(res.body.status).toBe('ok');
     expect(upstreamChildren().length).toBe(before + 1);
@@ -271,7 +274,7 @@ describe('session_mode per_session', () => {
     const res = await t.call('POST', '/api/v2/upstream-servers', {
       ...as(),
       body: {
-        ...stdioServerBody('Stateful', { MARKER: 'stateful' }),
+        ...stdioServerBody('Stateful', { UPSTREAM_TEST_MARKER: 'stateful' }),
         session_mode: 'per_session',
         limits: { max_instances: 2 },
       },

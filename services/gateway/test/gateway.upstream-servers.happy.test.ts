@@ -44,7 +44,7 @@ const server = (name: string, marker: string, limits: Record<string, number> = {
   transport: 'stdio',
   command: 'node',
   args: [SCRIPT],
-  env: { MARKER: marker },
+  env: { UPSTREAM_TEST_MARKER: marker },
   limits: { concurrent_calls: 64, ...limits },
 });
 

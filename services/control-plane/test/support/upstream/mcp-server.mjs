@@ -3,7 +3,7 @@
 // HTTP transport. Its tools:
 //   echo {text}            -> the text
 //   add {a, b}             -> structuredContent {sum}, with an output schema
-//   whoami                 -> {pid, marker} (this process and the MARKER env value): counts processes
+//   whoami                 -> {pid, marker} (this process and the UPSTREAM_TEST_MARKER env value): counts processes
 //   slow {ms}              -> answers after ms
 //   hang                   -> never answers (writes `hang cancelled` to stderr when cancelled)
 //   crash                  -> the process exits at once (stdio) / the session is dropped (HTTP)
@@ -87,7 +87,7 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
         return { content: [{ type: 'text', text: JSON.stringify({ sum }) }], structuredContent: { sum } };
       }
       case 'whoami':
-        return text({ pid: process.pid, marker: process.env.MARKER ?? null });
+        return text({ pid: process.pid, marker: process.env.UPSTREAM_TEST_MARKER ?? null });
       case 'slow':
         await new Promise((resolve) => setTimeout(resolve, Number(args.ms)));
         return text(`slept ${args.ms}`);
