@@ -87,6 +87,7 @@ export {
   LegacyExecuteRequest,
   LegacyTool,
   ToolError,
+  ToolProgress,
   ToolResult,
 } from './internal-api.ts';
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';

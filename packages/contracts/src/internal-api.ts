@@ -143,6 +143,12 @@ export const ExecuteRequest = Type.Object(
     arguments: Type.Optional(JsonObject),
     request_id: Type.Optional(Type.String({ maxLength: 128 })),
     idempotency_key: Type.Optional(IdempotencyKey),
+    progress: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: the answer is NDJSON, lines {"progress": {progress, total?, message?}} as the tool reports them, then {"result": ToolResult}',
+      }),
+    ),
     session_id: Type.Optional(
       Type.String({
         maxLength: 128,
@@ -165,6 +171,14 @@ export const LegacyExecuteRequest = Type.Object(
   { additionalProperties: false },
 );
 export type LegacyExecuteRequest = Static<typeof LegacyExecuteRequest>;
+
+/** One progress report of a running call (MCP `notifications/progress` without its token). */
+export const ToolProgress = Type.Object({
+  progress: Type.Number(),
+  total: Type.Optional(Type.Number()),
+  message: Type.Optional(Type.String()),
+});
+export type ToolProgress = Static<typeof ToolProgress>;
 
 /** A tool failure as carried inside an `isError` result (JSON in the text content). */
 export const ToolError = Type.Object({

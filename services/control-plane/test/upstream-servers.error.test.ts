@@ -317,7 +317,7 @@ describe('names and clashes when attaching a whole server', () => {
       body: { upstream_server_id: twin.body.id, prefix },
     });
     expect(clash.status).toBe(409);
-    expect(clash.body.error.message).toMatch(/would clash with 8 tool\(s\)/);
+    expect(clash.body.error.message).toMatch(/would clash with 9 tool\(s\)/);
     expect(clash.body.error.details.clashes[0]).toMatchObject({
       tool_name: expect.stringMatching(/^p{32}_/),
     });

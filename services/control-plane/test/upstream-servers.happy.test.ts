@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import {
   httpUpstream,
+  sseUpstream,
   stdioServerBody,
   upstreamChildren,
   type HttpUpstream,
@@ -78,7 +79,7 @@ describe('a stdio upstream server', () => {
     expect(server).toMatchObject({ slug: 'test_tools', status: 'ok', transport: 'stdio', last_error: null });
     expect(server.fingerprint).toMatch(/^[0-9a-f]{64}$/);
     expect(server.tools.map((tool: { upstream_name: string }) => tool.upstream_name).sort()).toEqual(
-      ['add', 'crash', 'echo', 'fail', 'hang', 'set_tools', 'slow', 'whoami'].sort(),
+      ['add', 'crash', 'echo', 'fail', 'hang', 'progress', 'set_tools', 'slow', 'whoami'].sort(),
     );
     const listed = await t.call(
       'GET',
@@ -86,7 +87,7 @@ describe('a stdio upstream server', () => {
       as(),
     );
     expect(listed.status).toBe(200);
-    expect(listed.body.items).toHaveLength(8);
+    expect(listed.body.items).toHaveLength(9);
     const add = listed.body.items.find((a: { name: string }) => a.name === 'add');
     expect(add).toMatchObject({
       kind: 'mcp',
@@ -348,5 +349,33 @@ describe('a Streamable HTTP upstream server', () => {
     const sum = await call(aei.id, bAdd!, { a: 1, b: 2 });
     expect(sum.body.structuredContent).toEqual({ sum: 3 });
     expect(http.sessions()).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('a server of the older HTTP+SSE transport', () => {
+  it('is reached through the SSE fallback when it refuses the Streamable HTTP request', async () => {
+    const sse = await sseUpstream();
+    try {
+      const res = await t.call('POST', '/api/v2/upstream-servers', {
+        ...as(),
+        body: { name: 'Old style', transport: 'http', url: sse.url },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.status, res.body.last_error).toBe('ok');
+      expect(sse.streams()).toBeGreaterThanOrEqual(1);
+      const adis = await t.call(
+        'GET',
+        `/api/v2/adis?kind=mcp&upstream_server_id=${res.body.id}&limit=100`,
+        as(),
+      );
+      const aei = await newAei('old style');
+      const [bAdd] = await bindAll(aei.id, [
+        adis.body.items.find((x: { name: string }) => x.name === 'add').id,
+      ]);
+      expect((await call(aei.id, bAdd!, { a: 5, b: 6 })).body.structuredContent).toEqual({ sum: 11 });
+      await t.call('DELETE', `/api/v2/upstream-servers/${res.body.id}`, as());
+    } finally {
+      await sse.close();
+    }
   });
 });

@@ -13,9 +13,11 @@ import {
   type LegacyConfig,
   type LegacyExecuteRequest,
   type ToolError,
+  type ToolProgress,
   type ToolResult,
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import type { FastifyBaseLogger } from 'fastify';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { GatewayMetrics } from './metrics.ts';
@@ -188,6 +190,7 @@ export class ControlPlaneClient {
     headers: Record<string, string>,
     body: string | undefined,
     signal?: AbortSignal,
+    lines?: LineReader,
   ): Promise<{ status: number; headers: IncomingHttpHeaders; text: string; bytes: number }> {
     return new Promise((resolve, reject) => {
       let stopListening = () => {};
@@ -217,8 +220,10 @@ export class ControlPlaneClient {
             responseHeaders = received;
           },
           onResponseData(_controller, chunk) {
-            chunks.push(chunk);
             bytes += chunk.length;
+            // A streamed answer is read line by line as it comes; the rest is buffered whole.
+            if (lines && isNdjson(responseHeaders)) lines.push(chunk);
+            else chunks.push(chunk);
           },
           onResponseEnd() {
             const text =
@@ -247,6 +252,8 @@ export class ControlPlaneClient {
       probe?: boolean;
       /** Aborts the request (the MCP client cancelled the call); says nothing about the control plane. */
       signal?: AbortSignal | undefined;
+      /** An NDJSON answer: each line but the last is handed over as it arrives; the last is the body. */
+      lines?: LineReader;
     },
   ): Promise<{ status: number; headers: IncomingHttpHeaders; body: unknown; bytes: number }> {
     if (!options.probe && !this.#breaker.allows()) {
@@ -260,7 +267,15 @@ export class ControlPlaneClient {
     for (let attempt = 0; ; attempt++) {
       if (kind === 'config') this.#options.metrics.configFetches.inc();
       try {
-        const response = await this.#send(method, path, timeoutMs, headers, body, options.signal);
+        const response = await this.#send(
+          method,
+          path,
+          timeoutMs,
+          headers,
+          body,
+          options.signal,
+          options.lines,
+        );
         this.#latency[kind].observe((performance.now() - started) / 1000);
         if (response.status >= 500) {
           if (!options.probe) this.#breaker.record(false);
@@ -274,15 +289,18 @@ export class ControlPlaneClient {
         if (!options.probe) this.#breaker.record(true);
         this.#reached = true;
         this.#lastContact = performance.now();
+        const streamed = options.lines !== undefined && isNdjson(response.headers);
         let parsed: unknown;
         try {
-          parsed = response.text ? JSON.parse(response.text) : undefined;
+          const text = streamed ? options.lines!.rest() : response.text;
+          parsed = text ? JSON.parse(text) : undefined;
         } catch {
           throw new UpstreamError(
             `control plane answered ${kind} with a body that is not JSON`,
             'error-answer',
           );
         }
+        if (streamed) parsed = resultLine(parsed);
         return { status: response.status, headers: response.headers, body: parsed, bytes: response.bytes };
       } catch (error) {
         if (error instanceof UpstreamError) throw error;
@@ -360,9 +378,17 @@ export class ControlPlaneClient {
     };
   }
 
-  /** Runs a bound tool; the answer is the executor's MCP result (isError included). */
-  async execute(adiId: string, request: ExecuteRequest, signal?: AbortSignal): Promise<ToolResult> {
-    return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request, signal);
+  /**
+   * Runs a bound tool; the answer is the executor's MCP result (isError included). With `progress`
+   * (and `request.progress`), the control plane streams the call's progress reports before it.
+   */
+  async execute(
+    adiId: string,
+    request: ExecuteRequest,
+    signal?: AbortSignal,
+    progress?: (report: ToolProgress) => void,
+  ): Promise<ToolResult> {
+    return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request, signal, progress);
   }
 
   /** Runs a legacy instance's tool. */
@@ -370,11 +396,17 @@ export class ControlPlaneClient {
     return this.#execute(`/internal/mcp-instance/${encodeURIComponent(instanceId)}/execute`, request);
   }
 
-  async #execute(path: string, body: unknown, signal?: AbortSignal): Promise<ToolResult> {
+  async #execute(
+    path: string,
+    body: unknown,
+    signal?: AbortSignal,
+    progress?: (report: ToolProgress) => void,
+  ): Promise<ToolResult> {
     const res = await this.#request('execute', 'POST', path, this.#options.toolCallTimeoutMs, {
       body,
       retry: false,
       signal,
+      ...(progress && { lines: progressLines(progress) }),
     });
     const refused = refusedCall(res.status, res.body);
     if (refused) return refused;
@@ -470,4 +502,63 @@ export class ControlPlaneClient {
     this.#breaker.stop();
     return this.#pool.close();
   }
+}
+
+/** Reads an NDJSON answer as it arrives: complete lines go to `line`, the unfinished tail stays. */
+export interface LineReader {
+  push(chunk: Buffer): void;
+  /** What is left once the answer ended: its last line. */
+  rest(): string;
+}
+
+function isNdjson(headers: IncomingHttpHeaders): boolean {
+  return String(headers['content-type'] ?? '').startsWith('application/x-ndjson');
+}
+
+/**
+ * The reader of an execute answer with progress: each `{"progress": ...}` line is handed to
+ * `progress` at once; the last line, `{"result": ...}` (or `{"error": ...}`), is the answer.
+ */
+function progressLines(progress: (report: ToolProgress) => void): LineReader {
+  let pending = '';
+  let last = '';
+  // A character may be split between two chunks: the decoder keeps its first bytes for the next.
+  const decoder = new StringDecoder('utf8');
+  return {
+    push(chunk) {
+      const text = decoder.write(chunk);
+      // Only the new text can hold a line's end: a large last line is not scanned again per chunk.
+      let from = pending.length;
+      pending += text;
+      let at: number;
+      while ((at = pending.indexOf('\n', from)) >= 0) {
+        const line = pending.slice(0, at);
+        pending = pending.slice(at + 1);
+        from = 0;
+        if (line === '') continue;
+        last = line;
+        let parsed: { progress?: ToolProgress };
+        try {
+          parsed = JSON.parse(line) as { progress?: ToolProgress };
+        } catch {
+          continue;
+        }
+        if (parsed.progress) progress(parsed.progress);
+      }
+    },
+    rest: () => {
+      pending += decoder.end();
+      return pending.trim() === '' ? last : pending;
+    },
+  };
+}
+
+/** The answer carried by a stream's last line: its result, or an error for a fault of the control plane. */
+function resultLine(line: unknown): unknown {
+  const { result, error } = (line ?? {}) as { result?: unknown; error?: { message?: string } };
+  if (result !== undefined) return result;
+  throw new UpstreamError(
+    `control plane failed the call${error?.message ? `: ${error.message}` : ''}`,
+    'error-answer',
+  );
 }

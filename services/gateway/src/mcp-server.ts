@@ -26,7 +26,7 @@ import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
 import { closeMatches } from './tool-suggestions.ts';
 import { toolIndex } from './tools.ts';
-import { progressiveTools } from '@bindery/contracts';
+import { progressiveTools, type ToolProgress } from '@bindery/contracts';
 
 export interface McpServerDeps {
   client: ControlPlaneClient;
@@ -80,6 +80,8 @@ export interface McpEndpoint {
       known?: Exposure;
       /** Aborted when the client cancels the call (notifications/cancelled) or goes away. */
       signal?: AbortSignal;
+      /** The client's `_meta.progressToken`: progress reports of the call are sent with it. */
+      progressToken?: string | number;
     },
   ): Promise<CallToolResult>;
 }
@@ -147,13 +149,22 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const started = performance.now();
     let result: CallToolResult;
     try {
-      result = (await tool.run(
-        args,
-        call.requestId,
-        call.idempotencyKey,
-        call.signal,
-        call.sessionId,
-      )) as CallToolResult;
+      const token = call.progressToken;
+      const notify = call.notify;
+      result = (await tool.run(args, call.requestId, {
+        idempotencyKey: call.idempotencyKey,
+        signal: call.signal,
+        sessionId: call.sessionId,
+        // The client sent a progress token: each report of the tool reaches it on this call's stream.
+        ...(token !== undefined &&
+          notify && {
+            progress: (report: ToolProgress) => {
+              notify({ method: 'notifications/progress', params: { progressToken: token, ...report } }).catch(
+                (error: unknown) => deps.log.debug({ err: error }, 'progress not delivered to the client'),
+              );
+            },
+          }),
+      })) as CallToolResult;
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
@@ -193,6 +204,9 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       idempotencyKey: idempotencyKeyOf(request.params),
       notify: (n) => extra.sendNotification(n),
       signal: extra.signal,
+      ...(request.params._meta?.progressToken !== undefined && {
+        progressToken: request.params._meta.progressToken,
+      }),
     });
   });
 

@@ -200,7 +200,7 @@ async function runBatch(
         );
       });
       const answer = await Promise.race([
-        tool.run(parameters as Record<string, unknown>, `${requestId}:${index}`, idempotencyKey),
+        tool.run(parameters as Record<string, unknown>, `${requestId}:${index}`, { idempotencyKey }),
         timeout,
       ]);
       const parsed = answerData(answer);

@@ -2,7 +2,12 @@
  * The MCP tools an exposure offers, and how each one runs: a binding of an AEI through the ADI
  * executor, or a legacy v1 tool through the instance executor. Built from the cached config alone.
  */
-import { READ_OPERATIONS, type ToolAnnotations, type ToolResult } from '@bindery/contracts';
+import {
+  READ_OPERATIONS,
+  type ToolAnnotations,
+  type ToolProgress,
+  type ToolResult,
+} from '@bindery/contracts';
 import type { ControlPlaneClient } from './control-plane-client.ts';
 import type { Exposure } from './exposure-cache.ts';
 
@@ -15,18 +20,20 @@ export interface ExposedTool {
   annotations: ToolAnnotations | undefined;
   /** True when the tool cannot write (a read operation): an unanswered call of it changed nothing. */
   readOnly: boolean;
-  /** Runs the tool; `idempotencyKey` makes a write safe to send again (reads ignore it). */
-  /**
-   * `signal`: the client cancelled the call; the control plane's request is closed. `sessionId`:
-   * the MCP session it came in (upstream servers in per_session mode keep one session per session).
-   */
-  run(
-    args: Record<string, unknown>,
-    requestId: string,
-    idempotencyKey?: string,
-    signal?: AbortSignal,
-    sessionId?: string,
-  ): Promise<ToolResult>;
+  /** Runs the tool. */
+  run(args: Record<string, unknown>, requestId: string, extra?: RunExtra): Promise<ToolResult>;
+}
+
+/** What a tool call may carry besides its arguments. */
+export interface RunExtra {
+  /** Makes a write safe to send again (reads ignore it). */
+  idempotencyKey?: string | undefined;
+  /** The client cancelled the call: the control plane's request is closed. */
+  signal?: AbortSignal | undefined;
+  /** The MCP session it came in (upstream servers in per_session mode keep one session per session). */
+  sessionId?: string | undefined;
+  /** Told each progress report of the call (the client sent a progress token). */
+  progress?: ((report: ToolProgress) => void) | undefined;
 }
 
 /**
@@ -69,7 +76,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       outputSchema: b.output_schema ?? undefined,
       annotations: b.annotations,
       readOnly: readOnly(b.annotations, b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined),
-      run: (args, requestId, idempotencyKey, signal, sessionId) =>
+      run: (args, requestId, extra = {}) =>
         client.execute(
           b.adi_ref.adi_id,
           {
@@ -78,10 +85,12 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
             config_version: configVersion,
             arguments: args,
             request_id: requestId,
-            ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
-            ...(sessionId !== undefined && { session_id: sessionId }),
+            ...(extra.idempotencyKey !== undefined && { idempotency_key: extra.idempotencyKey }),
+            ...(extra.sessionId !== undefined && { session_id: extra.sessionId }),
+            ...(extra.progress !== undefined && { progress: true }),
           },
-          signal,
+          extra.signal,
+          extra.progress,
         ),
     }));
   }
@@ -95,12 +104,12 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       outputSchema: undefined,
       annotations: t.annotations,
       readOnly: readOnly(t.annotations, t.operation_type),
-      run: (args, requestId, idempotencyKey) =>
+      run: (args, requestId, extra = {}) =>
         client.executeLegacy(instanceId, {
           tool_name: t.name,
           arguments: args,
           request_id: requestId,
-          ...(idempotencyKey !== undefined && { idempotency_key: idempotencyKey }),
+          ...(extra.idempotencyKey !== undefined && { idempotency_key: extra.idempotencyKey }),
         }),
     }));
   }

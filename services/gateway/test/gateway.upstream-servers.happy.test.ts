@@ -2,7 +2,8 @@
 // children (real MCP servers written with the SDK). Two servers attached to one exposure under
 // prefixes; a hanging one that never stalls tools/list; 200 concurrent calls over the two, each
 // answer checked against its own unique argument; a cancelled call cancelled upstream too (the
-// upstream says so on its stderr, read through the logs API); the upstream changing its tools reaching a
+// upstream says so on its stderr, read through the logs API); its progress reports reaching a client
+// that asked for them; the upstream changing its tools reaching a
 // connected client as tools/list_changed with no admin action; processes counted from the OS.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -119,6 +120,23 @@ describe('upstream tools through the gateway', () => {
     // The gateway closed its request, the control plane sent notifications/cancelled upstream.
     // (A timed-out call is cancelled too, with another reason: this one is the client's.)
     expect(lines, JSON.stringify(lines)).toContain('hang cancelled: the caller closed its request');
+  });
+
+  it('progress reports of an upstream call reach a client that sent a progress token', async () => {
+    const client = await connect();
+    const reports: { progress: number; total?: number; message?: string }[] = [];
+    const result = await client.callTool({ name: 'a_progress', arguments: { steps: 3 } }, undefined, {
+      onprogress: (report) => reports.push(report),
+    });
+    expect((result.content as { text: string }[])[0]!.text).toBe('done after 3 steps');
+    expect(reports).toEqual([
+      { progress: 1, total: 3, message: 'step 1' },
+      { progress: 2, total: 3, message: 'step 2' },
+      { progress: 3, total: 3, message: 'step 3' },
+    ]);
+    // Without a token there is nothing to report to; the call answers the same.
+    const quiet = await client.callTool({ name: 'a_progress', arguments: { steps: 2 } });
+    expect((quiet.content as { text: string }[])[0]!.text).toBe('done after 2 steps');
   });
 
   it('200 concurrent calls over two upstream servers each reach the right client', async () => {

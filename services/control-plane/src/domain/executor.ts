@@ -5,7 +5,13 @@
  * (tool-kinds/), audits, and answers an MCP-ready result: text JSON, or `isError` with a DESIGN.md
  * §8 code.
  */
-import type { ErrorCode, ExecuteRequest, LegacyExecuteRequest, ToolResult } from '@bindery/contracts';
+import type {
+  ErrorCode,
+  ExecuteRequest,
+  LegacyExecuteRequest,
+  ToolProgress,
+  ToolResult,
+} from '@bindery/contracts';
 import { OpError, type JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
 import { ReplayedOutcome, keyedWrite } from './idempotency.ts';
@@ -116,6 +122,7 @@ export async function executeBinding(
   request: ExecuteRequest,
   options: ExecutorOptions,
   signal?: AbortSignal,
+  progress?: (report: ToolProgress) => void,
 ): Promise<ToolResult> {
   const args = request.arguments ?? {};
   const binding = await options.bindings.get(ctx.prisma, request.binding_id, request.config_version);
@@ -169,6 +176,7 @@ export async function executeBinding(
       meta,
       signal,
       session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
+      progress,
     });
   });
 }

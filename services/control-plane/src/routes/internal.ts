@@ -15,8 +15,9 @@ import {
   LegacyConfig,
   LegacyExecuteRequest,
   ToolResult,
+  type ToolProgress,
 } from '@bindery/contracts';
-import type { FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { executeBinding, executeLegacy, type ExecutorOptions } from '../domain/executor.ts';
 import {
@@ -40,6 +41,31 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
     const t = tag.trim().replace(/^W\//, '');
     return t === '*' || t === etag;
   });
+}
+
+/**
+ * A call that asked for progress: NDJSON, one `{"progress": ...}` line per report as the tool sends
+ * it, then `{"result": ToolResult}` (or, for a fault of this server, `{"error": {code, message}}`).
+ */
+async function streamWithProgress(
+  reply: FastifyReply,
+  log: FastifyBaseLogger,
+  run: (progress: (report: ToolProgress) => void) => Promise<ToolResult>,
+): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  let line: string;
+  try {
+    const result = await run((report) => {
+      if (!raw.writableEnded) raw.write(`${JSON.stringify({ progress: report })}\n`);
+    });
+    line = JSON.stringify({ result });
+  } catch (error) {
+    log.error({ err: error }, 'tool call failed');
+    line = JSON.stringify({ error: { code: 'INTERNAL', message: 'internal error' } });
+  }
+  raw.end(`${line}\n`);
 }
 
 export function internalRoutes(executor: ExecutorOptions) {
@@ -148,7 +174,12 @@ export function internalRoutes(executor: ExecutorOptions) {
         reply.raw.once('close', () => {
           if (!reply.raw.writableFinished) cancel.abort(CALLER_GONE);
         });
-        return executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal);
+        if (request.body.progress !== true) {
+          return executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal);
+        }
+        return streamWithProgress(reply, request.log, (progress) =>
+          executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal, progress),
+        );
       },
     );
     app.post(

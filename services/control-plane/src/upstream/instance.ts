@@ -16,6 +16,7 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolProgress } from '@bindery/contracts';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import type { TransportSpec } from './spec.ts';
 
@@ -172,11 +173,25 @@ export class UpstreamInstance {
   async callTool(
     name: string,
     args: Record<string, unknown>,
-    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+    options: {
+      timeoutMs: number;
+      signal?: AbortSignal | undefined;
+      progress?: ((report: ToolProgress) => void) | undefined;
+    },
   ): Promise<CallToolResult> {
+    const progress = options.progress;
     const result = await this.client.callTool({ name, arguments: args }, undefined, {
       timeout: options.timeoutMs,
       ...(options.signal && { signal: options.signal }),
+      // With it the SDK sends a progress token and hands each report over; the timeout stays whole.
+      ...(progress && {
+        onprogress: (p: { progress: number; total?: number; message?: string }) =>
+          progress({
+            progress: p.progress,
+            ...(p.total !== undefined && { total: p.total }),
+            ...(p.message !== undefined && { message: p.message }),
+          }),
+      }),
     });
     return result as CallToolResult;
   }

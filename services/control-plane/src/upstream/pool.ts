@@ -8,6 +8,7 @@
  * UPSTREAM_FAILED naming the server and the last error, until a probe (the first call after the
  * backoff, or a ping) succeeds.
  */
+import type { ToolProgress } from '@bindery/contracts';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
 import { DomainError } from '../errors.ts';
@@ -30,6 +31,16 @@ const START_TIMEOUT_MAX_MS = 15_000;
 const QUEUE_PER_SLOT = 4;
 
 export type PoolState = 'ok' | 'starting' | 'failing' | 'circuit_open' | 'stopped';
+
+/** What a call may come with besides its arguments. */
+export interface CallOptions {
+  /** The caller gave up: the upstream gets notifications/cancelled. */
+  signal?: AbortSignal | undefined;
+  /** The MCP session it came in (per_session mode); absent: stateless. */
+  session?: string | undefined;
+  /** Told each progress report the upstream sends for the call. */
+  progress?: ((report: ToolProgress) => void) | undefined;
+}
 
 export interface PoolEvents {
   /** An instance announced `notifications/tools/list_changed`. */
@@ -167,14 +178,18 @@ export class UpstreamPool {
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    signal?: AbortSignal,
-    session?: string,
+    call: CallOptions = {},
   ): Promise<CallToolResult> {
+    const { signal, session, progress } = call;
     const timeoutMs = this.options.limits.callTimeoutMs;
     const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
     try {
       // The call's own timeout starts once it has an instance (a start has its own deadline).
-      const result = await instance.callTool(tool, args, { timeoutMs, signal });
+      const result = await instance.callTool(tool, args, {
+        timeoutMs,
+        signal,
+        ...(progress && { progress: (report: ToolProgress) => progress(this.secrets.redactJson(report)) }),
+      });
       this.succeeded();
       this.options.events.meter?.call('ok');
       return this.secrets.redactJson(result);
@@ -282,7 +297,10 @@ export class UpstreamPool {
         await sleep(wait, signal);
         if (this.circuitOpen()) throw this.refuseOpen(server);
       }
-      return this.take(await this.start(server, key));
+      const started = this.take(await this.start(server, key));
+      // Calls that queued while it started share it, up to its concurrency.
+      this.serveWaiters(started);
+      return started;
     }
     const slots = this.options.limits.maxInstances * this.options.limits.concurrentCalls;
     if (this.waiters.length >= slots * QUEUE_PER_SLOT) {
@@ -309,7 +327,8 @@ export class UpstreamPool {
       };
       const timer = setTimeout(
         () => {
-          this.waiters.splice(this.waiters.indexOf(waiter), 1);
+          const at = this.waiters.indexOf(waiter);
+          if (at >= 0) this.waiters.splice(at, 1);
           reject(this.timeoutError(server, 'waiting for a free instance'));
         },
         Math.max(1, deadline - this.now()),
@@ -337,11 +356,26 @@ export class UpstreamPool {
   private release(instance: UpstreamInstance): void {
     instance.inFlight -= 1;
     instance.lastUsedAt = this.now();
-    if (!instance.alive) return;
-    const at = this.waiters.findIndex((w) => w.session === instance.session);
-    if (at < 0) return;
-    const [waiter] = this.waiters.splice(at, 1);
-    waiter!.resolve(this.take(instance));
+    this.serveWaiters(instance);
+  }
+
+  /** Hands the instance to calls waiting for one of its session, while it has room. */
+  private serveWaiters(instance: UpstreamInstance): void {
+    while (instance.alive && instance.inFlight < this.options.limits.concurrentCalls) {
+      const at = this.waiters.findIndex((w) => w.session === instance.session);
+      if (at < 0) return;
+      const [waiter] = this.waiters.splice(at, 1);
+      waiter!.resolve(this.take(instance));
+    }
+  }
+
+  /** A start failed: the calls waiting for an instance of that session fail with it (none is coming). */
+  private failWaiters(key: string, error: DomainError): void {
+    for (let at = this.waiters.findIndex((w) => w.session === key); at >= 0;) {
+      const [waiter] = this.waiters.splice(at, 1);
+      waiter!.reject(error);
+      at = this.waiters.findIndex((w) => w.session === key);
+    }
   }
 
   private async start(server: string, key: string): Promise<UpstreamInstance> {
@@ -377,11 +411,17 @@ export class UpstreamPool {
       this.options.events.meter?.instances(this.instances.size);
       return instance;
     } catch (error) {
-      if (error instanceof DomainError) throw error;
-      const reason = `could not be started: ${this.describe(error)}`;
-      this.failed(reason);
-      const message = `upstream server "${server}" ${reason}`;
-      throw new DomainError('UPSTREAM_FAILED', message, { upstream: server });
+      let failure: DomainError;
+      if (error instanceof DomainError) failure = error;
+      else {
+        const reason = `could not be started: ${this.describe(error)}`;
+        this.failed(reason);
+        failure = new DomainError('UPSTREAM_FAILED', `upstream server "${server}" ${reason}`, {
+          upstream: server,
+        });
+      }
+      if (this.instances.size === 0 || this.options.perSession) this.failWaiters(key, failure);
+      throw failure;
     } finally {
       this.starting -= 1;
       const left = (this.startingFor.get(key) ?? 1) - 1;

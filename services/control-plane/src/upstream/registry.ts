@@ -11,7 +11,13 @@ import type { UpstreamServer as UpstreamServerRow } from '../generated/prisma/cl
 import type { DomainContext } from '../domain/context.ts';
 import { resolveSecrets, secretReferences } from '../domain/secret-references.ts';
 import { DomainError } from '../errors.ts';
-import { UpstreamPool, type PoolMeter, type PoolState, type ResolvedTransport } from './pool.ts';
+import {
+  UpstreamPool,
+  type CallOptions,
+  type PoolMeter,
+  type PoolState,
+  type ResolvedTransport,
+} from './pool.ts';
 import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
 import type { UpstreamLimits } from '@bindery/contracts';
 
@@ -87,12 +93,16 @@ export function transportSecretNames(transport: TransportSpec): string[] {
 }
 
 const DEFAULT_DEBOUNCE_MS = 500;
+/** How long a server read from the database is used before it is read again (other control planes' changes). */
+const SERVER_FRESH_MS = 5_000;
 
 export type SyncRunner = (serverId: string, reason: string) => Promise<unknown>;
 
 export class UpstreamRegistry {
   private readonly pools = new Map<string, UpstreamPool>();
   private readonly servers = new Map<string, KnownServer>();
+  /** When each server was last read from the database (or saved by this process). */
+  private readonly readAt = new Map<string, number>();
   private readonly pending = new Map<string, NodeJS.Timeout>();
   private readonly refreshTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -114,6 +124,7 @@ export class UpstreamRegistry {
   remember(server: KnownServer): UpstreamPool {
     const before = this.servers.get(server.id);
     this.servers.set(server.id, server);
+    this.readAt.set(server.id, Date.now());
     if (before && before.fingerprint !== server.fingerprint) this.releaseFingerprint(before.fingerprint);
     return this.poolOf(server);
   }
@@ -122,6 +133,7 @@ export class UpstreamRegistry {
   async forget(serverId: string): Promise<void> {
     const before = this.servers.get(serverId);
     this.servers.delete(serverId);
+    this.readAt.delete(serverId);
     clearTimeout(this.pending.get(serverId));
     this.pending.delete(serverId);
     if (before) await this.releaseFingerprint(before.fingerprint);
@@ -152,18 +164,24 @@ export class UpstreamRegistry {
     serverId: string,
     tool: string,
     args: Record<string, unknown>,
-    signal?: AbortSignal,
-    session?: string,
+    call: CallOptions = {},
   ): Promise<CallToolResult> {
     const server = await this.known(serverId);
-    return this.poolOf(server).callTool(server.name, tool, args, signal, session);
+    return this.poolOf(server).callTool(server.name, tool, args, call);
   }
 
+  /**
+   * A server as this process knows it, read again from the database when that is older than
+   * SERVER_FRESH_MS: a change or a delete made through another control plane reaches this one
+   * within that time (a delete stops this one's pool for it too).
+   */
   async known(serverId: string): Promise<KnownServer> {
     const cached = this.servers.get(serverId);
-    if (cached) return cached;
+    const readAt = this.readAt.get(serverId) ?? 0;
+    if (cached && Date.now() - readAt < SERVER_FRESH_MS) return cached;
     const row = await this.ctx().prisma.upstreamServer.findUnique({ where: { id: serverId } });
     if (!row) {
+      if (cached) await this.forget(serverId);
       throw new DomainError(
         'NOT_FOUND',
         `upstream server ${serverId} was deleted; remove or rebind this tool`,

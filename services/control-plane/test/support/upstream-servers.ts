@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 // @ts-expect-error: a plain ES module of test support, without types.
 import { createMcpServer } from './upstream/mcp-server.mjs';
@@ -105,6 +106,45 @@ export async function httpUpstream(): Promise<HttpUpstream> {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     sessions: () => opened,
+    async close() {
+      await Promise.all([...transports.values()].map((t) => t.close().catch(() => {})));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * The test MCP server over the legacy HTTP+SSE transport only: `GET /sse` opens the event stream,
+ * `POST /messages?sessionId=` carries messages, and a POST to `/sse` (what a Streamable HTTP client
+ * tries first) is 405, as such servers answer.
+ */
+export async function sseUpstream(): Promise<{ url: string; streams(): number; close(): Promise<void> }> {
+  const transports = new Map<string, SSEServerTransport>();
+  let opened = 0;
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://upstream');
+    if (req.method === 'GET' && url.pathname === '/sse') {
+      const transport = new SSEServerTransport('/messages', res);
+      transports.set(transport.sessionId, transport);
+      opened += 1;
+      res.on('close', () => transports.delete(transport.sessionId));
+      void createMcpServer(() => void transport.close()).connect(transport);
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/messages') {
+      const transport = transports.get(url.searchParams.get('sessionId') ?? '');
+      if (!transport) return void res.writeHead(404).end();
+      void transport.handlePostMessage(req, res);
+      return;
+    }
+    res.writeHead(405, { allow: 'GET' }).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/sse`,
+    streams: () => opened,
     async close() {
       await Promise.all([...transports.values()].map((t) => t.close().catch(() => {})));
       server.closeAllConnections();

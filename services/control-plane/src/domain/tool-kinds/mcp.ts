@@ -52,7 +52,11 @@ async function run(call: ToolCall): Promise<ToolAnswer> {
       { upstream: server.name, upstream_server_id: serverId, tool },
     );
   }
-  const result = await upstreams.callTool(serverId, tool, call.args, call.signal, call.session);
+  const result = await upstreams.callTool(serverId, tool, call.args, {
+    signal: call.signal,
+    session: call.session,
+    progress: call.progress,
+  });
   return ToolAnswer.result(result as unknown as { content: JsonValue[] });
 }
 

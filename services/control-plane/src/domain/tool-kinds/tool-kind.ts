@@ -10,7 +10,7 @@
  * narrowing of overrides (bindings.ts). A kind throws DomainError or OpError; it never builds an
  * `isError` result itself.
  */
-import type { AdiKind, AdiRef, ToolAnnotations } from '@bindery/contracts';
+import type { AdiKind, AdiRef, ToolAnnotations, ToolProgress } from '@bindery/contracts';
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import type { TObject } from 'typebox';
 import type { Db, DomainContext, Principal } from '../context.ts';
@@ -107,6 +107,8 @@ export interface ToolCall {
   signal?: AbortSignal | undefined;
   /** The exposure and MCP session the call came in, `{aei_id}:{session_id}` (absent: stateless). */
   session?: string | undefined;
+  /** Set when the caller wants progress reports: a kind that has them (mcp) passes them on. */
+  progress?: ((report: ToolProgress) => void) | undefined;
 }
 
 /**

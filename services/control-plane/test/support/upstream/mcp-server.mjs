@@ -8,6 +8,7 @@
 //   hang                   -> never answers (writes `hang cancelled` to stderr when cancelled)
 //   crash                  -> the process exits at once (stdio) / the session is dropped (HTTP)
 //   fail                   -> an isError result
+//   progress {steps}       -> notifications/progress steps times (with a progress token), then answers
 //   set_tools {extra: [..]}-> adds tools named in `extra` (each echoes) and announces list_changed
 // With UPSTREAM_TEST_MODE=not-mcp the script writes junk to stdout instead of speaking MCP; with
 // UPSTREAM_TEST_MODE=exit it exits at once (a crashing server). It writes a line to stderr at start.
@@ -44,6 +45,11 @@ const BASE_TOOLS = [
   { name: 'hang', description: 'Never answers.', inputSchema: { type: 'object' } },
   { name: 'crash', description: 'Exits the process.', inputSchema: { type: 'object' } },
   { name: 'fail', description: 'Answers a tool error.', inputSchema: { type: 'object' } },
+  {
+    name: 'progress',
+    description: 'Reports progress `steps` times (when asked with a progress token), then answers.',
+    inputSchema: { type: 'object', properties: { steps: { type: 'integer' } }, required: ['steps'] },
+  },
   {
     name: 'set_tools',
     description: 'Adds tools (each echoes) and announces the change.',
@@ -102,6 +108,20 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
       case 'crash':
         onCrash();
         return new Promise(() => {});
+      case 'progress': {
+        const token = request.params._meta?.progressToken;
+        const steps = Number(args.steps);
+        for (let step = 1; step <= steps; step++) {
+          if (token !== undefined) {
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: token, progress: step, total: steps, message: `step ${step}` },
+            });
+          }
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        return text(`done after ${steps} steps`);
+      }
       case 'fail':
         return { ...text('this tool always fails'), isError: true };
       case 'set_tools': {
