@@ -9,6 +9,8 @@ import {
   stdioServerBody,
   upstreamChildren,
   zombieChildren,
+  until,
+  settledChildren,
 } from './support/upstream-servers.ts';
 
 let t: TestApp;
@@ -27,15 +29,6 @@ afterAll(async () => {
 });
 
 const as = () => ({ token: user.token });
-
-async function until<T>(probe: () => T | Promise<T>, ok: (value: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > end) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function createServer(body: Record<string, unknown>) {
   return t.call('POST', '/api/v2/upstream-servers', { ...as(), body });
@@ -155,13 +148,7 @@ describe('unreachable or not MCP: saved, with a status that says why', () => {
     expect(res.status).toBe(201);
     expect(res.body.status).toBe('failing');
     expect(res.body.last_error).toMatch(/could not be started/);
-    expect(
-      await until(
-        () => upstreamChildren().length,
-        (n) => n === before,
-      ),
-    ).toBe(before);
-    expect(await until(zombieChildren, (z) => z.length === 0)).toEqual([]);
+    expect(await settledChildren(before)).toEqual({ living: before, zombies: [] });
   });
 });
 
@@ -246,13 +233,7 @@ describe('a crashing upstream', () => {
     const refused = await sync();
     expect(refused.status).toBe(502);
     expect(refused.body.error.message).toMatch(/circuit open/);
-    expect(
-      await until(
-        () => upstreamChildren().length,
-        (n) => n === before,
-      ),
-    ).toBe(before);
-    expect(await until(zombieChildren, (z) => z.length === 0)).toEqual([]);
+    expect(await settledChildren(before)).toEqual({ living: before, zombies: [] });
   });
 });
 

@@ -9,6 +9,7 @@ import {
   stdioServerBody,
   upstreamChildren,
   type HttpUpstream,
+  until,
 } from './support/upstream-servers.ts';
 
 let t: TestApp;
@@ -57,15 +58,6 @@ function call(
       ...(sessionId !== undefined && { session_id: sessionId }),
     },
   });
-}
-
-async function until<T>(probe: () => T | Promise<T>, ok: (value: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > end) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('a stdio upstream server', () => {

@@ -32,8 +32,8 @@ export interface ExecutionRecord {
   requestId?: string | null;
 }
 
-/** JSON with object keys sorted, so equal arguments always give the same digest. */
-function canonicalJson(value: unknown): string {
+/** JSON with object keys sorted, so equal values always give the same text (and digest). */
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import { UPSTREAM_DEFAULTS, type UpstreamLimits } from '@bindery/contracts';
+import { canonicalJson } from '../domain/audit.ts';
 import { DomainError } from '../errors.ts';
 
 export interface StdioSpec {
@@ -52,18 +53,6 @@ export function resolvedLimits(limits: UpstreamLimits | undefined | null): Resol
 /** A record with its keys in code-point order (env and headers: order never matters). */
 function sortedRecord(record: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-}
-
-/** JSON with every object's keys sorted: one text per spec, whatever order it was written in. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /**

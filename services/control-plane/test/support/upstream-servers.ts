@@ -20,39 +20,67 @@ export function stdioServerBody(name: string, env: Record<string, string> = {}, 
   return { name, transport: 'stdio', command: 'node', args: [UPSTREAM_SCRIPT], env, ...extra };
 }
 
-/** The pids of `parent`'s living children whose command line mentions the test script. */
-export function upstreamChildren(parent = process.pid): number[] {
-  const pids: number[] = [];
+/** `parent`'s child processes from /proc: pid, state (`Z`: ended, not yet waited for), command line. */
+function childrenOf(parent: number): { pid: number; state: string; cmdline: string }[] {
+  const children: { pid: number; state: string; cmdline: string }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) !== parent || fields[0] === 'Z') continue;
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('mcp-server.mjs')) pids.push(Number(entry));
+      if (Number(fields[1]) !== parent) continue;
+      children.push({
+        pid: Number(entry),
+        state: fields[0] ?? '',
+        cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8'),
+      });
     } catch {
       // The process ended while being read.
     }
   }
-  return pids;
+  return children;
+}
+
+/** The pids of `parent`'s living children whose command line mentions the test script. */
+export function upstreamChildren(parent = process.pid): number[] {
+  return childrenOf(parent)
+    .filter((c) => c.state !== 'Z' && c.cmdline.includes('mcp-server.mjs'))
+    .map((c) => c.pid);
 }
 
 /** Zombie children of `parent` (ended, never waited for): there must be none. */
 export function zombieChildren(parent = process.pid): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[1]) === parent && fields[0] === 'Z') pids.push(Number(entry));
-    } catch {
-      // gone
-    }
+  return childrenOf(parent)
+    .filter((c) => c.state === 'Z')
+    .map((c) => c.pid);
+}
+
+/** Polls `probe` until `ok` holds of its value or `ms` pass; answers the last value. */
+export async function until<T>(
+  probe: () => T | Promise<T>,
+  ok: (value: T) => boolean,
+  ms = 10_000,
+): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (ok(value) || Date.now() > end) return value;
+    await new Promise((r) => setTimeout(r, 50));
   }
-  return pids;
+}
+
+/** Waits until `parent` has `count` living test-upstream children and no zombie; answers both. */
+export async function settledChildren(count: number, parent = process.pid) {
+  const living = await until(
+    () => upstreamChildren(parent).length,
+    (n) => n === count,
+  );
+  const zombies = await until(
+    () => zombieChildren(parent),
+    (z) => z.length === 0,
+  );
+  return { living, zombies };
 }
 
 export interface HttpUpstream {
