@@ -16,6 +16,7 @@ const ENGINE_INDEPENDENT = [
   'test/invalidation.error.test.ts',
   'test/openapi-conversion.*.test.ts',
   'test/openapi-import.*.test.ts',
+  'test/prompts.error.test.ts',
   'test/ssrf-guard.*.test.ts',
   'test/upstream-servers.error.test.ts',
 ];

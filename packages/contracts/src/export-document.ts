@@ -8,6 +8,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { AeiStatus, ExposureMode, JsonValue, OperationTypeSchema, Slug, ToolName } from './admin-api.ts';
 import { TOOL_NAME_PATTERN } from './naming.ts';
+import { PromptArgument, PromptMessage, PROMPT_LIMITS, PROMPT_NAME_PATTERN } from './prompts.ts';
 import { SecretName } from './secrets.ts';
 import { AdiKindSchema } from './tool-kinds/kinds.ts';
 
@@ -87,6 +88,18 @@ export const ExportBinding = Type.Object(
   Closed,
 );
 
+export const ExportPrompt = Type.Object(
+  {
+    aei_id: Ref('an AEI of this document'),
+    name: Type.String({ pattern: PROMPT_NAME_PATTERN }),
+    title: Nullable(Type.String({ minLength: 1, maxLength: 256 })),
+    description: Nullable(Type.String({ maxLength: PROMPT_LIMITS.maxDescriptionChars })),
+    arguments: Type.Array(PromptArgument, { maxItems: PROMPT_LIMITS.maxArguments }),
+    messages: Type.Array(PromptMessage, { minItems: 1, maxItems: PROMPT_LIMITS.maxMessages }),
+  },
+  Closed,
+);
+
 export const ExportDocument = Type.Object(
   {
     format: Type.Literal(EXPORT_FORMAT),
@@ -99,6 +112,9 @@ export const ExportDocument = Type.Object(
     adis: Type.Array(ExportAdi),
     aeis: Type.Array(ExportAei),
     bindings: Type.Array(ExportBinding, { description: 'in each AEI’s tool order' }),
+    prompts: Type.Optional(
+      Type.Array(ExportPrompt, { description: 'the AEIs’ prompt templates (absent: none)' }),
+    ),
     secrets: Type.Optional(
       Type.Array(Type.Object({ name: SecretName }, Closed), {
         description: 'the names of the exporting user’s secrets (never their values)',
@@ -153,6 +169,7 @@ export const ImportResult = Type.Object({
     adis: Type.Integer(),
     aeis: Type.Integer(),
     bindings: Type.Integer(),
+    prompts: Type.Integer(),
   }),
   id_map: Type.Record(Type.String(), Type.String(), {
     description: 'document id -> new id (empty in a dry run)',

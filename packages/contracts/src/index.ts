@@ -93,6 +93,20 @@ export {
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 export { ContextAdiRef } from './tool-kinds/context.ts';
+export {
+  ConfigPrompt,
+  CreatePromptBody,
+  PLACEHOLDER_RE,
+  PROMPT_ARGUMENT_PATTERN,
+  PROMPT_LIMITS,
+  PROMPT_NAME_PATTERN,
+  Prompt,
+  PromptArgument,
+  PromptMessage,
+  PromptParams,
+  UpdatePromptBody,
+  placeholdersOf,
+} from './prompts.ts';
 export { CreateMcpAdiBody, McpAdiRef, McpToolConfig } from './tool-kinds/mcp.ts';
 export {
   CreateHttpUpstreamBody,

@@ -11,6 +11,7 @@ import { CustomAdiRef } from './tool-kinds/custom.ts';
 import { HttpAdiRef } from './tool-kinds/http.ts';
 import { McpAdiRef } from './tool-kinds/mcp.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
+import { ConfigPrompt } from './prompts.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
@@ -61,6 +62,11 @@ export const ConfigV2 = Type.Object({
   bindings: Type.Array(ConfigBinding, {
     description: 'enabled bindings only; empty while the AEI is disabled',
   }),
+  prompts: Type.Optional(
+    Type.Array(ConfigPrompt, {
+      description: 'the AEI’s prompt templates, by name; empty while the AEI is disabled (absent: none)',
+    }),
+  ),
 });
 export type ConfigV2 = Static<typeof ConfigV2>;
 

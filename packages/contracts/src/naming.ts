@@ -22,5 +22,6 @@ export const ID_PREFIX = {
   mcpInstance: 'mcp',
   upstreamServer: 'ups',
   attachment: 'att',
+  prompt: 'pmt',
   auditEvent: 'evt',
 } as const;

@@ -47,6 +47,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { internalRoutes } from './routes/internal.ts';
 import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
+import { promptRoutes } from './routes/prompts.ts';
 import { exportImportRoutes } from './routes/export-import.ts';
 import { healthRoutes } from './routes/health.ts';
 import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
@@ -224,6 +225,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         aeiRoutes({ gatewayPublicUrl: options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL }),
       );
       await v2.register(bindingRoutes);
+      await v2.register(promptRoutes);
       await v2.register(auditRoutes);
       await v2.register(exportImportRoutes);
       await v2.register(secretRoutes);

@@ -126,6 +126,21 @@ describe('a malformed document', () => {
       'body/bindings/0/input_schema: ',
     ],
     [
+      'a prompt of no AEI of the document',
+      (d) => (d.prompts = [{ ...PROMPT, aei_id: 'e9' }]),
+      'body/prompts/0/aei_id: no AEI with id "e9"',
+    ],
+    [
+      'a prompt name twice in one AEI',
+      (d) => (d.prompts = [PROMPT, PROMPT]),
+      'body/prompts/1/name: prompt name "p" is used twice in AEI "e1"',
+    ],
+    [
+      'a placeholder naming no argument',
+      (d) => (d.prompts = [{ ...PROMPT, arguments: [] }]),
+      'body/prompts/0: messages[0].text uses the placeholder {{who}}',
+    ],
+    [
       'data nested deeper than stored JSON may be',
       (d) => {
         let deep: Json = 1;
@@ -136,6 +151,14 @@ describe('a malformed document', () => {
     ],
   ];
 
+  const PROMPT = {
+    aei_id: 'e1',
+    name: 'p',
+    title: null,
+    description: null,
+    arguments: [{ name: 'who' }],
+    messages: [{ role: 'user', text: 'hi {{who}}' }],
+  };
   for (const [what, spoil, message] of cases) {
     it(`${what}: 400 naming where, nothing written`, async () => {
       const before = await counts();

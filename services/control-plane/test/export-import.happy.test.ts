@@ -1,5 +1,5 @@
 // Pins export and import: the export is one versioned document of the caller's projects, tables
-// with data, ADIs, AEIs (no keys, no hashes) and bindings; importing it into a fresh installation
+// with data, ADIs, AEIs (no keys, no hashes), bindings and prompts; importing it into a fresh installation
 // (a second control plane on its own database) gives every AEI the same tools/list and config
 // (new ids, new keys shown once), with the data behind the tools; exporting again gives the same
 // document; a dry run writes nothing; importing where the names are taken renames by the rule;
@@ -111,6 +111,12 @@ async function build(t: TestApp, token: string): Promise<void> {
   ]);
   await post(`/api/v2/aeis/${progressive.id}/bindings`, [{ adi_id: query.id }, { adi_id: stockAll.id }]);
   await post(`/api/v2/aeis/${off.id}/bindings`, [{ adi_id: notesSchema.id }]);
+  await post(`/api/v2/aeis/${direct.id}/prompts`, {
+    name: 'review',
+    title: 'Review a customer',
+    arguments: [{ name: 'customer', required: true, choices: ['Ada', 'Grace'] }],
+    messages: [{ role: 'user', text: 'Review {{customer}}.' }],
+  });
   // Legacy instances: a migrated one travels as its AEI, the other is counted as skipped.
   const migrated = await post('/api/v1/mcp', { table_id: notes.id, json_pointer: '/tags' });
   await post(`/api/v1/mcp/${migrated.id}/migrate`, undefined);
@@ -127,8 +133,9 @@ async function portableConfig(t: TestApp, key: string): Promise<Json> {
     'key lookup',
   );
   expect(res.kind).toBe('aei');
-  const { aei, bindings } = res.config;
+  const { aei, bindings, prompts } = res.config;
   return {
+    prompts,
     aei: {
       name: aei.name,
       status: aei.status,
@@ -222,7 +229,7 @@ describe('import into a fresh installation', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       dry_run: true,
-      created: { projects: 2, tables: 4, adis: 17, aeis: 4, bindings: 19 },
+      created: { projects: 2, tables: 4, adis: 17, aeis: 4, bindings: 19, prompts: 1 },
       id_map: {},
       clashes: [],
     });

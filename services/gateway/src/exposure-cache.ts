@@ -97,6 +97,12 @@ export class ExposureCache {
   readonly #entries: LRUCache<string, Entry>;
   readonly #unknown = new LRUCache<string, UnknownEntry>({ max: MAX_UNKNOWN_ENTRIES });
   readonly #inFlight = new Map<string, Promise<Resolved>>();
+  /**
+   * Bumped by every invalidation. A lookup that started before one may carry the config as it was
+   * before the change: it answers the requests that were waiting for it, but is neither cached nor
+   * joined by later requests (they look up afresh).
+   */
+  #generation = 0;
   /** The key hash each cached exposure is stored under, for `charge`. */
   readonly #hashOf = new WeakMap<KnownExposure, string>();
   /** AEI id -> hashes of keys cached for it (a rotated key leaves two for a while). */
@@ -204,9 +210,10 @@ export class ExposureCache {
     const flight = lookup + hash;
     const pending = this.#inFlight.get(flight);
     if (pending) return pending;
-    const fetching = this.#fetch(apiKey, hash, entry, lookup, address).finally(() =>
-      this.#inFlight.delete(flight),
-    );
+    const fetching: Promise<Resolved> = this.#fetch(apiKey, hash, entry, lookup, address).finally(() => {
+      // An invalidation may have dropped it, and a newer lookup of the key taken its place.
+      if (this.#inFlight.get(flight) === fetching) this.#inFlight.delete(flight);
+    });
     this.#inFlight.set(flight, fetching);
     return fetching;
   }
@@ -240,6 +247,9 @@ export class ExposureCache {
       }
     }
     let spent = false;
+    const generation = this.#generation;
+    /** False once an invalidation came after this lookup started: its answer may predate the change. */
+    const current = () => generation === this.#generation;
     try {
       const etag = previous?.exposure.kind === 'aei' ? previous.etag : undefined;
       const answer = await this.#client.keyConfig(apiKey, flavor, etag);
@@ -247,7 +257,7 @@ export class ExposureCache {
         if (!previous)
           throw new UpstreamError('control plane answered 304 to a lookup without an ETag', 'error-answer');
         this.#metrics.cache.inc({ result: 'revalidated' });
-        this.#store(hash, { ...previous, fetchedAt: this.#now() });
+        if (current()) this.#store(hash, { ...previous, fetchedAt: this.#now() });
         return { exposure: previous.exposure, stale: false };
       }
       this.#metrics.cache.inc({ result: 'miss' });
@@ -257,7 +267,8 @@ export class ExposureCache {
         // before the next one goes out), so the cap holds over time.
         if (counted) this.#lookups.charge('all', this.#now());
         if (previous) this.#entries.delete(hash);
-        this.#unknown.set(hash, { fetchedAt: this.#now(), flavor: flavor === 'v1' ? 'v1' : 'all' });
+        if (current())
+          this.#unknown.set(hash, { fetchedAt: this.#now(), flavor: flavor === 'v1' ? 'v1' : 'all' });
         this.#gauge();
         return { exposure: { kind: 'unknown' }, stale: false };
       }
@@ -266,14 +277,15 @@ export class ExposureCache {
           ? { kind: 'aei', config: answer.config }
           : { kind: 'legacy', config: answer.config };
       this.#unknown.delete(hash);
-      this.#store(hash, {
-        exposure,
-        etag: answer.status === 'aei' ? answer.etag : undefined,
-        fetchedAt: this.#now(),
-        // An entry larger than the whole budget is still kept (alone), rather than fetched again on
-        // every request.
-        bytes: Math.min(estimatedBytes(answer.bytes), this.#options.maxBytes),
-      });
+      if (current())
+        this.#store(hash, {
+          exposure,
+          etag: answer.status === 'aei' ? answer.etag : undefined,
+          fetchedAt: this.#now(),
+          // An entry larger than the whole budget is still kept (alone), rather than fetched again
+          // on every request.
+          bytes: Math.min(estimatedBytes(answer.bytes), this.#options.maxBytes),
+        });
       return { exposure, stale: false };
     } catch (error) {
       if (previous) {
@@ -328,6 +340,10 @@ export class ExposureCache {
    * open sessions can be told the tool list changed.
    */
   invalidate(target: { aeiIds?: readonly string[]; apiKeys?: readonly string[]; all?: boolean }): string[] {
+    // Lookups in flight may answer with the config from before the change: none of them is cached
+    // or joined from now on (cheap: invalidations are rare, and a dropped lookup is sent again).
+    this.#generation += 1;
+    this.#inFlight.clear();
     const affected = new Set<string>(target.aeiIds ?? []);
     if (target.all) {
       for (const id of this.#byAei.keys()) affected.add(id);

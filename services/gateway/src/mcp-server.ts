@@ -6,7 +6,10 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
   ListToolsRequestSchema,
   SetLevelRequestSchema,
   type CallToolResult,
@@ -21,6 +24,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import { unansweredCall } from './mcp/call-failures.ts';
 import { WireError } from './mcp/wire-error.ts';
 import { unstorableArguments } from './mcp/unstorable-arguments.ts';
+import { completePromptArgument, getPrompt, listPrompts, promptsDigest } from './mcp/prompts.ts';
 import { listPage, type ListPage } from './mcp/tools-list.ts';
 import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
@@ -68,6 +72,11 @@ export interface McpEndpoint {
    * exposure the caller already resolved for this request, saving a second lookup.
    */
   listPage(cursor: string | undefined, known?: Exposure): Promise<ListPage>;
+  /**
+   * Whether the exposure's prompts differ from those this session last saw (true when it is not
+   * known what it saw, or the exposure cannot be resolved now); remembers the current ones.
+   */
+  promptsChanged(): Promise<boolean>;
   callTool(
     name: string,
     args: Record<string, unknown>,
@@ -89,7 +98,12 @@ export interface McpEndpoint {
 /** A fresh low-level MCP server for one session of one exposure. */
 export function createMcpServer(deps: McpServerDeps): McpEndpoint {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: { listChanged: true }, logging: {} },
+    capabilities: {
+      tools: { listChanged: true },
+      prompts: { listChanged: true },
+      completions: {},
+      logging: {},
+    },
     instructions: 'Tools over JSON data. Every failure comes back as {"error": {code, message, details}}.',
   });
 
@@ -100,8 +114,27 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     return {};
   });
 
-  async function listPageOf(cursor: string | undefined, known?: Exposure): Promise<ListPage> {
+  // The prompts this session's client was last served, to announce prompts/list_changed only when
+  // an invalidation changed them.
+  let promptsSeen: string | undefined;
+  async function exposureOf(known?: Exposure): Promise<Exposure> {
     const exposure = known ?? (await deps.exposure());
+    promptsSeen ??= promptsDigest(exposure);
+    return exposure;
+  }
+  async function promptsChanged(): Promise<boolean> {
+    try {
+      const now = promptsDigest(await deps.exposure());
+      const changed = now !== promptsSeen;
+      promptsSeen = now;
+      return changed;
+    } catch {
+      return true;
+    }
+  }
+
+  async function listPageOf(cursor: string | undefined, known?: Exposure): Promise<ListPage> {
+    const exposure = await exposureOf(known);
     return listPage(exposure, cursor, {
       pageSize: deps.toolsPageSize,
       client: deps.client,
@@ -110,7 +143,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
   }
 
   const callTool: McpEndpoint['callTool'] = async (name, args, call) => {
-    const exposure = call.known ?? (await deps.exposure());
+    const exposure = await exposureOf(call.known);
     const index = toolIndex(exposure, deps.client);
     const progressive = exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive';
     if (progressive && isCatalogTool(name, exposure.config)) {
@@ -210,5 +243,24 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     });
   });
 
-  return { server, wantsLogs: () => logLevel !== undefined, listPage: listPageOf, callTool };
+  server.setRequestHandler(ListPromptsRequestSchema, async (request) =>
+    listPrompts(await exposureOf(), request.params?.cursor, deps.toolsPageSize),
+  );
+  server.setRequestHandler(GetPromptRequestSchema, async (request) =>
+    getPrompt(await exposureOf(), request.params.name, request.params.arguments),
+  );
+  server.setRequestHandler(CompleteRequestSchema, async (request) => {
+    const { ref, argument } = request.params;
+    // No resource templates take completions (yet): nothing to offer, which is a valid answer.
+    if (ref.type !== 'ref/prompt') return { completion: { values: [], total: 0, hasMore: false } };
+    return completePromptArgument(await exposureOf(), ref.name, argument);
+  });
+
+  return {
+    server,
+    wantsLogs: () => logLevel !== undefined,
+    listPage: listPageOf,
+    promptsChanged,
+    callTool,
+  };
 }

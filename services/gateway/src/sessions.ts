@@ -193,19 +193,24 @@ export class SessionRegistry {
     });
   }
 
-  /** Tells every open session of these AEIs that its tool list changed; answers how many. */
+  /**
+   * Tells every open session of these AEIs that its tool list changed (answers how many), and,
+   * without waiting, those whose prompts changed that their prompt list did: each session compares
+   * the prompts of the exposure as it is now (one config lookup per key, the cache shares it) with
+   * what it last saw.
+   */
   async announceToolListChanged(aeiIds: readonly string[]): Promise<number> {
     const wanted = new Set(aeiIds);
     const targets = [...this.#sessions.values()].filter((s) => s.aeiId !== undefined && wanted.has(s.aeiId));
-    await Promise.all(
-      targets.map((s) =>
-        s.server
-          .sendToolListChanged()
-          .catch((error: unknown) =>
-            this.#log.debug({ err: error, session: s.id }, 'list_changed not delivered'),
-          ),
-      ),
-    );
+    const undelivered = (s: Session) => (error: unknown) =>
+      this.#log.debug({ err: error, session: s.id }, 'list_changed not delivered');
+    await Promise.all(targets.map((s) => s.server.sendToolListChanged().catch(undelivered(s))));
+    for (const s of targets) {
+      void s.endpoint
+        .promptsChanged()
+        .then((changed) => (changed ? s.server.sendPromptListChanged() : undefined))
+        .catch(undelivered(s));
+    }
     return targets.length;
   }
 

@@ -203,21 +203,32 @@ describe('cursors', () => {
     for (const lane of LANES) {
       const first = responseTo(await direct.post(lane, message(1, 'tools/list')), 1).result;
       expect(first.tools).toHaveLength(1);
-      expect(first.nextCursor).toBe(Buffer.from('1').toString('base64url'));
+      // `{config_version}.{name of the page's last tool}`, base64url.
+      const [version, lastName] = Buffer.from(first.nextCursor, 'base64url')
+        .toString()
+        .split(/\.(.*)/s);
+      expect([Number(version) > 0, lastName]).toEqual([true, first.tools[0].name]);
+      const b64 = (text: string) => Buffer.from(text).toString('base64url');
       const second = responseTo(
         await direct.post(lane, message(2, 'tools/list', { cursor: first.nextCursor })),
         2,
       );
       expect(second.result.tools).toHaveLength(1);
+      const third = responseTo(
+        await direct.post(lane, message(5, 'tools/list', { cursor: second.result.nextCursor })),
+        5,
+      ).result;
+      expect([third.tools.length, third.nextCursor]).toEqual([1, undefined]);
       const bad = [
         '!!!',
         '',
-        'LTE' /* -1 */,
-        'MDE' /* 01 */,
-        'MQ==',
-        'MS4w' /* 1.0 */,
-        'MWUw' /* 1e0 */,
-        'Mw' /* 3: past the end */,
+        'MQ' /* 1: the old offset form */,
+        b64(`-1.${lastName}`),
+        b64(`0${version}.${lastName}`),
+        `${first.nextCursor}==`,
+        b64(`${version}.no_such_tool`),
+        b64(`${Number(version) - 1}.${lastName}`) /* an older version */,
+        b64(`${version}.${third.tools[0].name}`) /* the last tool: no page after it */,
       ];
       for (const cursor of bad) {
         expectRpcError(await direct.post(lane, message(3, 'tools/list', { cursor })), 3, -32602, /cursor/);

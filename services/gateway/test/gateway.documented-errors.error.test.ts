@@ -294,10 +294,12 @@ const IN_MCP_TRIGGERS: Record<string, object[]> = {
     { method: 'tools/call', params: { name: 'find_customers', arguments: [1] } },
     { method: 'tools/call', params: { name: 'find_customers', arguments: 'query' } },
   ],
-  '`tools/list` cursor not a string, not one the gateway handed out, or past the end of the list': [
+  "a list's cursor not a string, not one the gateway handed out, or from an older version of the list": [
     { method: 'tools/list', params: { cursor: 5 } },
     { method: 'tools/list', params: { cursor: 'not-a-cursor!' } },
     { method: 'tools/list', params: { cursor: Buffer.from('9999').toString('base64url') } },
+    { method: 'tools/list', params: { cursor: Buffer.from('0.find_customers').toString('base64url') } },
+    { method: 'prompts/list', params: { cursor: Buffer.from('1.x').toString('base64url') } },
   ],
   "other params the method's schema refuses (`initialize`, `logging/setLevel`), `params.task`": [
     { method: 'logging/setLevel', params: { level: 'loudest' } },
@@ -305,6 +307,17 @@ const IN_MCP_TRIGGERS: Record<string, object[]> = {
   ],
   'an unknown tool (the message names close matches)': [
     { method: 'tools/call', params: { name: 'find_customer', arguments: {} } },
+  ],
+  '`prompts/get` of an unknown prompt, without a required argument (all named), or with one it does not declare':
+    [
+      { method: 'prompts/get', params: { name: 'no_such_prompt' } },
+      { method: 'prompts/get', params: {} },
+    ],
+  '`completion/complete` for an unknown prompt or argument': [
+    {
+      method: 'completion/complete',
+      params: { ref: { type: 'ref/prompt', name: 'no_such_prompt' }, argument: { name: 'a', value: '' } },
+    },
   ],
   'an unknown method': [{ method: 'nope/nothing', params: {} }],
 };

@@ -2,7 +2,7 @@
 // filled from a real control plane, holds at most CONFIG_CACHE_MAX_BYTES of estimated heap (twice
 // the JSON it received, plus a fixed overhead per entry, plus the tools/list pages built from it),
 // dropping the least recently used config first (it is fetched again when asked); a config's pages
-// are built once and go with it; progressive session states are bounded by bytes too, and a state
+// are built once and go with it; a lookup in flight across an invalidation is not cached; progressive session states are bounded by bytes too, and a state
 // over the whole budget keeps its app but not its catalog answers.
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,29 @@ function cacheWith(maxBytes: number) {
 }
 
 describe('config cache', () => {
+  it('a lookup in flight when an invalidation comes answers its waiters, but is neither joined nor cached', async () => {
+    const { cache, client, gauge } = cacheWith(64 * 1024 * 1024);
+    const first = cache.resolve(keys[0]!);
+    // It may read the config from before the change the invalidation announces.
+    cache.invalidate({ all: true });
+    const second = cache.resolve(keys[0]!);
+    expect((await first).exposure.kind).toBe('aei');
+    await second;
+    expect(await gauge('configFetches')).toBe(2);
+    expect(cache.size).toBe(1);
+    // Only the lookup sent after the invalidation was kept: a third waits for nothing.
+    const fetches = await gauge('configFetches');
+    await cache.resolve(keys[0]!);
+    expect(await gauge('configFetches')).toBe(fetches);
+
+    // Alone: its answer is given, and not kept.
+    const alone = cache.resolve(keys[1]!);
+    cache.invalidate({ apiKeys: [keys[2]!] });
+    expect((await alone).exposure.kind).toBe('aei');
+    expect(cache.size).toBe(1);
+    await client.close();
+  });
+
   it('estimates an entry at twice its JSON plus a fixed overhead', async () => {
     const { cache, client, gauge } = cacheWith(64 * 1024 * 1024);
     const res = await fetch(`${stack.controlPlaneUrl}/internal/keys/${keys[0]}/config`, {

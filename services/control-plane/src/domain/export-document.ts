@@ -1,9 +1,15 @@
 /**
  * Export: one user's projects, tables with their data, ADIs, AEIs (without keys or key hashes),
- * bindings and secret names (without values) as one versioned document (`format: "bindery-export"`, `version: 1`), each list in
+ * bindings, prompts and secret names (without values) as one versioned document (`format: "bindery-export"`, `version: 1`), each list in
  * creation order, so an import recreates each AEI's tools in the same order.
  */
-import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument } from '@bindery/contracts';
+import {
+  EXPORT_FORMAT,
+  EXPORT_VERSION,
+  type ExportDocument,
+  type PromptArgument,
+  type PromptMessage,
+} from '@bindery/contracts';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import type { Principal } from './context.ts';
@@ -19,7 +25,7 @@ const BY_ID = { orderBy: { id: 'asc' } } as const;
  */
 export async function exportDocument(prisma: PrismaClient, caller: Principal): Promise<ExportDocument> {
   const own = { where: { userId: caller.userId }, ...BY_ID };
-  const [projects, tables, documentRows, adis, aeis, bindings, legacyInstances, secrets] =
+  const [projects, tables, documentRows, adis, aeis, bindings, legacyInstances, secrets, prompts] =
     await prisma.$transaction(
       [
         prisma.project.findMany(own),
@@ -31,6 +37,7 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
         // Migrated instances travel as their AEIs; the others have nothing but a key, which cannot.
         prisma.mcpInstance.count({ where: { userId: caller.userId, migratedAt: null } }),
         prisma.secret.findMany({ ...own, select: { name: true } }),
+        prisma.aeiPrompt.findMany({ where: { aei: { userId: caller.userId } }, ...BY_ID }),
       ],
       { isolationLevel: 'RepeatableRead' },
     );
@@ -85,6 +92,14 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
         input_schema: b.inputSchema as Record<string, unknown> | null,
         enabled: b.enabled,
       })),
+    prompts: prompts.map((p) => ({
+      aei_id: p.aeiId,
+      name: p.name,
+      title: p.title,
+      description: p.description,
+      arguments: p.arguments as PromptArgument[],
+      messages: p.messages as PromptMessage[],
+    })),
     secrets: secrets.map((s) => ({ name: s.name })),
     ...((legacyInstances > 0 || upstreamTools.size > 0) && {
       skipped: {

@@ -10,6 +10,7 @@ import { hashSecret } from '../ids.ts';
 import type { Db } from './context.ts';
 import { legacyTools } from './legacy-instances.ts';
 import { contextKind, legacyColumns } from './tool-kinds/context.ts';
+import { configPromptsOf } from './prompts.ts';
 import { resolveTools } from './tools.ts';
 
 /** The app of a tool whose table has no project (DESIGN.md §7). */
@@ -37,7 +38,9 @@ export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2>
 
 async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
   const enabled = aei.status === 'enabled' && aei.user.disabledAt === null;
-  const tools = enabled ? await resolveTools(db, aei.id) : [];
+  const [tools, prompts] = enabled
+    ? await Promise.all([resolveTools(db, aei.id), configPromptsOf(db, aei.id)])
+    : [[], []];
   return {
     aei: {
       id: aei.id,
@@ -65,6 +68,7 @@ async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
       category: tool.adi.category ?? tool.adi.tableName ?? tool.adi.kind,
       adi_ref: tool.adiRef,
     })),
+    prompts,
   };
 }
 

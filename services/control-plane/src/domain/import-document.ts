@@ -12,6 +12,7 @@
 import {
   DEFAULT_ADI_KIND,
   MAX_JSON_DEPTH,
+  PROMPT_LIMITS,
   type ExportDocument,
   type ImportClash,
   type ImportResult,
@@ -21,6 +22,7 @@ import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { newCredential, newIds } from '../ids.ts';
 import { checkOverride } from './bindings.ts';
+import { checkTemplate, promptChars } from './prompts.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
@@ -142,6 +144,7 @@ async function checkDocument(
     );
     checked.set(adi.id, { kind: module.kind, columns });
   }
+  checkPrompts(doc, aeis);
   const toolNames = new Map<string, number>();
   const bound = new Map<string, number>();
   doc.bindings.forEach((binding, i) => {
@@ -175,6 +178,35 @@ async function checkDocument(
     }
   });
   return checked;
+}
+
+/** The document's prompts: each in an AEI of it, named once per AEI, a sound template, within limits. */
+function checkPrompts(doc: ExportDocument, aeis: Map<string, unknown>): void {
+  const names = new Map<string, number>();
+  const sizes = new Map<string, { count: number; chars: number }>();
+  (doc.prompts ?? []).forEach((prompt, i) => {
+    reference(aeis, prompt.aei_id, `/prompts/${i}/aei_id`, 'AEI');
+    const key = `${prompt.aei_id}\u0000${prompt.name}`;
+    const taken = names.get(key);
+    if (taken !== undefined) {
+      throw fault(
+        `/prompts/${i}/name`,
+        `prompt name "${prompt.name}" is used twice in AEI "${prompt.aei_id}" (also by /prompts/${taken})`,
+      );
+    }
+    names.set(key, i);
+    at(`/prompts/${i}`, () => checkTemplate(prompt.arguments, prompt.messages));
+    const size = sizes.get(prompt.aei_id) ?? { count: 0, chars: 0 };
+    size.count += 1;
+    size.chars += promptChars(prompt);
+    sizes.set(prompt.aei_id, size);
+    if (size.count > PROMPT_LIMITS.maxPrompts || size.chars > PROMPT_LIMITS.maxTotalChars) {
+      throw fault(
+        `/prompts/${i}`,
+        `AEI "${prompt.aei_id}" would have more than ${PROMPT_LIMITS.maxPrompts} prompts or ${PROMPT_LIMITS.maxTotalChars} characters of them`,
+      );
+    }
+  });
 }
 
 /** `base`, or `form(base, n)` for the first n >= 2 that `free` accepts. */
@@ -281,6 +313,7 @@ function counts(doc: ExportDocument): ImportResult['created'] {
     adis: doc.adis.length,
     aeis: doc.aeis.length,
     bindings: doc.bindings.length,
+    prompts: doc.prompts?.length ?? 0,
   };
 }
 
@@ -424,6 +457,19 @@ async function applyImport(
       toolDescription: b.tool_description,
       inputSchema: b.input_schema === null ? Prisma.DbNull : (b.input_schema as Prisma.InputJsonObject),
       enabled: b.enabled,
+    })),
+  });
+  const prompts = doc.prompts ?? [];
+  const promptIds = newIds('pmt', prompts.length);
+  await tx.aeiPrompt.createMany({
+    data: prompts.map((p, i) => ({
+      id: promptIds[i]!,
+      aeiId: id(p.aei_id),
+      name: p.name,
+      title: p.title,
+      description: p.description,
+      arguments: p.arguments as Prisma.InputJsonValue,
+      messages: p.messages as Prisma.InputJsonValue,
     })),
   });
   const result: Omit<ImportResult, 'secrets_to_create'> = {

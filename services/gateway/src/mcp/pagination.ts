@@ -1,38 +1,90 @@
 /**
- * Cursors of paginated MCP lists: base64url of the offset of the page's first item, in canonical
- * form. Decoding is strict: only what `encodeCursor` produces is accepted, so a cursor the client
- * made up, mangled or kept from a list that has since shrunk is -32602, never a silent first page.
+ * Cursors of paginated MCP lists (tools, prompts; one way for every list): keyset cursors that
+ * name the snapshot they were cut from. A cursor is base64url of `{version}.{key}`: the config
+ * version of the list it came from and the key (the name) of the last item of the page before.
+ *
+ * A list is paged only within one snapshot: a cursor from another version (an admin changed the
+ * exposure since, on any gateway) is -32602 telling the client to list again from the start, so a
+ * client never gets a listing that mixes two snapshots. Decoding is strict: only what
+ * `encodeCursor` produces is accepted, so a cursor made up or mangled is -32602 too, never a
+ * silent first page.
  */
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { Exposure } from '../exposure-cache.ts';
 import { WireError } from './wire-error.ts';
 
-/** The cursor of the page starting at `offset`. */
-export function encodeCursor(offset: number): string {
-  return Buffer.from(String(offset)).toString('base64url');
+/**
+ * The version of an exposure's lists: its config_version (bumped by every admin change to what the
+ * AEI exposes, the same on every gateway); a legacy instance's few tools always fit one page.
+ */
+export function versionOf(exposure: Exposure): number {
+  return exposure.kind === 'aei' ? exposure.config.aei.config_version : 0;
 }
 
-const SHAPE = /^[A-Za-z0-9_-]{1,24}$/;
-const CANONICAL_INTEGER = /^(?:0|[1-9][0-9]{0,14})$/;
+/** The cursor of the page after the one ending with the item keyed `key`, in snapshot `version`. */
+export function encodeCursor(version: number, key: string): string {
+  return Buffer.from(`${version}.${key}`).toString('base64url');
+}
+
+/** Keys are names of at most 64 characters today; room for longer keys (URIs) without unbounded work. */
+const SHAPE = /^[A-Za-z0-9_-]{3,2800}$/;
+const FORM = /^(0|[1-9][0-9]{0,14})\.(.+)$/s;
+
+export interface ListSnapshot {
+  /** The version of the list's config: a cursor is good for this version only. */
+  version: number;
+  /** How many items the list has. */
+  length: number;
+  /** The position of the item keyed `key`, or -1. */
+  indexOf(key: string): number;
+}
+
+const invalid = (cursor: string) =>
+  new WireError(
+    ErrorCode.InvalidParams,
+    `invalid cursor ${JSON.stringify(cursor.slice(0, 64))}: pass the nextCursor of an earlier page unchanged`,
+  );
 
 /**
- * The offset a cursor names (0 without one), or McpError -32602 when it is not a cursor this
- * gateway produced for a list of `length` items.
+ * Where the page a cursor names starts in `list` (0 without a cursor), or WireError -32602 when it
+ * is not a cursor this gateway hands out, was cut from another version of the list, or names no
+ * item of it.
  */
-export function decodeCursor(cursor: string | undefined, length: number): number {
+export function pageStart(cursor: string | undefined, list: ListSnapshot): number {
   if (cursor === undefined) return 0;
-  const text = SHAPE.test(cursor) ? Buffer.from(cursor, 'base64url').toString('latin1') : '';
-  if (!CANONICAL_INTEGER.test(text) || encodeCursor(Number(text)) !== cursor) {
+  const text = SHAPE.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const form = FORM.exec(text);
+  if (!form || Buffer.from(text).toString('base64url') !== cursor) throw invalid(cursor);
+  const version = Number(form[1]);
+  if (version !== list.version) {
     throw new WireError(
       ErrorCode.InvalidParams,
-      `invalid cursor ${JSON.stringify(cursor.slice(0, 64))}: pass the nextCursor of an earlier page unchanged`,
+      `the list changed since this cursor was handed out (version ${version}, now ${list.version}): ` +
+        'list again without a cursor',
+      { cursor_version: version, version: list.version },
     );
   }
-  const offset = Number(text);
-  if (offset > 0 && offset >= length) {
+  const index = list.indexOf(form[2] ?? '');
+  if (index < 0 || index + 1 >= list.length) {
     throw new WireError(
       ErrorCode.InvalidParams,
-      'the cursor points past the end of the list (it changed since that page): list again without a cursor',
+      'the cursor names no page of this list: list again without a cursor',
     );
   }
-  return offset;
+  return index + 1;
+}
+
+/** One page of `items` from `start`, with the cursor of the next one when there is more. */
+export function pageOf<T>(
+  items: readonly T[],
+  start: number,
+  size: number,
+  version: number,
+  keyOf: (item: T) => string,
+): { items: T[]; nextCursor?: string } {
+  const page = items.slice(start, start + size);
+  const last = page.at(-1);
+  return start + page.length < items.length && last !== undefined
+    ? { items: page, nextCursor: encodeCursor(version, keyOf(last)) }
+    : { items: page };
 }

@@ -14,9 +14,12 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
   InitializeRequestSchema,
   JSONRPCMessageSchema,
+  ListPromptsRequestSchema,
   ListToolsRequestSchema,
   PingRequestSchema,
   SetLevelRequestSchema,
@@ -94,6 +97,9 @@ const SCHEMAS = {
   'logging/setLevel': SetLevelRequestSchema,
   'tools/list': ListToolsRequestSchema,
   'tools/call': CallToolRequestSchema,
+  'prompts/list': ListPromptsRequestSchema,
+  'prompts/get': GetPromptRequestSchema,
+  'completion/complete': CompleteRequestSchema,
 } as const;
 
 function firstIssue(method: keyof typeof SCHEMAS, request: unknown): string | undefined {

@@ -7,14 +7,15 @@
  * Pages hang off the exposure object, like its tool index (`tools.ts`): a cached config is
  * immutable and replaced whole, so they go when it goes (an invalidation, a new version, the LRU),
  * and the cache counts their bytes in its budget (`ExposureCache.charge`). A direct-mode page is
- * keyed by its offset; a progressive exposure has one page, its catalog tools.
+ * keyed by its offset; a progressive exposure has one page, its catalog tools. Cursors name the
+ * config version they were cut from (`pagination.ts`).
  */
 import { progressiveTools } from '@bindery/contracts';
 import { ErrorCode, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ControlPlaneClient } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { toolIndex } from '../tools.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { pageOf, pageStart, versionOf } from './pagination.ts';
 import { WireError } from './wire-error.ts';
 
 export interface ListPage {
@@ -57,15 +58,19 @@ export interface ListPageOptions {
  */
 export function listPage(exposure: Exposure, cursor: string | undefined, options: ListPageOptions): ListPage {
   const progressive = exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive';
-  let offset: number;
+  let offset = 0;
   if (progressive) {
-    // One page and never a nextCursor: only a cursor for its start could be one the gateway made.
-    if (decodeCursor(cursor, progressiveTools(exposure.config.aei.catalog_search).length) !== 0) {
+    // One page and never a nextCursor: no cursor can be one the gateway handed out.
+    if (cursor !== undefined) {
       throw new WireError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
     }
-    offset = 0;
-  } else {
-    offset = decodeCursor(cursor, toolIndex(exposure, options.client).list.length);
+  } else if (cursor !== undefined) {
+    const { list } = toolIndex(exposure, options.client);
+    offset = pageStart(cursor, {
+      version: versionOf(exposure),
+      length: list.length,
+      indexOf: (name) => list.findIndex((t) => t.name === name),
+    });
   }
   let pages = built.get(exposure);
   if (pages?.pageSize !== options.pageSize) {
@@ -94,10 +99,9 @@ function catalogResult(exposure: Extract<Exposure, { kind: 'aei' }>): ListToolsR
 
 function directResult(exposure: Exposure, offset: number, options: ListPageOptions): ListToolsResult {
   const { list } = toolIndex(exposure, options.client);
-  const page = list.slice(offset, offset + options.pageSize);
-  const next = offset + page.length;
+  const page = pageOf(list, offset, options.pageSize, versionOf(exposure), (t) => t.name);
   return freeze({
-    tools: page.map((t) => ({
+    tools: page.items.map((t) => ({
       name: t.name,
       ...(t.title !== undefined && { title: t.title }),
       description: t.description,
@@ -105,7 +109,7 @@ function directResult(exposure: Exposure, offset: number, options: ListPageOptio
       ...(t.outputSchema !== undefined && { outputSchema: t.outputSchema as never }),
       ...(t.annotations !== undefined && { annotations: t.annotations }),
     })),
-    ...(next < list.length && { nextCursor: encodeCursor(next) }),
+    ...(page.nextCursor !== undefined && { nextCursor: page.nextCursor }),
   });
 }
 

@@ -1,0 +1,184 @@
+/**
+ * The AEI's prompt templates as MCP serves them, from the cached config alone: `prompts/list`
+ * (paged like every list, `pagination.ts`), `prompts/get` (placeholders filled in with the
+ * client's arguments) and `completion/complete` for arguments that declare choices.
+ *
+ * What a client sends is bounded: each argument's value by PROMPT_LIMITS, the filled-in prompt by
+ * MAX_FILLED_CHARS (a placeholder used many times with a long value could otherwise make a huge
+ * string), checked while filling in, before the string is built.
+ */
+import { hash } from 'node:crypto';
+import { PLACEHOLDER_RE, PROMPT_LIMITS, type ConfigPrompt } from '@bindery/contracts';
+import {
+  ErrorCode,
+  type CompleteResult,
+  type GetPromptResult,
+  type ListPromptsResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Exposure } from '../exposure-cache.ts';
+import { closeMatches } from '../tool-suggestions.ts';
+import { pageOf, pageStart, versionOf } from './pagination.ts';
+import { WireError } from './wire-error.ts';
+
+/** Characters of one filled-in prompt (all its messages) at most. */
+export const MAX_FILLED_CHARS = 4 * 1024 * 1024;
+/** Values one completion answers at most (the MCP limit). */
+const MAX_COMPLETIONS = 100;
+
+/** The prompts an exposure serves, by name (a legacy instance has none). */
+export function promptsOf(exposure: Exposure): readonly ConfigPrompt[] {
+  return exposure.kind === 'aei' ? (exposure.config.prompts ?? []) : [];
+}
+
+const digests = new WeakMap<Exposure, string>();
+
+/** A digest of the prompts an exposure serves, computed once per cached config. */
+export function promptsDigest(exposure: Exposure): string {
+  let digest = digests.get(exposure);
+  if (digest === undefined) {
+    digest = hash('sha256', JSON.stringify(promptsOf(exposure)), 'base64url');
+    digests.set(exposure, digest);
+  }
+  return digest;
+}
+
+/** The page of prompts/list that `cursor` names. */
+export function listPrompts(
+  exposure: Exposure,
+  cursor: string | undefined,
+  pageSize: number,
+): ListPromptsResult {
+  const prompts = promptsOf(exposure);
+  const version = versionOf(exposure);
+  const start = pageStart(cursor, {
+    version,
+    length: prompts.length,
+    indexOf: (name) => prompts.findIndex((p) => p.name === name),
+  });
+  const page = pageOf(prompts, start, pageSize, version, (p) => p.name);
+  return {
+    prompts: page.items.map((p) => ({
+      name: p.name,
+      ...(p.title !== undefined && { title: p.title }),
+      ...(p.description !== undefined && { description: p.description }),
+      arguments: p.arguments.map((a) => ({
+        name: a.name,
+        ...(a.description !== undefined && { description: a.description }),
+        required: a.required === true,
+      })),
+    })),
+    ...(page.nextCursor !== undefined && { nextCursor: page.nextCursor }),
+  };
+}
+
+function findPrompt(exposure: Exposure, name: string): ConfigPrompt {
+  const prompts = promptsOf(exposure);
+  const prompt = prompts.find((p) => p.name === name);
+  if (prompt) return prompt;
+  const close = closeMatches(
+    name,
+    prompts.map((p) => p.name),
+  );
+  throw new WireError(
+    ErrorCode.InvalidParams,
+    `unknown prompt "${name.slice(0, 64)}"${close.length > 0 ? `; did you mean ${close.map((c) => `"${c}"`).join(', ')}?` : ''}`,
+    { prompt: name.slice(0, 64), close_matches: close },
+  );
+}
+
+/**
+ * `prompts/get`: the prompt's messages with its placeholders filled in. -32602 for an unknown
+ * prompt, missing required arguments (all named), arguments it does not declare, a value over
+ * the size limit, or a result over MAX_FILLED_CHARS.
+ */
+export function getPrompt(
+  exposure: Exposure,
+  name: string,
+  args: Readonly<Record<string, string>> = {},
+): GetPromptResult {
+  const prompt = findPrompt(exposure, name);
+  const declared = new Set(prompt.arguments.map((a) => a.name));
+  const unknown = Object.keys(args).filter((key) => !declared.has(key));
+  if (unknown.length > 0) {
+    throw new WireError(
+      ErrorCode.InvalidParams,
+      `prompt "${name}" has no argument ${unknown
+        .slice(0, 5)
+        .map((k) => `"${k.slice(0, 64)}"`)
+        .join(', ')}; its arguments: ${[...declared].join(', ') || 'none'}`,
+      { unknown_arguments: unknown.slice(0, 32).map((k) => k.slice(0, 64)) },
+    );
+  }
+  const missing = prompt.arguments.filter((a) => a.required === true && !Object.hasOwn(args, a.name));
+  if (missing.length > 0) {
+    const names = missing.map((a) => a.name);
+    throw new WireError(
+      ErrorCode.InvalidParams,
+      `prompt "${name}" needs the argument${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`,
+      { missing_arguments: names },
+    );
+  }
+  for (const [key, value] of Object.entries(args)) {
+    if (value.length > PROMPT_LIMITS.maxArgumentValueChars) {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        `argument "${key}" is ${value.length} characters, more than the ${PROMPT_LIMITS.maxArgumentValueChars} allowed`,
+        { argument: key, limit: PROMPT_LIMITS.maxArgumentValueChars },
+      );
+    }
+  }
+  let budget = MAX_FILLED_CHARS;
+  const fill = (text: string): string => {
+    budget -= text.length;
+    const filled = text.replace(PLACEHOLDER_RE, (whole: string, inside: string) => {
+      const key = inside.trim();
+      const value = Object.hasOwn(args, key) ? (args[key] ?? '') : '';
+      budget -= value.length - whole.length;
+      if (budget < 0) {
+        throw new WireError(
+          ErrorCode.InvalidParams,
+          `prompt "${name}" filled in with these arguments would be more than ${MAX_FILLED_CHARS} characters`,
+          { limit: MAX_FILLED_CHARS },
+        );
+      }
+      return value;
+    });
+    return filled;
+  };
+  return {
+    ...(prompt.description !== undefined && { description: prompt.description }),
+    messages: prompt.messages.map((m) => ({ role: m.role, content: { type: 'text', text: fill(m.text) } })),
+  };
+}
+
+/**
+ * `completion/complete` for a prompt's argument: its declared choices that start with what the
+ * client typed (case-insensitive), then those containing it; none for an argument without choices.
+ */
+export function completePromptArgument(
+  exposure: Exposure,
+  promptName: string,
+  argument: { name: string; value: string },
+): CompleteResult {
+  const prompt = findPrompt(exposure, promptName);
+  const declared = prompt.arguments.find((a) => a.name === argument.name);
+  if (!declared) {
+    throw new WireError(
+      ErrorCode.InvalidParams,
+      `prompt "${promptName}" has no argument "${argument.name.slice(0, 64)}"`,
+      { argument: argument.name.slice(0, 64) },
+    );
+  }
+  const typed = argument.value.toLowerCase();
+  const choices = declared.choices ?? [];
+  const starting = choices.filter((c) => c.toLowerCase().startsWith(typed));
+  const containing = choices.filter((c) => !starting.includes(c) && c.toLowerCase().includes(typed));
+  const values = [...starting, ...containing];
+  return {
+    completion: {
+      values: values.slice(0, MAX_COMPLETIONS),
+      total: values.length,
+      hasMore: values.length > MAX_COMPLETIONS,
+    },
+  };
+}
