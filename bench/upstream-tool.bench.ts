@@ -14,6 +14,7 @@
  * (calls at concurrency 1, default 300), BENCH_ROUNDS (alternating runs per path, median kept;
  * default 3).
  */
+import { setMaxListeners } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -53,15 +54,18 @@ try {
     transport: 'stdio',
     command: 'node',
     args: [SCRIPT],
-    limits: { concurrent_calls: WORKERS },
+    // Long enough for the hanging calls of the last part to hang throughout it.
+    limits: { concurrent_calls: WORKERS, call_timeout_ms: 120_000 },
   });
   if (server.status !== 'ok')
     throw new Error(`upstream server: ${String(server.status)} ${String(server.last_error)}`);
   const tools = server.tools as { adi_id: string; upstream_name: string }[];
   const echo = tools.find((t) => t.upstream_name === 'echo');
-  if (!echo) throw new Error('the upstream lists no echo tool');
+  const hang = tools.find((t) => t.upstream_name === 'hang');
+  if (!echo || !hang) throw new Error('the upstream lists no echo or hang tool');
   const aei = await admin('POST', '/api/v2/aeis', { name: 'bench upstream' });
   await admin('POST', `/api/v2/aeis/${String(aei.id)}/bindings`, { adi_id: echo.adi_id });
+  await admin('POST', `/api/v2/aeis/${String(aei.id)}/bindings`, { adi_id: hang.adi_id });
   const table = await admin('POST', '/api/v2/tables', {
     name: 'bench reference',
     data: { items: [1, 2, 3] },
@@ -155,6 +159,39 @@ try {
   console.log(
     `  throughput through Bindery: ${(gatewayRate / directRate).toFixed(2)}x the direct client's; ` +
       `p50 ratio ${(pick(concurrent.gateway, 'p50') / pick(concurrent.direct, 'p50')).toFixed(2)}x`,
+  );
+
+  // tools/list of the AEI while every instance slot of its upstream is taken by a call that hangs:
+  // the list comes from the gateway's cached config and never waits for the upstream.
+  const lister = gateway[0]!;
+  const listOnce = async () => {
+    const listed = await lister.listTools();
+    if (listed.tools.length !== 3) throw new Error(`tools/list answered ${listed.tools.length} tools`);
+  };
+  const LISTS = 300;
+  await timeSequential(50, listOnce);
+  const quiet = summarize(await timeSequential(LISTS, listOnce));
+  const abort = new AbortController();
+  // One signal for every hanging call (each adds a listener).
+  setMaxListeners(WORKERS + 10, abort.signal);
+  const hanging = gateway.map((client) =>
+    client
+      .callTool({ name: 'hang', arguments: {} }, undefined, { signal: abort.signal, timeout: 300_000 })
+      .catch(() => undefined),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const during = summarize(await timeSequential(LISTS, listOnce));
+  abort.abort();
+  await Promise.all(hanging);
+  console.log(
+    `tools/list (SDK client, ${LISTS} lists) while ${WORKERS} calls to a hanging upstream tool are in flight`,
+  );
+  console.log(
+    `  ${'no call in flight (reference)'.padEnd(34)} p50 ${ms(quiet.p50).padStart(10)}  p99 ${ms(quiet.p99).padStart(10)}`,
+  );
+  console.log(
+    `  ${`${WORKERS} hanging calls in flight`.padEnd(34)} p50 ${ms(during.p50).padStart(10)}  p99 ${ms(during.p99).padStart(10)}` +
+      `  (target < 50 ms: ${during.p99 < 50 ? 'met' : 'NOT met'} at p99)`,
   );
 } finally {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
