@@ -3,17 +3,12 @@
  * bindings, prompts and secret names (without values) as one versioned document (`format: "bindery-export"`, `version: 1`), each list in
  * creation order, so an import recreates each AEI's tools in the same order.
  */
-import {
-  EXPORT_FORMAT,
-  EXPORT_VERSION,
-  type ExportDocument,
-  type PromptArgument,
-  type PromptMessage,
-} from '@bindery/contracts';
+import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument } from '@bindery/contracts';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import type { Principal } from './context.ts';
 import { documentsOf, ownDocumentsQuery, type DocumentRow } from './table-data.ts';
+import { promptTemplate } from './prompts.ts';
 import { operationOf } from './tool-kinds/context.ts';
 import { kindOf } from './tool-kinds/index.ts';
 
@@ -92,14 +87,7 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
         input_schema: b.inputSchema as Record<string, unknown> | null,
         enabled: b.enabled,
       })),
-    prompts: prompts.map((p) => ({
-      aei_id: p.aeiId,
-      name: p.name,
-      title: p.title,
-      description: p.description,
-      arguments: p.arguments as PromptArgument[],
-      messages: p.messages as PromptMessage[],
-    })),
+    prompts: prompts.map(promptTemplate),
     secrets: secrets.map((s) => ({ name: s.name })),
     ...((legacyInstances > 0 || upstreamTools.size > 0) && {
       skipped: {

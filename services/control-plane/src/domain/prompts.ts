@@ -24,15 +24,22 @@ import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 
-export function promptBody(p: AeiPrompt): PromptBody {
+/** A stored prompt's template, as the admin API and export documents show it. */
+export function promptTemplate(p: AeiPrompt) {
   return {
-    id: p.id,
     aei_id: p.aeiId,
     name: p.name,
     title: p.title,
     description: p.description,
     arguments: p.arguments as PromptArgument[],
     messages: p.messages as PromptMessage[],
+  };
+}
+
+export function promptBody(p: AeiPrompt): PromptBody {
+  return {
+    id: p.id,
+    ...promptTemplate(p),
     created_at: p.createdAt.toISOString(),
     updated_at: p.updatedAt.toISOString(),
   };
