@@ -162,6 +162,21 @@ export const ExecuteRequest = Type.Object(
           'the MCP session the call came in (absent: stateless); upstream servers in per_session mode give each its own upstream session',
       }),
     ),
+    resource: Type.Optional(
+      Type.Object(
+        {
+          pointer: Type.String({
+            maxLength: 4096,
+            description: 'JSON Pointer under the binding’s context ("" = the whole context)',
+          }),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'read the binding’s context (MCP resources/read) instead of running its tool: audited as a get_all, `arguments` ignored',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -1,7 +1,7 @@
 // Prompt templates refused at save, each with a clear error naming the field at fault and nothing
 // stored: a placeholder naming no argument, an argument declared twice, a name taken in the AEI
 // (409), a change that would leave a placeholder without its argument, bad names and shapes
-// (400), too many prompts or too many characters in all (422); another user's AEI or prompt is
+// (400), too many characters of prompts in one AEI (422); another user's AEI or prompt is
 // 404. Engine-independent: runs on PostgreSQL only.
 import { PROMPT_LIMITS } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

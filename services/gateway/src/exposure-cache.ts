@@ -266,7 +266,7 @@ export class ExposureCache {
         // Lookups already in flight when the bucket ran dry are charged too (as debt, repaid
         // before the next one goes out), so the cap holds over time.
         if (counted) this.#lookups.charge('all', this.#now());
-        if (previous) this.#entries.delete(hash);
+        if (previous && current()) this.#entries.delete(hash);
         if (current())
           this.#unknown.set(hash, { fetchedAt: this.#now(), flavor: flavor === 'v1' ? 'v1' : 'all' });
         this.#gauge();
@@ -276,7 +276,7 @@ export class ExposureCache {
         answer.status === 'aei'
           ? { kind: 'aei', config: answer.config }
           : { kind: 'legacy', config: answer.config };
-      this.#unknown.delete(hash);
+      if (current()) this.#unknown.delete(hash);
       if (current())
         this.#store(hash, {
           exposure,

@@ -10,7 +10,10 @@ import {
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   SetLevelRequestSchema,
   type CallToolResult,
   type LoggingLevel,
@@ -25,6 +28,7 @@ import { unansweredCall } from './mcp/call-failures.ts';
 import { WireError } from './mcp/wire-error.ts';
 import { unstorableArguments } from './mcp/unstorable-arguments.ts';
 import { completePromptArgument, getPrompt, listPrompts, promptsDigest } from './mcp/prompts.ts';
+import { listResources, listResourceTemplates, readResource, resourcesDigest } from './mcp/resources.ts';
 import { listPage, type ListPage } from './mcp/tools-list.ts';
 import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
@@ -44,6 +48,8 @@ export interface McpServerDeps {
   progressive: ProgressiveDeps;
   /** The session id the client sent, for requests served without a session of this replica. */
   sessionIdHint: string | undefined;
+  /** The exposure as the session starts: what its lists' list_changed notifications compare with. */
+  initial?: Exposure | undefined;
 }
 
 const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
@@ -73,10 +79,11 @@ export interface McpEndpoint {
    */
   listPage(cursor: string | undefined, known?: Exposure): Promise<ListPage>;
   /**
-   * Whether the exposure's prompts differ from those this session last saw (true when it is not
-   * known what it saw, or the exposure cannot be resolved now); remembers the current ones.
+   * Which of the exposure's prompt and resource lists differ from those this session last saw
+   * (both when it is not known what it saw, or the exposure cannot be resolved now); remembers the
+   * current ones.
    */
-  promptsChanged(): Promise<boolean>;
+  listsChanged(): Promise<{ prompts: boolean; resources: boolean }>;
   callTool(
     name: string,
     args: Record<string, unknown>,
@@ -101,6 +108,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     capabilities: {
       tools: { listChanged: true },
       prompts: { listChanged: true },
+      resources: { listChanged: true },
       completions: {},
       logging: {},
     },
@@ -114,23 +122,32 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     return {};
   });
 
-  // The prompts this session's client was last served, to announce prompts/list_changed only when
-  // an invalidation changed them.
-  let promptsSeen: string | undefined;
+  // The prompts and resources this session's client was last served, to announce their
+  // list_changed only when an invalidation changed them.
+  const digestsOf = (exposure: Exposure) => ({
+    prompts: promptsDigest(exposure),
+    resources: resourcesDigest(exposure),
+  });
+  let seen: { prompts: string; resources: string } | undefined = deps.initial && digestsOf(deps.initial);
+  // Lookups of concurrent invalidations may finish out of order: only the latest one's counts.
+  let asked = 0;
   async function exposureOf(known?: Exposure): Promise<Exposure> {
     const exposure = known ?? (await deps.exposure());
-    promptsSeen ??= promptsDigest(exposure);
+    seen ??= digestsOf(exposure);
     return exposure;
   }
-  async function promptsChanged(): Promise<boolean> {
+  async function listsChanged(): Promise<{ prompts: boolean; resources: boolean }> {
+    const mine = ++asked;
+    let now;
     try {
-      const now = promptsDigest(await deps.exposure());
-      const changed = now !== promptsSeen;
-      promptsSeen = now;
-      return changed;
+      now = digestsOf(await deps.exposure());
     } catch {
-      return true;
+      return { prompts: true, resources: true };
     }
+    if (mine !== asked) return { prompts: false, resources: false };
+    const changed = { prompts: now.prompts !== seen?.prompts, resources: now.resources !== seen?.resources };
+    seen = now;
+    return changed;
   }
 
   async function listPageOf(cursor: string | undefined, known?: Exposure): Promise<ListPage> {
@@ -249,6 +266,22 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
   server.setRequestHandler(GetPromptRequestSchema, async (request) =>
     getPrompt(await exposureOf(), request.params.name, request.params.arguments),
   );
+  server.setRequestHandler(ListResourcesRequestSchema, async (request) =>
+    listResources(await exposureOf(), request.params?.cursor, deps.toolsPageSize),
+  );
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async (request) =>
+    listResourceTemplates(await exposureOf(), request.params?.cursor),
+  );
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const sessionId = extra.sessionId ?? deps.sessionIdHint;
+    return readResource(
+      await exposureOf(),
+      request.params.uri,
+      deps.client,
+      `${sessionId ?? 'stateless'}:${String(extra.requestId)}`,
+      extra.signal,
+    );
+  });
   server.setRequestHandler(CompleteRequestSchema, async (request) => {
     const { ref, argument } = request.params;
     // No resource templates take completions (yet): nothing to offer, which is a valid answer.
@@ -260,7 +293,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     server,
     wantsLogs: () => logLevel !== undefined,
     listPage: listPageOf,
-    promptsChanged,
+    listsChanged,
     callTool,
   };
 }

@@ -195,9 +195,9 @@ export class SessionRegistry {
 
   /**
    * Tells every open session of these AEIs that its tool list changed (answers how many), and,
-   * without waiting, those whose prompts changed that their prompt list did: each session compares
-   * the prompts of the exposure as it is now (one config lookup per key, the cache shares it) with
-   * what it last saw.
+   * without waiting, those whose prompts or resources changed that those lists did: each session
+   * compares the exposure as it is now (one config lookup per key, the cache shares it) with what
+   * it last saw.
    */
   async announceToolListChanged(aeiIds: readonly string[]): Promise<number> {
     const wanted = new Set(aeiIds);
@@ -207,8 +207,11 @@ export class SessionRegistry {
     await Promise.all(targets.map((s) => s.server.sendToolListChanged().catch(undelivered(s))));
     for (const s of targets) {
       void s.endpoint
-        .promptsChanged()
-        .then((changed) => (changed ? s.server.sendPromptListChanged() : undefined))
+        .listsChanged()
+        .then(async (changed) => {
+          if (changed.prompts) await s.server.sendPromptListChanged();
+          if (changed.resources) await s.server.sendResourceListChanged();
+        })
         .catch(undelivered(s));
     }
     return targets.length;

@@ -3,8 +3,13 @@
  */
 import { distance } from 'fastest-levenshtein';
 
+/** Names are at most 64 characters: a longer `wanted` is close to none, and is not compared at all. */
+const MAX_WANTED = 128;
+
 /** Up to `limit` names close to `wanted` (edit distance within a third of its length, or containing it). */
 export function closeMatches(wanted: string, names: readonly string[], limit = 3): string[] {
+  // A client's name of megabytes would cost an edit distance of megabytes per name.
+  if (wanted.length > MAX_WANTED) return [];
   const w = wanted.toLowerCase();
   return names
     .map((name) => {

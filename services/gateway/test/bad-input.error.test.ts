@@ -415,7 +415,12 @@ describe('other methods the SDK used to answer with -32603', () => {
         /does not run requests as tasks/,
       );
       // An unknown method stays the SDK's -32601.
-      expectRpcError(await direct.post(lane, message(4, 'resources/list')), 4, -32601, /not found/i);
+      expectRpcError(
+        await direct.post(lane, message(4, 'resources/subscribe', { uri: 'x' })),
+        4,
+        -32601,
+        /not found/i,
+      );
     }
   });
 });

@@ -319,6 +319,16 @@ const IN_MCP_TRIGGERS: Record<string, object[]> = {
       params: { ref: { type: 'ref/prompt', name: 'no_such_prompt' }, argument: { name: 'a', value: '' } },
     },
   ],
+  '`resources/read` of a URI that names no resource of the exposure, or no node under its context': [
+    { method: 'resources/read', params: { uri: 'bindery://tools/no_such_tool/context' } },
+    { method: 'resources/read', params: { uri: 'bindery://tools/find_customers/context/99' } },
+    { method: 'resources/read', params: { uri: 'other:x' } },
+  ],
+  '`resources/read` of a path with a `.` or `..` segment (also percent-encoded) or bad percent-encoding': [
+    { method: 'resources/read', params: { uri: 'bindery://tools/find_customers/context/..' } },
+    { method: 'resources/read', params: { uri: 'bindery://tools/find_customers/context/%2E' } },
+    { method: 'resources/read', params: { uri: 'bindery://tools/find_customers/context/%ZZ' } },
+  ],
   'an unknown method': [{ method: 'nope/nothing', params: {} }],
 };
 

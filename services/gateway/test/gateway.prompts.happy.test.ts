@@ -157,6 +157,10 @@ describe('prompts of an AEI', () => {
       tool_description: 'peek at orders, described anew',
     });
     await until('tools/list_changed', () => seen.tools === 1);
+    // Its prompts check runs after the tools' notification: give it time to (wrongly) announce.
+    await client.listPrompts();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen.prompts).toBe(0);
     const added = await admin('POST', promptsUrl(), {
       name: 'hello',
       messages: [{ role: 'user', text: 'Hello!' }],

@@ -19,7 +19,7 @@ const AUDIT_STATUSES: readonly AuditStatus[] = ['ok', 'error', 'refused', 'repla
 
 export interface ExecutionRecord {
   userId: string;
-  action: 'tool.execute' | 'legacy.execute';
+  action: 'tool.execute' | 'legacy.execute' | 'resource.read';
   aeiId?: string | null;
   bindingId?: string | null;
   adiId?: string | null;

@@ -113,8 +113,9 @@ function isErrorResult(value: JsonValue): boolean {
 class RefusedError extends DomainError {}
 
 /**
- * Executes the tool behind a binding. Unknown bindings, bindings of another AEI or ADI, disabled
- * bindings and disabled AEIs are refused (FORBIDDEN / NOT_FOUND) before anything runs.
+ * Executes the tool behind a binding, or with `request.resource` reads its context (MCP
+ * resources/read, audited as a `get_all`). Unknown bindings, bindings of another AEI or ADI,
+ * disabled bindings and disabled AEIs are refused (FORBIDDEN / NOT_FOUND) before anything runs.
  */
 export async function executeBinding(
   ctx: DomainContext,
@@ -124,16 +125,18 @@ export async function executeBinding(
   signal?: AbortSignal,
   progress?: (report: ToolProgress) => void,
 ): Promise<ToolResult> {
-  const args = request.arguments ?? {};
+  const resource = request.resource;
+  // A resource read ignores the arguments: its trail records the pointer it read.
+  const args = resource ? { pointer: resource.pointer } : (request.arguments ?? {});
   const binding = await options.bindings.get(ctx.prisma, request.binding_id, request.config_version);
   // Without a binding there is no owner to audit for: answer without a trail.
   if (!binding) return failure(new DomainError('NOT_FOUND', `binding ${request.binding_id} not found`));
   const { columns, module: registered } = binding.adi;
   // Known before the checks, so a refused call is audited and measured under its operation too.
-  const operation = registered?.operation(columns) ?? 'unknown';
+  const operation = resource ? 'get_all' : (registered?.operation(columns) ?? 'unknown');
   const trail = {
     userId: binding.aei.userId,
-    action: 'tool.execute',
+    action: resource ? 'resource.read' : 'tool.execute',
     // The binding's own AEI: the trail belongs to the binding's owner, whatever the caller claimed.
     aeiId: binding.aeiId,
     bindingId: binding.id,
@@ -144,7 +147,7 @@ export async function executeBinding(
     requestId: request.request_id ?? null,
   } as const;
   const meter = options.metrics.execution(binding.adi.kind, operation);
-  const structured = registered !== undefined && registered.outputSchema(columns) !== null;
+  const structured = !resource && registered !== undefined && registered.outputSchema(columns) !== null;
   return audited(options, meter, trail, structured, async (meta) => {
     if (binding.aeiId !== request.aei_id) {
       throw new RefusedError('FORBIDDEN', `binding ${binding.id} does not belong to AEI ${request.aei_id}`);
@@ -156,6 +159,12 @@ export async function executeBinding(
     if (!binding.aei.live) throw new RefusedError('FORBIDDEN', `exposure "${binding.aei.name}" is disabled`);
     if (!binding.enabled) throw new RefusedError('FORBIDDEN', `tool ${binding.toolName} is disabled`);
     const kind = kindOf(binding.adi);
+    if (resource) {
+      if (!kind.readContext) {
+        throw new RefusedError('NOT_FOUND', `tool ${binding.toolName} has no context to read`);
+      }
+      return kind.readContext({ options, toolName: binding.toolName, adi: columns }, resource.pointer);
+    }
     const schema = binding.inputSchema ?? kind.inputSchema(columns);
     const checked = checkArguments(schema, args, binding.toolName);
     return kind.run({

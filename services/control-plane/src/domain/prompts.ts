@@ -162,6 +162,9 @@ export async function createPrompt(
   checkTemplate(args, input.messages);
   return changeExposure(ctx, async (tx) => {
     await findOwnAei(tx, caller, aeiId);
+    // Bumping first locks the AEI's row until commit: concurrent changes to its prompts take
+    // turns, so the limits below hold for all of them.
+    const changedAeis = await bumpConfigVersions(tx, [aeiId]);
     const data = {
       name: input.name,
       title: input.title ?? null,
@@ -177,7 +180,7 @@ export async function createPrompt(
       if (uniqueViolation(error)) throw nameTaken(input.name, aeiId);
       throw error;
     }
-    return { result: promptBody(created), changedAeis: await bumpConfigVersions(tx, [aeiId]) };
+    return { result: promptBody(created), changedAeis };
   });
 }
 
@@ -205,6 +208,8 @@ export async function updatePrompt(
 ): Promise<PromptBody> {
   return changeExposure(ctx, async (tx) => {
     const before = await findOwnPrompt(tx, caller, aeiId, id);
+    // Locks the AEI's row first, as a create does.
+    const changedAeis = await bumpConfigVersions(tx, [aeiId]);
     const args = input.arguments ?? (before.arguments as PromptArgument[]);
     const messages = input.messages ?? (before.messages as PromptMessage[]);
     // The whole template as it will be: a new argument list must still cover the old messages.
@@ -237,7 +242,7 @@ export async function updatePrompt(
       if (uniqueViolation(error)) throw nameTaken(input.name ?? before.name, aeiId);
       throw error;
     }
-    return { result: promptBody(updated), changedAeis: await bumpConfigVersions(tx, [aeiId]) };
+    return { result: promptBody(updated), changedAeis };
   });
 }
 

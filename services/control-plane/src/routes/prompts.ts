@@ -70,7 +70,7 @@ export async function promptRoutes(app: AdminApp): Promise<void> {
         security: adminSecurity,
         params: PromptParams,
         body: UpdatePromptBody,
-        response: { 200: Prompt, ...errorResponses(404, 409) },
+        response: { 200: Prompt, ...errorResponses(404, 409, 422) },
       },
     },
     async (request) =>

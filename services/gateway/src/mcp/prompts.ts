@@ -128,19 +128,20 @@ export function getPrompt(
     }
   }
   let budget = MAX_FILLED_CHARS;
+  const over = () =>
+    new WireError(
+      ErrorCode.InvalidParams,
+      `prompt "${name}" filled in with these arguments would be more than ${MAX_FILLED_CHARS} characters`,
+      { limit: MAX_FILLED_CHARS },
+    );
   const fill = (text: string): string => {
     budget -= text.length;
+    if (budget < 0) throw over();
     const filled = text.replace(PLACEHOLDER_RE, (whole: string, inside: string) => {
       const key = inside.trim();
       const value = Object.hasOwn(args, key) ? (args[key] ?? '') : '';
       budget -= value.length - whole.length;
-      if (budget < 0) {
-        throw new WireError(
-          ErrorCode.InvalidParams,
-          `prompt "${name}" filled in with these arguments would be more than ${MAX_FILLED_CHARS} characters`,
-          { limit: MAX_FILLED_CHARS },
-        );
-      }
+      if (budget < 0) throw over();
       return value;
     });
     return filled;

@@ -20,7 +20,10 @@ import {
   InitializeRequestSchema,
   JSONRPCMessageSchema,
   ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   PingRequestSchema,
   SetLevelRequestSchema,
   isJSONRPCRequest,
@@ -100,6 +103,9 @@ const SCHEMAS = {
   'prompts/list': ListPromptsRequestSchema,
   'prompts/get': GetPromptRequestSchema,
   'completion/complete': CompleteRequestSchema,
+  'resources/list': ListResourcesRequestSchema,
+  'resources/templates/list': ListResourceTemplatesRequestSchema,
+  'resources/read': ReadResourceRequestSchema,
 } as const;
 
 function firstIssue(method: keyof typeof SCHEMAS, request: unknown): string | undefined {

@@ -141,7 +141,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
           return;
         }
         reply.raw.once('close', room.release);
-        const endpoint = createMcpServer(serverDeps());
+        const endpoint = createMcpServer({ ...serverDeps(), initial: exposure });
         const server = endpoint.server;
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),

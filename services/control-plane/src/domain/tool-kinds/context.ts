@@ -16,6 +16,8 @@ import {
   executeRead,
   executeWrite,
   parsePointer,
+  parsePointerArgument,
+  resolveTokens,
   validateAdiConfig,
   type JsonValue,
 } from '@bindery/context-ops';
@@ -150,6 +152,23 @@ async function run(call: ToolCall): Promise<JsonValue> {
   });
 }
 
+/**
+ * The node at `pointer` under the tool's context, as `get_all` answers a context (same size limit):
+ * what MCP resources/read shows of it. The pointer cannot climb out: `.`/`..` tokens are refused.
+ */
+async function readContext(call: Pick<ToolCall, 'options' | 'toolName' | 'adi'>, pointer: string) {
+  const adi = contextOf(call.adi);
+  const tokens = parsePointerArgument(pointer, 'pointer');
+  const read = await call.options.contexts.read({
+    tableId: adi.tableId,
+    tokens: parsePointer(adi.jsonPath),
+    pointer: adi.jsonPath,
+    toolName: call.toolName,
+  });
+  const node = resolveTokens(read.node, tokens, { argument: 'pointer', pointer });
+  return executeRead('get_all', node, {}, {}, call.options.limits).result;
+}
+
 export const contextKind: ToolKindModule<CreateContextAdiBody, ContextPatch> = {
   kind: 'context',
   createBody: CreateContextAdiBody,
@@ -210,6 +229,7 @@ export const contextKind: ToolKindModule<CreateContextAdiBody, ContextPatch> = {
   // The stored value as it is: audit rows and metrics name even a row edited by hand.
   operation: (columns) => columns.operationType ?? 'unknown',
   run,
+  readContext,
 };
 
 /** The columns of a legacy v1 tool: a context tool without an ADI row (its instance's context). */

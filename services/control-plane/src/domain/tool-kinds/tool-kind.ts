@@ -158,4 +158,9 @@ export interface ToolKindModule<Body = unknown, Patch = unknown> {
   operation(columns: KindColumns): string;
   /** Runs one call; its answer becomes the tool result's JSON text (or see ToolAnswer). */
   run(call: ToolCall): Promise<JsonValue | ToolAnswer>;
+  /**
+   * The node at `pointer` under the tool's context (MCP resources/read), within the result size
+   * limit; absent for kinds without a context.
+   */
+  readContext?(call: Pick<ToolCall, 'options' | 'toolName' | 'adi'>, pointer: string): Promise<JsonValue>;
 }

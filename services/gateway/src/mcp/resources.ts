@@ -1,0 +1,228 @@
+/**
+ * Each binding whose tool has a context is a resource of its AEI (`bindery://tools/{tool}/context`,
+ * JSON), and the template `bindery://tools/{tool}/context{/pointer*}` reads a part of it.
+ * `resources/list` and `resources/templates/list` come from the cached config alone, paged like
+ * every list (`pagination.ts`); `resources/read` goes through the control plane's executor, which
+ * reads the context as `get_all` does (audited, same size limit).
+ *
+ * A read is confined to its context: the path after `/context` is percent-decoded segment by
+ * segment into a JSON Pointer under the context, and `.`/`..` segments are refused (here and again
+ * by the control plane), so no URI reaches another part of the table.
+ */
+import { hash } from 'node:crypto';
+import type { ConfigBinding } from '@bindery/contracts';
+import {
+  ErrorCode,
+  type ListResourcesResult,
+  type ListResourceTemplatesResult,
+  type ReadResourceResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ControlPlaneClient } from '../control-plane-client.ts';
+import { UpstreamError } from '../control-plane-client.ts';
+import type { Exposure } from '../exposure-cache.ts';
+import { JSONRPC } from '../jsonrpc-errors.ts';
+import { pageOf, pageStart, versionOf } from './pagination.ts';
+import { WireError } from './wire-error.ts';
+
+const SCHEME = 'bindery://tools/';
+const MIME = 'application/json';
+/** MCP's code for a resource that does not exist. */
+export const RESOURCE_NOT_FOUND = -32002;
+/** URIs longer than this are refused before any parsing. */
+const MAX_URI_CHARS = 8192;
+
+export const CONTEXT_TEMPLATE = `${SCHEME}{tool_name}/context{/pointer*}`;
+
+/** The URI of a binding's whole context. */
+export function contextUri(toolName: string): string {
+  return `${SCHEME}${toolName}/context`;
+}
+
+type ContextBinding = ConfigBinding & { adi_ref: { kind: 'context' } };
+
+const isContextBinding = (b: ConfigBinding): b is ContextBinding => b.adi_ref.kind === 'context';
+
+const indexes = new WeakMap<Exposure, readonly ContextBinding[]>();
+
+/** The bindings of an exposure that are resources (tools with a context), in the tools' order. */
+export function contextBindings(exposure: Exposure): readonly ContextBinding[] {
+  if (exposure.kind !== 'aei') return [];
+  let found = indexes.get(exposure);
+  if (!found) {
+    found = exposure.config.bindings.filter(isContextBinding);
+    indexes.set(exposure, found);
+  }
+  return found;
+}
+
+const digests = new WeakMap<Exposure, string>();
+
+/** A digest of the resources an exposure lists, computed once per cached config. */
+export function resourcesDigest(exposure: Exposure): string {
+  let digest = digests.get(exposure);
+  if (digest === undefined) {
+    const listed = contextBindings(exposure).map((b) => [b.tool_name, b.title, b.tool_description]);
+    digest = hash('sha256', JSON.stringify(listed), 'base64url');
+    digests.set(exposure, digest);
+  }
+  return digest;
+}
+
+/** The page of resources/list that `cursor` names. */
+export function listResources(
+  exposure: Exposure,
+  cursor: string | undefined,
+  pageSize: number,
+): ListResourcesResult {
+  const bindings = contextBindings(exposure);
+  const version = versionOf(exposure);
+  const start = pageStart(cursor, {
+    version,
+    length: bindings.length,
+    indexOf: (uri) => bindings.findIndex((b) => contextUri(b.tool_name) === uri),
+  });
+  const page = pageOf(bindings, start, pageSize, version, (b) => contextUri(b.tool_name));
+  return {
+    resources: page.items.map((b) => ({
+      uri: contextUri(b.tool_name),
+      name: b.tool_name,
+      ...(b.title !== undefined && { title: b.title }),
+      description: b.tool_description,
+      mimeType: MIME,
+    })),
+    ...(page.nextCursor !== undefined && { nextCursor: page.nextCursor }),
+  };
+}
+
+/** resources/templates/list: the one template, when the exposure has a resource to apply it to. */
+export function listResourceTemplates(
+  exposure: Exposure,
+  cursor: string | undefined,
+): ListResourceTemplatesResult {
+  // One page at most: no cursor is one the gateway handed out.
+  if (cursor !== undefined) {
+    throw new WireError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
+  }
+  if (contextBindings(exposure).length === 0) return { resourceTemplates: [] };
+  return {
+    resourceTemplates: [
+      {
+        uriTemplate: CONTEXT_TEMPLATE,
+        name: 'context_part',
+        title: 'A part of a tool’s context',
+        description:
+          'One node under the context of a tool listed in resources/list: its path as segments after /context, ' +
+          'e.g. bindery://tools/find_customers/context/customers/0',
+        mimeType: MIME,
+      },
+    ],
+  };
+}
+
+/** The binding and the JSON Pointer (under its context) a resource URI names; -32602 or -32002 otherwise. */
+export function parseResourceUri(
+  exposure: Exposure,
+  uri: string,
+): { binding: ContextBinding; pointer: string } {
+  const shown = JSON.stringify(uri.slice(0, 200));
+  if (uri.length > MAX_URI_CHARS || !uri.startsWith(SCHEME)) {
+    throw new WireError(RESOURCE_NOT_FOUND, `no resource ${shown}: resources/list names this exposure's`, {
+      uri: uri.slice(0, 200),
+    });
+  }
+  const rest = uri.slice(SCHEME.length);
+  const slash = rest.indexOf('/');
+  const toolName = slash < 0 ? rest : rest.slice(0, slash);
+  const binding = contextBindings(exposure).find((b) => b.tool_name === toolName);
+  const after = slash < 0 ? '' : rest.slice(slash + 1);
+  if (!binding || !(after === 'context' || after.startsWith('context/'))) {
+    throw new WireError(RESOURCE_NOT_FOUND, `no resource ${shown}: resources/list names this exposure's`, {
+      uri: uri.slice(0, 200),
+    });
+  }
+  const segments = after === 'context' ? [] : after.slice('context/'.length).split('/');
+  const tokens = segments.map((segment) => {
+    let token: string;
+    try {
+      token = decodeURIComponent(segment);
+    } catch {
+      throw new WireError(ErrorCode.InvalidParams, `${shown}: a path segment is not valid percent-encoding`);
+    }
+    if (token === '.' || token === '..') {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        `${shown}: "." and ".." segments are refused: a resource path stays inside its tool's context`,
+      );
+    }
+    return token;
+  });
+  return {
+    binding,
+    pointer: tokens.map((t) => `/${t.replaceAll('~', '~0').replaceAll('/', '~1')}`).join(''),
+  };
+}
+
+/** The JSON-RPC error for a tool error the executor answered to a read. */
+function readFailure(uri: string, toolName: string, text: string): WireError {
+  let error: { code?: string; message?: string } = {};
+  try {
+    error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
+  } catch {
+    // Not the executor's error body: answered as an internal error below.
+  }
+  const message = error.message ?? 'the read failed';
+  switch (error.code) {
+    case 'NOT_FOUND':
+      return new WireError(RESOURCE_NOT_FOUND, `${uri.slice(0, 200)}: ${message}`, { code: error.code });
+    case 'VALIDATION_FAILED':
+      return new WireError(ErrorCode.InvalidParams, message, { code: error.code });
+    case 'RESULT_TOO_LARGE':
+    case 'LIMIT_EXCEEDED':
+      return new WireError(
+        ErrorCode.InvalidParams,
+        `${message}; read a part of it through the template (${contextUri(toolName)}/{path}) or list its items with a preview tool`,
+        { code: error.code },
+      );
+    case 'RATE_LIMITED':
+      return new WireError(JSONRPC.RATE_LIMITED, message, { code: error.code });
+    default:
+      return new WireError(ErrorCode.InternalError, message, { code: error.code ?? 'INTERNAL' });
+  }
+}
+
+/** resources/read: the node the URI names, read by the control plane's executor. */
+export async function readResource(
+  exposure: Exposure,
+  uri: string,
+  client: ControlPlaneClient,
+  requestId: string,
+  signal?: AbortSignal,
+): Promise<ReadResourceResult> {
+  if (exposure.kind !== 'aei') {
+    throw new WireError(RESOURCE_NOT_FOUND, 'this exposure has no resources');
+  }
+  const { binding, pointer } = parseResourceUri(exposure, uri);
+  let result;
+  try {
+    result = await client.execute(
+      binding.adi_ref.adi_id,
+      {
+        aei_id: exposure.config.aei.id,
+        binding_id: binding.binding_id,
+        config_version: exposure.config.aei.config_version,
+        request_id: requestId,
+        resource: { pointer },
+      },
+      signal,
+    );
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer the read: ${error.message}`, {
+      code: 'UPSTREAM_FAILED',
+    });
+  }
+  const first = result.content[0];
+  const text = first !== undefined && 'text' in first && typeof first.text === 'string' ? first.text : '';
+  if (result.isError) throw readFailure(uri, binding.tool_name, text);
+  return { contents: [{ uri, mimeType: MIME, text }] };
+}
