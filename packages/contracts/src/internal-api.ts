@@ -33,6 +33,12 @@ export const ConfigBinding = Type.Object({
   output_schema: Nullable(JsonObject),
   annotations: Type.Optional(ToolAnnotations),
   enabled: Type.Boolean(),
+  resource: Type.Optional(
+    Type.Boolean({
+      description:
+        'its context is an MCP resource of the AEI: true only when the tool can already read the whole context (absent: false)',
+    }),
+  ),
   app: Type.String({ description: 'slug of the ADI’s project, or "default" when it has none' }),
   app_id: Type.String({ description: 'id of the ADI’s project, or "default" when it has none' }),
   app_name: Type.String({ description: 'name of the ADI’s project, or "Default"' }),

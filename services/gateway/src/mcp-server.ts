@@ -142,7 +142,8 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     try {
       now = digestsOf(await deps.exposure());
     } catch {
-      return { prompts: true, resources: true };
+      // Not known: announce both, unless a newer lookup will tell.
+      return mine === asked ? { prompts: true, resources: true } : { prompts: false, resources: false };
     }
     if (mine !== asked) return { prompts: false, resources: false };
     const changed = { prompts: now.prompts !== seen?.prompts, resources: now.resources !== seen?.resources };

@@ -1,10 +1,12 @@
 // An AEI's contexts as MCP resources, through the real gateway and control plane to the SDK
-// Client: the capabilities declare resources (with listChanged); resources/list lists each bound
-// context tool's context; resources/read answers the same JSON as the tool's get_all would, and
-// through the template one node under it; a path that climbs out (`..`, `%2e%2e`) or names
-// nothing is refused; a context over the result limit answers an error pointing to the template;
-// every read is audited as a get_all; a change to the bindings reaches open sessions as
-// resources/list_changed.
+// Client: the capabilities declare resources (with listChanged); resources/list lists the context
+// of each bound tool that can already read all of it (a query tool, not a preview tool that shows
+// key fields only); resources/read answers the whole context (as get_all would), and through the
+// template one node under it; a path that climbs out (`..`, `%2e%2e`) or names nothing is refused,
+// and so is the preview tool's context; a context over the result limit answers an error pointing
+// to the template; every read is audited as a get_all with its pointer; a change to the bindings
+// reaches open sessions as resources/list_changed, a change to anything else does not.
+import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,7 +57,6 @@ describe('resources of an AEI', () => {
         name: 'find_customers',
         mimeType: 'application/json',
       }),
-      expect.objectContaining({ uri: 'bindery://tools/peek_orders/context', name: 'peek_orders' }),
     ]);
     const { resourceTemplates } = await client.listResourceTemplates();
     expect(resourceTemplates).toEqual([
@@ -67,7 +68,14 @@ describe('resources of an AEI', () => {
     expect(await read('bindery://tools/find_customers/context')).toEqual(CUSTOMERS);
     expect(await read('bindery://tools/find_customers/context/0')).toEqual(CUSTOMERS[0]);
     expect(await read('bindery://tools/find_customers/context/1/name')).toBe('Grace');
-    expect(await read('bindery://tools/peek_orders/context/1/id')).toBe('o2');
+  });
+
+  it('a preview tool’s context is no resource: it shows key fields only', async () => {
+    const error = await refusal(
+      client.readResource({ uri: 'bindery://tools/peek_orders/context/1/total' }),
+      -32002,
+    );
+    expect(error.message).not.toContain('7');
   });
 
   it('is audited as a get_all of the binding, with the pointer it read', async () => {
@@ -78,6 +86,8 @@ describe('resources of an AEI', () => {
       operation: 'get_all',
       tool_name: 'find_customers',
       status: 'ok',
+      // The SHA-256 of its arguments as canonical JSON: the pointer it read.
+      args_digest: createHash('sha256').update('{"pointer":"/0/name"}').digest('hex'),
     });
   });
 
@@ -117,25 +127,33 @@ describe('resources of an AEI', () => {
     expect(await read('bindery://tools/find_customers/context/150')).toEqual(big[148]);
   });
 
-  it('a change to the bindings reaches open sessions as resources/list_changed', async () => {
+  it('a change to the bindings reaches open sessions as resources/list_changed; other changes do not', async () => {
     const other = await stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`);
     let changed = 0;
     other.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
       changed += 1;
     });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
+    // A prompt: the exposure changed, its resources did not.
+    await stack.admin(
+      'POST',
+      `/api/v2/aeis/${exposed.aeiId}/prompts`,
+      { name: 'hello', messages: [{ role: 'user', text: 'Hello!' }] },
+      exposed.token,
+    );
+    await settle();
+    expect(changed).toBe(0);
     await stack.admin(
       'PATCH',
-      `/api/v2/aeis/${exposed.aeiId}/bindings/${exposed.bindings.peek_orders}`,
-      { tool_name: 'look_at_orders' },
+      `/api/v2/aeis/${exposed.aeiId}/bindings/${exposed.bindings.find_customers}`,
+      { tool_name: 'search_customers' },
       exposed.token,
     );
     const deadline = Date.now() + 5_000;
     while (changed === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await settle();
     expect(changed).toBe(1);
     const { resources } = await other.listResources();
-    expect(resources.map((r) => r.uri)).toEqual([
-      'bindery://tools/find_customers/context',
-      'bindery://tools/look_at_orders/context',
-    ]);
+    expect(resources.map((r) => r.uri)).toEqual(['bindery://tools/search_customers/context']);
   });
 });

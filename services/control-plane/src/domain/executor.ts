@@ -160,8 +160,11 @@ export async function executeBinding(
     if (!binding.enabled) throw new RefusedError('FORBIDDEN', `tool ${binding.toolName} is disabled`);
     const kind = kindOf(binding.adi);
     if (resource) {
-      if (!kind.readContext) {
-        throw new RefusedError('NOT_FOUND', `tool ${binding.toolName} has no context to read`);
+      if (!kind.readContext || !kind.resourceReadable?.(columns, binding.inputSchema)) {
+        throw new RefusedError(
+          'NOT_FOUND',
+          `tool ${binding.toolName} does not serve its context as a resource`,
+        );
       }
       return kind.readContext({ options, toolName: binding.toolName, adi: columns }, resource.pointer);
     }

@@ -61,6 +61,7 @@ async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
       output_schema: tool.outputSchema,
       annotations: tool.annotations,
       enabled: true,
+      ...(tool.resource && { resource: true }),
       app: tool.adi.project?.slug ?? DEFAULT_APP,
       app_id: tool.adi.project?.id ?? DEFAULT_APP,
       app_name: tool.adi.project?.name ?? 'Default',

@@ -207,9 +207,11 @@ export async function updatePrompt(
   input: UpdatePromptBody,
 ): Promise<PromptBody> {
   return changeExposure(ctx, async (tx) => {
-    const before = await findOwnPrompt(tx, caller, aeiId, id);
-    // Locks the AEI's row first, as a create does.
+    await findOwnAei(tx, caller, aeiId);
+    // Locks the AEI's row first, as a create does, then reads the prompt: a concurrent change to it
+    // has committed by then, and this one builds on it.
     const changedAeis = await bumpConfigVersions(tx, [aeiId]);
+    const before = await findOwnPrompt(tx, caller, aeiId, id);
     const args = input.arguments ?? (before.arguments as PromptArgument[]);
     const messages = input.messages ?? (before.messages as PromptMessage[]);
     // The whole template as it will be: a new argument list must still cover the old messages.

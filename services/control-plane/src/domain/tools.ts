@@ -25,6 +25,8 @@ export interface ResolvedTool {
   annotations: ToolAnnotations;
   /** What config v2 tells a gateway about the ADI. */
   adiRef: AdiRef;
+  /** Its context is an MCP resource of the AEI (the kind says when). */
+  resource: boolean;
   adi: {
     id: string;
     kind: AdiKind;
@@ -70,6 +72,7 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
         outputSchema: module.outputSchema(columns),
         annotations,
         adiRef: module.adiRef(b.adiId, columns),
+        resource: module.resourceReadable?.(columns, b.inputSchema) ?? false,
         adi: {
           id: b.adiId,
           kind: module.kind,

@@ -28,8 +28,9 @@ const SCHEME = 'bindery://tools/';
 const MIME = 'application/json';
 /** MCP's code for a resource that does not exist. */
 export const RESOURCE_NOT_FOUND = -32002;
-/** URIs longer than this are refused before any parsing. */
-const MAX_URI_CHARS = 8192;
+/** URIs longer than this name nothing (a pointer under a context is at most 4,096 characters). */
+const MAX_URI_CHARS = 4096;
+const MAX_POINTER_CHARS = 4096;
 
 export const CONTEXT_TEMPLATE = `${SCHEME}{tool_name}/context{/pointer*}`;
 
@@ -40,7 +41,9 @@ export function contextUri(toolName: string): string {
 
 type ContextBinding = ConfigBinding & { adi_ref: { kind: 'context' } };
 
-const isContextBinding = (b: ConfigBinding): b is ContextBinding => b.adi_ref.kind === 'context';
+// The control plane marks the bindings whose tool can already read its whole context.
+const isContextBinding = (b: ConfigBinding): b is ContextBinding =>
+  b.resource === true && b.adi_ref.kind === 'context';
 
 const indexes = new WeakMap<Exposure, readonly ContextBinding[]>();
 
@@ -156,10 +159,14 @@ export function parseResourceUri(
     }
     return token;
   });
-  return {
-    binding,
-    pointer: tokens.map((t) => `/${t.replaceAll('~', '~0').replaceAll('/', '~1')}`).join(''),
-  };
+  const pointer = tokens.map((t) => `/${t.replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
+  if (pointer.length > MAX_POINTER_CHARS) {
+    throw new WireError(
+      ErrorCode.InvalidParams,
+      `${shown}: the path is longer than ${MAX_POINTER_CHARS} characters`,
+    );
+  }
+  return { binding, pointer };
 }
 
 /** The JSON-RPC error for a tool error the executor answered to a read. */
@@ -172,7 +179,9 @@ function readFailure(uri: string, toolName: string, text: string): WireError {
   }
   const message = error.message ?? 'the read failed';
   switch (error.code) {
+    // FORBIDDEN: the binding or its exposure was switched off since this gateway's config said so.
     case 'NOT_FOUND':
+    case 'FORBIDDEN':
       return new WireError(RESOURCE_NOT_FOUND, `${uri.slice(0, 200)}: ${message}`, { code: error.code });
     case 'VALIDATION_FAILED':
       return new WireError(ErrorCode.InvalidParams, message, { code: error.code });

@@ -169,6 +169,19 @@ async function readContext(call: Pick<ToolCall, 'options' | 'toolName' | 'adi'>,
   return executeRead('get_all', node, {}, {}, call.options.limits).result;
 }
 
+/**
+ * The operations whose tool can read the whole context as it is: `get_all`, and `query` and
+ * `select` as long as the binding does not narrow their arguments (an override could limit the
+ * expressions or keys an agent may ask for). `preview` hides all but key fields, `get_schema` the
+ * values, and writes read nothing back: their contexts are not resources.
+ */
+const WHOLE_CONTEXT_READS: ReadonlySet<string> = new Set(['get_all', 'query', 'select']);
+
+function resourceReadable(columns: KindColumns, override: unknown): boolean {
+  const op = columns.operationType;
+  return op !== null && WHOLE_CONTEXT_READS.has(op) && (op === 'get_all' || override === null);
+}
+
 export const contextKind: ToolKindModule<CreateContextAdiBody, ContextPatch> = {
   kind: 'context',
   createBody: CreateContextAdiBody,
@@ -230,6 +243,7 @@ export const contextKind: ToolKindModule<CreateContextAdiBody, ContextPatch> = {
   operation: (columns) => columns.operationType ?? 'unknown',
   run,
   readContext,
+  resourceReadable,
 };
 
 /** The columns of a legacy v1 tool: a context tool without an ADI row (its instance's context). */

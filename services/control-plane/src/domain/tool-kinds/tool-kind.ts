@@ -163,4 +163,10 @@ export interface ToolKindModule<Body = unknown, Patch = unknown> {
    * limit; absent for kinds without a context.
    */
   readContext?(call: Pick<ToolCall, 'options' | 'toolName' | 'adi'>, pointer: string): Promise<JsonValue>;
+  /**
+   * Whether a binding of this tool serves its context as a resource: only when calling the tool
+   * can already read all of it (`override`: the binding's input-schema override, null if none),
+   * so a resource is never a way around what the tool allows.
+   */
+  resourceReadable?(columns: KindColumns, override: unknown): boolean;
 }
