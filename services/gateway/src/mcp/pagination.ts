@@ -9,6 +9,7 @@
  * `encodeCursor` produces is accepted, so a cursor made up or mangled is -32602 too, never a
  * silent first page.
  */
+import { hash } from 'node:crypto';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Exposure } from '../exposure-cache.ts';
 import { WireError } from './wire-error.ts';
@@ -87,4 +88,38 @@ export function pageOf<T>(
   return start + page.length < items.length && last !== undefined
     ? { items: page, nextCursor: encodeCursor(version, keyOf(last)) }
     : { items: page };
+}
+
+/** The page of `items` (keyed by `keyOf`, in the exposure's current version) that `cursor` names. */
+export function listPageOf<T>(
+  exposure: Exposure,
+  items: readonly T[],
+  cursor: string | undefined,
+  pageSize: number,
+  keyOf: (item: T) => string,
+): { items: T[]; nextCursor?: string } {
+  const version = versionOf(exposure);
+  const start = pageStart(cursor, {
+    version,
+    length: items.length,
+    indexOf: (key) => items.findIndex((item) => keyOf(item) === key),
+  });
+  return pageOf(items, start, pageSize, version, keyOf);
+}
+
+/**
+ * A function answering a digest of what `listed` derives from an exposure, computed once per cached
+ * config (a config is immutable and replaced whole): what a session compares to tell whether a
+ * list changed.
+ */
+export function digestPerExposure(listed: (exposure: Exposure) => unknown): (exposure: Exposure) => string {
+  const digests = new WeakMap<Exposure, string>();
+  return (exposure) => {
+    let digest = digests.get(exposure);
+    if (digest === undefined) {
+      digest = hash('sha256', JSON.stringify(listed(exposure)), 'base64url');
+      digests.set(exposure, digest);
+    }
+    return digest;
+  };
 }

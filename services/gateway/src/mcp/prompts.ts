@@ -7,7 +7,6 @@
  * MAX_FILLED_CHARS (a placeholder used many times with a long value could otherwise make a huge
  * string), checked while filling in, before the string is built.
  */
-import { hash } from 'node:crypto';
 import { PLACEHOLDER_RE, PROMPT_LIMITS, type ConfigPrompt } from '@bindery/contracts';
 import {
   ErrorCode,
@@ -17,7 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Exposure } from '../exposure-cache.ts';
 import { closeMatches } from '../tool-suggestions.ts';
-import { pageOf, pageStart, versionOf } from './pagination.ts';
+import { digestPerExposure, listPageOf } from './pagination.ts';
 import { WireError } from './wire-error.ts';
 
 /** Characters of one filled-in prompt (all its messages) at most. */
@@ -30,17 +29,8 @@ export function promptsOf(exposure: Exposure): readonly ConfigPrompt[] {
   return exposure.kind === 'aei' ? (exposure.config.prompts ?? []) : [];
 }
 
-const digests = new WeakMap<Exposure, string>();
-
-/** A digest of the prompts an exposure serves, computed once per cached config. */
-export function promptsDigest(exposure: Exposure): string {
-  let digest = digests.get(exposure);
-  if (digest === undefined) {
-    digest = hash('sha256', JSON.stringify(promptsOf(exposure)), 'base64url');
-    digests.set(exposure, digest);
-  }
-  return digest;
-}
+/** A digest of the prompts an exposure serves. */
+export const promptsDigest = digestPerExposure(promptsOf);
 
 /** The page of prompts/list that `cursor` names. */
 export function listPrompts(
@@ -48,14 +38,7 @@ export function listPrompts(
   cursor: string | undefined,
   pageSize: number,
 ): ListPromptsResult {
-  const prompts = promptsOf(exposure);
-  const version = versionOf(exposure);
-  const start = pageStart(cursor, {
-    version,
-    length: prompts.length,
-    indexOf: (name) => prompts.findIndex((p) => p.name === name),
-  });
-  const page = pageOf(prompts, start, pageSize, version, (p) => p.name);
+  const page = listPageOf(exposure, promptsOf(exposure), cursor, pageSize, (p) => p.name);
   return {
     prompts: page.items.map((p) => ({
       name: p.name,

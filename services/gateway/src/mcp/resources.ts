@@ -9,7 +9,6 @@
  * segment into a JSON Pointer under the context, and `.`/`..` segments are refused (here and again
  * by the control plane), so no URI reaches another part of the table.
  */
-import { hash } from 'node:crypto';
 import type { ConfigBinding } from '@bindery/contracts';
 import {
   ErrorCode,
@@ -21,7 +20,7 @@ import type { ControlPlaneClient } from '../control-plane-client.ts';
 import { UpstreamError } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { JSONRPC } from '../jsonrpc-errors.ts';
-import { pageOf, pageStart, versionOf } from './pagination.ts';
+import { digestPerExposure, listPageOf } from './pagination.ts';
 import { WireError } from './wire-error.ts';
 
 const SCHEME = 'bindery://tools/';
@@ -58,18 +57,10 @@ export function contextBindings(exposure: Exposure): readonly ContextBinding[] {
   return found;
 }
 
-const digests = new WeakMap<Exposure, string>();
-
-/** A digest of the resources an exposure lists, computed once per cached config. */
-export function resourcesDigest(exposure: Exposure): string {
-  let digest = digests.get(exposure);
-  if (digest === undefined) {
-    const listed = contextBindings(exposure).map((b) => [b.tool_name, b.title, b.tool_description]);
-    digest = hash('sha256', JSON.stringify(listed), 'base64url');
-    digests.set(exposure, digest);
-  }
-  return digest;
-}
+/** A digest of the resources an exposure lists. */
+export const resourcesDigest = digestPerExposure((exposure) =>
+  contextBindings(exposure).map((b) => [b.tool_name, b.title, b.tool_description]),
+);
 
 /** The page of resources/list that `cursor` names. */
 export function listResources(
@@ -77,14 +68,9 @@ export function listResources(
   cursor: string | undefined,
   pageSize: number,
 ): ListResourcesResult {
-  const bindings = contextBindings(exposure);
-  const version = versionOf(exposure);
-  const start = pageStart(cursor, {
-    version,
-    length: bindings.length,
-    indexOf: (uri) => bindings.findIndex((b) => contextUri(b.tool_name) === uri),
-  });
-  const page = pageOf(bindings, start, pageSize, version, (b) => contextUri(b.tool_name));
+  const page = listPageOf(exposure, contextBindings(exposure), cursor, pageSize, (b) =>
+    contextUri(b.tool_name),
+  );
   return {
     resources: page.items.map((b) => ({
       uri: contextUri(b.tool_name),
