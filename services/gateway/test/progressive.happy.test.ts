@@ -280,7 +280,7 @@ describe('execute_apis rate limit', () => {
 });
 
 describe('catalog size', () => {
-  it('a 1,000-binding AEI lists under 2% of its direct-mode bytes', async () => {
+  it('a 1,000-binding AEI lists under 2% of its direct-mode bytes; in direct mode 5 pages of 200, none across an admin change', async () => {
     const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, token);
     const table = await as('POST', '/api/v2/tables', { name: 'big', data: { items: [] } });
     const aei = await as('POST', '/api/v2/aeis', { name: 'big', exposure_mode: 'progressive' });
@@ -330,5 +330,41 @@ describe('catalog size', () => {
     expect(direct.count).toBe(1000);
     console.log(`tools/list bytes, 1,000 bindings: progressive ${progressive.bytes}, direct ${direct.bytes}`);
     expect(progressive.bytes / direct.bytes).toBeLessThan(0.02);
+
+    // Direct mode pages by the default page size (200): five pages, the same order every time.
+    const client = new Client({ name: 'pages', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}/api/v2/mcp/server/${aei.api_key}`)),
+    );
+    const pages = async () => {
+      const names: string[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : {});
+        names.push(page.tools.map((t) => t.name));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return names;
+    };
+    const before = await pages();
+    expect(before.map((p) => p.length)).toEqual([200, 200, 200, 200, 200]);
+    expect(await pages()).toEqual(before);
+    // An admin change between page 2 and page 3: the old cursor fails, a fresh listing is whole.
+    const first = await client.listTools();
+    const second = await client.listTools({ cursor: first.nextCursor! });
+    const bindings = await as('GET', `/api/v2/aeis/${aei.id}/bindings?limit=1`);
+    await as('PATCH', `/api/v2/aeis/${aei.id}/bindings/${bindings.items[0].id}`, {
+      tool_name: 'renamed_first',
+    });
+    const stale = await client.listTools({ cursor: second.nextCursor! }).then(
+      () => undefined,
+      (error: unknown) => error as { code: number; message: string },
+    );
+    expect(stale?.code).toBe(-32602);
+    expect(stale?.message).toMatch(/the list changed since this cursor was handed out/);
+    const after = await pages();
+    expect(after.map((p) => p.length)).toEqual([200, 200, 200, 200, 200]);
+    expect(after.flat()).toEqual(['renamed_first', ...before.flat().slice(1)]);
+    await client.close();
   }, 180_000);
 });

@@ -171,8 +171,8 @@ export const GATEWAY_SETTINGS = defineSettings(
     TOOLS_PAGE_SIZE: integer({
       min: 1,
       max: 100_000,
-      default: 500,
-      doc: 'tools per `tools/list` page (`nextCursor` beyond)',
+      default: 200,
+      doc: 'items per page of `tools/list`, `prompts/list` and `resources/list` (`nextCursor` beyond)',
     }),
     CATALOG_SESSION_TTL_MS: integer({
       min: 1_000,
