@@ -254,6 +254,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     inlineMs: query.queryInlineMs,
     threads: query.queryWorkers,
     queue: query.queryQueue,
+    maxWaitMs: query.queryMaxWaitMs,
     perTenant: query.queryTenantEscalations,
     workerMemoryMb: query.queryWorkerMemoryMb,
     log: app.log.child({ component: 'query-pool' }),

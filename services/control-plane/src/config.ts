@@ -58,6 +58,8 @@ export interface Config {
   queryWorkers: number;
   /** Queries waiting for a worker thread at most (RATE_LIMITED beyond). */
   queryQueue: number;
+  /** How long a query may wait for a worker thread (RATE_LIMITED beyond); 0: twice queryTimeoutMs. */
+  queryMaxWaitMs: number;
   /** Queries of one tenant (the user owning the exposure) in the worker pool at once, running or waiting. */
   queryTenantEscalations: number;
   /** Heap cap of each query worker, in MiB. */
@@ -106,6 +108,7 @@ export const QUERY_DEFAULTS = {
   queryInlineMs: settings.QUERY_INLINE_MS.fallback({}),
   queryWorkers: settings.QUERY_WORKERS.fallback({}),
   queryQueue: settings.QUERY_QUEUE.fallback({}),
+  queryMaxWaitMs: settings.QUERY_MAX_WAIT_MS.fallback({}),
   queryTenantEscalations: settings.QUERY_TENANT_ESCALATIONS.fallback({}),
   queryWorkerMemoryMb: settings.QUERY_WORKER_MEMORY_MB.fallback({}),
 } as const satisfies Partial<Config>;
@@ -170,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     queryInlineMs: v.QUERY_INLINE_MS,
     queryWorkers: v.QUERY_WORKERS,
     queryQueue: v.QUERY_QUEUE,
+    queryMaxWaitMs: v.QUERY_MAX_WAIT_MS,
     queryTenantEscalations: v.QUERY_TENANT_ESCALATIONS,
     queryWorkerMemoryMb: v.QUERY_WORKER_MEMORY_MB,
     secretKey: v.BINDERY_SECRET_KEY,

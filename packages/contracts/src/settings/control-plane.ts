@@ -159,6 +159,13 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 8,
       doc: 'long queries waiting for a worker thread at most (`RATE_LIMITED` beyond)',
     }),
+    QUERY_MAX_WAIT_MS: integer({
+      min: 0,
+      max: 3_600_000,
+      unit: 'ms',
+      default: 0,
+      doc: 'how long a long query may wait for a worker thread before `RATE_LIMITED` (0: twice `QUERY_TIMEOUT_MS`)',
+    }),
     QUERY_TENANT_ESCALATIONS: integer({
       min: 1,
       max: 10_000,

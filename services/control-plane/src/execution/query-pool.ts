@@ -37,6 +37,8 @@ export interface QueryPoolOptions {
   threads: number;
   /** Queries waiting for a thread at most (QUERY_QUEUE); more answer RATE_LIMITED. */
   queue: number;
+  /** How long a query may wait for a thread (QUERY_MAX_WAIT_MS); absent or 0: twice `timeoutMs`. */
+  maxWaitMs?: number;
   /** Queries of one tenant in the pool at once, running or waiting (QUERY_TENANT_ESCALATIONS). */
   perTenant: number;
   /** Heap cap of each worker, in MiB (QUERY_WORKER_MEMORY_MB). */
@@ -112,7 +114,8 @@ export class QueryPool {
       perTenant: options.perTenant,
       resourceLimits: { maxOldGenerationSizeMb: options.workerMemoryMb },
       // Waiting longer than two whole queries may run means the workers are saturated: say so.
-      maxWaitMs: 2 * options.timeoutMs,
+      maxWaitMs:
+        options.maxWaitMs !== undefined && options.maxWaitMs > 0 ? options.maxWaitMs : 2 * options.timeoutMs,
       terminateAfterMs: TERMINATE_AFTER_MS,
       refusal: (reason) => this.#refuse(reason),
       report: (running, queued) => {
