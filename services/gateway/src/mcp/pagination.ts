@@ -90,6 +90,20 @@ export function pageOf<T>(
     : { items: page };
 }
 
+/** Where the page `cursor` names starts in `items` (keyed by `keyOf`), a list of the exposure as it is. */
+export function startIn<T>(
+  exposure: Exposure,
+  items: readonly T[],
+  cursor: string | undefined,
+  keyOf: (item: T) => string,
+): number {
+  return pageStart(cursor, {
+    version: versionOf(exposure),
+    length: items.length,
+    indexOf: (key) => items.findIndex((item) => keyOf(item) === key),
+  });
+}
+
 /** The page of `items` (keyed by `keyOf`, in the exposure's current version) that `cursor` names. */
 export function listPageOf<T>(
   exposure: Exposure,
@@ -98,13 +112,7 @@ export function listPageOf<T>(
   pageSize: number,
   keyOf: (item: T) => string,
 ): { items: T[]; nextCursor?: string } {
-  const version = versionOf(exposure);
-  const start = pageStart(cursor, {
-    version,
-    length: items.length,
-    indexOf: (key) => items.findIndex((item) => keyOf(item) === key),
-  });
-  return pageOf(items, start, pageSize, version, keyOf);
+  return pageOf(items, startIn(exposure, items, cursor, keyOf), pageSize, versionOf(exposure), keyOf);
 }
 
 /**

@@ -15,7 +15,7 @@ import { ErrorCode, type ListToolsResult } from '@modelcontextprotocol/sdk/types
 import type { ControlPlaneClient } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { toolIndex } from '../tools.ts';
-import { pageOf, pageStart, versionOf } from './pagination.ts';
+import { pageOf, startIn, versionOf } from './pagination.ts';
 import { WireError } from './wire-error.ts';
 
 export interface ListPage {
@@ -65,12 +65,7 @@ export function listPage(exposure: Exposure, cursor: string | undefined, options
       throw new WireError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
     }
   } else if (cursor !== undefined) {
-    const { list } = toolIndex(exposure, options.client);
-    offset = pageStart(cursor, {
-      version: versionOf(exposure),
-      length: list.length,
-      indexOf: (name) => list.findIndex((t) => t.name === name),
-    });
+    offset = startIn(exposure, toolIndex(exposure, options.client).list, cursor, (t) => t.name);
   }
   let pages = built.get(exposure);
   if (pages?.pageSize !== options.pageSize) {
