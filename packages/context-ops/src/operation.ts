@@ -15,6 +15,12 @@ export interface OperationDefinition {
   inputSchema: JsonSchema;
   /** What the ADI `config` may hold for this operation (additionalProperties false). */
   configSchema: JsonSchema;
+  /**
+   * What a call answers, as MCP `structuredContent` (always an object): an answer that may be any
+   * JSON (get_all, preview, query) is described under `result`. No `$schema`: clients validate it
+   * with their own default dialect.
+   */
+  outputSchema: JsonSchema;
 }
 
 /** Arguments and config after validation against the operation's own schemas. */

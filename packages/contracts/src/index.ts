@@ -9,7 +9,13 @@ export {
   SecretParams,
   UpdateSecretBody,
 } from './secrets.ts';
-export { OPERATION_TYPES, READ_OPERATIONS, isOperationType, type OperationType } from './operations.ts';
+export {
+  OPERATION_TYPES,
+  READ_OPERATIONS,
+  WRAPPED_RESULT_OPERATIONS,
+  isOperationType,
+  type OperationType,
+} from './operations.ts';
 export { ID_PREFIX, SLUG_PATTERN, SLUG_RE, TOOL_NAME_PATTERN, TOOL_NAME_RE } from './naming.ts';
 export {
   Adi,

@@ -28,3 +28,9 @@ export const READ_OPERATIONS: readonly OperationType[] = [
 export function isOperationType(value: string): value is OperationType {
   return (OPERATION_TYPES as readonly string[]).includes(value);
 }
+
+/**
+ * The operations whose answer may be any JSON value: their structured content carries it under
+ * `result` (MCP structured content is an object), their text content is the answer itself.
+ */
+export const WRAPPED_RESULT_OPERATIONS: readonly OperationType[] = ['get_all', 'preview', 'query'];

@@ -38,7 +38,7 @@ describe('ADI kinds', () => {
       json_path: '',
       operation_type: 'query',
       name: expect.stringMatching(/^query_[a-z2-7]{6}$/),
-      output_schema: null,
+      output_schema: expect.objectContaining({ required: ['result'] }),
       annotations: { title: 'Query CRM', readOnlyHint: true, openWorldHint: false },
       status: 'ok',
     });

@@ -145,7 +145,8 @@ describe('config v2', () => {
     expect(ask).toMatchObject({
       binding_id: f.tools.ask!.bindingId,
       enabled: true,
-      output_schema: null,
+      // A query may answer any JSON: its structured content carries it under `result`.
+      output_schema: expect.objectContaining({ required: ['result'] }),
       app: 'default',
       category: 'crm',
       adi_ref: {

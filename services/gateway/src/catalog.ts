@@ -4,6 +4,7 @@
  * keyword search. Pure functions: no I/O, no session.
  */
 import type { ConfigBinding, ConfigV2, ToolAnnotations } from '@bindery/contracts';
+import { dataSchemaOf } from './tools.ts';
 
 export interface App {
   id: string;
@@ -133,7 +134,8 @@ export function detailsOf(
       ...summary(b),
       ...(b.title !== undefined && { title: b.title }),
       parameters: parametersOf(b.input_schema),
-      response_schema: b.output_schema,
+      // Batch results carry the answer itself, so a wrapped answer's schema is what it wraps.
+      response_schema: dataSchemaOf(b),
       ...(b.annotations !== undefined && { annotations: b.annotations }),
     });
   }

@@ -203,7 +203,7 @@ async function runBatch(
         tool.run(parameters as Record<string, unknown>, `${requestId}:${index}`, { idempotencyKey }),
         timeout,
       ]);
-      const parsed = answerData(answer);
+      const parsed = answerData(answer, tool.wrapsResult);
       results[index] = answer.isError
         ? {
             api_name: apiName,
@@ -303,11 +303,14 @@ export async function callCatalogTool(
 }
 
 /**
- * The data of a tool's answer for a batch result: its structured content when it has one, else its
- * first text parsed as JSON, else that text as it is (an upstream MCP server's plain text), else null.
+ * The data of a tool's answer for a batch result: its structured content when it has one (what it
+ * carries under `result`, for a tool that wraps its answer there), else its first text parsed as
+ * JSON, else that text as it is (an upstream MCP server's plain text), else null.
  */
-function answerData(answer: ToolResult): unknown {
-  if (answer.structuredContent !== undefined) return answer.structuredContent;
+function answerData(answer: ToolResult, wrapsResult: boolean): unknown {
+  if (answer.structuredContent !== undefined) {
+    return wrapsResult ? answer.structuredContent.result : answer.structuredContent;
+  }
   const first = answer.content.find((item) => item.type === 'text') as { text?: unknown } | undefined;
   if (!first || typeof first.text !== 'string') return null;
   try {

@@ -4,6 +4,8 @@
  */
 import {
   READ_OPERATIONS,
+  WRAPPED_RESULT_OPERATIONS,
+  type ConfigBinding,
   type ToolAnnotations,
   type ToolProgress,
   type ToolResult,
@@ -20,6 +22,8 @@ export interface ExposedTool {
   annotations: ToolAnnotations | undefined;
   /** True when the tool cannot write (a read operation): an unanswered call of it changed nothing. */
   readOnly: boolean;
+  /** True when its structured content carries the answer under `result` (get_all, preview, query). */
+  wrapsResult: boolean;
   /** Runs the tool. */
   run(args: Record<string, unknown>, requestId: string, extra?: RunExtra): Promise<ToolResult>;
 }
@@ -43,6 +47,23 @@ export interface RunExtra {
 function readOnly(annotations: ToolAnnotations | undefined, operation: string | undefined): boolean {
   if (annotations?.readOnlyHint !== undefined) return annotations.readOnlyHint;
   return operation !== undefined && (READ_OPERATIONS as readonly string[]).includes(operation);
+}
+
+/** True when a binding's structured content carries its answer under `result` (get_all, preview, query). */
+export function wrapsResult(binding: ConfigBinding): boolean {
+  const ref = binding.adi_ref;
+  return ref.kind === 'context' && WRAPPED_RESULT_OPERATIONS.includes(ref.operation_type);
+}
+
+/**
+ * What a binding answers as plain data (a batch result's `data`): its output schema, or for a
+ * binding that wraps its answer, the schema of what it wraps.
+ */
+export function dataSchemaOf(binding: ConfigBinding): Record<string, unknown> | null {
+  const schema = binding.output_schema;
+  if (schema === null || !wrapsResult(binding)) return schema;
+  const properties = schema.properties as Record<string, Record<string, unknown>> | undefined;
+  return properties?.result ?? null;
 }
 
 export interface ToolIndex {
@@ -76,6 +97,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       outputSchema: b.output_schema ?? undefined,
       annotations: b.annotations,
       readOnly: readOnly(b.annotations, b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined),
+      wrapsResult: wrapsResult(b),
       run: (args, requestId, extra = {}) =>
         client.execute(
           b.adi_ref.adi_id,
@@ -104,6 +126,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       outputSchema: undefined,
       annotations: t.annotations,
       readOnly: readOnly(t.annotations, t.operation_type),
+      wrapsResult: false,
       run: (args, requestId, extra = {}) =>
         client.executeLegacy(instanceId, {
           tool_name: t.name,

@@ -141,7 +141,8 @@ describe('progressive discovery', () => {
     expect(details.value.apis[0]).toMatchObject({
       name: names.find,
       category_id: 'customers',
-      response_schema: null,
+      // The answer itself (batch data is not wrapped under `result` as structured content is).
+      response_schema: { description: 'What the expression returned.' },
     });
     expect(details.value.apis[0].parameters).toEqual([
       { name: 'query', type: 'string', required: true, description: expect.any(String), default: null },

@@ -3,7 +3,14 @@ import { addAt } from '../json-patch.ts';
 import type { WriteOperation } from '../operation.ts';
 import { formatPointer, parsePointerArgument } from '../pointer.ts';
 import { resolveTokens } from '../resolve.ts';
-import { configSchema, ITEM_SCHEMA_CONFIG, pointerProperty, writeInputSchema } from './schema-fragments.ts';
+import {
+  configSchema,
+  ITEM_SCHEMA_CONFIG,
+  pointerProperty,
+  writeInputSchema,
+  writeOutputSchema,
+  answerPointer,
+} from './schema-fragments.ts';
 
 interface CopyArgs {
   from: string;
@@ -29,6 +36,10 @@ export const copy: WriteOperation<CopyArgs> = {
       ['from', 'to'],
     ),
     configSchema: configSchema(ITEM_SCHEMA_CONFIG),
+    outputSchema: writeOutputSchema({
+      from: answerPointer('What was copied'),
+      to: answerPointer('Where the copy is'),
+    }),
   },
   run: ({ node, args }) => {
     const fromTokens = parsePointerArgument(args.from, 'from');

@@ -11,6 +11,8 @@ import {
   writeInputSchema,
   pointerProperty,
   valueProperty,
+  writeOutputSchema,
+  answerPointer,
 } from './schema-fragments.ts';
 
 interface CreateArgs {
@@ -47,6 +49,10 @@ export const create: WriteOperation<CreateArgs> = {
       ['value'],
     ),
     configSchema: configSchema(ITEM_SCHEMA_CONFIG),
+    outputSchema: writeOutputSchema({
+      pointer: answerPointer('Where the value was added'),
+      value: { description: 'The value added.' },
+    }),
   },
   run: ({ node, args }) => {
     const path = args.path ?? '';

@@ -3,7 +3,13 @@ import { OpError } from '../errors.ts';
 import { removeAt } from '../json-patch.ts';
 import type { WriteOperation } from '../operation.ts';
 import { formatPointer, parsePointerArgument } from '../pointer.ts';
-import { configSchema, ITEM_SCHEMA_CONFIG, writeInputSchema } from './schema-fragments.ts';
+import {
+  configSchema,
+  ITEM_SCHEMA_CONFIG,
+  writeInputSchema,
+  writeOutputSchema,
+  answerPointer,
+} from './schema-fragments.ts';
 
 interface DeleteArgs {
   path: string;
@@ -27,6 +33,10 @@ export const deleteOperation: WriteOperation<DeleteArgs> = {
       ['path'],
     ),
     configSchema: configSchema(ITEM_SCHEMA_CONFIG),
+    outputSchema: writeOutputSchema({
+      pointer: answerPointer('What was deleted'),
+      value: { description: 'The value removed.' },
+    }),
   },
   run: ({ node, args }) => {
     const tokens = parsePointerArgument(args.path, 'path');

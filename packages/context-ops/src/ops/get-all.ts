@@ -1,6 +1,6 @@
 /** `get_all`: the whole context node. */
 import type { ReadOperation } from '../operation.ts';
-import { configSchema, objectSchema } from './schema-fragments.ts';
+import { configSchema, objectSchema, wrappedOutputSchema } from './schema-fragments.ts';
 
 export const getAll: ReadOperation = {
   definition: {
@@ -9,6 +9,7 @@ export const getAll: ReadOperation = {
     summary: 'Returns all of the data.',
     inputSchema: objectSchema({}),
     configSchema: configSchema({}),
+    outputSchema: wrappedOutputSchema('All of the data.'),
   },
   run: ({ node }) => node,
 };

@@ -11,6 +11,7 @@ export const getSchema: ReadOperation = {
     summary: 'Returns a JSON Schema describing the structure of the data.',
     inputSchema: objectSchema({}),
     configSchema: configSchema({}),
+    outputSchema: { type: 'object', description: 'A JSON Schema (2020-12) inferred from the data.' },
   },
   // inferSchema builds plain JSON; its public type is the looser JsonSchema.
   run: ({ node }) => inferSchema(node) as JsonValue,

@@ -4,7 +4,14 @@ import { addAt, removeAt } from '../json-patch.ts';
 import type { WriteOperation } from '../operation.ts';
 import { formatPointer, parsePointerArgument } from '../pointer.ts';
 import { resolveTokens } from '../resolve.ts';
-import { configSchema, ITEM_SCHEMA_CONFIG, pointerProperty, writeInputSchema } from './schema-fragments.ts';
+import {
+  configSchema,
+  ITEM_SCHEMA_CONFIG,
+  pointerProperty,
+  writeInputSchema,
+  writeOutputSchema,
+  answerPointer,
+} from './schema-fragments.ts';
 
 interface MoveArgs {
   from: string;
@@ -30,6 +37,10 @@ export const move: WriteOperation<MoveArgs> = {
       ['from', 'to'],
     ),
     configSchema: configSchema(ITEM_SCHEMA_CONFIG),
+    outputSchema: writeOutputSchema({
+      from: answerPointer('Where the value was'),
+      to: answerPointer('Where it is now'),
+    }),
   },
   run: ({ node, args }) => {
     const fromTokens = parsePointerArgument(args.from, 'from');

@@ -1,7 +1,7 @@
 /** `preview`: a page of items (array) or entries (object), optionally cut down to `preview_keys`. */
 import { isJsonObject, ownChild, setOwn, type JsonObject, type JsonValue } from '../json.ts';
 import type { ReadOperation } from '../operation.ts';
-import { configSchema, objectSchema } from './schema-fragments.ts';
+import { configSchema, objectSchema, wrappedOutputSchema } from './schema-fragments.ts';
 
 export const DEFAULT_PREVIEW_LIMIT = 50;
 export const MAX_PREVIEW_LIMIT = 1_000;
@@ -44,6 +44,9 @@ export const preview: ReadOperation<PreviewArgs, PreviewConfig> = {
         description: 'Keys kept on each object item of a preview; other keys are left out.',
       },
     }),
+    outputSchema: wrappedOutputSchema(
+      'The page: {items, total, offset, limit} (object data: items are {key, value}), or the data itself when nothing is projected or paged.',
+    ),
   },
   run: ({ node, args, config }) => {
     const keys = config.preview_keys;

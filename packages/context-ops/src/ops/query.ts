@@ -4,7 +4,7 @@ import { compileQuery, invalidQuery } from '../jmespath/compile.ts';
 import { evaluate } from '../jmespath/interpreter.ts';
 import { limitExceeded } from '../jmespath/meter.ts';
 import type { ReadOperation } from '../operation.ts';
-import { configSchema, objectSchema } from './schema-fragments.ts';
+import { configSchema, objectSchema, wrappedOutputSchema } from './schema-fragments.ts';
 
 interface QueryArgs {
   query: string;
@@ -28,6 +28,7 @@ export const query: ReadOperation<QueryArgs> = {
       ['query'],
     ),
     configSchema: configSchema({}),
+    outputSchema: wrappedOutputSchema('What the expression returned.'),
   },
   run: ({ node, args, limits }) => {
     const ast = compileQuery(args.query, limits.maxQueryLength);

@@ -69,3 +69,41 @@ export function writeInputSchema(
     required,
   );
 }
+
+/**
+ * The output schema of an operation whose answer may be any JSON value: structured content must be
+ * an object, so the answer is sent under `result` (its text content stays the answer itself).
+ */
+export function wrappedOutputSchema(description: string): JsonSchema {
+  return {
+    type: 'object',
+    properties: { result: { description } },
+    required: ['result'],
+    additionalProperties: false,
+  };
+}
+
+/** An output schema of type object with exactly the given properties, all of them present. */
+export function outputSchema(properties: Record<string, JsonSchema>): JsonSchema {
+  return { type: 'object', properties, required: Object.keys(properties), additionalProperties: false };
+}
+
+/** A pointer in an answer: where the write acted, relative to the tool's data. */
+export function answerPointer(description: string): JsonSchema {
+  return { type: 'string', description: `${description}, as a JSON Pointer relative to this tool's data.` };
+}
+
+/**
+ * The output schema of a write: its own fields plus `table_version`, the version the write made,
+ * which the caller that stores the context adds (and an agent passes on as `expected_version`).
+ */
+export function writeOutputSchema(properties: Record<string, JsonSchema>): JsonSchema {
+  return outputSchema({
+    ...properties,
+    table_version: {
+      type: 'integer',
+      minimum: 1,
+      description: 'The table version this write made: pass it as expected_version to chain writes.',
+    },
+  });
+}

@@ -3,7 +3,7 @@ import { OpError } from '../errors.ts';
 import { describeType, isJsonObject, jsonTypeOf, ownChild, type JsonValue } from '../json.ts';
 import type { ReadOperation } from '../operation.ts';
 import { isArrayIndexToken } from '../resolve.ts';
-import { configSchema, objectSchema } from './schema-fragments.ts';
+import { configSchema, objectSchema, outputSchema } from './schema-fragments.ts';
 
 export const MAX_SELECT_KEYS = 1_000;
 
@@ -41,6 +41,10 @@ export const select: ReadOperation<SelectArgs, SelectConfig> = {
         description:
           'For array data: the item field whose value `select` matches keys against, instead of indexes.',
       },
+    }),
+    outputSchema: outputSchema({
+      items: { type: 'array', description: 'The complete items found, in the order of `keys`.' },
+      missing: { type: 'array', items: { type: ['string', 'integer'] }, description: 'The keys not found.' },
     }),
   },
   run: ({ node, args, config }) => {

@@ -11,6 +11,8 @@ import {
   writeInputSchema,
   pointerProperty,
   valueProperty,
+  writeOutputSchema,
+  answerPointer,
 } from './schema-fragments.ts';
 
 interface UpdateArgs {
@@ -40,6 +42,10 @@ export const update: WriteOperation<UpdateArgs> = {
       ['path', 'value'],
     ),
     configSchema: configSchema(ITEM_SCHEMA_CONFIG),
+    outputSchema: writeOutputSchema({
+      pointer: answerPointer('What was updated'),
+      value: { description: 'The value now there.' },
+    }),
   },
   run: ({ node, args }) => {
     const tokens = parsePointerArgument(args.path, 'path');

@@ -41,6 +41,13 @@ function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta =
   if (answer instanceof ToolAnswer && answer.form === 'text') {
     return { content: [{ type: 'text', text: String(answer.value) }], ...metaOf(meta) };
   }
+  if (answer instanceof ToolAnswer && answer.form === 'wrapped') {
+    const text: ToolResult = {
+      content: [{ type: 'text', text: JSON.stringify(answer.value) }],
+      ...metaOf(meta),
+    };
+    return declared ? { ...text, structuredContent: { result: answer.value } } : text;
+  }
   const structured = declared || answer instanceof ToolAnswer;
   const result = answer instanceof ToolAnswer ? answer.value : answer;
   const text: ToolResult = { content: [{ type: 'text', text: JSON.stringify(result) }], ...metaOf(meta) };
@@ -252,7 +259,7 @@ export async function executeLegacy(
     requestId: request.request_id ?? null,
   } as const;
   const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
-  // v1 tools are context operations, which declare no output schema.
+  // v1 tools declare no output schema (the v1 contract): their answers are JSON text alone.
   return audited(options, meter, trail, false, async (meta) => {
     if (instance.status !== 'enabled' || instance.user.disabledAt !== null)
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);

@@ -10,6 +10,7 @@ import {
   type OperationType,
   type ToolAnnotations,
   type UpdateAdiBody,
+  WRAPPED_RESULT_OPERATIONS,
 } from '@bindery/contracts';
 import {
   OPERATIONS,
@@ -24,7 +25,13 @@ import {
 import { DomainError, fromOpError } from '../../errors.ts';
 import { idempotent, recordOutcome, replayIfRecorded } from '../idempotency.ts';
 import { defaultToolName } from '../tool-naming.ts';
-import type { KindColumns, ToolCall, ToolKindModule, ToolPlace } from './tool-kind.ts';
+import {
+  ToolAnswer,
+  type KindColumns,
+  type ToolCall,
+  type ToolKindModule,
+  type ToolPlace,
+} from './tool-kind.ts';
 
 type ContextPatch = Pick<UpdateAdiBody, 'json_path' | 'config'>;
 
@@ -109,7 +116,7 @@ function writeAnswer(result: JsonValue, version: number): Record<string, JsonVal
  * own transaction, and a retry of it is answered from that record (ReplayedOutcome) without
  * writing; reads ignore the key, they are safe to repeat.
  */
-async function run(call: ToolCall): Promise<JsonValue> {
+async function run(call: ToolCall): Promise<JsonValue | ToolAnswer> {
   const { ctx, options, args } = call;
   const adi = contextOf(call.adi);
   const op = adi.operationType;
@@ -129,9 +136,12 @@ async function run(call: ToolCall): Promise<JsonValue> {
         key: `${place}\u0000${read.version}`,
         place,
       };
-      return options.queries.run(context, args, adi.config, options.limits, call.userId);
+      return ToolAnswer.wrapped(
+        await options.queries.run(context, args, adi.config, options.limits, call.userId),
+      );
     }
-    return executeRead(op, read.node, args, adi.config, options.limits).result;
+    const result = executeRead(op, read.node, args, adi.config, options.limits).result;
+    return WRAPPED_RESULT_OPERATIONS.includes(op) ? ToolAnswer.wrapped(result) : result;
   }
   const { expected_version: expected, ...opArgs } = args;
   const keyed = call.keyed;
@@ -223,7 +233,11 @@ export const contextKind: ToolKindModule<CreateContextAdiBody, ContextPatch> = {
     return `${OPERATIONS[op].summary} Context: ${where} of table "${place.tableName ?? ''}" (operation: ${op}).`;
   },
   inputSchema: (columns) => OPERATIONS[operationOf(columns)].inputSchema,
-  outputSchema: () => null,
+  // Read before the audit, so it never throws: a hand-edited operation declares nothing.
+  outputSchema: (columns) =>
+    columns.operationType !== null && isOperationType(columns.operationType)
+      ? OPERATIONS[columns.operationType].outputSchema
+      : null,
   annotations(columns, place) {
     const op = operationOf(columns);
     return { title: titleOf(op, columns.jsonPath ?? '', place), ...HINTS[op] };

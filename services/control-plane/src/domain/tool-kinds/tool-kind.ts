@@ -62,7 +62,7 @@ export interface SaveScope {
  */
 export class ToolAnswer {
   private constructor(
-    readonly form: 'text' | 'structured' | 'result',
+    readonly form: 'text' | 'structured' | 'wrapped' | 'result',
     readonly value: JsonValue,
   ) {}
 
@@ -80,6 +80,14 @@ export class ToolAnswer {
 
   static structured(value: JsonValue): ToolAnswer {
     return new ToolAnswer('structured', value);
+  }
+
+  /**
+   * Any JSON value, described by an output schema that puts it under `result`: JSON text of the
+   * value, plus `structuredContent: {result: value}` when the tool declares that schema.
+   */
+  static wrapped(value: JsonValue): ToolAnswer {
+    return new ToolAnswer('wrapped', value);
   }
 }
 
