@@ -81,6 +81,7 @@ export {
   AuditStatus,
   ConfigBinding,
   CONSOLE_META_KEY,
+  STDERR_META_KEY,
   ConfigV2,
   ExecuteRequest,
   IDEMPOTENCY_META_KEY,

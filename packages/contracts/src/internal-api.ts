@@ -236,6 +236,11 @@ export const ToolResult = Type.Object({
 });
 /** Where a custom tool's console lines go in its result's `_meta`. */
 export const CONSOLE_META_KEY = 'bindery/console';
+/**
+ * Where an upstream MCP tool's stderr lines go in its result's `_meta`: the lines its server's
+ * instance wrote while the call ran, for a server whose instances each serve one session.
+ */
+export const STDERR_META_KEY = 'bindery/stderr';
 export type ToolResult = Static<typeof ToolResult>;
 
 // audit ---------------------------------------------------------------------------------------

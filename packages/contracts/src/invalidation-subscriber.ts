@@ -1,17 +1,45 @@
 /**
  * With REDIS_URL set, every gateway replica and every control plane hears the control planes'
  * exposure invalidations on one Redis pub/sub channel (the same message as POST /cache/invalidate:
- * `{"aei_ids": [...]}`).
+ * `{"aei_ids": [...]}`), and the tables whose data changed (`{"table_changes": [{table_id,
+ * version}]}`), which gateways turn into MCP resources/updated notifications.
  */
 import { createClient } from 'redis';
 
 /** The channel control planes publish exposure changes on. */
 export const INVALIDATION_CHANNEL = 'bindery:config-invalidate';
 
+/** A table's data changed: its latest committed version (a signal, not the data). */
+export interface TableChange {
+  table_id: string;
+  version: number;
+}
+
 export interface InvalidationMessage {
   aei_ids?: string[];
   api_keys?: string[];
   all?: boolean;
+  /** Tables whose data changed; a message may carry these alone (then it invalidates no config). */
+  table_changes?: TableChange[];
+}
+
+/** Whether a message drops cached configs (one carrying only table changes does not). */
+export function invalidatesConfig(message: InvalidationMessage): boolean {
+  return message.aei_ids !== undefined || message.api_keys !== undefined || message.all === true;
+}
+
+/** At most this many table changes in one message (the sender splits longer lists). */
+export const MAX_TABLE_CHANGES = 1000;
+
+function tableChanges(v: unknown): TableChange[] | undefined {
+  if (!Array.isArray(v) || v.length > MAX_TABLE_CHANGES) return undefined;
+  const changes: TableChange[] = [];
+  for (const item of v as unknown[]) {
+    const c = item as { table_id?: unknown; version?: unknown } | null;
+    if (typeof c?.table_id !== 'string' || !Number.isSafeInteger(c.version)) return undefined;
+    changes.push({ table_id: c.table_id, version: c.version as number });
+  }
+  return changes;
 }
 
 export interface Subscription {
@@ -41,12 +69,14 @@ function parse(raw: string, log: SubscriberLog): InvalidationMessage | undefined
     log.warn({ raw: raw.slice(0, 200) }, 'ignored a malformed invalidation message');
     return undefined;
   }
-  const m = message as { aei_ids?: unknown; api_keys?: unknown; all?: unknown };
+  const m = message as { aei_ids?: unknown; api_keys?: unknown; all?: unknown; table_changes?: unknown };
+  const changes = tableChanges(m.table_changes);
   const strings = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
   const parsed = {
     ...(strings(m.aei_ids) && { aei_ids: strings(m.aei_ids) }),
     ...(strings(m.api_keys) && { api_keys: strings(m.api_keys) }),
     ...(m.all === true && { all: true }),
+    ...(changes && { table_changes: changes }),
   };
   if (Object.keys(parsed).length === 0) {
     log.warn({ raw: raw.slice(0, 200) }, 'ignored an invalidation message naming nothing');

@@ -24,8 +24,11 @@ export {
 } from './launcher.ts';
 export {
   INVALIDATION_CHANNEL,
+  MAX_TABLE_CHANGES,
+  invalidatesConfig,
   subscribeInvalidations,
   type InvalidationMessage,
+  type TableChange,
   type SubscribeOptions,
   type Subscription,
 } from './invalidation-subscriber.ts';

@@ -6,7 +6,12 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { RequestLogController, loggerOptions, subscribeInvalidations } from '@bindery/contracts/server';
+import {
+  RequestLogController,
+  invalidatesConfig,
+  loggerOptions,
+  subscribeInvalidations,
+} from '@bindery/contracts/server';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import {
   AUDIT_DEFAULTS,
@@ -167,6 +172,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         bindings.invalidate(aeiIds);
         return listener.configChanged(aeiIds);
       },
+      tableChanged: (tableId, version) => listener.tableChanged?.(tableId, version),
     },
   });
   await hearOtherControlPlanes(app, options.config.redisUrl, bindings);
@@ -328,6 +334,8 @@ async function hearOtherControlPlanes(
   const log = app.log.child({ component: 'binding-cache' });
   const subscription = await subscribeInvalidations(redisUrl, log, {
     onMessage(message) {
+      // Tables' data changing is news for gateways' subscribers only: no binding changed.
+      if (!invalidatesConfig(message)) return;
       if (message.aei_ids && !message.all && !message.api_keys) bindings.invalidate(message.aei_ids);
       else bindings.clear();
     },
@@ -386,6 +394,8 @@ function contextStore(
     versions,
     log,
     ...(options.foldPolicy && { fold: options.foldPolicy }),
+    // Gateways turn it into resources/updated for the sessions subscribed to the table's contexts.
+    changed: (tableId, version) => options.domain.listener.tableChanged?.(tableId, version),
   });
 }
 

@@ -8,9 +8,16 @@
  * The message is `{"aei_ids": [...]}` on both. Delivery is best effort: the admin change has
  * committed already, so a failure is logged (with the gateway or channel) and never thrown; the
  * gateways' cache TTL bounds how long a missed invalidation can matter.
+ *
+ * The same two channels carry tables' data changes, `{"table_changes": [{table_id, version}]}`,
+ * which gateways turn into MCP resources/updated for subscribed sessions. Those are coalesced: at
+ * most one message per `tableSignalWindowMs` (the first of a quiet period goes at once, the
+ * changes meanwhile in one message at the end of the window, each table with its latest version),
+ * and at most one message in flight per gateway (and for Redis), the changes made meanwhile
+ * going in the next one. Nothing on a write's path waits for them.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { INVALIDATION_CHANNEL } from '@bindery/contracts/server';
+import { INVALIDATION_CHANNEL, MAX_TABLE_CHANGES } from '@bindery/contracts/server';
 import { createClient } from 'redis';
 import { Agent, request } from 'undici';
 import type { ConfigChangeListener } from './domain/context.ts';
@@ -40,6 +47,19 @@ export interface ExposureInvalidationOptions {
   retryDelayMs?: number;
   /** How long a change's answer waits for its deliveries (default 1 s); they go on after it. */
   announceWaitMs?: number;
+  /** At most one table-changes message per this many ms (default 150); the last change is never dropped. */
+  tableSignalWindowMs?: number;
+}
+
+/** Where table changes go (one gateway, or Redis), one message in flight at a time. */
+interface TableSignalTarget {
+  name: string;
+  send(message: string, changes: number): Promise<boolean>;
+  /** Changes waiting for the message in flight to finish: table id -> latest version. */
+  backlog: Map<string, number>;
+  running: boolean;
+  /** A failure was logged at warn and no delivery has succeeded since (one warning per outage). */
+  failing: boolean;
 }
 
 /** A Redis client for publishing invalidations; it reconnects on its own until closed. */
@@ -80,6 +100,12 @@ export class ExposureInvalidation implements ConfigChangeListener {
   #redisWarned = false;
   #closed = false;
   #closing: Promise<void> | undefined;
+  readonly #tableWindowMs: number;
+  /** Table changes not sent yet: table id -> latest version. */
+  readonly #pendingTables = new Map<string, number>();
+  #tableTimer: NodeJS.Timeout | undefined;
+  #lastTablesAt = -Infinity;
+  readonly #tableTargets: TableSignalTarget[] = [];
 
   constructor(options: ExposureInvalidationOptions) {
     if (options.gatewayUrls.length > 0 && options.opsToken === undefined) {
@@ -100,6 +126,16 @@ export class ExposureInvalidation implements ConfigChangeListener {
       });
     }
     if (options.redisUrl !== undefined) this.#redis = this.#connectRedis(options.redisUrl);
+    this.#tableWindowMs = options.tableSignalWindowMs ?? 150;
+    for (const url of this.#gatewayUrls) {
+      this.#tableTargets.push(this.#tableTarget(url, (message) => this.#postOnce(url, message)));
+    }
+    const redis = this.#redis;
+    if (redis !== undefined) {
+      this.#tableTargets.push(
+        this.#tableTarget(`redis ${INVALIDATION_CHANNEL}`, (message) => this.#publishTables(redis, message)),
+      );
+    }
   }
 
   /** Where invalidations go, for the start-up log line (the Redis URL may hold a password). */
@@ -141,6 +177,107 @@ export class ExposureInvalidation implements ConfigChangeListener {
     return deliveries;
   }
 
+  /**
+   * A table's data changed (committed): the gateways hear of it shortly, coalesced with other
+   * changes. Returns at once and never throws; deliveries are logged, never awaited by the writer.
+   */
+  tableChanged(tableId: string, version: number): void {
+    if (this.#tableTargets.length === 0) return;
+    if (this.#closed) {
+      this.#log.debug({ table_id: tableId, version }, 'table changed during shutdown; gateways not told');
+      return;
+    }
+    const known = this.#pendingTables.get(tableId);
+    if (known === undefined || version > known) this.#pendingTables.set(tableId, version);
+    if (this.#tableTimer !== undefined) return;
+    // The first change of a quiet period goes at once (with those of the same tick); later ones
+    // wait for the window to end.
+    const wait = Math.max(0, this.#lastTablesAt + this.#tableWindowMs - Date.now());
+    this.#tableTimer = setTimeout(() => {
+      this.#tableTimer = undefined;
+      this.#flushTables();
+    }, wait);
+    this.#tableTimer.unref();
+  }
+
+  /** Hands the pending table changes to every target (each sends when its previous message is done). */
+  #flushTables(): void {
+    if (this.#pendingTables.size === 0) return;
+    this.#lastTablesAt = Date.now();
+    const changes = [...this.#pendingTables];
+    this.#pendingTables.clear();
+    for (const target of this.#tableTargets) {
+      for (const [tableId, version] of changes) {
+        const known = target.backlog.get(tableId);
+        if (known === undefined || version > known) target.backlog.set(tableId, version);
+      }
+      if (!target.running) this.#track(this.#pump(target));
+    }
+  }
+
+  #tableTarget(name: string, send: (message: string) => Promise<Attempt>): TableSignalTarget {
+    return {
+      name,
+      backlog: new Map(),
+      running: false,
+      failing: false,
+      send: async (message, changes) => {
+        const outcome = await send(message);
+        if (outcome.ok) return true;
+        this.#log.debug({ target: name, changes, ...outcome.details }, 'table changes not delivered');
+        return false;
+      },
+    };
+  }
+
+  /** Sends the target's backlog, one message at a time, until it is empty. */
+  async #pump(target: TableSignalTarget): Promise<void> {
+    target.running = true;
+    try {
+      while (target.backlog.size > 0) {
+        const batch = [...target.backlog].slice(0, MAX_TABLE_CHANGES);
+        for (const [tableId] of batch) target.backlog.delete(tableId);
+        const message = JSON.stringify({
+          table_changes: batch.map(([table_id, version]) => ({ table_id, version })),
+        });
+        const delivered = await target.send(message, batch.length);
+        if (delivered && target.failing) {
+          target.failing = false;
+          this.#log.info({ target: target.name }, 'table changes delivered again');
+        } else if (!delivered && !target.failing) {
+          // Once per outage: a gateway that is down would otherwise warn on every write.
+          target.failing = true;
+          this.#log.warn(
+            { target: target.name, table_ids: batch.slice(0, 10).map(([tableId]) => tableId) },
+            'table changes not delivered; sessions subscribed there miss resources/updated until it is back',
+          );
+        }
+      }
+    } catch (error) {
+      this.#log.warn({ target: target.name, ...errorDetails(error) }, 'sending table changes failed');
+    } finally {
+      target.running = false;
+    }
+  }
+
+  /** One POST of `body` and, when worth it, one retry. */
+  async #postOnce(gateway: string, body: string): Promise<Attempt> {
+    const first = await this.#attempt(`${gateway}${INVALIDATION_PATH}`, body);
+    if (first.ok || !first.retryable) return first;
+    await sleep(this.#retryDelayMs);
+    return this.#attempt(`${gateway}${INVALIDATION_PATH}`, body);
+  }
+
+  async #publishTables(client: RedisClient, message: string): Promise<Attempt> {
+    if (!client.isReady) return { ok: false, retryable: false, details: { error: 'redis not connected' } };
+    try {
+      await this.#publishWithin(client, message);
+      return { ok: true, status: 0 };
+    } catch (error) {
+      return { ok: false, retryable: false, details: errorDetails(error) };
+    }
+  }
+
   /** Resolves once every delivery started so far has succeeded or been given up (and logged). */
   async settled(): Promise<void> {
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
@@ -153,6 +290,10 @@ export class ExposureInvalidation implements ConfigChangeListener {
   }
 
   async #close(): Promise<void> {
+    // The last table changes are sent, not dropped.
+    clearTimeout(this.#tableTimer);
+    this.#tableTimer = undefined;
+    this.#flushTables();
     this.#closed = true;
     await this.settled();
     await this.#agent?.close();
@@ -242,17 +383,8 @@ export class ExposureInvalidation implements ConfigChangeListener {
       );
       return;
     }
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const receivers = await Promise.race([
-        client.publish(INVALIDATION_CHANNEL, message),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`no answer within ${this.#timeoutMs} ms`)),
-            this.#timeoutMs,
-          );
-        }),
-      ]);
+      const receivers = await this.#publishWithin(client, message);
       this.#log.debug(
         { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, receivers },
         'invalidation published',
@@ -262,6 +394,22 @@ export class ExposureInvalidation implements ConfigChangeListener {
         { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, ...errorDetails(error) },
         'redis publish failed; invalidation not published',
       );
+    }
+  }
+
+  /** PUBLISH on the channel, failing after the timeout; answers how many subscribers got it. */
+  async #publishWithin(client: RedisClient, message: string): Promise<number> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        client.publish(INVALIDATION_CHANNEL, message),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${this.#timeoutMs} ms`)),
+            this.#timeoutMs,
+          );
+        }),
+      ]);
     } finally {
       clearTimeout(timer);
     }

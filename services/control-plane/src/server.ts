@@ -59,8 +59,12 @@ const app = await buildApp({
   domain: {
     prisma: database.prisma,
     // Forwards to the invalidation below, which logs through this app's logger. Nothing changes an
-    // exposure before it exists: the app does not listen yet and the demo seed tells no one.
-    listener: { configChanged: (ids) => invalidation.configChanged(ids) },
+    // exposure, and nothing writes a table's data, before it exists: the app does not listen yet
+    // and the demo seed tells no one.
+    listener: {
+      configChanged: (ids) => invalidation.configChanged(ids),
+      tableChanged: (tableId, version) => invalidation.tableChanged(tableId, version),
+    },
     keyring: secretKeys.keyring,
   },
 });

@@ -191,10 +191,7 @@ export async function buildGateway(
   let subscription: Subscription | undefined;
   if (config.redisUrl) {
     subscription = await subscribeInvalidations(config.redisUrl, app.log, {
-      onMessage: async (message) => {
-        metrics.invalidations.inc({ source: 'redis' });
-        return invalidate({ cache, sessions }, message);
-      },
+      onMessage: (message) => invalidate({ cache, sessions, metrics }, message, 'redis'),
       // Changes announced while Redis was away were missed: every cached config is checked again.
       onResubscribed: () => void cache.invalidate({ all: true }),
     });

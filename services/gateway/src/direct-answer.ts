@@ -3,13 +3,15 @@
  * SDK's Streamable HTTP transport (web-standard Request/Response adaption, schema validation, SSE
  * framing) was most of the gateway's latency; these two methods are the hot ones, so they are
  * answered here by the session's own handlers, the very functions the SDK path calls. A list is
- * sent as bytes prebuilt once per config and page. Malformed params of these two get the SDK
- * path's answer from the same check (`mcp/requests.ts`); anything else still goes through the SDK
- * transport.
+ * sent as bytes prebuilt once per config and page. `ping` is answered here too (`{}`, as the SDK
+ * answers it), so a client's keep-alive costs no trip through the transport. Malformed params of
+ * these get the SDK path's answer from the same check (`mcp/requests.ts`); anything else still
+ * goes through the SDK transport.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import type { Exposure } from './exposure-cache.ts';
+import { speaksSupportedVersion } from './mcp/protocol-version.ts';
 import { idempotencyKeyOf, paramsRefusal } from './mcp/requests.ts';
 import { listAnswer } from './mcp/tools-list.ts';
 import type { Session } from './sessions.ts';
@@ -17,15 +19,34 @@ import type { Session } from './sessions.ts';
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
 export function acceptsDirectAnswer(headers: IncomingHttpHeaders): boolean {
   if (!(headers.accept ?? '').includes('application/json')) return false;
-  const version = headers['mcp-protocol-version'];
-  return version === undefined || SUPPORTED_PROTOCOL_VERSIONS.includes(String(version));
+  // Any other version is refused by the routes (`mcp/protocol-version.ts`).
+  return speaksSupportedVersion(headers);
 }
 
 /**
  * A direct answer's body: a serialised answer, or the chunks of a tools/list answer (prebuilt
  * bytes around the request's id, `mcp/tools-list.ts`).
  */
-export type DirectBody = string | readonly Buffer[];
+export type DirectBody = string | readonly Buffer[] | EventStreamBody;
+
+/** An answer that carries notifications first (a call's log lines): one SSE event each, then the answer. */
+export interface EventStreamBody {
+  events: string;
+}
+
+/** The client takes an event stream as the answer to a POST (every spec-following client does). */
+function acceptsEventStream(headers: IncomingHttpHeaders): boolean {
+  return (headers.accept ?? '').includes('text/event-stream');
+}
+
+/** `answer` as is, or, after notifications, as the SSE events the SDK transport would send. */
+function withNotifications(answer: string, notes: readonly ServerNotification[]): DirectBody {
+  if (notes.length === 0) return answer;
+  const event = (data: string) => `event: message\ndata: ${data}\n\n`;
+  return {
+    events: notes.map((n) => event(JSON.stringify({ jsonrpc: '2.0', ...n }))).join('') + event(answer),
+  };
+}
 
 /**
  * The JSON-RPC answer to `message`, or undefined when the message is not one this path takes
@@ -45,18 +66,25 @@ export function directAnswer(
     return undefined;
   }
   if (jsonrpc !== '2.0' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
-  if (method !== 'tools/list' && method !== 'tools/call') return undefined;
+  if (method !== 'tools/list' && method !== 'tools/call' && method !== 'ping') return undefined;
   if (!acceptsDirectAnswer(headers)) return undefined;
   const params = (rawParams ?? {}) as Record<string, unknown>;
   if (typeof params !== 'object' || Array.isArray(params)) return undefined;
-  // A call of a client that asked for log messages gets them on the call's stream, and progress
-  // tokens need notifications on the request's stream: the SDK handles those calls. A list sends
-  // neither, so it is answered here all the same. Other `_meta` (an idempotency key, say) is read
-  // here as the SDK path reads it.
+  if (method === 'ping') {
+    const refused = paramsRefusal({ method, params });
+    return Promise.resolve(
+      JSON.stringify(refused ? { jsonrpc: '2.0', id, error: refused } : { jsonrpc: '2.0', id, result: {} }),
+    );
+  }
+  // Progress tokens need notifications on the request's stream while the call runs: the SDK
+  // handles those calls. A call's log lines are known when it ends: they are sent here, before
+  // the answer, in an event stream (mcp/call-log.ts). Other `_meta` (an idempotency key, say) is
+  // read here as the SDK path reads it.
   if (
     method === 'tools/call' &&
-    (session.endpoint.wantsLogs() ||
-      (typeof params._meta === 'object' && params._meta !== null && 'progressToken' in params._meta))
+    typeof params._meta === 'object' &&
+    params._meta !== null &&
+    'progressToken' in params._meta
   ) {
     return undefined;
   }
@@ -80,6 +108,14 @@ export function directAnswer(
   const cancel = new AbortController();
   const key = String(id);
   calls.set(key, cancel);
+  // A client that takes no event stream gets the answer alone.
+  const notes: ServerNotification[] = [];
+  const notify = acceptsEventStream(headers)
+    ? (n: ServerNotification) => {
+        notes.push(n);
+        return Promise.resolve();
+      }
+    : undefined;
   return session.endpoint
     .callTool(params.name as string, (params.arguments ?? {}) as Record<string, unknown>, {
       sessionId: session.id,
@@ -87,8 +123,10 @@ export function directAnswer(
       idempotencyKey: idempotencyKeyOf(params),
       known: exposure,
       signal: cancel.signal,
+      notify,
     })
     .then((result) => JSON.stringify({ jsonrpc: '2.0', id, result }), failed)
+    .then((answer) => withNotifications(answer, notes))
     .finally(() => {
       if (calls.get(key) === cancel) calls.delete(key);
     });
@@ -102,11 +140,20 @@ function cancelDirectCall(session: Session, params: unknown): void {
   session.directCalls?.get(String(requestId))?.abort(typeof reason === 'string' ? reason : 'cancelled');
 }
 
-/** Writes a direct answer: one JSON response carrying the session id, as the SDK would. */
+/** Writes a direct answer: one JSON response (or, with notifications, an event stream) carrying the session id, as the SDK would. */
 export function writeDirectAnswer(res: ServerResponse, session: Session, body: DirectBody): void {
   if (typeof body === 'string') {
     res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': session.id });
     res.end(body);
+    return;
+  }
+  if ('events' in body) {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      'mcp-session-id': session.id,
+    });
+    res.end(body.events);
     return;
   }
   let length = 0;

@@ -22,6 +22,8 @@ export interface JsonRpcErrorAnswer {
   message: string;
   /** The DESIGN.md error code, for clients that read `data`. */
   bindery: string;
+  /** More for `data`, beside `code` (such as the supported protocol versions). */
+  data?: Record<string, unknown>;
   headers?: Record<string, string>;
 }
 
@@ -46,7 +48,7 @@ export function jsonRpcErrorBody(answer: JsonRpcErrorAnswer) {
   return {
     jsonrpc: '2.0',
     id: null,
-    error: { code: answer.code, message: answer.message, data: { code: answer.bindery } },
+    error: { code: answer.code, message: answer.message, data: { ...answer.data, code: answer.bindery } },
   } as const;
 }
 

@@ -15,6 +15,8 @@ import {
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
   type CallToolResult,
   type LoggingLevel,
   type ServerNotification,
@@ -27,8 +29,17 @@ import type { GatewayMetrics } from './metrics.ts';
 import { unansweredCall } from './mcp/call-failures.ts';
 import { WireError } from './mcp/wire-error.ts';
 import { unstorableArguments } from './mcp/unstorable-arguments.ts';
+import {
+  DEFAULT_LOG_LEVEL,
+  allows,
+  finishLines,
+  refusalLine,
+  startLine,
+  type LogLine,
+} from './mcp/call-log.ts';
 import { completePromptArgument, getPrompt, listPrompts, promptsDigest } from './mcp/prompts.ts';
 import { listResources, listResourceTemplates, readResource, resourcesDigest } from './mcp/resources.ts';
+import type { ResourceSubscriptions } from './mcp/resource-subscriptions.ts';
 import { listPage, type ListPage } from './mcp/tools-list.ts';
 import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
@@ -50,20 +61,14 @@ export interface McpServerDeps {
   sessionIdHint: string | undefined;
   /** The exposure as the session starts: what its lists' list_changed notifications compare with. */
   initial?: Exposure | undefined;
+  /** This gateway's resource subscriptions (resources/subscribe needs a session it holds). */
+  subscriptions: ResourceSubscriptions;
 }
 
-const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
+/** Milliseconds since `started` (a performance.now() reading), to two decimals. */
+const msSince = (started: number) => Math.round((performance.now() - started) * 100) / 100;
 
-const LEVELS: readonly LoggingLevel[] = [
-  'debug',
-  'info',
-  'notice',
-  'warning',
-  'error',
-  'critical',
-  'alert',
-  'emergency',
-];
+const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
 
 /**
  * One session's MCP server, plus its two hot handlers for the gateway's fast path (plain JSON
@@ -71,8 +76,6 @@ const LEVELS: readonly LoggingLevel[] = [
  */
 export interface McpEndpoint {
   server: Server;
-  /** True once the client asked for log messages: those calls must stream, so they take the SDK path. */
-  wantsLogs(): boolean;
   /**
    * The tools/list page `cursor` names, built once per config (`mcp/tools-list.ts`). `known`: the
    * exposure the caller already resolved for this request, saving a second lookup.
@@ -108,15 +111,22 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     capabilities: {
       tools: { listChanged: true },
       prompts: { listChanged: true },
-      resources: { listChanged: true },
+      resources: { listChanged: true, subscribe: true },
       completions: {},
       logging: {},
     },
     instructions: 'Tools over JSON data. Every failure comes back as {"error": {code, message, details}}.',
   });
 
-  // The client's logging/setLevel, for this session; until it sets one, no tool logs are sent.
-  let logLevel: LoggingLevel | undefined;
+  // The client's logging/setLevel, for this session (mcp/call-log.ts says what is sent at which level).
+  let logLevel: LoggingLevel = DEFAULT_LOG_LEVEL;
+  const log = async (notify: ((n: ServerNotification) => Promise<void>) | undefined, line: LogLine) => {
+    if (!notify || !allows(logLevel, line.level)) return;
+    // Sent on the call's own stream, so it reaches the client before the result does.
+    await notify({ method: 'notifications/message', params: line }).catch((error: unknown) =>
+      deps.log.debug({ err: error }, 'log message not delivered to the client'),
+    );
+  };
   server.setRequestHandler(SetLevelRequestSchema, async (request) => {
     logLevel = request.params.level;
     return {};
@@ -165,6 +175,8 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const index = toolIndex(exposure, deps.client);
     const progressive = exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive';
     if (progressive && isCatalogTool(name, exposure.config)) {
+      await log(call.notify, startLine(name));
+      const started = performance.now();
       const result = await callCatalogTool(
         name,
         args,
@@ -175,6 +187,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
         call.requestId,
       );
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
+      for (const line of finishLines(name, result, msSince(started))) await log(call.notify, line);
       return result;
     }
     const tool = progressive ? undefined : index.byName.get(name);
@@ -184,11 +197,9 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
         ? progressiveTools(exposure.kind === 'aei' && exposure.config.aei.catalog_search).map((t) => t.name)
         : index.list.map((t) => t.name);
       const close = closeMatches(name, names);
-      throw new WireError(
-        ErrorCode.InvalidParams,
-        `unknown tool "${name}"${close.length > 0 ? `; did you mean ${close.map((c) => `"${c}"`).join(', ')}?` : ''}`,
-        { tool: name, close_matches: close },
-      );
+      const message = `unknown tool "${name}"${close.length > 0 ? `; did you mean ${close.map((c) => `"${c}"`).join(', ')}?` : ''}`;
+      await log(call.notify, refusalLine(name, message));
+      throw new WireError(ErrorCode.InvalidParams, message, { tool: name, close_matches: close });
     }
     // A number that overflowed to Infinity would reach the control plane as null: only here can
     // it still be seen, so the gateway refuses it as the control plane refuses a NUL.
@@ -197,6 +208,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       deps.metrics.toolCalls.inc({ status: 'error' });
       return { content: [{ type: 'text', text: JSON.stringify({ error: unstorable }) }], isError: true };
     }
+    await log(call.notify, startLine(name));
     const started = performance.now();
     let result: CallToolResult;
     try {
@@ -224,21 +236,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       const failure = unansweredCall(error, { readOnly: tool.readOnly, idempotencyKey: call.idempotencyKey });
       result = { content: [{ type: 'text', text: JSON.stringify({ error: failure }) }], isError: true };
     }
-    const ms = Math.round((performance.now() - started) * 100) / 100;
-    const level: LoggingLevel = result.isError ? 'warning' : 'info';
-    if (call.notify && logLevel !== undefined && LEVELS.indexOf(level) >= LEVELS.indexOf(logLevel)) {
-      // Sent on this request's own stream, so it reaches the client before the result does.
-      await call
-        .notify({
-          method: 'notifications/message',
-          params: {
-            level,
-            logger: 'bindery',
-            data: { tool: name, status: result.isError ? 'error' : 'ok', duration_ms: ms },
-          },
-        })
-        .catch((error: unknown) => deps.log.debug({ err: error }, 'log message not delivered to the client'));
-    }
+    for (const line of finishLines(name, result, msSince(started))) await log(call.notify, line);
     return result;
   };
 
@@ -283,6 +281,21 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       extra.signal,
     );
   });
+  // Updates go on the session's standing stream (the GET it keeps open), as sendResourceUpdated does.
+  server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
+    deps.subscriptions.subscribe({
+      sessionId: extra.sessionId,
+      uri: request.params.uri,
+      exposure: await exposureOf(),
+      resolve: deps.exposure,
+      notify: (uri) => server.sendResourceUpdated({ uri }),
+    });
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, async (request, extra) => {
+    deps.subscriptions.unsubscribe(extra.sessionId, request.params.uri);
+    return {};
+  });
   server.setRequestHandler(CompleteRequestSchema, async (request) => {
     const { ref, argument } = request.params;
     // No resource templates take completions (yet): nothing to offer, which is a valid answer.
@@ -292,7 +305,6 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
 
   return {
     server,
-    wantsLogs: () => logLevel !== undefined,
     listPage: listPageOf,
     listsChanged,
     callTool,

@@ -93,6 +93,17 @@ export function createMetrics() {
       labelNames: ['source'] as const,
       registers: [registry],
     }),
+    tableChanges: new Counter({
+      name: 'gateway_table_changes_total',
+      help: 'table changes the control plane signalled (the data of a table changed), by source',
+      labelNames: ['source'] as const,
+      registers: [registry],
+    }),
+    resourceUpdates: new Counter({
+      name: 'gateway_resource_updates_total',
+      help: 'notifications/resources/updated sent to subscribed sessions',
+      registers: [registry],
+    }),
   };
 }
 

@@ -8,6 +8,7 @@
  * cap, of any key otherwise); when every one of them is busy answering a request, the initialize
  * is refused. Idle sessions also close after `idleMs`. A closed session's id is then one this
  * replica does not hold: its streams (GET) get 404 and its messages are served statelessly.
+ * A session's resource subscriptions (`subscriptions`) end with it.
  */
 import type { ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -15,6 +16,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import type { FastifyBaseLogger } from 'fastify';
 import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
 import type { RequestIds } from './mcp/request-ids.ts';
+import { ResourceSubscriptions } from './mcp/resource-subscriptions.ts';
 import type { McpEndpoint } from './mcp-server.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
@@ -64,11 +66,14 @@ export class SessionRegistry {
   readonly #limits: SessionLimits;
   readonly #sweeper: NodeJS.Timeout;
   #lastSweepAt = 0;
+  /** The resources each open session subscribed to (resources/subscribe). */
+  readonly subscriptions: ResourceSubscriptions;
 
   constructor(metrics: GatewayMetrics, log: FastifyBaseLogger, limits: SessionLimits) {
     this.#metrics = metrics;
     this.#log = log;
     this.#limits = limits;
+    this.subscriptions = new ResourceSubscriptions(log, (id) => this.#sessions.has(id));
     this.#sweeper = setInterval(() => this.#sweep(), Math.min(limits.idleMs, 60_000));
     this.#sweeper.unref();
   }
@@ -144,6 +149,7 @@ export class SessionRegistry {
     const session = this.#sessions.get(id);
     if (!session) return;
     this.#sessions.delete(id);
+    this.subscriptions.drop(id);
     const ofKey = this.#byKey.get(session.keyHash);
     ofKey?.delete(id);
     if (ofKey?.size === 0) this.#byKey.delete(session.keyHash);
@@ -205,6 +211,8 @@ export class SessionRegistry {
     const undelivered = (s: Session) => (error: unknown) =>
       this.#log.debug({ err: error, session: s.id }, 'list_changed not delivered');
     await Promise.all(targets.map((s) => s.server.sendToolListChanged().catch(undelivered(s))));
+    // A binding renamed or moved to another table changes what a subscribed URI watches.
+    void this.subscriptions.exposuresChanged(aeiIds);
     for (const s of targets) {
       void s.endpoint
         .listsChanged()
@@ -241,6 +249,7 @@ export class SessionRegistry {
     clearInterval(this.#sweeper);
     const all = [...this.#sessions.values()];
     for (const session of all) this.remove(session.id);
+    this.subscriptions.clear();
     await Promise.all(all.map((s) => s.transport.close()));
   }
 

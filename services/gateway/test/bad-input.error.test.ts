@@ -416,7 +416,7 @@ describe('other methods the SDK used to answer with -32603', () => {
       );
       // An unknown method stays the SDK's -32601.
       expectRpcError(
-        await direct.post(lane, message(4, 'resources/subscribe', { uri: 'x' })),
+        await direct.post(lane, message(4, 'sampling/createMessage', { messages: [], maxTokens: 1 })),
         4,
         -32601,
         /not found/i,

@@ -210,6 +210,8 @@ const MCP_TRIGGERS: Record<string, Trigger> = {
       mcpPath(),
       JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { x: 'x'.repeat(5000) } }),
     ),
+  '`MCP-Protocol-Version` header naming no supported version (not on `initialize`)': () =>
+    post(mcpPath(), LIST, { 'mcp-protocol-version': '1999-01-01' }),
   'rate limit (header `Retry-After`)': () =>
     withGateway({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '1' }, async (url) => {
       await post(mcpPath(), LIST, {}, url);

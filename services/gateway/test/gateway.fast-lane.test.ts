@@ -126,7 +126,7 @@ describe('fast lane', () => {
     ]);
   });
 
-  it('hands other messages of a held session to the SDK transport (ping, notifications)', async () => {
+  it('answers a ping of a held session, and hands notifications to the SDK transport', async () => {
     let ping: Answer | undefined;
     let note: Answer | undefined;
     const counted = await lanes(async () => {

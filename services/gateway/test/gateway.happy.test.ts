@@ -6,7 +6,7 @@ import type { LoggingMessageNotification } from '@modelcontextprotocol/sdk/types
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
@@ -46,11 +46,12 @@ describe('direct AEI over MCP', () => {
     expect(await client.ping()).toEqual({});
     const logs: LoggingMessageNotification['params'][] = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));
-    await client.setLoggingLevel('info');
+    await client.setLoggingLevel('debug');
     await client.callTool({ name: 'find_customers', arguments: { query: 'length(@)' } });
-    expect(
-      logs.some((l) => (l.data as { tool?: string }).tool === 'find_customers' && l.level === 'info'),
-    ).toBe(true);
+    expect(logs.map((l) => [l.level, (l.data as { tool?: string; event?: string }).event])).toEqual([
+      ['debug', 'started'],
+      ['debug', 'finished'],
+    ]);
     logs.length = 0;
     await client.setLoggingLevel('error');
     await client.callTool({ name: 'find_customers', arguments: { query: 'length(@)' } });
@@ -84,7 +85,7 @@ describe('direct AEI over MCP', () => {
 });
 
 describe('fast path', () => {
-  it('answers tools/call on a held session with plain JSON, and streams once logs are asked for', async () => {
+  it('answers tools/call on a held session with plain JSON, and streams when it has log lines to send', async () => {
     const client = await stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`);
     const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
     const post = (id: number, method: string, params: unknown) =>
@@ -104,12 +105,21 @@ describe('fast path', () => {
     expect(body.id).toBe(1);
     expect(JSON.parse(body.result.content[0]!.text)).toBe('Ada');
 
+    // A refusal is a warning, the level a session starts at: the line comes first, in an event stream.
     const unknown = await post(2, 'tools/call', { name: 'find_customer', arguments: {} });
-    const error = (await unknown.json()) as { error: { code: number; message: string } };
+    expect(unknown.headers.get('content-type')).toBe('text/event-stream');
+    const [warning, error] = (await unknown.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)) as Json);
+    expect(warning).toMatchObject({
+      method: 'notifications/message',
+      params: { level: 'warning', data: { tool: 'find_customer', event: 'refused' } },
+    });
     expect(error.error.code).toBe(-32602);
     expect(error.error.message).toContain('did you mean "find_customers"');
 
-    await client.setLoggingLevel('info');
+    await client.setLoggingLevel('debug');
     const streamed = await post(3, 'tools/call', {
       name: 'find_customers',
       arguments: { query: '[0].name' },

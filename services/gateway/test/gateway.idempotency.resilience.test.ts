@@ -72,7 +72,7 @@ describe('a write sent again with its idempotency key', () => {
 
   it('answers the first outcome and writes once (streamed answers, after logging/setLevel)', async () => {
     const client = await stack.connect(`/api/v2/mcp/server/${directKey}`);
-    await client.setLoggingLevel('info');
+    await client.setLoggingLevel('debug');
     const first = await add(client, 'streamed', 'k-streamed');
     const again = await add(client, 'streamed', 'k-streamed');
     expect(again.content).toEqual(first.content);

@@ -26,7 +26,7 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** An initialized session; with `logs`, the client asked for log messages, so calls take the SDK path. */
+/** An initialized session; with `logs`, the client asked for log messages at info. */
 async function openSession(logs: boolean): Promise<Record<string, string>> {
   const init = await rawPost(
     stack.gatewayUrl,
@@ -63,6 +63,15 @@ const call = (id: number | string, query: string) =>
     id,
     method: 'tools/call',
     params: { name: 'find_customers', arguments: { query } },
+  });
+
+/** A call with a progress token: its progress needs the request's stream, so it takes the SDK path. */
+const sdkCall = (id: number | string, query: string) =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'find_customers', arguments: { query }, _meta: { progressToken: `p-${String(id)}` } },
   });
 
 /** The JSON-RPC answers in a response, JSON or SSE. */
@@ -110,10 +119,10 @@ describe('same id on the SDK path', () => {
     let first: Promise<RawAnswer> | undefined;
     try {
       let firstDone = false;
-      first = rawPost(stack.gatewayUrl, path, call(7, 'length(@)'), { headers });
+      first = rawPost(stack.gatewayUrl, path, sdkCall(7, 'length(@)'), { headers });
       void first.then(() => (firstDone = true));
       await sleep(200);
-      const second = await rawPost(stack.gatewayUrl, path, call(7, '[0].name'), { headers });
+      const second = await rawPost(stack.gatewayUrl, path, sdkCall(7, '[0].name'), { headers });
       expect(firstDone).toBe(false);
       expect(second.status).toBe(409);
       expect(JSON.parse(second.text)).toEqual({
@@ -126,7 +135,7 @@ describe('same id on the SDK path', () => {
         },
       });
       // Another id, and the string "7", are not 7.
-      const other = rawPost(stack.gatewayUrl, path, call('7', '[1].name'), { headers });
+      const other = rawPost(stack.gatewayUrl, path, sdkCall('7', '[1].name'), { headers });
       await sleep(100);
       stack.thawControlPlane();
       expect(answerTo(await first, 7)).toBe(2);
@@ -134,7 +143,7 @@ describe('same id on the SDK path', () => {
     } finally {
       stack.thawControlPlane();
     }
-    const again = await rawPost(stack.gatewayUrl, path, call(7, '[0].name'), { headers });
+    const again = await rawPost(stack.gatewayUrl, path, sdkCall(7, '[0].name'), { headers });
     expect(again.status).toBe(200);
     expect(answerTo(again, 7)).toBe('Ada');
   });
@@ -143,11 +152,11 @@ describe('same id on the SDK path', () => {
     const headers = await openSession(true);
     stack.freezeControlPlane();
     try {
-      const hungUp = cuttable(headers, call(9, 'length(@)'));
+      const hungUp = cuttable(headers, sdkCall(9, 'length(@)'));
       await sleep(200);
       hungUp.cut();
       await sleep(200);
-      const reused = await rawPost(stack.gatewayUrl, path, call(9, '[0].name'), { headers });
+      const reused = await rawPost(stack.gatewayUrl, path, sdkCall(9, '[0].name'), { headers });
       expect(reused.status).toBe(409);
     } finally {
       stack.thawControlPlane();
@@ -155,7 +164,7 @@ describe('same id on the SDK path', () => {
     // Once the first call's answer is out (to nobody), id 9 is free and answers for itself.
     let answer: RawAnswer | undefined;
     for (let i = 0; i < 100; i++) {
-      answer = await rawPost(stack.gatewayUrl, path, call(9, '[0].name'), { headers });
+      answer = await rawPost(stack.gatewayUrl, path, sdkCall(9, '[0].name'), { headers });
       if (answer.status !== 409) break;
       await sleep(50);
     }

@@ -1,5 +1,5 @@
 // An AEI's contexts as MCP resources, through the real gateway and control plane to the SDK
-// Client: the capabilities declare resources (with listChanged); resources/list lists the context
+// Client: the capabilities declare resources (with listChanged and subscribe); resources/list lists the context
 // of each bound tool that can already read all of it (a query tool, not a preview tool that shows
 // key fields only); resources/read answers the whole context (as get_all would), and through the
 // template one node under it; a path that climbs out (`..`, `%2e%2e`) or names nothing is refused,
@@ -49,7 +49,7 @@ afterAll(() => stack.close());
 
 describe('resources of an AEI', () => {
   it('are declared, listed per context tool, with the template for a part of one', async () => {
-    expect(client.getServerCapabilities()?.resources).toEqual({ listChanged: true });
+    expect(client.getServerCapabilities()?.resources).toEqual({ listChanged: true, subscribe: true });
     const { resources } = await client.listResources();
     expect(resources).toEqual([
       expect.objectContaining({

@@ -80,7 +80,7 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     }),
     GATEWAY_URLS: list({
       items: 'url',
-      doc: 'gateway base URLs told of exposure changes (`POST {url}/cache/invalidate`); `pnpm start` sets the local gateway',
+      doc: 'gateway base URLs told of exposure changes and of tables’ data changes, for resource subscriptions (`POST {url}/cache/invalidate`); `pnpm start` sets the local gateway',
     }),
     OPS_TOKEN: {
       ...OPS_TOKEN,
@@ -89,7 +89,7 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     REDIS_URL: {
       ...REDIS_URL,
       doc:
-        'Redis for exposure-change fan-out (channel `bindery:config-invalidate`) and, on PostgreSQL, for tables’ ' +
+        'Redis for exposure-change and table-change fan-out (channel `bindery:config-invalidate`) and, on PostgreSQL, for tables’ ' +
         'latest versions shared by every control plane (a read served from the context cache then asks no ' +
         'database; a write is refused while Redis is unreachable); unset = HTTP only, and on PostgreSQL every ' +
         'read asks the database for its table’s version',

@@ -79,6 +79,11 @@ export interface ContextStoreOptions {
   versions: TableVersions;
   log: { warn(details: object, message: string): void };
   fold?: FoldPolicy;
+  /**
+   * Told after each commit that changed a table's data (a batch of writes, a replacement), with
+   * the version it reached; synchronously, so it must only note the change (it is not awaited).
+   */
+  changed?: (tableId: string, version: number) => void;
 }
 
 export class ContextStore {
@@ -88,6 +93,7 @@ export class ContextStore {
   readonly #recent = new RecentChanges();
   readonly #folds: TableFolds;
   readonly #log: ContextStoreOptions['log'];
+  readonly #changed: ContextStoreOptions['changed'];
   /** Writes waiting per table in this process (one batch of a table commits at a time). */
   readonly #queues = new Map<string, QueuedWrite<unknown>[]>();
 
@@ -97,6 +103,7 @@ export class ContextStore {
     this.#versions = options.versions;
     this.#folds = new TableFolds(options.prisma, options.log, options.fold);
     this.#log = options.log;
+    this.#changed = options.changed;
   }
 
   /** Where reads learn tables' versions (also told by the admin API's writes). */
@@ -251,6 +258,8 @@ export class ContextStore {
       // Committed whatever happened here: reads then go to the database.
       this.#log.warn({ err: error, table_id: at.tableId }, 'keeping a committed write in memory failed');
     }
+    const last = written.accepted.at(-1);
+    if (last !== undefined) this.#tell(at.tableId, last.patch.version);
     for (const { queued, result, patch } of written.accepted) {
       queued.tracked.committed(undefined);
       queued.settle({ ok: true, value: { result, version: patch.version } });
@@ -338,6 +347,17 @@ export class ContextStore {
   /** After the commit of a wholesale replacement of the table's data (PUT) at `version`. */
   replaced(tableId: string, version: number): void {
     this.#versions.committed(tableId, version);
+    this.#tell(tableId, version);
+  }
+
+  /** Every commit that changed a table's data comes here: the gateways hear of it (not awaited). */
+  #tell(tableId: string, version: number): void {
+    try {
+      this.#changed?.(tableId, version);
+    } catch (error) {
+      // Committed whatever happens here: subscribers miss one notification, the write stands.
+      this.#log.warn({ err: error, table_id: tableId }, 'announcing a table change failed');
+    }
   }
 
   /** Stops folding patches (waiting for the folds under way) and lets go of Redis. */

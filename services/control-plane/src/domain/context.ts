@@ -1,6 +1,7 @@
 /**
  * What every domain service is handed: the database, the listener told when an AEI's exposed
- * configuration changed (the gateway cache invalidation hangs off it), the secrets' keyring and
+ * configuration or a table's data changed (the gateways' cache invalidation and resources/updated
+ * notifications hang off it), the secrets' keyring and
  * the sandbox that checks custom tools' sources.
  */
 import type { PrismaClient } from '../generated/prisma/client.ts';
@@ -18,6 +19,12 @@ export interface ConfigChangeListener {
    * awaited before the change is answered (the gateways being told; the listener bounds the wait).
    */
   configChanged(aeiIds: readonly string[]): void | Promise<void>;
+  /**
+   * Called after commit when a table's data reached `version` (a tool's write or the admin API's
+   * replacement). Synchronous and never awaited on the write's path: the listener sends the
+   * signal later (coalesced) and must not throw.
+   */
+  tableChanged?(tableId: string, version: number): void;
 }
 
 export interface DomainContext {

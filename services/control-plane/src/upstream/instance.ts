@@ -97,6 +97,8 @@ export class UpstreamInstance {
   lastUsedAt = Date.now();
   /** The MCP session this instance serves in `per_session` mode ('' : shared by every caller). */
   session = '';
+  /** Told each stderr line of this instance (the calls of its one session in flight). */
+  readonly stderrListeners = new Set<(line: string) => void>();
   private closing = false;
 
   private constructor(

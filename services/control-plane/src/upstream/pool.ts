@@ -40,6 +40,12 @@ export interface CallOptions {
   session?: string | undefined;
   /** Told each progress report the upstream sends for the call. */
   progress?: ((report: ToolProgress) => void) | undefined;
+  /**
+   * Told each stderr line (secrets redacted) the instance writes while the call runs, when the
+   * instance serves this one session (per_session mode): a shared instance's lines cannot be told
+   * apart by caller, so they stay in the server's log tail only.
+   */
+  stderr?: ((line: string) => void) | undefined;
 }
 
 export interface PoolEvents {
@@ -180,9 +186,11 @@ export class UpstreamPool {
     args: Record<string, unknown>,
     call: CallOptions = {},
   ): Promise<CallToolResult> {
-    const { signal, session, progress } = call;
+    const { signal, session, progress, stderr } = call;
     const timeoutMs = this.options.limits.callTimeoutMs;
     const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
+    const listens = stderr !== undefined && instance.session !== '';
+    if (listens) instance.stderrListeners.add(stderr);
     try {
       // The call's own timeout starts once it has an instance (a start has its own deadline).
       const result = await instance.callTool(tool, args, {
@@ -196,6 +204,7 @@ export class UpstreamPool {
     } catch (error) {
       throw this.callFailed(server, tool, error, signal, timeoutMs);
     } finally {
+      if (listens) instance.stderrListeners.delete(stderr);
       this.release(instance);
     }
   }
@@ -385,6 +394,8 @@ export class UpstreamPool {
     try {
       const resolved = await this.options.transport();
       this.secrets = resolved;
+      // Set once connected: lines before that belong to no call.
+      const connected: { instance?: UpstreamInstance } = {};
       const instance = await UpstreamInstance.connect({
         transport: resolved.transport,
         outbound: this.options.outbound,
@@ -399,6 +410,7 @@ export class UpstreamPool {
             const line = this.secrets.redact(raw);
             this.stderr.push(line);
             this.options.events.stderr(line);
+            for (const listener of connected.instance?.stderrListeners ?? []) listener(line);
           },
         },
       });
@@ -407,6 +419,7 @@ export class UpstreamPool {
         throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
       }
       instance.session = key;
+      connected.instance = instance;
       this.instances.add(instance);
       this.options.events.meter?.instances(this.instances.size);
       return instance;

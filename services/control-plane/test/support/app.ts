@@ -152,6 +152,7 @@ export async function startTestApp(
           configChanges.push([...ids]);
           options.listener?.configChanged(ids);
         },
+        tableChanged: (tableId, version) => options.listener?.tableChanged?.(tableId, version),
       },
       keyring: secretKeys ? new SecretKeyring(secretKeys.key, secretKeys.oldKeys) : undefined,
     },

@@ -16,6 +16,7 @@ import { LookupsLimitedError, keyHash, type Exposure, type ExposureCache } from 
 import { answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
 import { createMcpServer } from '../mcp-server.ts';
 import { MCP_ROUTES } from '../mcp/paths.ts';
+import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
 import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -84,6 +85,13 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       const refusal = envelopeRefusal(request.body);
       if (refusal) return sendJsonRpcError(reply, refusal);
     }
+    // A header check, answered before the key as the body's are: an MCP-Protocol-Version no
+    // supported version is refused on every path alike (the initialize request negotiates instead).
+    const unsupported = protocolVersionRefusal(
+      request.headers,
+      request.method === 'POST' && wantsInitialize(request.body),
+    );
+    if (unsupported) return sendJsonRpcError(reply, unsupported);
     const hash = apiKey ? keyHash(apiKey) : '';
     const exposure = await admit(request, reply, apiKey, hash, flavor);
     if (!exposure || !apiKey) return reply;
@@ -98,6 +106,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         itemTimeoutMs: config.progressive.itemTimeoutMs,
       },
       sessionIdHint: typeof sessionHeader === 'string' ? sessionHeader : undefined,
+      subscriptions: sessions.subscriptions,
       client,
       metrics,
       log: request.log,

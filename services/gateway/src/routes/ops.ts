@@ -1,9 +1,10 @@
 /**
  * Operator routes: liveness, readiness (the control plane's state as the gateway sees it),
  * Prometheus metrics (behind METRICS_TOKEN when it is set), and cache invalidation (ops token)
- * which also tells open sessions their tools changed.
+ * which also tells open sessions their tools changed, and carries the control plane's table
+ * changes (resources/updated for the sessions subscribed to those tables' contexts).
  */
-import { bearerTokenCheck } from '@bindery/contracts/server';
+import { bearerTokenCheck, invalidatesConfig, type TableChange } from '@bindery/contracts/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readiness } from '../control-plane-client.ts';
 import { sendRestError } from '../http/rest-errors.ts';
@@ -37,6 +38,8 @@ export interface InvalidateBody {
   aei_ids?: string[];
   api_keys?: string[];
   all?: boolean;
+  /** Tables whose data changed (alone in a message, they drop no cached config). */
+  table_changes?: TableChange[];
 }
 
 const InvalidateSchema = {
@@ -47,18 +50,48 @@ const InvalidateSchema = {
     aei_ids: { type: 'array', items: { type: 'string', maxLength: 64 }, maxItems: 10_000 },
     api_keys: { type: 'array', items: { type: 'string', maxLength: 256 }, maxItems: 10_000 },
     all: { type: 'boolean' },
+    table_changes: {
+      type: 'array',
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['table_id', 'version'],
+        properties: {
+          table_id: { type: 'string', maxLength: 64 },
+          version: { type: 'integer', minimum: 0 },
+        },
+      },
+    },
   },
 } as const;
 
-/** Drops cache entries and announces list_changed to the affected sessions (routes and Redis share it). */
-export async function invalidate(deps: Pick<OpsRouteDeps, 'cache' | 'sessions'>, body: InvalidateBody) {
-  const aeiIds = deps.cache.invalidate({
-    ...(body.aei_ids && { aeiIds: body.aei_ids }),
-    ...(body.api_keys && { apiKeys: body.api_keys }),
-    ...(body.all && { all: true }),
-  });
-  const notified = await deps.sessions.announceToolListChanged(aeiIds);
-  return { aei_ids: aeiIds, sessions_notified: notified };
+/**
+ * Drops cache entries and announces list_changed to the affected sessions, and sends
+ * resources/updated for the tables that changed (routes and Redis share it).
+ */
+export async function invalidate(
+  deps: Pick<OpsRouteDeps, 'cache' | 'sessions' | 'metrics'>,
+  body: InvalidateBody,
+  source: 'http' | 'redis',
+): Promise<{ aei_ids: string[]; sessions_notified: number; resources_updated?: number }> {
+  let answer: { aei_ids: string[]; sessions_notified: number } = { aei_ids: [], sessions_notified: 0 };
+  // A message of table changes alone leaves the cache be: writes are far more frequent than changes.
+  if (invalidatesConfig(body)) {
+    deps.metrics.invalidations.inc({ source });
+    const aeiIds = deps.cache.invalidate({
+      ...(body.aei_ids && { aeiIds: body.aei_ids }),
+      ...(body.api_keys && { apiKeys: body.api_keys }),
+      ...(body.all && { all: true }),
+    });
+    const notified = await deps.sessions.announceToolListChanged(aeiIds);
+    answer = { aei_ids: aeiIds, sessions_notified: notified };
+  }
+  if (body.table_changes === undefined) return answer;
+  deps.metrics.tableChanges.inc({ source }, body.table_changes.length);
+  const updated = deps.sessions.subscriptions.tablesChanged(body.table_changes);
+  deps.metrics.resourceUpdates.inc(updated);
+  return { ...answer, resources_updated: updated };
 }
 
 /** The 401 answer of the ops routes, in the gateway's REST error body. */
@@ -94,8 +127,7 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
           opsAllowed ? 'send "Authorization: Bearer <OPS_TOKEN>"' : 'OPS_TOKEN is not set on this gateway',
         );
       }
-      deps.metrics.invalidations.inc({ source: 'http' });
-      return invalidate(deps, request.body);
+      return invalidate(deps, request.body, 'http');
     },
   );
 }

@@ -4,7 +4,7 @@
  * goes to the server's pool (upstream/), with the call timeout and the caller's cancellation, and
  * its result comes back as the upstream gave it: content, structuredContent and isError unchanged.
  */
-import { CreateMcpAdiBody, type ToolAnnotations } from '@bindery/contracts';
+import { CreateMcpAdiBody, STDERR_META_KEY, type ToolAnnotations } from '@bindery/contracts';
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../../errors.ts';
 import { defaultToolName } from '../tool-naming.ts';
@@ -52,12 +52,46 @@ async function run(call: ToolCall): Promise<ToolAnswer> {
       { upstream: server.name, upstream_server_id: serverId, tool },
     );
   }
-  const result = await upstreams.callTool(serverId, tool, call.args, {
-    signal: call.signal,
-    session: call.session,
-    progress: call.progress,
-  });
-  return ToolAnswer.result(result as unknown as { content: JsonValue[] });
+  const stderr = new StderrLines();
+  try {
+    const result = await upstreams.callTool(serverId, tool, call.args, {
+      signal: call.signal,
+      session: call.session,
+      progress: call.progress,
+      stderr: (line) => stderr.push(line),
+    });
+    return ToolAnswer.result(result as unknown as { content: JsonValue[] });
+  } finally {
+    // On a failure too: what the server wrote then is what explains it.
+    if (stderr.lines.length > 0) call.meta[STDERR_META_KEY] = stderr.lines;
+  }
+}
+
+/** Lines a call's result carries, and the characters in all: the rest is counted, not kept. */
+const STDERR_MAX_LINES = 50;
+const STDERR_MAX_CHARS = 16_384;
+
+/** The stderr lines of one call, bounded; a last line says how many were left out. */
+class StderrLines {
+  readonly lines: string[] = [];
+  private chars = 0;
+  private dropped = 0;
+
+  push(line: string): void {
+    if (
+      this.dropped > 0 ||
+      this.lines.length >= STDERR_MAX_LINES ||
+      this.chars + line.length > STDERR_MAX_CHARS
+    ) {
+      this.dropped += 1;
+      const note = `… ${this.dropped} more line${this.dropped === 1 ? '' : 's'} left out`;
+      if (this.dropped === 1) this.lines.push(note);
+      else this.lines[this.lines.length - 1] = note;
+      return;
+    }
+    this.chars += line.length;
+    this.lines.push(line);
+  }
 }
 
 export const mcpKind: ToolKindModule<unknown, never> = {

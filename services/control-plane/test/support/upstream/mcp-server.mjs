@@ -1,7 +1,7 @@
 // A real MCP server for tests, written with the MCP SDK's low-level Server (raw JSON Schemas, no
 // zod): run as a script it serves stdio; imported, `createMcpServer()` gives one server for an
 // HTTP transport. Its tools:
-//   echo {text}            -> the text
+//   echo {text, stderr?}   -> the text (first writing `stderr`, when given, to stderr)
 //   add {a, b}             -> structuredContent {sum}, with an output schema
 //   whoami                 -> {pid, marker} (this process and the UPSTREAM_TEST_MARKER env value): counts processes
 //   slow {ms}              -> answers after ms
@@ -87,6 +87,11 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
     const args = request.params.arguments ?? {};
     switch (request.params.name) {
       case 'echo':
+        if (typeof args.stderr === 'string') {
+          process.stderr.write(`${args.stderr}\n`);
+          // The line travels on another pipe than the answer: give it time to arrive first.
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
         return text(String(args.text));
       case 'add': {
         const sum = Number(args.a) + Number(args.b);

@@ -1,0 +1,222 @@
+/**
+ * resources/subscribe and resources/unsubscribe: the URIs each session of this gateway subscribed
+ * to, each mapped to the table of its binding's context, and `notifications/resources/updated`
+ * when the control plane signals that a table's data changed (a tool's write through any gateway,
+ * or the admin API), sent on the session's standing SSE stream (the GET it keeps open).
+ *
+ * A URI under the template (`…/context/customers/0`) maps to its binding's table as the whole
+ * context does: any write to the table may have changed it, so it is notified too. The mapping is
+ * looked up again when the AEI's config changes (a binding renamed or moved to another table); a
+ * URI that names no resource any more keeps its place and is notified again if it comes back.
+ *
+ * Best effort, at most once per table version: a signal is coalesced by the control plane (one
+ * notification may stand for several writes) and signals for a version already notified (the same
+ * change heard over HTTP and Redis) are dropped. Subscriptions live in this process: a session
+ * that closes drops its own, and one served here statelessly cannot subscribe.
+ */
+import type { TableChange } from '@bindery/contracts/server';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Exposure } from '../exposure-cache.ts';
+import { JSONRPC } from '../jsonrpc-errors.ts';
+import { parseResourceUri } from './resources.ts';
+import { WireError } from './wire-error.ts';
+
+/** Subscriptions one session may hold. */
+export const MAX_SUBSCRIPTIONS_PER_SESSION = 100;
+
+interface Subscriber {
+  aeiId: string | undefined;
+  /** The session's exposure as it is now (for mapping URIs again after a config change). */
+  exposure(): Promise<Exposure>;
+  /** Sends notifications/resources/updated for `uri` on the session's standing stream. */
+  notify(uri: string): Promise<void>;
+  /** Subscribed URIs and the table each names now (undefined: no resource of the exposure now). */
+  uris: Map<string, string | undefined>;
+  /** Mappings started; only the latest one's answer counts. */
+  mapping: number;
+}
+
+interface Watched {
+  sessions: Set<string>;
+  /** The highest version notified: a signal for it or an older one is a duplicate. */
+  version: number | undefined;
+}
+
+export interface SubscribeRequest {
+  /** The session's id, undefined when the request is served without a session of this replica. */
+  sessionId: string | undefined;
+  uri: string;
+  exposure: Exposure;
+  resolve(): Promise<Exposure>;
+  notify(uri: string): Promise<void>;
+}
+
+/** The table a URI's binding reads from, or undefined when the URI names no resource of `exposure`. */
+function tableOf(exposure: Exposure, uri: string): string | undefined {
+  try {
+    return parseResourceUri(exposure, uri).binding.adi_ref.table_id;
+  } catch {
+    return undefined;
+  }
+}
+
+export class ResourceSubscriptions {
+  readonly #sessions = new Map<string, Subscriber>();
+  readonly #byTable = new Map<string, Watched>();
+  readonly #log: FastifyBaseLogger;
+  /** Whether this replica holds the session (a subscription of a closed one would never be dropped). */
+  readonly #held: (sessionId: string) => boolean;
+
+  constructor(log: FastifyBaseLogger, held: (sessionId: string) => boolean) {
+    this.#log = log;
+    this.#held = held;
+  }
+
+  /** resources/subscribe: -32002 for a URI naming no resource, -32602 for a bad one or over the cap. */
+  subscribe(request: SubscribeRequest): void {
+    const { sessionId, uri, exposure } = request;
+    if (sessionId === undefined || !this.#held(sessionId)) {
+      throw new WireError(
+        JSONRPC.UNAUTHORIZED,
+        'resources/subscribe needs a session this gateway holds (this one ended, or is held by another gateway); ' +
+          'send initialize without a session id and subscribe in the new session',
+        { code: 'NOT_FOUND' },
+      );
+    }
+    // The same errors resources/read answers for the URI.
+    const tableId = parseResourceUri(exposure, uri).binding.adi_ref.table_id;
+    let subscriber = this.#sessions.get(sessionId);
+    if (subscriber?.uris.has(uri)) return;
+    if ((subscriber?.uris.size ?? 0) >= MAX_SUBSCRIPTIONS_PER_SESSION) {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        `a session subscribes to at most ${MAX_SUBSCRIPTIONS_PER_SESSION} resources; ` +
+          'unsubscribe from one first (a subscription to a context covers every part of it)',
+        { limit: MAX_SUBSCRIPTIONS_PER_SESSION },
+      );
+    }
+    if (!subscriber) {
+      subscriber = {
+        aeiId: exposure.kind === 'aei' ? exposure.config.aei.id : undefined,
+        exposure: request.resolve,
+        notify: request.notify,
+        uris: new Map(),
+        mapping: 0,
+      };
+      this.#sessions.set(sessionId, subscriber);
+    }
+    subscriber.uris.set(uri, tableId);
+    this.#watch(tableId, sessionId);
+  }
+
+  /** resources/unsubscribe: drops the URI if the session subscribed to it (idempotent). */
+  unsubscribe(sessionId: string | undefined, uri: string): void {
+    if (sessionId === undefined) return;
+    const subscriber = this.#sessions.get(sessionId);
+    if (!subscriber?.uris.has(uri)) return;
+    const tableId = subscriber.uris.get(uri);
+    subscriber.uris.delete(uri);
+    if (tableId !== undefined) this.#unwatchIfUnused(tableId, sessionId, subscriber);
+    if (subscriber.uris.size === 0) this.#sessions.delete(sessionId);
+  }
+
+  /** A session closed: its subscriptions go with it. */
+  drop(sessionId: string): void {
+    const subscriber = this.#sessions.get(sessionId);
+    if (!subscriber) return;
+    this.#sessions.delete(sessionId);
+    for (const tableId of new Set(subscriber.uris.values())) {
+      if (tableId !== undefined) this.#unwatch(tableId, sessionId);
+    }
+  }
+
+  /** How many URIs the session subscribed to. */
+  count(sessionId: string): number {
+    return this.#sessions.get(sessionId)?.uris.size ?? 0;
+  }
+
+  /**
+   * The control plane's signal: sends resources/updated for every subscribed URI of these tables
+   * (without waiting for delivery); answers how many were sent.
+   */
+  tablesChanged(changes: readonly TableChange[]): number {
+    let sent = 0;
+    for (const { table_id: tableId, version } of changes) {
+      const watched = this.#byTable.get(tableId);
+      if (!watched) continue;
+      if (watched.version !== undefined && version <= watched.version) continue;
+      watched.version = version;
+      for (const sessionId of watched.sessions) {
+        const subscriber = this.#sessions.get(sessionId);
+        if (!subscriber) continue;
+        for (const [uri, table] of subscriber.uris) {
+          if (table !== tableId) continue;
+          sent += 1;
+          subscriber
+            .notify(uri)
+            .catch((error: unknown) =>
+              this.#log.debug({ err: error, session: sessionId, uri }, 'resources/updated not delivered'),
+            );
+        }
+      }
+    }
+    return sent;
+  }
+
+  /**
+   * The config of these AEIs changed: the subscribed URIs of their sessions are mapped to tables
+   * again (a binding may have been renamed or moved to another table). Never rejects.
+   */
+  async exposuresChanged(aeiIds: readonly string[]): Promise<void> {
+    const wanted = new Set(aeiIds);
+    const remaps = [...this.#sessions]
+      .filter(([, s]) => s.aeiId !== undefined && wanted.has(s.aeiId))
+      .map(([sessionId, s]) => this.#remap(sessionId, s));
+    await Promise.all(remaps);
+  }
+
+  async #remap(sessionId: string, subscriber: Subscriber): Promise<void> {
+    const mine = ++subscriber.mapping;
+    let exposure: Exposure;
+    try {
+      exposure = await subscriber.exposure();
+    } catch (error) {
+      this.#log.debug({ err: error, session: sessionId }, 'subscriptions not mapped again: no config');
+      return;
+    }
+    // A newer mapping is under way, or the session closed meanwhile.
+    if (mine !== subscriber.mapping || this.#sessions.get(sessionId) !== subscriber) return;
+    for (const [uri, before] of subscriber.uris) {
+      const now = tableOf(exposure, uri);
+      if (now === before) continue;
+      subscriber.uris.set(uri, now);
+      if (before !== undefined) this.#unwatchIfUnused(before, sessionId, subscriber);
+      if (now !== undefined) this.#watch(now, sessionId);
+    }
+  }
+
+  #watch(tableId: string, sessionId: string): void {
+    let watched = this.#byTable.get(tableId);
+    if (!watched) this.#byTable.set(tableId, (watched = { sessions: new Set(), version: undefined }));
+    watched.sessions.add(sessionId);
+  }
+
+  #unwatchIfUnused(tableId: string, sessionId: string, subscriber: Subscriber): void {
+    for (const table of subscriber.uris.values()) if (table === tableId) return;
+    this.#unwatch(tableId, sessionId);
+  }
+
+  #unwatch(tableId: string, sessionId: string): void {
+    const watched = this.#byTable.get(tableId);
+    if (!watched) return;
+    watched.sessions.delete(sessionId);
+    if (watched.sessions.size === 0) this.#byTable.delete(tableId);
+  }
+
+  /** Every session's subscriptions dropped (the gateway is closing). */
+  clear(): void {
+    this.#sessions.clear();
+    this.#byTable.clear();
+  }
+}
