@@ -281,7 +281,7 @@ describe('execute_apis rate limit', () => {
 });
 
 describe('catalog size', () => {
-  it('a 1,000-binding AEI lists under 2% of its direct-mode bytes; in direct mode 5 pages of 200, none across an admin change', async () => {
+  it('a 1,000-binding AEI lists under 2% of its direct-mode bytes; in direct mode 5 pages of 200 tools (and 3 of its 500 resources), none across an admin change', async () => {
     const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, token);
     const table = await as('POST', '/api/v2/tables', { name: 'big', data: { items: [] } });
     const aei = await as('POST', '/api/v2/aeis', { name: 'big', exposure_mode: 'progressive' });
@@ -350,9 +350,25 @@ describe('catalog size', () => {
     const before = await pages();
     expect(before.map((p) => p.length)).toEqual([200, 200, 200, 200, 200]);
     expect(await pages()).toEqual(before);
-    // An admin change between page 2 and page 3: the old cursor fails, a fresh listing is whole.
+    // Resources page the same way: the 500 query and select tools read their whole context.
+    const resourcePages = async () => {
+      const uris: string[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listResources(cursor ? { cursor } : {});
+        uris.push(page.resources.map((r) => r.uri));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return uris;
+    };
+    const resourcesBefore = await resourcePages();
+    expect(resourcesBefore.map((p) => p.length)).toEqual([200, 200, 100]);
+    expect(await resourcePages()).toEqual(resourcesBefore);
+    // An admin change between page 2 and page 3: the old cursors fail, fresh listings are whole.
     const first = await client.listTools();
     const second = await client.listTools({ cursor: first.nextCursor! });
+    const firstResources = await client.listResources();
+    const secondResources = await client.listResources({ cursor: firstResources.nextCursor! });
     const bindings = await as('GET', `/api/v2/aeis/${aei.id}/bindings?limit=1`);
     await as('PATCH', `/api/v2/aeis/${aei.id}/bindings/${bindings.items[0].id}`, {
       tool_name: 'renamed_first',
@@ -366,6 +382,21 @@ describe('catalog size', () => {
     const after = await pages();
     expect(after.map((p) => p.length)).toEqual([200, 200, 200, 200, 200]);
     expect(after.flat()).toEqual(['renamed_first', ...before.flat().slice(1)]);
+    const staleResources = await client.listResources({ cursor: secondResources.nextCursor! }).then(
+      () => undefined,
+      (error: unknown) => error as { code: number; message: string },
+    );
+    expect(staleResources?.code).toBe(-32602);
+    expect(staleResources?.message).toMatch(/the list changed since this cursor was handed out/);
+    const resourcesAfter = await resourcePages();
+    expect(resourcesAfter.map((p) => p.length)).toEqual([200, 200, 100]);
+    const uriOf = (tool: string) => `bindery://tools/${tool}/context`;
+    expect([...resourcesAfter.flat()].sort()).toEqual(
+      resourcesBefore
+        .flat()
+        .map((uri) => (uri === uriOf(before.flat()[0]!) ? uriOf('renamed_first') : uri))
+        .sort(),
+    );
     await client.close();
   }, 180_000);
 });
