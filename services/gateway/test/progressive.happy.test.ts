@@ -337,30 +337,34 @@ describe('catalog size', () => {
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}/api/v2/mcp/server/${aei.api_key}`)),
     );
-    const pages = async () => {
-      const names: string[][] = [];
+    /** Every page of a list, each as the keys `pick` takes from it. */
+    const pageThrough = async <Page extends { nextCursor?: string }>(
+      list: (params: { cursor?: string }) => Promise<Page>,
+      pick: (page: Page) => string[],
+    ) => {
+      const keys: string[][] = [];
       let cursor: string | undefined;
       do {
-        const page = await client.listTools(cursor ? { cursor } : {});
-        names.push(page.tools.map((t) => t.name));
+        const page = await list(cursor ? { cursor } : {});
+        keys.push(pick(page));
         cursor = page.nextCursor;
       } while (cursor);
-      return names;
+      return keys;
     };
+    const pages = () =>
+      pageThrough(
+        (params) => client.listTools(params),
+        (page) => page.tools.map((t) => t.name),
+      );
     const before = await pages();
     expect(before.map((p) => p.length)).toEqual([200, 200, 200, 200, 200]);
     expect(await pages()).toEqual(before);
     // Resources page the same way: the 500 query and select tools read their whole context.
-    const resourcePages = async () => {
-      const uris: string[][] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listResources(cursor ? { cursor } : {});
-        uris.push(page.resources.map((r) => r.uri));
-        cursor = page.nextCursor;
-      } while (cursor);
-      return uris;
-    };
+    const resourcePages = () =>
+      pageThrough(
+        (params) => client.listResources(params),
+        (page) => page.resources.map((r) => r.uri),
+      );
     const resourcesBefore = await resourcePages();
     expect(resourcesBefore.map((p) => p.length)).toEqual([200, 200, 100]);
     expect(await resourcePages()).toEqual(resourcesBefore);

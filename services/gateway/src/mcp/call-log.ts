@@ -12,7 +12,7 @@
  * | a custom tool's console line                          | its console level (below)   | `console`    |
  * | an upstream server's stderr line during the call      | info                        | `upstream`   |
  */
-import { CONSOLE_META_KEY, STDERR_META_KEY, type ErrorCode } from '@bindery/contracts';
+import { CONSOLE_META_KEY, ERROR_CODES, STDERR_META_KEY, type ErrorCode } from '@bindery/contracts';
 import type {
   CallToolResult,
   LoggingLevel,
@@ -40,22 +40,14 @@ export function allows(threshold: LoggingLevel, level: LoggingLevel): boolean {
   return LEVELS.indexOf(level) >= LEVELS.indexOf(threshold);
 }
 
-/** Codes that say the call was refused (the caller can fix it), not that something broke. */
-const REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'NOT_FOUND',
-  'CONFLICT',
-  'VALIDATION_FAILED',
-  'INVALID_QUERY',
-  'RESULT_TOO_LARGE',
-  'PAYLOAD_TOO_LARGE',
-  'PRECONDITION_FAILED',
-  'RATE_LIMITED',
-  'SESSION_NOT_INITIALIZED',
-  'LIMIT_EXCEEDED',
-  'NOT_CONFIGURED',
+/** Codes that say something broke (the tool, its upstream, the platform); the others, that the call was refused. */
+const FAILURES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'UPSTREAM_FAILED',
+  'TIMEOUT',
+  'OUTCOME_UNKNOWN',
+  'INTERNAL',
 ]);
+const REFUSALS: ReadonlySet<string> = new Set(ERROR_CODES.filter((code) => !FAILURES.has(code)));
 
 /** A custom tool's console levels as MCP levels (`truncated` says lines were dropped). */
 const CONSOLE_LEVELS: Record<string, LoggingLevel> = {
@@ -95,7 +87,7 @@ export function finishLines(tool: string, result: CallToolResult, durationMs: nu
   const status = result.isError ? 'error' : 'ok';
   if (result.isError) {
     const error = errorOf(result);
-    const refused = error.code !== undefined && REFUSALS.has(error.code as ErrorCode);
+    const refused = error.code !== undefined && REFUSALS.has(error.code);
     lines.push({
       level: refused ? 'warning' : 'error',
       logger: 'bindery',
