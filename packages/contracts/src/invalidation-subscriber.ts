@@ -30,14 +30,19 @@ export function invalidatesConfig(message: InvalidationMessage): boolean {
 
 /** At most this many table changes in one message (the sender splits longer lists). */
 export const MAX_TABLE_CHANGES = 1000;
+/** The longest table id a table change may name (ids are far shorter; this bounds what is kept). */
+export const TABLE_ID_MAX_CHARS = 64;
 
 function tableChanges(v: unknown): TableChange[] | undefined {
   if (!Array.isArray(v) || v.length > MAX_TABLE_CHANGES) return undefined;
   const changes: TableChange[] = [];
   for (const item of v as unknown[]) {
     const c = item as { table_id?: unknown; version?: unknown } | null;
-    if (typeof c?.table_id !== 'string' || !Number.isSafeInteger(c.version)) return undefined;
-    changes.push({ table_id: c.table_id, version: c.version as number });
+    const id = c?.table_id;
+    if (typeof id !== 'string' || id.length === 0 || id.length > TABLE_ID_MAX_CHARS) return undefined;
+    // A version is a table's, from 1; the same bounds the gateway's HTTP route sets.
+    if (!Number.isSafeInteger(c?.version) || (c?.version as number) < 1) return undefined;
+    changes.push({ table_id: id, version: c?.version as number });
   }
   return changes;
 }

@@ -25,6 +25,7 @@ export {
 export {
   INVALIDATION_CHANNEL,
   MAX_TABLE_CHANGES,
+  TABLE_ID_MAX_CHARS,
   invalidatesConfig,
   subscribeInvalidations,
   type InvalidationMessage,

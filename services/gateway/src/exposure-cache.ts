@@ -340,6 +340,9 @@ export class ExposureCache {
    * open sessions can be told the tool list changed.
    */
   invalidate(target: { aeiIds?: readonly string[]; apiKeys?: readonly string[]; all?: boolean }): string[] {
+    // A message naming nothing (one of a newer control plane whose members this gateway does not
+    // know, say) changes nothing: it must not cost the lookups in flight.
+    if (!target.all && !target.aeiIds?.length && !target.apiKeys?.length) return [];
     // Lookups in flight may answer with the config from before the change: none of them is cached
     // or joined from now on (cheap: invalidations are rare, and a dropped lookup is sent again).
     this.#generation += 1;

@@ -206,7 +206,12 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const unstorable = unstorableArguments(args);
     if (unstorable) {
       deps.metrics.toolCalls.inc({ status: 'error' });
-      return { content: [{ type: 'text', text: JSON.stringify({ error: unstorable }) }], isError: true };
+      const refused: CallToolResult = {
+        content: [{ type: 'text', text: JSON.stringify({ error: unstorable }) }],
+        isError: true,
+      };
+      for (const line of finishLines(name, refused, 0)) await log(call.notify, line);
+      return refused;
     }
     await log(call.notify, startLine(name));
     const started = performance.now();

@@ -39,6 +39,8 @@ export interface Session {
    * notifications/cancelled aborts them (the SDK only knows the requests it handles itself).
    */
   directCalls?: Map<string, AbortController>;
+  /** The response of the session's open GET stream, if any: whether its client keeps up reading. */
+  standing?: ServerResponse | undefined;
 }
 
 export interface SessionLimits {
@@ -73,7 +75,11 @@ export class SessionRegistry {
     this.#metrics = metrics;
     this.#log = log;
     this.#limits = limits;
-    this.subscriptions = new ResourceSubscriptions(log, (id) => this.#sessions.has(id));
+    this.subscriptions = new ResourceSubscriptions(
+      log,
+      (id) => this.#sessions.has(id),
+      (id) => this.#sessions.get(id)?.standing,
+    );
     this.#sweeper = setInterval(() => this.#sweep(), Math.min(limits.idleMs, 60_000));
     this.#sweeper.unref();
   }

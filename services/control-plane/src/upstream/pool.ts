@@ -200,6 +200,9 @@ export class UpstreamPool {
       });
       this.succeeded();
       this.options.events.meter?.call('ok');
+      // stderr travels on another pipe than the answer: a line written just before it may still
+      // be waiting to be read. One turn of the event loop reads what is there (best effort).
+      if (listens) await new Promise((resolve) => setImmediate(resolve));
       return this.secrets.redactJson(result);
     } catch (error) {
       throw this.callFailed(server, tool, error, signal, timeoutMs);

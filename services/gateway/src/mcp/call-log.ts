@@ -59,6 +59,9 @@ const CONSOLE_LEVELS: Record<string, LoggingLevel> = {
   truncated: 'warning',
 };
 
+/** The most console (and stderr) lines one call turns into messages: the control plane keeps 100 and 50. */
+const MAX_LINES_OF_A_KIND = 100;
+
 export function startLine(tool: string): LogLine {
   return { level: 'debug', logger: 'bindery', data: { tool, event: 'started' } };
 }
@@ -72,17 +75,25 @@ export function refusalLine(tool: string, message: string): LogLine {
 export function finishLines(tool: string, result: CallToolResult, durationMs: number): LogLine[] {
   const lines: LogLine[] = [];
   const meta = result._meta ?? {};
+  // The control plane bounds both lists; the bound here keeps a malformed result harmless too.
   const consoleLines = meta[CONSOLE_META_KEY];
   if (Array.isArray(consoleLines)) {
-    for (const entry of consoleLines as { level?: unknown; message?: unknown }[]) {
-      const level = CONSOLE_LEVELS[String(entry.level)] ?? 'info';
-      lines.push({ level, logger: 'console', data: { tool, message: String(entry.message) } });
+    for (const entry of consoleLines.slice(0, MAX_LINES_OF_A_KIND) as unknown[]) {
+      if (typeof entry !== 'object' || entry === null) continue;
+      const { level, message } = entry as { level?: unknown; message?: unknown };
+      lines.push({
+        level: CONSOLE_LEVELS[String(level)] ?? 'info',
+        logger: 'console',
+        data: { tool, message: String(message) },
+      });
     }
   }
   const stderr = meta[STDERR_META_KEY];
   if (Array.isArray(stderr)) {
-    for (const line of stderr)
-      lines.push({ level: 'info', logger: 'upstream', data: { tool, stderr: String(line) } });
+    for (const line of stderr.slice(0, MAX_LINES_OF_A_KIND) as unknown[]) {
+      if (typeof line === 'string')
+        lines.push({ level: 'info', logger: 'upstream', data: { tool, stderr: line } });
+    }
   }
   const status = result.isError ? 'error' : 'ok';
   if (result.isError) {

@@ -14,6 +14,7 @@
  * change heard over HTTP and Redis) are dropped. Subscriptions live in this process: a session
  * that closes drops its own, and one served here statelessly cannot subscribe.
  */
+import type { ServerResponse } from 'node:http';
 import type { TableChange } from '@bindery/contracts/server';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
@@ -35,6 +36,8 @@ interface Subscriber {
   uris: Map<string, string | undefined>;
   /** Mappings started; only the latest one's answer counts. */
   mapping: number;
+  /** URIs changed while the client was not reading its stream: sent once it drains (at most one each). */
+  pending: Set<string>;
 }
 
 interface Watched {
@@ -68,9 +71,17 @@ export class ResourceSubscriptions {
   /** Whether this replica holds the session (a subscription of a closed one would never be dropped). */
   readonly #held: (sessionId: string) => boolean;
 
-  constructor(log: FastifyBaseLogger, held: (sessionId: string) => boolean) {
+  /** The session's open GET stream, where its notifications go. */
+  readonly #stream: (sessionId: string) => ServerResponse | undefined;
+
+  constructor(
+    log: FastifyBaseLogger,
+    held: (sessionId: string) => boolean,
+    stream: (sessionId: string) => ServerResponse | undefined = () => undefined,
+  ) {
     this.#log = log;
     this.#held = held;
+    this.#stream = stream;
   }
 
   /** resources/subscribe: -32002 for a URI naming no resource, -32602 for a bad one or over the cap. */
@@ -87,7 +98,15 @@ export class ResourceSubscriptions {
     // The same errors resources/read answers for the URI.
     const tableId = parseResourceUri(exposure, uri).binding.adi_ref.table_id;
     let subscriber = this.#sessions.get(sessionId);
-    if (subscriber?.uris.has(uri)) return;
+    if (subscriber?.uris.has(uri)) {
+      // Subscribed again: the URI is mapped by this fresh reading (a change may have raced the first).
+      const before = subscriber.uris.get(uri);
+      if (before === tableId) return;
+      subscriber.uris.set(uri, tableId);
+      if (before !== undefined) this.#unwatchIfUnused(before, sessionId, subscriber);
+      this.#watch(tableId, sessionId);
+      return;
+    }
     if ((subscriber?.uris.size ?? 0) >= MAX_SUBSCRIPTIONS_PER_SESSION) {
       throw new WireError(
         ErrorCode.InvalidParams,
@@ -103,6 +122,7 @@ export class ResourceSubscriptions {
         notify: request.notify,
         uris: new Map(),
         mapping: 0,
+        pending: new Set(),
       };
       this.#sessions.set(sessionId, subscriber);
     }
@@ -152,16 +172,39 @@ export class ResourceSubscriptions {
         if (!subscriber) continue;
         for (const [uri, table] of subscriber.uris) {
           if (table !== tableId) continue;
-          sent += 1;
-          subscriber
-            .notify(uri)
-            .catch((error: unknown) =>
-              this.#log.debug({ err: error, session: sessionId, uri }, 'resources/updated not delivered'),
-            );
+          if (this.#send(sessionId, subscriber, uri)) sent += 1;
         }
       }
     }
     return sent;
+  }
+
+  /**
+   * Sends resources/updated for `uri`, unless the client is not reading its stream (its socket
+   * needs to drain): then the URI waits, once however often it changes, and goes when it drains.
+   * So a client that never reads holds at most one pending mark per subscription, never a queue.
+   */
+  #send(sessionId: string, subscriber: Subscriber, uri: string): boolean {
+    const stream = this.#stream(sessionId);
+    if (stream?.writableNeedDrain) {
+      if (subscriber.pending.size === 0) stream.once('drain', () => this.#flush(sessionId, subscriber));
+      subscriber.pending.add(uri);
+      return false;
+    }
+    subscriber
+      .notify(uri)
+      .catch((error: unknown) =>
+        this.#log.debug({ err: error, session: sessionId, uri }, 'resources/updated not delivered'),
+      );
+    return true;
+  }
+
+  #flush(sessionId: string, subscriber: Subscriber): void {
+    const uris = [...subscriber.pending];
+    subscriber.pending.clear();
+    // The session may have closed or unsubscribed meanwhile.
+    if (this.#sessions.get(sessionId) !== subscriber) return;
+    for (const uri of uris) if (subscriber.uris.has(uri)) this.#send(sessionId, subscriber, uri);
   }
 
   /**
@@ -178,17 +221,18 @@ export class ResourceSubscriptions {
 
   async #remap(sessionId: string, subscriber: Subscriber): Promise<void> {
     const mine = ++subscriber.mapping;
-    let exposure: Exposure;
+    let exposure: Exposure | undefined;
     try {
       exposure = await subscriber.exposure();
     } catch (error) {
+      // A key revoked or an exposure gone or disabled: its URIs name nothing now.
       this.#log.debug({ err: error, session: sessionId }, 'subscriptions not mapped again: no config');
-      return;
+      exposure = undefined;
     }
     // A newer mapping is under way, or the session closed meanwhile.
     if (mine !== subscriber.mapping || this.#sessions.get(sessionId) !== subscriber) return;
     for (const [uri, before] of subscriber.uris) {
-      const now = tableOf(exposure, uri);
+      const now = exposure && tableOf(exposure, uri);
       if (now === before) continue;
       subscriber.uris.set(uri, now);
       if (before !== undefined) this.#unwatchIfUnused(before, sessionId, subscriber);

@@ -140,6 +140,15 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
             return;
           }
         }
+        // A second GET stream is refused by the transport: the first stays the one to watch.
+        if (request.method === 'GET' && known.standing === undefined) {
+          // The standing stream: resources/updated waits while its client does not read it.
+          const stream = reply.raw;
+          known.standing = stream;
+          stream.once('close', () => {
+            if (known.standing === stream) known.standing = undefined;
+          });
+        }
         await known.transport.handleRequest(request.raw, reply.raw, request.body);
         return;
       }

@@ -4,7 +4,12 @@
  * which also tells open sessions their tools changed, and carries the control plane's table
  * changes (resources/updated for the sessions subscribed to those tables' contexts).
  */
-import { bearerTokenCheck, invalidatesConfig, type TableChange } from '@bindery/contracts/server';
+import {
+  TABLE_ID_MAX_CHARS,
+  bearerTokenCheck,
+  invalidatesConfig,
+  type TableChange,
+} from '@bindery/contracts/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readiness } from '../control-plane-client.ts';
 import { sendRestError } from '../http/rest-errors.ts';
@@ -58,8 +63,8 @@ const InvalidateSchema = {
         additionalProperties: false,
         required: ['table_id', 'version'],
         properties: {
-          table_id: { type: 'string', maxLength: 64 },
-          version: { type: 'integer', minimum: 0 },
+          table_id: { type: 'string', minLength: 1, maxLength: TABLE_ID_MAX_CHARS },
+          version: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
         },
       },
     },

@@ -60,12 +60,21 @@ async function run(call: ToolCall): Promise<ToolAnswer> {
       progress: call.progress,
       stderr: (line) => stderr.push(line),
     });
+    // An upstream cannot speak for us: our keys in its `_meta` (console or stderr lines the
+    // gateway would send as log messages) are dropped; the ones we set are added after.
+    const meta = result._meta as Record<string, unknown> | undefined;
+    if (meta) {
+      for (const key of Object.keys(meta)) if (key.startsWith(OWN_META_PREFIX)) delete meta[key];
+    }
     return ToolAnswer.result(result as unknown as { content: JsonValue[] });
   } finally {
     // On a failure too: what the server wrote then is what explains it.
     if (stderr.lines.length > 0) call.meta[STDERR_META_KEY] = stderr.lines;
   }
 }
+
+/** The prefix of the `_meta` keys Bindery sets on a result. */
+const OWN_META_PREFIX = 'bindery/';
 
 /** Lines a call's result carries, and the characters in all: the rest is counted, not kept. */
 const STDERR_MAX_LINES = 50;
