@@ -1,7 +1,7 @@
 // The control plane's suites run twice: on a real PostgreSQL server and on embedded PGlite. Suites
 // that open no database (settings, the sandbox, HTTP tool calls against a local server, OpenAPI
 // conversion, the SSRF guard, invalidation delivery) test nothing an engine changes: they run once,
-// as do the upstream servers' failure suites (processes and circuits; the happy suite runs on both).
+// as do the upstream servers' failure suites (processes and circuits; the happy suites run on both).
 import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
 
@@ -18,6 +18,7 @@ const ENGINE_INDEPENDENT = [
   'test/openapi-import.*.test.ts',
   'test/prompts.error.test.ts',
   'test/ssrf-guard.*.test.ts',
+  'test/upstream-catalog.error.test.ts',
   'test/upstream-servers.error.test.ts',
 ];
 

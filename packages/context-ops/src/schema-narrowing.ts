@@ -9,8 +9,6 @@ import { isJsonObject, type JsonSchema } from './json.ts';
 import { PatternRefused } from './schema-pattern.ts';
 import { compileUserSchema, describeSchemaError, schemaErrors } from './schema-validation.ts';
 
-const ROOT = 'input_schema';
-
 // Keywords whose effect the checker understands. Anything else (anyOf, $ref, if/then, ...) could
 // widen or reshape what is accepted in ways a structural comparison cannot judge, so it is refused.
 const SUPPORTED_KEYWORDS: ReadonlySet<string> = new Set([
@@ -45,8 +43,15 @@ const SUPPORTED_KEYWORDS: ReadonlySet<string> = new Set([
  * Throws VALIDATION_FAILED, naming the offending keyword path (e.g.
  * `input_schema.properties.limit.maximum`), unless every value `override` accepts is also accepted
  * by `canonical`. An override without `additionalProperties` is read as `additionalProperties: false`.
+ * `root` names the override in messages (`input_schema`; `output_schema` for an answer's schema,
+ * which narrows by the same rule: every answer it accepts, the tool's own schema accepts).
  */
-export function checkSchemaNarrowing(canonical: JsonSchema, override: JsonSchema): void {
+export function checkSchemaNarrowing(
+  canonical: JsonSchema,
+  override: JsonSchema,
+  root: 'input_schema' | 'output_schema' = 'input_schema',
+): void {
+  const ROOT = root; // as the name of the override in messages
   if (!isJsonObject(override)) refuse(`${ROOT} must be a JSON Schema object`, ROOT);
   refuseUnsupported(override, ROOT);
   try {

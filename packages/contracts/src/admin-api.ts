@@ -292,12 +292,21 @@ export const AeiWithKey = Type.Intersect([
 ]);
 
 // bindings ------------------------------------------------------------------------------------
+/**
+ * A binding's narrowing of its tool's output schema: what `tools/list` shows as `outputSchema`;
+ * every answer is checked against it (the tool must declare an output schema to narrow).
+ */
+const OutputSchemaOverride = Type.Record(Type.String(), Type.Unknown(), {
+  description:
+    'narrows the tool’s output schema (same rules as input_schema); the tool’s answers are checked against it',
+});
 export const CreateBindingItem = Type.Object(
   {
     adi_id: Type.String({ maxLength: 64 }),
     tool_name: Type.Optional(ToolName),
     tool_description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
     input_schema: Type.Optional(Nullable(JsonObject)),
+    output_schema: Type.Optional(Nullable(OutputSchemaOverride)),
     enabled: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -328,6 +337,7 @@ export const UpdateBindingBody = Type.Object(
     tool_name: Type.Optional(Nullable(ToolName)),
     tool_description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
     input_schema: Type.Optional(Nullable(JsonObject)),
+    output_schema: Type.Optional(Nullable(OutputSchemaOverride)),
     enabled: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false, minProperties: 1 },
@@ -341,6 +351,7 @@ export const Binding = Type.Object({
   tool_name_inherited: Type.Boolean({ description: 'true while the name follows the ADI’s name' }),
   tool_description: Nullable(Type.String()),
   input_schema: Nullable(JsonObject),
+  output_schema: Nullable(JsonObject),
   enabled: Type.Boolean(),
   created_at: Timestamp,
   updated_at: Timestamp,

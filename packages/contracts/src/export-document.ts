@@ -83,6 +83,7 @@ export const ExportBinding = Type.Object(
     ),
     tool_description: Nullable(Type.String({ maxLength: 4000 })),
     input_schema: Nullable(JsonObject),
+    output_schema: Type.Optional(Nullable(JsonObject)),
     enabled: Type.Boolean(),
   },
   Closed,

@@ -201,3 +201,11 @@ export {
   type HttpParamLocation,
 } from './http-tool.ts';
 export { OpenApiImportBody, OpenApiImportResult } from './openapi-import.ts';
+export {
+  ConfigUpstreamPrompt,
+  ConfigUpstreamResource,
+  UPSTREAM_CATALOG_LIMITS,
+  UpstreamPromptArgument,
+  UpstreamRequestAnswer,
+  UpstreamRequestBody,
+} from './upstream-catalog.ts';

@@ -12,6 +12,7 @@ import { HttpAdiRef } from './tool-kinds/http.ts';
 import { McpAdiRef } from './tool-kinds/mcp.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 import { ConfigPrompt } from './prompts.ts';
+import { ConfigUpstreamPrompt, ConfigUpstreamResource } from './upstream-catalog.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
@@ -73,6 +74,18 @@ export const ConfigV2 = Type.Object({
       description: 'the AEI’s prompt templates, by name; empty while the AEI is disabled (absent: none)',
     }),
   ),
+  upstream_resources: Type.Optional(
+    Type.Array(ConfigUpstreamResource, {
+      description:
+        'resources of the upstream servers attached to the AEI, in attachment order, one per URI (the first attached wins; absent: none)',
+    }),
+  ),
+  upstream_prompts: Type.Optional(
+    Type.Array(ConfigUpstreamPrompt, {
+      description:
+        'prompts of the upstream servers attached to the AEI, as `{prefix}_{name}`; a name the AEI’s own prompts use is left out (absent: none)',
+    }),
+  ),
 });
 export type ConfigV2 = Static<typeof ConfigV2>;
 
@@ -82,6 +95,7 @@ export const LegacyTool = Type.Object({
   description: Type.String(),
   operation_type: OperationTypeSchema,
   input_schema: JsonObject,
+  output_schema: Type.Optional(JsonObject),
   annotations: Type.Optional(ToolAnnotations),
 });
 export const LegacyConfig = Type.Object({

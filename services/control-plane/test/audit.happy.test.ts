@@ -89,7 +89,10 @@ describe('the audit trail under a burst', () => {
     );
     await pool.close();
     for (const answer of answers) {
-      expect(answer).toEqual({ status: 200, body: { content: [{ type: 'text', text: '1' }] } });
+      expect(answer).toEqual({
+        status: 200,
+        body: { content: [{ type: 'text', text: '1' }], structuredContent: { result: 1 } },
+      });
     }
 
     expect(await requestIdsOf(t, f.aeiId)).toEqual(ids);

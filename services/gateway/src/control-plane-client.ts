@@ -15,6 +15,8 @@ import {
   type ToolError,
   type ToolProgress,
   type ToolResult,
+  type UpstreamRequestAnswer,
+  type UpstreamRequestBody,
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
@@ -389,6 +391,35 @@ export class ControlPlaneClient {
     progress?: (report: ToolProgress) => void,
   ): Promise<ToolResult> {
     return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request, signal, progress);
+  }
+
+  /**
+   * One resources/read or prompts/get of an upstream server attached to an AEI: the upstream's
+   * result, or the control plane's error for it (UpstreamRequestAnswer). Throws UpstreamError
+   * when the control plane did not answer, or refused the request itself.
+   */
+  async upstreamRequest(
+    aeiId: string,
+    body: UpstreamRequestBody,
+    signal?: AbortSignal,
+  ): Promise<UpstreamRequestAnswer> {
+    const res = await this.#request(
+      'execute',
+      'POST',
+      `/internal/aei/${encodeURIComponent(aeiId)}/upstream-request`,
+      this.#options.toolCallTimeoutMs,
+      { body, retry: false, signal },
+    );
+    if (res.status !== 200) {
+      const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
+      throw new UpstreamError(
+        `the control plane refused the request (HTTP ${res.status}${message ? `: ${message}` : ''})`,
+        res.status >= 400 ? 'refused' : 'error-answer',
+        false,
+        res.status,
+      );
+    }
+    return res.body as UpstreamRequestAnswer;
   }
 
   /** Runs a legacy instance's tool. */

@@ -37,7 +37,14 @@ import {
   startLine,
   type LogLine,
 } from './mcp/call-log.ts';
-import { completePromptArgument, getPrompt, listPrompts, promptsDigest } from './mcp/prompts.ts';
+import {
+  completePromptArgument,
+  getPrompt,
+  getUpstreamPrompt,
+  listPrompts,
+  promptsDigest,
+  upstreamPrompt,
+} from './mcp/prompts.ts';
 import { listResources, listResourceTemplates, readResource, resourcesDigest } from './mcp/resources.ts';
 import type { ResourceSubscriptions } from './mcp/resource-subscriptions.ts';
 import { listPage, type ListPage } from './mcp/tools-list.ts';
@@ -267,9 +274,19 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
   server.setRequestHandler(ListPromptsRequestSchema, async (request) =>
     listPrompts(await exposureOf(), request.params?.cursor, deps.toolsPageSize),
   );
-  server.setRequestHandler(GetPromptRequestSchema, async (request) =>
-    getPrompt(await exposureOf(), request.params.name, request.params.arguments),
-  );
+  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+    const exposure = await exposureOf();
+    const { name, arguments: args = {} } = request.params;
+    const upstream = exposure.kind === 'aei' ? upstreamPrompt(exposure, name) : undefined;
+    if (exposure.kind !== 'aei' || !upstream) return getPrompt(exposure, name, args);
+    const sessionId = extra.sessionId ?? deps.sessionIdHint;
+    return getUpstreamPrompt(exposure, upstream, args, {
+      client: deps.client,
+      requestId: `${sessionId ?? 'stateless'}:${String(extra.requestId)}`,
+      sessionId,
+      signal: extra.signal,
+    });
+  });
   server.setRequestHandler(ListResourcesRequestSchema, async (request) =>
     listResources(await exposureOf(), request.params?.cursor, deps.toolsPageSize),
   );
@@ -284,6 +301,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       deps.client,
       `${sessionId ?? 'stateless'}:${String(extra.requestId)}`,
       extra.signal,
+      sessionId,
     );
   });
   // Updates go on the session's standing stream (the GET it keeps open), as sendResourceUpdated does.

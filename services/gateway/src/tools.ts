@@ -123,10 +123,10 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       title: t.title,
       description: t.description,
       inputSchema: t.input_schema,
-      outputSchema: undefined,
+      outputSchema: t.output_schema,
       annotations: t.annotations,
       readOnly: readOnly(t.annotations, t.operation_type),
-      wrapsResult: false,
+      wrapsResult: WRAPPED_RESULT_OPERATIONS.includes(t.operation_type),
       run: (args, requestId, extra = {}) =>
         client.executeLegacy(instanceId, {
           tool_name: t.name,

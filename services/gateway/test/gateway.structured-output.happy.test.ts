@@ -14,6 +14,14 @@ let stack: Stack;
 let client: Client;
 let schemas: Map<string, Record<string, unknown>>;
 
+/** A binding's narrowing of the query tool's output: a count. */
+const COUNT = {
+  type: 'object',
+  properties: { result: { type: 'integer', minimum: 0 } },
+  required: ['result'],
+  additionalProperties: false,
+};
+
 // One tool per operation (preview twice: paged with keys, and as a whole), on arrays and objects.
 const SPECS = [
   ['all', 'get_all', '/customers', {}],
@@ -61,6 +69,14 @@ beforeAll(async () => {
     `/api/v2/aeis/${aei.id}/bindings`,
     adis.map((a: Json) => ({ adi_id: a.id })),
   );
+  // A query tool once more, its answer narrowed to a count.
+  const count = await as('POST', '/api/v2/adis', {
+    table_id: table.id,
+    json_path: '',
+    operation_type: 'query',
+    name: 'count',
+  });
+  await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: count.id, output_schema: COUNT });
   client = await stack.connect(`/api/v2/mcp/server/${aei.api_key}`);
   // Listing first is what makes the SDK Client validate each answer against its tool's schema.
   const { tools } = await client.listTools();
@@ -83,7 +99,7 @@ async function call(name: string, args: Record<string, unknown> = {}, meta?: Rec
 
 describe('structured output of the prebuilt operations', () => {
   it('lists an object outputSchema for every one of them', () => {
-    expect([...schemas.keys()].sort()).toEqual(SPECS.map(([name]) => name).sort());
+    expect([...schemas.keys()].sort()).toEqual([...SPECS.map(([name]) => name), 'count'].sort());
     for (const [name, schema] of schemas) expect(schema, name).toMatchObject({ type: 'object' });
   });
 
@@ -143,6 +159,23 @@ describe('structured output of the prebuilt operations', () => {
     const copied = await call('duplicate', { from: '/customers/0', to: '/first' });
     expect(copied.structured).toMatchObject({ from: '/customers/0', to: '/first' });
     expect(copied.structured.table_version).toBeGreaterThan(moved.structured.table_version);
+  });
+
+  it('holds a binding’s answers to the output schema it narrowed to', async () => {
+    expect(schemas.get('count')).toEqual(COUNT);
+    const counted = await call('count', { query: 'length(customers)' });
+    expect(counted.structured).toEqual({ result: expect.any(Number) });
+    // An answer outside the narrowing is the tool's error, never a result the client would refuse.
+    const outside = (await client.callTool({
+      name: 'count',
+      arguments: { query: 'customers[0].id' },
+    })) as Json;
+    expect(outside.isError).toBe(true);
+    expect(outside.structuredContent).toBeUndefined();
+    expect(resultJson(outside).error).toMatchObject({
+      code: 'UPSTREAM_FAILED',
+      message: expect.stringMatching(/count answered something the binding’s output_schema does not allow/),
+    });
   });
 
   it('leaves tool errors without structured content, which the SDK Client accepts', async () => {

@@ -3,7 +3,7 @@
  * the ADI's canonical schema), applying the schema's defaults. The schema is compiled as it was when
  * it was saved (context-ops `compileUserSchema`: same formats, keywords, pattern engine and limits).
  */
-import { compileUserSchema, type SchemaValidator } from '@bindery/context-ops';
+import { compileUserSchema, type JsonValue, type SchemaValidator } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
 
 /** The arguments with defaults applied, or VALIDATION_FAILED listing what is wrong. */
@@ -37,6 +37,37 @@ export function checkArguments(
   throw new DomainError(
     'VALIDATION_FAILED',
     `invalid arguments for ${toolName}: ${first?.path === '/' ? 'arguments' : `argument ${first?.path}`} ${first?.message}${extra ? ` ("${extra}")` : ''}`,
+    { errors },
+  );
+}
+
+/**
+ * An answer that does not fit the output schema it is held to (a custom tool's own, or a binding's
+ * narrowing) is the tool's error, not the caller's: UPSTREAM_FAILED naming where. `answer`
+ * undefined: the tool answered no structured content at all.
+ */
+export function checkAnswer(
+  schema: Record<string, unknown>,
+  answer: JsonValue | undefined,
+  toolName: string,
+  whose: 'its output_schema' | 'the binding’s output_schema' = 'its output_schema',
+): void {
+  if (answer === undefined) {
+    throw new DomainError(
+      'UPSTREAM_FAILED',
+      `${toolName} answered no structured content, which ${whose} requires`,
+    );
+  }
+  const validate = compileUserSchema(schema);
+  if (validate(answer)) return;
+  const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
+    path: e.instancePath || '/',
+    message: e.message ?? 'is invalid',
+  }));
+  const first = errors[0];
+  throw new DomainError(
+    'UPSTREAM_FAILED',
+    `${toolName} answered something ${whose} does not allow: ${first?.path === '/' ? 'the answer' : `${first?.path}`} ${first?.message}`,
     { errors },
   );
 }

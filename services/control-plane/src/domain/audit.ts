@@ -19,7 +19,8 @@ const AUDIT_STATUSES: readonly AuditStatus[] = ['ok', 'error', 'refused', 'repla
 
 export interface ExecutionRecord {
   userId: string;
-  action: 'tool.execute' | 'legacy.execute' | 'resource.read';
+  action:
+    'tool.execute' | 'legacy.execute' | 'resource.read' | 'upstream.resource.read' | 'upstream.prompt.get';
   aeiId?: string | null;
   bindingId?: string | null;
   adiId?: string | null;

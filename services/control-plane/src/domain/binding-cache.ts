@@ -28,6 +28,8 @@ export interface ExecutableBinding {
   enabled: boolean;
   /** The binding's schema override, or null for the ADI's own schema. */
   inputSchema: Record<string, unknown> | null;
+  /** The binding's narrowing of the ADI's output schema, or null: its answers are checked against it. */
+  outputSchema: Record<string, unknown> | null;
   aei: {
     name: string;
     userId: string;
@@ -57,6 +59,7 @@ async function loadBinding(db: Db, id: string): Promise<ExecutableBinding | unde
     toolName: row.toolName,
     enabled: row.enabled,
     inputSchema: (row.inputSchema as Record<string, unknown> | null) ?? null,
+    outputSchema: (row.outputSchema as Record<string, unknown> | null) ?? null,
     aei: {
       name: row.aei.name,
       userId: row.aei.userId,

@@ -30,6 +30,7 @@ export function bindingBody(b: AeiBinding): BindingBody {
     tool_name_inherited: b.toolNameInherited,
     tool_description: b.toolDescription,
     input_schema: b.inputSchema as Record<string, unknown> | null,
+    output_schema: b.outputSchema as Record<string, unknown> | null,
     enabled: b.enabled,
     created_at: b.createdAt.toISOString(),
     updated_at: b.updatedAt.toISOString(),
@@ -51,7 +52,24 @@ export function checkOverride(adi: OverrideTarget, schema: Record<string, unknow
   fromOpError(() => checkSchemaNarrowing(canonical, schema as JsonSchema), field);
 }
 
-/** A binding whose input-schema override its ADI, as changed, no longer accepts. */
+/**
+ * Refuses an output-schema override that is not a narrowing of the ADI's output schema (or an ADI
+ * that declares none: there is nothing to narrow, and no answer would be checked); `field` names it.
+ */
+export function checkOutputOverride(adi: OverrideTarget, schema: Record<string, unknown>, field: string) {
+  const declared = kindOf(adi).outputSchema(columnsOf(adi));
+  if (declared === null) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      `${field}: this tool declares no output schema, so there is none to narrow`,
+      { field },
+    );
+  }
+  fromOpError(() => checkValueArgument(schema, field, MAX_JSON_DEPTH));
+  fromOpError(() => checkSchemaNarrowing(declared, schema as JsonSchema, 'output_schema'), field);
+}
+
+/** A binding whose input-schema (or output-schema) override its ADI, as changed, no longer accepts. */
 export interface BrokenOverride {
   binding_id: string;
   aei_id: string;
@@ -68,14 +86,23 @@ export async function brokenOverrides(db: Db, adis: readonly OverrideTarget[]): 
   if (adis.length === 0) return [];
   const byId = new Map(adis.map((adi) => [adi.id, adi]));
   const bindings = await db.aeiBinding.findMany({
-    where: { adiId: { in: [...byId.keys()] }, inputSchema: { not: Prisma.DbNull } },
-    select: { id: true, adiId: true, aeiId: true, toolName: true, inputSchema: true },
+    where: {
+      adiId: { in: [...byId.keys()] },
+      OR: [{ inputSchema: { not: Prisma.DbNull } }, { outputSchema: { not: Prisma.DbNull } }],
+    },
+    select: { id: true, adiId: true, aeiId: true, toolName: true, inputSchema: true, outputSchema: true },
     orderBy: { id: 'asc' },
   });
   const broken: BrokenOverride[] = [];
   for (const binding of bindings) {
+    const adi = byId.get(binding.adiId)!;
     try {
-      checkOverride(byId.get(binding.adiId)!, binding.inputSchema as Record<string, unknown>, 'input_schema');
+      if (binding.inputSchema !== null) {
+        checkOverride(adi, binding.inputSchema as Record<string, unknown>, 'input_schema');
+      }
+      if (binding.outputSchema !== null) {
+        checkOutputOverride(adi, binding.outputSchema as Record<string, unknown>, 'output_schema');
+      }
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       broken.push({
@@ -115,6 +142,7 @@ export async function createBindings(
       const field = items.length > 1 ? `[${index}].` : '';
       const adi = await findOwnAdi(tx, caller, item.adi_id);
       if (item.input_schema) checkOverride(adi, item.input_schema, `${field}input_schema`);
+      if (item.output_schema) checkOutputOverride(adi, item.output_schema, `${field}output_schema`);
       const toolName = item.tool_name ?? adi.name;
       const earlier = seen.get(toolName);
       if (earlier !== undefined) {
@@ -148,6 +176,7 @@ export async function createBindings(
             toolNameInherited: item.tool_name === undefined,
             toolDescription: item.tool_description ?? null,
             inputSchema: (item.input_schema ?? undefined) as Prisma.InputJsonObject | undefined,
+            outputSchema: (item.output_schema ?? undefined) as Prisma.InputJsonObject | undefined,
             enabled: item.enabled ?? true,
           },
         });
@@ -184,8 +213,8 @@ export async function getBinding(db: Db, caller: Principal, aeiId: string, bindi
 }
 
 /**
- * Updates a binding. `tool_name: null` goes back to inheriting the ADI's name; `tool_description`
- * and `input_schema` null clear the override.
+ * Updates a binding. `tool_name: null` goes back to inheriting the ADI's name; `tool_description`,
+ * `input_schema` and `output_schema` null clear the override.
  */
 export async function updateBinding(
   ctx: DomainContext,
@@ -197,6 +226,7 @@ export async function updateBinding(
   return changeExposure(ctx, async (tx) => {
     const current = await findBinding(tx, caller, aeiId, bindingId);
     if (input.input_schema) checkOverride(current.adi, input.input_schema, 'input_schema');
+    if (input.output_schema) checkOutputOverride(current.adi, input.output_schema, 'output_schema');
     const toolName = input.tool_name === null ? current.adi.name : input.tool_name;
     if (toolName !== undefined && toolName !== current.toolName) {
       const clash = await tx.aeiBinding.findFirst({ where: { aeiId, toolName, id: { not: bindingId } } });
@@ -212,6 +242,10 @@ export async function updateBinding(
           ...(input.input_schema !== undefined && {
             inputSchema:
               input.input_schema === null ? Prisma.DbNull : (input.input_schema as Prisma.InputJsonObject),
+          }),
+          ...(input.output_schema !== undefined && {
+            outputSchema:
+              input.output_schema === null ? Prisma.DbNull : (input.output_schema as Prisma.InputJsonObject),
           }),
           ...(input.enabled !== undefined && { enabled: input.enabled }),
         },

@@ -15,7 +15,7 @@ import type {
 import { OpError, type JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../errors.ts';
 import { ReplayedOutcome, keyedWrite } from './idempotency.ts';
-import { checkArguments } from './arguments.ts';
+import { checkAnswer, checkArguments } from './arguments.ts';
 import type { AuditStatus, ExecutionRecord } from './audit.ts';
 import type { DomainContext } from './context.ts';
 import type { ExecutorOptions } from './executor-options.ts';
@@ -177,7 +177,7 @@ export async function executeBinding(
     }
     const schema = binding.inputSchema ?? kind.inputSchema(columns);
     const checked = checkArguments(schema, args, binding.toolName);
-    return kind.run({
+    const answer = await kind.run({
       ctx,
       options,
       toolName: binding.toolName,
@@ -197,7 +197,38 @@ export async function executeBinding(
       session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
       progress,
     });
+    // What the binding shows as its output schema is what its answers are held to.
+    if (binding.outputSchema !== null && !isErrorAnswer(answer)) {
+      checkAnswer(
+        binding.outputSchema,
+        structuredOf(answer),
+        binding.toolName,
+        'the binding’s output_schema',
+      );
+    }
+    return answer;
   });
+}
+
+/** The structured content a successful answer goes out with (success() below), if any. */
+function structuredOf(answer: JsonValue | ToolAnswer): JsonValue | undefined {
+  const isObject = (v: unknown): v is JsonValue => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!(answer instanceof ToolAnswer)) return isObject(answer) ? answer : undefined;
+  switch (answer.form) {
+    case 'wrapped':
+      return { result: answer.value };
+    case 'structured':
+      return isObject(answer.value) ? answer.value : undefined;
+    case 'result':
+      return (answer.value as { structuredContent?: JsonValue }).structuredContent;
+    case 'text':
+      return undefined;
+  }
+}
+
+/** An upstream's `isError` result: no structured content is expected of it. */
+function isErrorAnswer(answer: JsonValue | ToolAnswer): boolean {
+  return answer instanceof ToolAnswer && answer.form === 'result' && isErrorResult(answer.value);
 }
 
 /**
@@ -259,8 +290,8 @@ export async function executeLegacy(
     requestId: request.request_id ?? null,
   } as const;
   const meter = options.metrics.execution('legacy', tool?.operation_type ?? 'unknown');
-  // v1 tools declare no output schema (the v1 contract): their answers are JSON text alone.
-  return audited(options, meter, trail, false, async (meta) => {
+  // v1 tools declare the output schemas of their operations, as they do once migrated to an AEI.
+  return audited(options, meter, trail, tool !== undefined, async (meta) => {
     if (instance.status !== 'enabled' || instance.user.disabledAt !== null)
       throw new RefusedError('FORBIDDEN', `MCP instance ${instanceId} is disabled`);
     if (!tool) {

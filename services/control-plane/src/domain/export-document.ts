@@ -85,6 +85,8 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
         tool_name: b.toolNameInherited ? null : b.toolName,
         tool_description: b.toolDescription,
         input_schema: b.inputSchema as Record<string, unknown> | null,
+        // Only when set: documents without it stay as they were.
+        ...(b.outputSchema !== null && { output_schema: b.outputSchema as Record<string, unknown> }),
         enabled: b.enabled,
       })),
     prompts: prompts.map(promptTemplate),

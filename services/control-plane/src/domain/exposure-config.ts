@@ -12,6 +12,7 @@ import { legacyTools } from './legacy-instances.ts';
 import { contextKind, legacyColumns } from './tool-kinds/context.ts';
 import { configPromptsOf } from './prompts.ts';
 import { resolveTools } from './tools.ts';
+import { attachedCatalogs, upstreamCatalog, type ClashLog } from './upstream-catalog.ts';
 
 /** The app of a tool whose table has no project (DESIGN.md §7). */
 export const DEFAULT_APP = 'default';
@@ -29,18 +30,29 @@ export async function configVersionOf(db: Db, apiKey: string): Promise<number | 
 export const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
 type WithOwner = { user: { disabledAt: Date | null } };
 
-/** Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys. */
-export async function configForApiKey(db: Db, apiKey: string): Promise<ConfigV2> {
+/**
+ * Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys.
+ * `clashes`: where what attached upstream servers hide from each other is logged (once a version).
+ */
+export async function configForApiKey(db: Db, apiKey: string, clashes?: ClashLog): Promise<ConfigV2> {
   const aei = await db.aei.findUnique({ where: { apiKeyHash: hashSecret(apiKey) }, include: OWNER_STATUS });
   if (!aei) throw notFound('AEI for api_key', `${apiKey.slice(0, 12)}…`);
-  return configOf(db, aei);
+  return configOf(db, aei, clashes);
 }
 
-async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
+async function configOf(db: Db, aei: Aei & WithOwner, clashes?: ClashLog): Promise<ConfigV2> {
   const enabled = aei.status === 'enabled' && aei.user.disabledAt === null;
-  const [tools, prompts] = enabled
-    ? await Promise.all([resolveTools(db, aei.id), configPromptsOf(db, aei.id)])
-    : [[], []];
+  const [tools, prompts, attached] = enabled
+    ? await Promise.all([resolveTools(db, aei.id), configPromptsOf(db, aei.id), attachedCatalogs(db, aei.id)])
+    : [[], [], []];
+  // Resources and prompts of the attached upstream servers; the AEI's own prompts win a name.
+  const upstream = enabled
+    ? upstreamCatalog(
+        attached,
+        prompts.map((p) => p.name),
+      )
+    : undefined;
+  if (upstream) clashes?.report(aei.id, aei.configVersion, upstream.clashes);
   return {
     aei: {
       id: aei.id,
@@ -70,6 +82,8 @@ async function configOf(db: Db, aei: Aei & WithOwner): Promise<ConfigV2> {
       adi_ref: tool.adiRef,
     })),
     prompts,
+    ...(upstream && upstream.resources.length > 0 && { upstream_resources: upstream.resources }),
+    ...(upstream && upstream.prompts.length > 0 && { upstream_prompts: upstream.prompts }),
   };
 }
 
@@ -102,12 +116,15 @@ async function legacyConfigOf(db: Db, apiKeyHash: string): Promise<LegacyConfig 
       const columns = legacyColumns(instance, t.operation_type, {});
       const place = { tableName: instance.table.name };
       const annotations = contextKind.annotations(columns, place);
+      const output = contextKind.outputSchema(columns);
       return {
         name: t.name,
         ...(annotations.title !== undefined && { title: annotations.title }),
         operation_type: t.operation_type,
         description: t.description ?? contextKind.defaultDescription(columns, place),
         input_schema: contextKind.inputSchema(columns),
+        // The same as the tool it becomes in an AEI once migrated: clients see no difference.
+        ...(output !== null && { output_schema: output }),
         annotations,
       };
     }),
@@ -133,6 +150,7 @@ export async function lookupApiKey(
   apiKey: string,
   flavor: KeyFlavor,
   unchanged: (configVersion: number) => boolean = () => false,
+  clashes?: ClashLog,
 ): Promise<KeyLookup> {
   const apiKeyHash = hashSecret(apiKey);
   const aei = await db.aei.findUnique({ where: { apiKeyHash }, include: OWNER_STATUS });
@@ -141,7 +159,7 @@ export async function lookupApiKey(
     if (flavor === 'v1' && aei.legacyInstanceId === null) return { kind: 'unknown' };
     return unchanged(aei.configVersion)
       ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
-      : { kind: 'aei', config: await configOf(db, aei) };
+      : { kind: 'aei', config: await configOf(db, aei, clashes) };
   }
   const legacy = await legacyConfigOf(db, apiKeyHash);
   return legacy ? { kind: 'legacy', config: legacy } : { kind: 'unknown' };

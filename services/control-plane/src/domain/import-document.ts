@@ -21,7 +21,7 @@ import { OpError, checkValueArgument } from '@bindery/context-ops';
 import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { newCredential, newIds } from '../ids.ts';
-import { checkOverride } from './bindings.ts';
+import { checkOutputOverride, checkOverride } from './bindings.ts';
 import { checkTemplate, promptChars } from './prompts.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
@@ -174,6 +174,12 @@ async function checkDocument(
       const { kind, columns } = checked.get(adi.id)!;
       at(`/bindings/${i}/input_schema`, () =>
         checkOverride({ id: adi.id, kind, ...columns }, binding.input_schema!, 'input_schema'),
+      );
+    }
+    if (binding.output_schema) {
+      const { kind, columns } = checked.get(adi.id)!;
+      at(`/bindings/${i}/output_schema`, () =>
+        checkOutputOverride({ id: adi.id, kind, ...columns }, binding.output_schema!, 'output_schema'),
       );
     }
   });
@@ -456,6 +462,7 @@ async function applyImport(
       toolNameInherited: b.tool_name === null,
       toolDescription: b.tool_description,
       inputSchema: b.input_schema === null ? Prisma.DbNull : (b.input_schema as Prisma.InputJsonObject),
+      outputSchema: b.output_schema ? (b.output_schema as Prisma.InputJsonObject) : Prisma.DbNull,
       enabled: b.enabled,
     })),
   });

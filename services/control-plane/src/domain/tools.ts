@@ -69,7 +69,8 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
         title: annotations.title ?? b.adi.name,
         description: b.toolDescription ?? b.adi.description ?? module.defaultDescription(columns, place),
         inputSchema: (b.inputSchema as JsonSchema | null) ?? module.inputSchema(columns),
-        outputSchema: module.outputSchema(columns),
+        // The binding's narrowing, when it has one: what it shows is what its answers are held to.
+        outputSchema: (b.outputSchema as JsonSchema | null) ?? module.outputSchema(columns),
         annotations,
         adiRef: module.adiRef(b.adiId, columns),
         resource: module.resourceReadable?.(columns, b.inputSchema) ?? false,

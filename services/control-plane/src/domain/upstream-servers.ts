@@ -5,11 +5,13 @@
  * bind them, so their clients hear tools/list_changed), marks vanished ones missing (their calls
  * fail naming the server and the tool; nothing disappears silently) and binds new tools into the
  * AEIs the whole server is attached to. `tools/list` never reaches an upstream: it is served from
- * these rows.
+ * these rows. Sync also keeps a snapshot of the upstream's resources and prompts, passed through to
+ * the AEIs the server is attached to (upstream-catalog.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
 import {
   TOOL_NAME_RE,
+  UPSTREAM_CATALOG_LIMITS,
   UPSTREAM_LIMITS,
   type CreateUpstreamServerBody,
   type UpdateUpstreamServerBody,
@@ -21,6 +23,7 @@ import picomatch from 'picomatch';
 import type { Prisma, UpstreamServer as Row } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamRegistry } from '../upstream/registry.ts';
 import { knownServer, specOfRow, transportSecretNames } from '../upstream/registry.ts';
 import {
@@ -37,6 +40,12 @@ import { bumpForAdis, changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 import { checkSecretReferenceSyntax, missingSecretError, missingSecretNames } from './secret-references.ts';
 import { shortHash } from './tool-naming.ts';
+import {
+  promptSnapshot,
+  resourceSnapshot,
+  type PromptEntry,
+  type ResourceEntry,
+} from './upstream-catalog.ts';
 
 export interface UpstreamDeps {
   registry: UpstreamRegistry;
@@ -388,6 +397,36 @@ export interface SyncReport {
 }
 
 /**
+ * The upstream's resources and prompts, as its snapshots keep them (upstream-catalog.ts); each is
+ * undefined when listing it failed (the stored snapshot stays; a warning says why), and empty when
+ * the server does not declare the capability.
+ */
+async function listCatalog(
+  pool: UpstreamPool,
+  server: string,
+  warnings: string[],
+): Promise<{ resources?: ResourceEntry[]; prompts?: PromptEntry[] }> {
+  const failed = (what: string, error: unknown) =>
+    warnings.push(
+      `${what} failed; the ${what.split('/')[0]} listed before are kept: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  const catalog: { resources?: ResourceEntry[]; prompts?: PromptEntry[] } = {};
+  try {
+    const listed = await pool.listResources(server, UPSTREAM_CATALOG_LIMITS.maxResources);
+    catalog.resources = listed ? resourceSnapshot(listed, warnings) : [];
+  } catch (error) {
+    failed('resources/list', error);
+  }
+  try {
+    const listed = await pool.listPrompts(server, UPSTREAM_CATALOG_LIMITS.maxPrompts);
+    catalog.prompts = listed ? promptSnapshot(listed, warnings) : [];
+  } catch (error) {
+    failed('prompts/list', error);
+  }
+  return catalog;
+}
+
+/**
  * Lists the upstream's tools and stores them (see the file's comment). A failure to reach the
  * upstream is recorded on the server (status, last_error) and thrown; stored tools stay as they were.
  */
@@ -419,8 +458,10 @@ export async function syncUpstreamServer(
   if (listed.truncated)
     warnings.push(`the server lists more than ${UPSTREAM_LIMITS.maxTools} tools; the rest were skipped`);
   const tools = takenTools(listed.tools, row.exposeTools, warnings);
+  const catalog = await listCatalog(pool, server.name, warnings);
   await deps.registry.statusWritten();
   const report: SyncReport = { added: [], updated: [], missing: [], warnings };
+  let catalogChanged = false;
   await changeExposure(
     ctx,
     async (tx) => {
@@ -471,12 +512,38 @@ export async function syncUpstreamServer(
         report.missing.push(tool);
       }
       const attachedAeis = await bindAttached(tx, serverId, added, warnings);
+      // The snapshots as stored now (another sync may have written them since this one read the row).
+      const stored = await tx.upstreamServer.findUniqueOrThrow({
+        where: { id: serverId },
+        select: { resources: true, prompts: true },
+      });
+      const resourcesChanged =
+        catalog.resources !== undefined && !isDeepStrictEqual(stored.resources, catalog.resources);
+      const promptsChanged =
+        catalog.prompts !== undefined && !isDeepStrictEqual(stored.prompts, catalog.prompts);
+      catalogChanged = resourcesChanged || promptsChanged;
       await tx.upstreamServer.update({
         where: { id: serverId },
-        data: { status: 'ok', lastError: null, lastSyncAt: new Date(), warnings: warnings.slice(0, 50) },
+        data: {
+          status: 'ok',
+          lastError: null,
+          lastSyncAt: new Date(),
+          warnings: warnings.slice(0, 50),
+          ...(resourcesChanged && { resources: catalog.resources as unknown as Prisma.InputJsonArray }),
+          ...(promptsChanged && { prompts: catalog.prompts as unknown as Prisma.InputJsonArray }),
+        },
       });
+      // A changed snapshot changes the config of every AEI the server is attached to.
+      const catalogAeis = catalogChanged
+        ? (
+            await tx.aeiAttachment.findMany({
+              where: { upstreamServerId: serverId },
+              select: { aeiId: true },
+            })
+          ).map((a) => a.aeiId)
+        : [];
       const bumped = await bumpForAdis(tx, changed);
-      const more = attachedAeis.filter((id) => !bumped.includes(id));
+      const more = [...new Set([...attachedAeis, ...catalogAeis])].filter((id) => !bumped.includes(id));
       if (more.length > 0) {
         await tx.aei.updateMany({ where: { id: { in: more } }, data: { configVersion: { increment: 1 } } });
       }
@@ -494,6 +561,17 @@ export async function syncUpstreamServer(
         missing: report.missing.length,
       },
       'upstream tools synced',
+    );
+  }
+  if (catalogChanged) {
+    deps.registry.options.log.info(
+      {
+        upstream_server_id: serverId,
+        reason,
+        resources: catalog.resources?.length,
+        prompts: catalog.prompts?.length,
+      },
+      'upstream resources and prompts synced',
     );
   }
   return report;

@@ -1,6 +1,7 @@
 /**
  * The internal API for gateways: what an api_key exposes (one lookup for AEI and legacy keys, with
- * ETag / If-None-Match), and tool execution. Tool failures are 200 answers carrying `isError`, like
+ * ETag / If-None-Match), tool execution, and requests to the upstream servers attached to an AEI
+ * (resources/read, prompts/get). Tool failures are 200 answers carrying `isError`, like
  * MCP results; HTTP errors are for the request itself (auth, shape). The two older config routes
  * stay for gateways of the previous version during a rolling upgrade.
  */
@@ -15,6 +16,8 @@ import {
   LegacyConfig,
   LegacyExecuteRequest,
   ToolResult,
+  UpstreamRequestAnswer,
+  UpstreamRequestBody,
   type ToolProgress,
 } from '@bindery/contracts';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
@@ -26,11 +29,13 @@ import {
   legacyConfigForApiKey,
   lookupApiKey,
 } from '../domain/exposure-config.ts';
+import { ClashLog, upstreamRequest } from '../domain/upstream-catalog.ts';
 import { DomainError } from '../errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { errorResponses } from '../http/schemas.ts';
 
 const internalSecurity = [{ internalToken: [] }];
+const AeiIdParams = Type.Object({ aei_id: Type.String({ maxLength: 64 }) });
 /** Why a call is cancelled when its gateway closes the request (an upstream MCP server is told so). */
 export const CALLER_GONE = 'the caller closed its request';
 
@@ -73,6 +78,8 @@ export function internalRoutes(executor: ExecutorOptions) {
     const ctx = app.domain;
     const db = ctx.prisma;
     const tags = ['internal'];
+    // What attached upstream servers hide from each other, logged once per AEI config version.
+    const clashes = new ClashLog(app.log);
     app.get(
       '/keys/:api_key/config',
       {
@@ -96,6 +103,7 @@ export function internalRoutes(executor: ExecutorOptions) {
           request.params.api_key,
           request.query.flavor ?? 'v2',
           (version) => matches(ifNoneMatch, `"${version}"`),
+          clashes,
         );
         switch (found.kind) {
           case 'aei-unchanged':
@@ -135,7 +143,7 @@ export function internalRoutes(executor: ExecutorOptions) {
           // The typed reply only knows the schema's statuses; 304 deliberately has none.
           return (reply as FastifyReply).status(304).header('etag', `"${version}"`).send();
         }
-        const config = await configForApiKey(db, request.params.api_key);
+        const config = await configForApiKey(db, request.params.api_key, clashes);
         return reply.header('etag', `"${config.aei.config_version}"`).send(config);
       },
     );
@@ -180,6 +188,29 @@ export function internalRoutes(executor: ExecutorOptions) {
         return streamWithProgress(reply, request.log, (progress) =>
           executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal, progress),
         );
+      },
+    );
+    app.post(
+      '/aei/:aei_id/upstream-request',
+      {
+        schema: {
+          tags,
+          summary:
+            'Read a resource or get a prompt of an upstream server attached to the AEI (only what the ' +
+            'server listed at its last sync); failures come back as `error`',
+          security: internalSecurity,
+          params: AeiIdParams,
+          body: UpstreamRequestBody,
+          response: { 200: UpstreamRequestAnswer, ...errorResponses(413) },
+        },
+      },
+      async (request, reply) => {
+        // The gateway closing its request cancels the upstream's request (notifications/cancelled).
+        const cancel = new AbortController();
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) cancel.abort(CALLER_GONE);
+        });
+        return upstreamRequest(ctx, request.params.aei_id, request.body, executor, cancel.signal);
       },
     );
     app.post(

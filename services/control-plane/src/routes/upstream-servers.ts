@@ -4,6 +4,8 @@
  * are answered as written (`{{secret.NAME}}` references, never values).
  */
 import {
+  ConfigUpstreamPrompt,
+  ConfigUpstreamResource,
   CreateUpstreamServerBody,
   IdParams,
   UpdateUpstreamServerBody,
@@ -20,6 +22,7 @@ import {
   upstreamServerLogs,
   type UpstreamDeps,
 } from '../domain/upstream-servers.ts';
+import { aeiUpstreamCatalog } from '../domain/upstream-catalog.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 import { updateUpstreamServer } from '../domain/upstream-servers.ts';
@@ -32,11 +35,46 @@ const SyncReport = Type.Object({
   server: UpstreamServer,
 });
 
+const UpstreamClash = Type.Object({
+  kind: Type.Union([Type.Literal('resource'), Type.Literal('prompt')]),
+  name: Type.String({ description: 'the resource’s URI, or the prompt’s name as the AEI would serve it' }),
+  used: Type.String({
+    description:
+      'who serves it: `bindery` (the AEI’s own resources), `aei_prompt` (the AEI’s own prompts) or the id of the upstream server attached first',
+  }),
+  hidden: Type.Array(Type.String(), { description: 'the upstream servers whose entry is left out' }),
+});
+
+const AeiUpstreamCatalog = Type.Object({
+  resources: Type.Array(ConfigUpstreamResource, {
+    description: 'what the AEI serves of its attached servers’ resources (config v2 `upstream_resources`)',
+  }),
+  prompts: Type.Array(ConfigUpstreamPrompt, {
+    description: 'what the AEI serves of its attached servers’ prompts (config v2 `upstream_prompts`)',
+  }),
+  clashes: Type.Array(UpstreamClash),
+});
+
 export function upstreamServerRoutes(deps: UpstreamDeps) {
   return async function routes(app: AdminApp): Promise<void> {
     const ctx = app.domain;
     const db = ctx.prisma;
     const tags = ['upstream-servers'];
+    app.get(
+      '/aeis/:id/upstream-catalog',
+      {
+        schema: {
+          tags,
+          summary:
+            'The resources and prompts the exposure’s attached upstream servers add to it (as served while ' +
+            'it is enabled), and what was left out because another offers the same URI or name',
+          security: adminSecurity,
+          params: IdParams,
+          response: { 200: AeiUpstreamCatalog, ...errorResponses(404) },
+        },
+      },
+      async (request) => aeiUpstreamCatalog(db, request.principal, request.params.id),
+    );
     app.post(
       '/upstream-servers',
       {

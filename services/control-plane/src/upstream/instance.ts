@@ -12,8 +12,15 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type GetPromptResult,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolProgress } from '@bindery/contracts';
@@ -55,6 +62,8 @@ export class StderrRing {
 export interface InstanceHooks {
   /** The upstream announced that its tool list changed. */
   toolsChanged(): void;
+  /** The upstream announced that its resource or prompt list changed. */
+  catalogChanged(list: 'resources' | 'prompts'): void;
   /** The connection ended without being asked to (the child exited, the stream broke). */
   closed(instance: UpstreamInstance): void;
   /** A line the child wrote to stderr. */
@@ -151,6 +160,12 @@ export class UpstreamInstance {
     // Set once connected: a close before that is the failed start's, reported by connect itself.
     const connected: { instance?: UpstreamInstance } = {};
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.hooks.toolsChanged());
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () =>
+      options.hooks.catalogChanged('resources'),
+    );
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () =>
+      options.hooks.catalogChanged('prompts'),
+    );
     client.onclose = () => {
       const instance = connected.instance;
       if (instance && !instance.closing) options.hooks.closed(instance);
@@ -198,25 +213,54 @@ export class UpstreamInstance {
     return result as CallToolResult;
   }
 
+  /** What the upstream declared it serves in the handshake (tools, resources, prompts...). */
+  capabilities(): ServerCapabilities {
+    return this.client.getServerCapabilities() ?? {};
+  }
+
   /** Every tool the upstream lists (all pages), at most `max` (more: `truncated`). */
-  async listTools(timeoutMs: number, max: number): Promise<{ tools: Tool[]; truncated: boolean }> {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    const seen = new Set<string>();
-    do {
-      const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, {
-        timeout: timeoutMs,
-      });
-      tools.push(...page.tools);
-      if (tools.length > max) return { tools: tools.slice(0, max), truncated: true };
-      cursor = page.nextCursor;
-      // A server handing the same cursor back would be listed forever.
-      if (cursor !== undefined) {
-        if (seen.has(cursor)) break;
-        seen.add(cursor);
-      }
-    } while (cursor !== undefined);
-    return { tools, truncated: false };
+  async listTools(timeoutMs: number, max: number): Promise<{ items: Tool[]; truncated: boolean }> {
+    return listAll(max, async (params) => {
+      const page = await this.client.listTools(params, { timeout: timeoutMs });
+      return { items: page.tools, nextCursor: page.nextCursor };
+    });
+  }
+
+  /** Every resource the upstream lists (all pages), at most `max` (more: `truncated`). */
+  async listResources(timeoutMs: number, max: number): Promise<{ items: Resource[]; truncated: boolean }> {
+    return listAll(max, async (params) => {
+      const page = await this.client.listResources(params, { timeout: timeoutMs });
+      return { items: page.resources, nextCursor: page.nextCursor };
+    });
+  }
+
+  /** Every prompt the upstream lists (all pages), at most `max` (more: `truncated`). */
+  async listPrompts(timeoutMs: number, max: number): Promise<{ items: Prompt[]; truncated: boolean }> {
+    return listAll(max, async (params) => {
+      const page = await this.client.listPrompts(params, { timeout: timeoutMs });
+      return { items: page.prompts, nextCursor: page.nextCursor };
+    });
+  }
+
+  async readResource(
+    uri: string,
+    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<ReadResourceResult> {
+    return this.client.readResource(
+      { uri },
+      { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+    );
+  }
+
+  async getPrompt(
+    name: string,
+    args: Record<string, string>,
+    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<GetPromptResult> {
+    return this.client.getPrompt(
+      { name, arguments: args },
+      { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+    );
   }
 
   async ping(timeoutMs: number): Promise<void> {
@@ -229,6 +273,30 @@ export class UpstreamInstance {
     this.closing = true;
     await this.client.close().catch(() => {});
   }
+}
+
+/**
+ * Every item of a paginated list (all pages), at most `max` (more: `truncated`). A server handing
+ * back a cursor it gave before would be listed forever: the listing stops there.
+ */
+async function listAll<T>(
+  max: number,
+  page: (params: { cursor?: string }) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
+): Promise<{ items: T[]; truncated: boolean }> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  const seen = new Set<string>();
+  do {
+    const listed = await page(cursor === undefined ? {} : { cursor });
+    items.push(...listed.items);
+    if (items.length > max) return { items: items.slice(0, max), truncated: true };
+    cursor = listed.nextCursor;
+    if (cursor !== undefined) {
+      if (seen.has(cursor)) break;
+      seen.add(cursor);
+    }
+  } while (cursor !== undefined);
+  return { items, truncated: false };
 }
 
 /** fetch through the guarded dispatcher: every HTTP upstream request passes the SSRF guard. */

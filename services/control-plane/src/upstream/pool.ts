@@ -9,7 +9,14 @@
  * backoff, or a ping) succeeds.
  */
 import type { ToolProgress } from '@bindery/contracts';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolResult,
+  GetPromptResult,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
 import { DomainError } from '../errors.ts';
 import { StderrRing, UpstreamInstance } from './instance.ts';
@@ -51,6 +58,8 @@ export interface CallOptions {
 export interface PoolEvents {
   /** An instance announced `notifications/tools/list_changed`. */
   toolsChanged(): void;
+  /** An instance announced `notifications/resources/list_changed` or `notifications/prompts/list_changed`. */
+  catalogChanged?(list: 'resources' | 'prompts'): void;
   /** The pool's state changed (for the servers' status). */
   stateChanged(state: PoolState, lastError: string | null): void;
   stderr(line: string): void;
@@ -214,14 +223,90 @@ export class UpstreamPool {
 
   /** Lists the upstream's tools (all pages) on an instance, started when none runs. */
   async listTools(server: string, max: number): Promise<{ tools: Tool[]; truncated: boolean }> {
+    const listed = await this.list(server, 'tools/list', (instance, timeoutMs) =>
+      instance.listTools(timeoutMs, max),
+    );
+    return { tools: listed.items, truncated: listed.truncated };
+  }
+
+  /**
+   * Lists the upstream's resources (all pages), or null when it did not declare the `resources`
+   * capability (it serves none).
+   */
+  async listResources(
+    server: string,
+    max: number,
+  ): Promise<{ items: Resource[]; truncated: boolean } | null> {
+    return this.list(server, 'resources/list', (instance, timeoutMs) =>
+      instance.capabilities().resources ? instance.listResources(timeoutMs, max) : null,
+    );
+  }
+
+  /** Lists the upstream's prompts (all pages), or null when it did not declare the `prompts` capability. */
+  async listPrompts(server: string, max: number): Promise<{ items: Prompt[]; truncated: boolean } | null> {
+    return this.list(server, 'prompts/list', (instance, timeoutMs) =>
+      instance.capabilities().prompts ? instance.listPrompts(timeoutMs, max) : null,
+    );
+  }
+
+  /** One list request on a shared instance, started when none runs, within the call timeout. */
+  private async list<T>(
+    server: string,
+    what: string,
+    run: (instance: UpstreamInstance, timeoutMs: number) => Promise<T> | T,
+  ): Promise<T> {
     const timeoutMs = this.options.limits.callTimeoutMs;
     const instance = await this.acquire(server, '', this.now() + timeoutMs);
     try {
-      const listed = await instance.listTools(timeoutMs, max);
+      const listed = await run(instance, timeoutMs);
       this.succeeded();
       return listed;
     } catch (error) {
-      throw this.callFailed(server, 'tools/list', error, undefined, timeoutMs);
+      throw this.callFailed(server, what, error, undefined, timeoutMs);
+    } finally {
+      this.release(instance);
+    }
+  }
+
+  /** resources/read of one URI on an instance (of the session in per_session mode), like a tool call. */
+  async readResource(server: string, uri: string, call: CallOptions = {}): Promise<ReadResourceResult> {
+    return this.request(server, `resources/read of ${uri.slice(0, 200)}`, call, (instance, timeoutMs) =>
+      instance.readResource(uri, { timeoutMs, signal: call.signal }),
+    );
+  }
+
+  /** prompts/get of one prompt on an instance (of the session in per_session mode), like a tool call. */
+  async getPrompt(
+    server: string,
+    name: string,
+    args: Record<string, string>,
+    call: CallOptions = {},
+  ): Promise<GetPromptResult> {
+    return this.request(server, `prompts/get of ${name.slice(0, 200)}`, call, (instance, timeoutMs) =>
+      instance.getPrompt(name, args, { timeoutMs, signal: call.signal }),
+    );
+  }
+
+  /**
+   * One request of a caller (not a tool call): the same instance choice, timeout, cancellation,
+   * circuit accounting and redaction as callTool.
+   */
+  private async request<T>(
+    server: string,
+    what: string,
+    call: CallOptions,
+    run: (instance: UpstreamInstance, timeoutMs: number) => Promise<T>,
+  ): Promise<T> {
+    const { signal, session } = call;
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
+    try {
+      const result = await run(instance, timeoutMs);
+      this.succeeded();
+      this.options.events.meter?.call('ok');
+      return this.secrets.redactJson(result);
+    } catch (error) {
+      throw this.callFailed(server, what, error, signal, timeoutMs);
     } finally {
       this.release(instance);
     }
@@ -408,6 +493,7 @@ export class UpstreamPool {
         ),
         hooks: {
           toolsChanged: () => this.options.events.toolsChanged(),
+          catalogChanged: (list) => this.options.events.catalogChanged?.(list),
           closed: (closed) => this.lost(closed),
           stderr: (raw) => {
             const line = this.secrets.redact(raw);

@@ -1,11 +1,11 @@
 /**
  * The control plane's upstream pools, one per spec fingerprint, and what ties servers to them:
  * which servers share a pool, when a pool stops (its last server deleted or changed, or the app
- * closing), and when a server's tools are synced again (its upstream said they changed, debounced;
- * every UPSTREAM_REFRESH_S while it runs). Servers created by another control plane are read from
- * the database the first time a call needs them.
+ * closing), and when a server's tools, resources and prompts are synced again (its upstream said
+ * they changed, debounced; every UPSTREAM_REFRESH_S while it runs). Servers created by another
+ * control plane are read from the database the first time a call needs them.
  */
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
 import type { UpstreamServer as UpstreamServerRow } from '../generated/prisma/client.ts';
 import type { DomainContext } from '../domain/context.ts';
@@ -170,6 +170,23 @@ export class UpstreamRegistry {
     return this.poolOf(server).callTool(server.name, tool, args, call);
   }
 
+  /** resources/read on a server's pool (the caller checked the URI is one the server listed). */
+  async readResource(serverId: string, uri: string, call: CallOptions = {}): Promise<ReadResourceResult> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).readResource(server.name, uri, call);
+  }
+
+  /** prompts/get on a server's pool, by the prompt's upstream name. */
+  async getPrompt(
+    serverId: string,
+    name: string,
+    args: Record<string, string>,
+    call: CallOptions = {},
+  ): Promise<GetPromptResult> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).getPrompt(server.name, name, args, call);
+  }
+
   /**
    * A server as this process knows it, read again from the database when that is older than
    * SERVER_FRESH_MS: a change or a delete made through another control plane reaches this one
@@ -195,7 +212,10 @@ export class UpstreamRegistry {
     return server;
   }
 
-  /** Asks for a sync of this server soon (debounced): its upstream said its tools changed. */
+  /**
+   * Asks for a sync of this server soon (debounced): its upstream said its tools, resources or
+   * prompts changed (a sync lists all three).
+   */
   scheduleSync(serverId: string, reason: string): void {
     if (this.closed || this.pending.has(serverId)) return;
     const timer = setTimeout(() => {
@@ -235,6 +255,9 @@ export class UpstreamRegistry {
       events: {
         toolsChanged: () => {
           for (const s of this.serversOf(fingerprint)) this.scheduleSync(s.id, 'tools/list_changed');
+        },
+        catalogChanged: (list) => {
+          for (const s of this.serversOf(fingerprint)) this.scheduleSync(s.id, `${list}/list_changed`);
         },
         stateChanged: (state, lastError) => this.stateChanged(fingerprint, state, lastError),
         stderr: (line) => log.debug({ fingerprint: fingerprint.slice(0, 12), line }, 'upstream stderr'),

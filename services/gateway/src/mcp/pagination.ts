@@ -27,8 +27,11 @@ export function encodeCursor(version: number, key: string): string {
   return Buffer.from(`${version}.${key}`).toString('base64url');
 }
 
-/** Keys are names of at most 64 characters today; room for longer keys (URIs) without unbounded work. */
-const SHAPE = /^[A-Za-z0-9_-]{3,2800}$/;
+/**
+ * Keys are names of at most 64 characters, or resource URIs (an upstream's, at most 2,048
+ * characters, up to 8 KiB of UTF-8): room for those in base64url, and no more.
+ */
+const SHAPE = /^[A-Za-z0-9_-]{3,11000}$/;
 const FORM = /^(0|[1-9][0-9]{0,14})\.(.+)$/s;
 
 export interface ListSnapshot {

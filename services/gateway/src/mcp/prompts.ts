@@ -7,16 +7,24 @@
  * MAX_FILLED_CHARS (a placeholder used many times with a long value could otherwise make a huge
  * string), checked while filling in, before the string is built.
  */
-import { PLACEHOLDER_RE, PROMPT_LIMITS, type ConfigPrompt } from '@bindery/contracts';
+import {
+  PLACEHOLDER_RE,
+  PROMPT_LIMITS,
+  type ConfigPrompt,
+  type ConfigUpstreamPrompt,
+} from '@bindery/contracts';
 import {
   ErrorCode,
+  GetPromptResultSchema,
   type CompleteResult,
   type GetPromptResult,
   type ListPromptsResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ControlPlaneClient } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { closeMatches } from '../tool-suggestions.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
+import { askUpstream, upstreamPromptsOf } from './upstream-catalog.ts';
 import { WireError } from './wire-error.ts';
 
 /** Characters of one filled-in prompt (all its messages) at most. */
@@ -29,8 +37,48 @@ export function promptsOf(exposure: Exposure): readonly ConfigPrompt[] {
   return exposure.kind === 'aei' ? (exposure.config.prompts ?? []) : [];
 }
 
+type Listed = ListPromptsResult['prompts'][number];
+type Declared = Pick<ConfigPrompt, 'name' | 'title' | 'description'> & {
+  arguments: readonly { name: string; description?: string | undefined; required?: boolean | undefined }[];
+};
+
+const listed = (p: Declared): Listed => ({
+  name: p.name,
+  ...(p.title !== undefined && { title: p.title }),
+  ...(p.description !== undefined && { description: p.description }),
+  arguments: p.arguments.map((a) => ({
+    name: a.name,
+    ...(a.description !== undefined && { description: a.description }),
+    required: a.required === true,
+  })),
+});
+
+const listings = new WeakMap<Exposure, readonly Listed[]>();
+
+/**
+ * What prompts/list shows of an exposure, in order: its own prompts (by name), then those of its
+ * attached upstream servers (`{prefix}_{name}`, in attachment order), one entry per name.
+ */
+function listedPrompts(exposure: Exposure): readonly Listed[] {
+  let found = listings.get(exposure);
+  if (!found) {
+    const own = promptsOf(exposure).map(listed);
+    const seen = new Set(own.map((p) => p.name));
+    // The control plane leaves clashes out already; a name is listed once whatever it sends.
+    const upstream: Listed[] = [];
+    for (const p of upstreamPromptsOf(exposure)) {
+      if (seen.has(p.name)) continue;
+      seen.add(p.name);
+      upstream.push(listed(p));
+    }
+    found = [...own, ...upstream];
+    listings.set(exposure, found);
+  }
+  return found;
+}
+
 /** A digest of the prompts an exposure serves. */
-export const promptsDigest = digestPerExposure(promptsOf);
+export const promptsDigest = digestPerExposure(listedPrompts);
 
 /** The page of prompts/list that `cursor` names. */
 export function listPrompts(
@@ -38,20 +86,17 @@ export function listPrompts(
   cursor: string | undefined,
   pageSize: number,
 ): ListPromptsResult {
-  const page = listPageOf(exposure, promptsOf(exposure), cursor, pageSize, (p) => p.name);
+  const page = listPageOf(exposure, listedPrompts(exposure), cursor, pageSize, (p) => p.name);
   return {
-    prompts: page.items.map((p) => ({
-      name: p.name,
-      ...(p.title !== undefined && { title: p.title }),
-      ...(p.description !== undefined && { description: p.description }),
-      arguments: p.arguments.map((a) => ({
-        name: a.name,
-        ...(a.description !== undefined && { description: a.description }),
-        required: a.required === true,
-      })),
-    })),
+    prompts: page.items,
     ...(page.nextCursor !== undefined && { nextCursor: page.nextCursor }),
   };
+}
+
+/** The upstream server's prompt an exposure serves as `name` (none when one of its own has it). */
+export function upstreamPrompt(exposure: Exposure, name: string): ConfigUpstreamPrompt | undefined {
+  if (promptsOf(exposure).some((p) => p.name === name)) return undefined;
+  return upstreamPromptsOf(exposure).find((p) => p.name === name);
 }
 
 function findPrompt(exposure: Exposure, name: string): ConfigPrompt {
@@ -60,7 +105,7 @@ function findPrompt(exposure: Exposure, name: string): ConfigPrompt {
   if (prompt) return prompt;
   const close = closeMatches(
     name,
-    prompts.map((p) => p.name),
+    listedPrompts(exposure).map((p) => p.name),
   );
   throw new WireError(
     ErrorCode.InvalidParams,
@@ -70,16 +115,12 @@ function findPrompt(exposure: Exposure, name: string): ConfigPrompt {
 }
 
 /**
- * `prompts/get`: the prompt's messages with its placeholders filled in. -32602 for an unknown
- * prompt, missing required arguments (all named), arguments it does not declare, a value over
- * the size limit, or a result over MAX_FILLED_CHARS.
+ * -32602 for arguments a prompt does not declare, required ones missing (all named), or a value
+ * over the size limit: checked alike for the exposure's own prompts and, before anything is sent,
+ * for an upstream server's.
  */
-export function getPrompt(
-  exposure: Exposure,
-  name: string,
-  args: Readonly<Record<string, string>> = {},
-): GetPromptResult {
-  const prompt = findPrompt(exposure, name);
+function checkArguments(prompt: Declared, args: Readonly<Record<string, string>>): void {
+  const name = prompt.name;
   const declared = new Set(prompt.arguments.map((a) => a.name));
   const unknown = Object.keys(args).filter((key) => !declared.has(key));
   if (unknown.length > 0) {
@@ -110,6 +151,50 @@ export function getPrompt(
       );
     }
   }
+}
+
+/**
+ * An upstream server's prompt, got through the control plane once its arguments are checked here
+ * (as for the exposure's own prompts).
+ */
+export async function getUpstreamPrompt(
+  exposure: Exposure & { kind: 'aei' },
+  prompt: ConfigUpstreamPrompt,
+  args: Readonly<Record<string, string>>,
+  call: {
+    client: ControlPlaneClient;
+    requestId: string;
+    sessionId: string | undefined;
+    signal?: AbortSignal;
+  },
+): Promise<GetPromptResult> {
+  checkArguments(prompt, args);
+  return askUpstream(
+    exposure,
+    call.client,
+    {
+      upstream_server_id: prompt.upstream_server_id,
+      request_id: call.requestId,
+      ...(call.sessionId !== undefined && { session_id: call.sessionId }),
+      get_prompt: { name: prompt.upstream_name, arguments: { ...args } },
+    },
+    { kind: 'prompt', name: prompt.name, schema: GetPromptResultSchema },
+    call.signal,
+  );
+}
+
+/**
+ * `prompts/get`: the prompt's messages with its placeholders filled in. -32602 for an unknown
+ * prompt, missing required arguments (all named), arguments it does not declare, a value over
+ * the size limit, or a result over MAX_FILLED_CHARS.
+ */
+export function getPrompt(
+  exposure: Exposure,
+  name: string,
+  args: Readonly<Record<string, string>> = {},
+): GetPromptResult {
+  const prompt = findPrompt(exposure, name);
+  checkArguments(prompt, args);
   let budget = MAX_FILLED_CHARS;
   const over = () =>
     new WireError(
@@ -144,6 +229,8 @@ export function completePromptArgument(
   promptName: string,
   argument: { name: string; value: string },
 ): CompleteResult {
+  // An upstream server's prompt declares no choices here: nothing to offer, a valid answer.
+  if (upstreamPrompt(exposure, promptName)) return { completion: { values: [], total: 0, hasMore: false } };
   const prompt = findPrompt(exposure, promptName);
   const declared = prompt.arguments.find((a) => a.name === argument.name);
   if (!declared) {

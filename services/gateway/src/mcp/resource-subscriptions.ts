@@ -20,7 +20,7 @@ import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Exposure } from '../exposure-cache.ts';
 import { JSONRPC } from '../jsonrpc-errors.ts';
-import { parseResourceUri } from './resources.ts';
+import { parseResourceUri, upstreamResource } from './resources.ts';
 import { WireError } from './wire-error.ts';
 
 /** Subscriptions one session may hold. */
@@ -93,6 +93,14 @@ export class ResourceSubscriptions {
         'resources/subscribe needs a session this gateway holds (this one ended, or is held by another gateway); ' +
           'send initialize without a session id and subscribe in the new session',
         { code: 'NOT_FOUND' },
+      );
+    }
+    if (upstreamResource(exposure, uri)) {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        'subscriptions are for the exposure’s own resources (bindery://…); this one comes from an upstream ' +
+          'server, whose changes are not followed: read it again to see them',
+        { uri: uri.slice(0, 200) },
       );
     }
     // The same errors resources/read answers for the URI.

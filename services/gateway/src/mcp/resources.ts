@@ -9,9 +9,10 @@
  * segment into a JSON Pointer under the context, and `.`/`..` segments are refused (here and again
  * by the control plane), so no URI reaches another part of the table.
  */
-import type { ConfigBinding } from '@bindery/contracts';
+import type { ConfigBinding, ConfigUpstreamResource } from '@bindery/contracts';
 import {
   ErrorCode,
+  ReadResourceResultSchema,
   type ListResourcesResult,
   type ListResourceTemplatesResult,
   type ReadResourceResult,
@@ -21,6 +22,7 @@ import { UpstreamError } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { JSONRPC } from '../jsonrpc-errors.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
+import { askUpstream, upstreamResourcesOf } from './upstream-catalog.ts';
 import { WireError } from './wire-error.ts';
 
 const SCHEME = 'bindery://tools/';
@@ -57,10 +59,47 @@ export function contextBindings(exposure: Exposure): readonly ContextBinding[] {
   return found;
 }
 
+type Listed = ListResourcesResult['resources'][number];
+
+const listings = new WeakMap<Exposure, readonly Listed[]>();
+
+/**
+ * What resources/list shows of an exposure, in order: its contexts (in the tools' order), then the
+ * resources of its attached upstream servers (in attachment order), one entry per URI.
+ */
+function listedResources(exposure: Exposure): readonly Listed[] {
+  let listed = listings.get(exposure);
+  if (!listed) {
+    const own: Listed[] = contextBindings(exposure).map((b) => ({
+      uri: contextUri(b.tool_name),
+      name: b.tool_name,
+      ...(b.title !== undefined && { title: b.title }),
+      description: b.tool_description,
+      mimeType: MIME,
+    }));
+    const seen = new Set(own.map((r) => r.uri));
+    const upstream: Listed[] = [];
+    for (const r of upstreamResourcesOf(exposure)) {
+      // The control plane leaves clashes out already; a URI is listed once whatever it sends.
+      if (seen.has(r.uri) || r.uri.startsWith(SCHEME)) continue;
+      seen.add(r.uri);
+      upstream.push({
+        uri: r.uri,
+        name: r.name,
+        ...(r.title !== undefined && { title: r.title }),
+        ...(r.description !== undefined && { description: r.description }),
+        ...(r.mime_type !== undefined && { mimeType: r.mime_type }),
+        ...(r.size !== undefined && { size: r.size }),
+      });
+    }
+    listed = [...own, ...upstream];
+    listings.set(exposure, listed);
+  }
+  return listed;
+}
+
 /** A digest of the resources an exposure lists. */
-export const resourcesDigest = digestPerExposure((exposure) =>
-  contextBindings(exposure).map((b) => [b.tool_name, b.title, b.tool_description]),
-);
+export const resourcesDigest = digestPerExposure(listedResources);
 
 /** The page of resources/list that `cursor` names. */
 export function listResources(
@@ -68,19 +107,17 @@ export function listResources(
   cursor: string | undefined,
   pageSize: number,
 ): ListResourcesResult {
-  const page = listPageOf(exposure, contextBindings(exposure), cursor, pageSize, (b) =>
-    contextUri(b.tool_name),
-  );
+  const page = listPageOf(exposure, listedResources(exposure), cursor, pageSize, (r) => r.uri);
   return {
-    resources: page.items.map((b) => ({
-      uri: contextUri(b.tool_name),
-      name: b.tool_name,
-      ...(b.title !== undefined && { title: b.title }),
-      description: b.tool_description,
-      mimeType: MIME,
-    })),
+    resources: page.items,
     ...(page.nextCursor !== undefined && { nextCursor: page.nextCursor }),
   };
+}
+
+/** The upstream resource an exposure lists under `uri`, if any. */
+export function upstreamResource(exposure: Exposure, uri: string): ConfigUpstreamResource | undefined {
+  if (uri.startsWith(SCHEME)) return undefined;
+  return upstreamResourcesOf(exposure).find((r) => r.uri === uri);
 }
 
 /** resources/templates/list: the one template, when the exposure has a resource to apply it to. */
@@ -192,9 +229,25 @@ export async function readResource(
   client: ControlPlaneClient,
   requestId: string,
   signal?: AbortSignal,
+  sessionId?: string,
 ): Promise<ReadResourceResult> {
   if (exposure.kind !== 'aei') {
     throw new WireError(RESOURCE_NOT_FOUND, 'this exposure has no resources');
+  }
+  const upstream = upstreamResource(exposure, uri);
+  if (upstream) {
+    return askUpstream(
+      exposure,
+      client,
+      {
+        upstream_server_id: upstream.upstream_server_id,
+        request_id: requestId,
+        ...(sessionId !== undefined && { session_id: sessionId }),
+        read_resource: { uri },
+      },
+      { kind: 'resource', name: uri, schema: ReadResourceResultSchema },
+      signal,
+    );
   }
   const { binding, pointer } = parseResourceUri(exposure, uri);
   let result;

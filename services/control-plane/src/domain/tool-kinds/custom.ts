@@ -18,6 +18,7 @@ import { normaliseAllowedHosts } from '../custom-tools/allowed-hosts.ts';
 import { customToolHost, type CallEffects } from '../custom-tools/tool-host.ts';
 import { checkSecretsExist, resolveSecrets } from '../secret-references.ts';
 import { defaultToolName } from '../tool-naming.ts';
+import { checkAnswer } from '../arguments.ts';
 import type { KindColumns, SaveScope, ToolCall, ToolKindModule, ToolPlace } from './tool-kind.ts';
 
 type CustomPatch = Pick<
@@ -171,22 +172,6 @@ async function run(call: ToolCall): Promise<JsonValue> {
   const value = secrets.redactJson(outcome.value);
   if (config.output_schema !== undefined) checkAnswer(config.output_schema, value, call.toolName);
   return value;
-}
-
-/** An answer that does not fit the declared output schema is the tool's error, not the caller's. */
-function checkAnswer(schema: Record<string, unknown>, value: JsonValue, toolName: string): void {
-  const validate = compileUserSchema(schema as JsonSchema);
-  if (validate(value)) return;
-  const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
-    path: e.instancePath || '/',
-    message: e.message ?? 'is invalid',
-  }));
-  const first = errors[0];
-  throw new DomainError(
-    'UPSTREAM_FAILED',
-    `${toolName} answered something its output_schema does not allow: ${first?.path === '/' ? 'the answer' : `${first?.path}`} ${first?.message}`,
-    { errors },
-  );
 }
 
 export const customKind: ToolKindModule<CreateCustomAdiBody, CustomPatch> = {

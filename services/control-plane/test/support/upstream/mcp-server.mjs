@@ -9,12 +9,32 @@
 //   crash                  -> the process exits at once (stdio) / the session is dropped (HTTP)
 //   fail                   -> an isError result
 //   progress {steps}       -> notifications/progress steps times (with a progress token), then answers
-//   set_tools {extra: [..]}-> adds tools named in `extra` (each echoes) and announces list_changed
+//   set_tools {extra?: [..], resources?: [..], prompts?: [..]}
+//                          -> adds tools named in `extra` (each echoes), resources of the URIs in
+//                             `resources` (each a text naming its URI), prompts named in `prompts`
+//                             (each without arguments), and announces the lists that changed
+// Its resources: test://greeting (text, naming UPSTREAM_TEST_MARKER when set) and test://data.json
+// (JSON), plus those named in UPSTREAM_TEST_EXTRA_RESOURCES (comma-separated URIs); an unknown URI
+// is refused with -32002. Its prompts: greet {name, required} and summarise {topic}, plus those
+// named in UPSTREAM_TEST_EXTRA_PROMPTS; greet without a name is refused with -32602. An extra
+// resource whose URI starts with test://missing is listed but refused with -32002 when read. With
+// UPSTREAM_TEST_CATALOG=none it declares neither resources nor prompts (a tools-only server); with
+// UPSTREAM_TEST_CATALOG=fail-again it lists them once, then fails every later resources/list and
+// prompts/list.
 // With UPSTREAM_TEST_MODE=not-mcp the script writes junk to stdout instead of speaking MCP; with
 // UPSTREAM_TEST_MODE=exit it exits at once (a crashing server). It writes a line to stderr at start.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { setInterval, setTimeout } from 'node:timers';
 import { pathToFileURL } from 'node:url';
 
@@ -53,12 +73,61 @@ const BASE_TOOLS = [
   {
     name: 'set_tools',
     description: 'Adds tools (each echoes) and announces the change.',
-    inputSchema: { type: 'object', properties: { extra: { type: 'array', items: { type: 'string' } } } },
+    inputSchema: {
+      type: 'object',
+      properties: {
+        extra: { type: 'array', items: { type: 'string' } },
+        resources: { type: 'array', items: { type: 'string' } },
+        prompts: { type: 'array', items: { type: 'string' } },
+      },
+    },
   },
 ];
 
+const BASE_RESOURCES = [
+  {
+    uri: 'test://greeting',
+    name: 'greeting',
+    title: 'Greeting',
+    description: 'A friendly text.',
+    mimeType: 'text/plain',
+  },
+  {
+    uri: 'test://data.json',
+    name: 'data',
+    description: 'Some JSON.',
+    mimeType: 'application/json',
+    size: 17,
+  },
+];
+
+const BASE_PROMPTS = [
+  {
+    name: 'greet',
+    title: 'Greet someone',
+    description: 'Asks for a greeting.',
+    arguments: [{ name: 'name', description: 'who to greet', required: true }],
+  },
+  { name: 'summarise', description: 'Asks for a summary.', arguments: [{ name: 'topic' }] },
+];
+
+/** A server that serves tools only (UPSTREAM_TEST_CATALOG=none). */
+const toolsOnly = process.env.UPSTREAM_TEST_CATALOG === 'none';
+/** Lists resources and prompts once, then fails (UPSTREAM_TEST_CATALOG=fail-again). */
+const failAgain = process.env.UPSTREAM_TEST_CATALOG === 'fail-again';
+const listed = { resources: 0, prompts: 0 };
+function countListing(list) {
+  listed[list] += 1;
+  if (failAgain && listed[list] > 1) throw new Error(`${list}/list is broken now`);
+}
+
+const listOf = (value) => (value ?? '').split(',').filter((name) => name !== '');
+
 /** The tools beyond the base ones, shared by every server of this process (set_tools). */
 const extraTools = new Set((process.env.UPSTREAM_TEST_EXTRA ?? '').split(',').filter((name) => name !== ''));
+/** The resources and prompts beyond the base ones, shared like extraTools (set_tools, env). */
+const extraResources = new Set(listOf(process.env.UPSTREAM_TEST_EXTRA_RESOURCES));
+const extraPrompts = new Set(listOf(process.env.UPSTREAM_TEST_EXTRA_PROMPTS));
 const servers = new Set();
 
 const text = (value) => ({
@@ -69,7 +138,12 @@ const text = (value) => ({
 export function createMcpServer(onCrash = () => process.exit(1)) {
   const server = new Server(
     { name: 'bindery-test-upstream', version: '1.0.0' },
-    { capabilities: { tools: { listChanged: true } } },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        ...(!toolsOnly && { resources: { listChanged: true }, prompts: { listChanged: true } }),
+      },
+    },
   );
   servers.add(server);
   server.onclose = () => servers.delete(server);
@@ -83,6 +157,52 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
       })),
     ],
   }));
+  if (!toolsOnly) {
+    server.setRequestHandler(ListResourcesRequestSchema, async () => {
+      countListing('resources');
+      return {
+        resources: [
+          ...BASE_RESOURCES,
+          ...[...extraResources].map((uri) => ({ uri, name: uri, mimeType: 'text/plain' })),
+        ],
+      };
+    });
+    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+      const uri = request.params.uri;
+      if (uri === 'test://greeting') {
+        const marker = process.env.UPSTREAM_TEST_MARKER;
+        const text = `Hello from ${marker ? marker : 'the test upstream'}`;
+        return { contents: [{ uri, mimeType: 'text/plain', text }] };
+      }
+      if (uri === 'test://data.json') {
+        return {
+          contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ items: [1, 2, 3] }) }],
+        };
+      }
+      if (extraResources.has(uri) && !uri.startsWith('test://missing'))
+        return { contents: [{ uri, mimeType: 'text/plain', text: `resource ${uri}` }] };
+      throw new McpError(-32002, `Resource ${uri} not found`, { uri });
+    });
+    server.setRequestHandler(ListPromptsRequestSchema, async () => {
+      countListing('prompts');
+      return { prompts: [...BASE_PROMPTS, ...[...extraPrompts].map((name) => ({ name, arguments: [] }))] };
+    });
+    server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+      const args = request.params.arguments ?? {};
+      const say = (text) => ({ role: 'user', content: { type: 'text', text } });
+      switch (request.params.name) {
+        case 'greet':
+          if (typeof args.name !== 'string' || args.name === '')
+            throw new McpError(ErrorCode.InvalidParams, 'greet needs a name');
+          return { description: 'A greeting', messages: [say(`Please greet ${args.name} warmly.`)] };
+        case 'summarise':
+          return { messages: [say(`Summarise ${args.topic ?? 'anything'} in one line.`)] };
+        default:
+          if (extraPrompts.has(request.params.name)) return { messages: [say(request.params.name)] };
+          throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`);
+      }
+    });
+  }
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const args = request.params.arguments ?? {};
     switch (request.params.name) {
@@ -131,7 +251,13 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
         return { ...text('this tool always fails'), isError: true };
       case 'set_tools': {
         for (const name of args.extra ?? []) extraTools.add(String(name));
-        await Promise.all([...servers].map((s) => s.sendToolListChanged().catch(() => {})));
+        for (const uri of args.resources ?? []) extraResources.add(String(uri));
+        for (const name of args.prompts ?? []) extraPrompts.add(String(name));
+        const announce = (send) => Promise.all([...servers].map((s) => send(s).catch(() => {})));
+        if (args.extra !== undefined || (args.resources === undefined && args.prompts === undefined))
+          await announce((s) => s.sendToolListChanged());
+        if (args.resources !== undefined && !toolsOnly) await announce((s) => s.sendResourceListChanged());
+        if (args.prompts !== undefined && !toolsOnly) await announce((s) => s.sendPromptListChanged());
         return text([...extraTools]);
       }
       default:

@@ -1,0 +1,112 @@
+/**
+ * What an upstream MCP server offers besides tools, passed through to the AEIs it is attached to
+ * (seed 003): its resources, with their URIs unchanged, and its prompts, named `{prefix}_{name}`
+ * like its tools. The control plane lists them at each sync (and when the server announces a
+ * list change), keeps a bounded snapshot per server, and puts each attached server's entries into
+ * the AEI's config v2; the gateway lists them next to the AEI's own, and reads a resource or gets
+ * a prompt through the control plane (`POST /internal/aei/{aei_id}/upstream-request`), which asks
+ * the server and audits the request.
+ */
+import { Type, type Static, type TSchema } from 'typebox';
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const UPSTREAM_CATALOG_LIMITS = Object.freeze({
+  /** Resources kept per server (the rest are reported in the server's warnings). */
+  maxResources: 1000,
+  /** Prompts kept per server. */
+  maxPrompts: 500,
+  /** Characters of a resource URI at most (longer ones are skipped). */
+  maxUriChars: 2048,
+  /** Characters of a name, title or description kept (longer ones are cut). */
+  maxTextChars: 2000,
+  /** Arguments of one prompt at most. */
+  maxPromptArguments: 32,
+});
+
+/** One resource of an upstream server, as listed (`resources/list`), in config v2. */
+export const ConfigUpstreamResource = Type.Object({
+  upstream_server_id: Type.String(),
+  uri: Type.String(),
+  name: Type.String(),
+  title: Type.Optional(Type.String()),
+  description: Type.Optional(Type.String()),
+  mime_type: Type.Optional(Type.String()),
+  size: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+export type ConfigUpstreamResource = Static<typeof ConfigUpstreamResource>;
+
+export const UpstreamPromptArgument = Type.Object({
+  name: Type.String(),
+  description: Type.Optional(Type.String()),
+  required: Type.Optional(Type.Boolean()),
+});
+
+/** One prompt of an upstream server in config v2: `name` as the AEI serves it (`{prefix}_{upstream_name}`). */
+export const ConfigUpstreamPrompt = Type.Object({
+  upstream_server_id: Type.String(),
+  name: Type.String(),
+  upstream_name: Type.String(),
+  title: Type.Optional(Type.String()),
+  description: Type.Optional(Type.String()),
+  arguments: Type.Array(UpstreamPromptArgument),
+});
+export type ConfigUpstreamPrompt = Static<typeof ConfigUpstreamPrompt>;
+
+/**
+ * `POST /internal/aei/{aei_id}/upstream-request`: one resources/read or prompts/get for an
+ * upstream server attached to the AEI. Exactly one of `read_resource` and `get_prompt`.
+ */
+export const UpstreamRequestBody = Type.Object(
+  {
+    upstream_server_id: Type.String({ minLength: 1, maxLength: 64 }),
+    /** The AEI's config version the gateway serves: an older control-plane view is read again. */
+    config_version: Type.Optional(Type.Integer({ minimum: 0 })),
+    request_id: Type.Optional(Type.String({ maxLength: 256 })),
+    /** The MCP session it came in (per_session servers serve each session on its own instance). */
+    session_id: Type.Optional(Type.String({ maxLength: 256 })),
+    read_resource: Type.Optional(
+      Type.Object(
+        { uri: Type.String({ minLength: 1, maxLength: UPSTREAM_CATALOG_LIMITS.maxUriChars }) },
+        {
+          additionalProperties: false,
+        },
+      ),
+    ),
+    get_prompt: Type.Optional(
+      Type.Object(
+        {
+          /** The prompt's name on the upstream server (not the prefixed one). */
+          name: Type.String({ minLength: 1, maxLength: 256 }),
+          arguments: Type.Optional(
+            Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 65_536 }), {
+              maxProperties: UPSTREAM_CATALOG_LIMITS.maxPromptArguments,
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type UpstreamRequestBody = Static<typeof UpstreamRequestBody>;
+
+/**
+ * Its answer, 200 either way: `result`, the upstream's MCP result as it came (a ReadResourceResult's
+ * `contents`, a GetPromptResult's `messages`), or `error` with a Bindery code: NOT_FOUND (no such
+ * server attached, resource or prompt listed), FORBIDDEN (AEI or owner disabled), VALIDATION_FAILED
+ * (the upstream refused the arguments), UPSTREAM_FAILED / TIMEOUT (the upstream failed or did not
+ * answer), RESULT_TOO_LARGE.
+ */
+export const UpstreamRequestAnswer = Type.Union([
+  Type.Object({ result: Type.Record(Type.String(), Type.Unknown()) }),
+  Type.Object({
+    error: Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      details: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
+    }),
+  }),
+]);
+export type UpstreamRequestAnswer = Static<typeof UpstreamRequestAnswer>;

@@ -1,0 +1,90 @@
+/**
+ * Resources and prompts of the upstream MCP servers attached to an AEI, as config v2 carries them
+ * (`upstream_resources`, `upstream_prompts`; the control plane already left out what the AEI's own
+ * resources and prompts, or an earlier attached server, offer under the same URI or name). Reading
+ * one or getting one goes through the control plane (`upstreamRequest`), which checks the server
+ * is still attached and the entry still listed, asks the server and audits the request.
+ */
+import type { ConfigUpstreamPrompt, ConfigUpstreamResource, UpstreamRequestBody } from '@bindery/contracts';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { ControlPlaneClient } from '../control-plane-client.ts';
+import { UpstreamError } from '../control-plane-client.ts';
+import type { Exposure } from '../exposure-cache.ts';
+import { JSONRPC } from '../jsonrpc-errors.ts';
+import { WireError } from './wire-error.ts';
+
+/** MCP's code for a resource that does not exist. */
+const RESOURCE_NOT_FOUND = -32002;
+
+export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
+  return exposure.kind === 'aei' ? (exposure.config.upstream_resources ?? []) : [];
+}
+
+export function upstreamPromptsOf(exposure: Exposure): readonly ConfigUpstreamPrompt[] {
+  return exposure.kind === 'aei' ? (exposure.config.upstream_prompts ?? []) : [];
+}
+
+/** What the request is about, for messages: the resource's URI or the prompt's name. */
+interface Subject {
+  kind: 'resource' | 'prompt';
+  name: string;
+}
+
+/**
+ * Asks the control plane to read a resource or get a prompt of an upstream server; the upstream's
+ * MCP result, or a WireError: -32002 (a resource no longer there), -32602 (arguments the upstream
+ * refused, a result over the limit, a prompt no longer there), -32029 (rate limited), -32050 (the
+ * upstream or the control plane failed or did not answer).
+ */
+export async function askUpstream<T>(
+  exposure: Exposure & { kind: 'aei' },
+  client: ControlPlaneClient,
+  body: Omit<UpstreamRequestBody, 'config_version'>,
+  subject: Subject & {
+    schema: { safeParse(value: unknown): { success: true; data: T } | { success: false } };
+  },
+  signal?: AbortSignal,
+): Promise<T> {
+  let answer;
+  try {
+    answer = await client.upstreamRequest(
+      exposure.config.aei.id,
+      { ...body, config_version: exposure.config.aei.config_version },
+      signal,
+    );
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer: ${error.message}`, {
+      code: 'UPSTREAM_FAILED',
+    });
+  }
+  if ('result' in answer) {
+    // Passed on as it came, once it is the result MCP says it must be: a client would refuse it.
+    const parsed = subject.schema.safeParse(answer.result);
+    if (parsed.success) return parsed.data;
+    throw new WireError(
+      JSONRPC.UNAVAILABLE,
+      `the upstream server's answer for ${subject.kind} "${subject.name.slice(0, 200)}" is not a valid MCP result`,
+      {
+        code: 'UPSTREAM_FAILED',
+      },
+    );
+  }
+  const { code, message } = answer.error;
+  const shown = subject.name.slice(0, 200);
+  switch (code) {
+    case 'NOT_FOUND':
+    case 'FORBIDDEN':
+      throw subject.kind === 'resource'
+        ? new WireError(RESOURCE_NOT_FOUND, `${shown}: ${message}`, { code })
+        : new WireError(ErrorCode.InvalidParams, `prompt "${shown}": ${message}`, { code });
+    case 'VALIDATION_FAILED':
+    case 'RESULT_TOO_LARGE':
+    case 'LIMIT_EXCEEDED':
+      throw new WireError(ErrorCode.InvalidParams, message, { code });
+    case 'RATE_LIMITED':
+      throw new WireError(JSONRPC.RATE_LIMITED, message, { code });
+    default:
+      throw new WireError(JSONRPC.UNAVAILABLE, message, { code });
+  }
+}

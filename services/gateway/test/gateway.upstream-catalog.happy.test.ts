@@ -1,0 +1,185 @@
+// Pins upstream servers' resources and prompts as MCP clients see them (SDK Client -> gateway ->
+// control plane -> a real upstream MCP server over stdio): an attached server's resources are
+// listed after the exposure's own with their URIs unchanged and read through the control plane;
+// its prompts are listed as `{prefix}_{name}` and got from it, their arguments checked first; a
+// change of the upstream's lists reaches open sessions as list_changed; subscriptions stay with
+// the exposure's own resources.
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Json } from './support/fixtures.ts';
+import { startStack, type Stack } from './support/stack.ts';
+
+const SCRIPT = fileURLToPath(
+  new URL('../../control-plane/test/support/upstream/mcp-server.mjs', import.meta.url),
+);
+
+let stack: Stack;
+let apiKey: string;
+let aeiId: string;
+let token: string;
+
+beforeAll(async () => {
+  stack = await startStack({ controlPlaneEnv: { UPSTREAM_STDIO_COMMANDS: 'node' } });
+  token = (await stack.admin('POST', '/api/v2/users', { name: 'catalog' })).token;
+  const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, token);
+  const table = await as('POST', '/api/v2/tables', { name: 'CRM', data: { customers: [{ id: 'c1' }] } });
+  const all = await as('POST', '/api/v2/adis', {
+    table_id: table.id,
+    json_path: '',
+    operation_type: 'get_all',
+    name: 'everything',
+  });
+  const upstream = await as('POST', '/api/v2/upstream-servers', {
+    name: 'Library',
+    transport: 'stdio',
+    command: 'node',
+    args: [SCRIPT],
+    env: { UPSTREAM_TEST_MARKER: 'the library' },
+  });
+  const aei = await as('POST', '/api/v2/aeis', { name: 'catalog' });
+  apiKey = aei.api_key;
+  aeiId = aei.id;
+  await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: all.id });
+  await as('POST', `/api/v2/aeis/${aei.id}/prompts`, {
+    name: 'review',
+    arguments: [{ name: 'topic', required: true }],
+    messages: [{ role: 'user', text: 'Review {{topic}}.' }],
+  });
+  await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { upstream_server_id: upstream.id, prefix: 'lib' });
+}, 90_000);
+afterAll(() => stack?.close());
+
+const connect = (): Promise<Client> => stack.connect(`/api/v2/mcp/server/${apiKey}`);
+
+/** The JSON-RPC error a request ends with. */
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => expect.unreachable('expected an error'),
+    (error: unknown) => error as { code: number; message: string },
+  );
+
+const until = async (what: string, done: () => boolean | Promise<boolean>) => {
+  for (let i = 0; i < 100; i++) {
+    if (await done()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+describe("an attached upstream server's resources", () => {
+  it('are listed after the exposure’s own, with their URIs and fields as the server gave them', async () => {
+    const client = await connect();
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual([
+      'bindery://tools/everything/context',
+      'test://greeting',
+      'test://data.json',
+    ]);
+    expect(resources[1]).toEqual({
+      uri: 'test://greeting',
+      name: 'greeting',
+      title: 'Greeting',
+      description: 'A friendly text.',
+      mimeType: 'text/plain',
+    });
+    expect(resources[2]).toMatchObject({ mimeType: 'application/json', size: 17 });
+    await client.close();
+  });
+
+  it('are read from the server through the control plane, and audited', async () => {
+    const client = await connect();
+    const greeting = await client.readResource({ uri: 'test://greeting' });
+    expect(greeting.contents).toEqual([
+      { uri: 'test://greeting', mimeType: 'text/plain', text: 'Hello from the library' },
+    ]);
+    const data = await client.readResource({ uri: 'test://data.json' });
+    expect(JSON.parse((data.contents[0] as { text: string }).text)).toEqual({ items: [1, 2, 3] });
+    const audit = await stack.admin('GET', `/api/v2/audit?aei_id=${aeiId}&limit=50`, undefined, token);
+    const reads = (audit.items as Json[]).filter((row) => row.action === 'upstream.resource.read');
+    expect(reads.length).toBeGreaterThanOrEqual(2);
+    expect(reads.every((row) => row.status === 'ok')).toBe(true);
+    // A URI the server did not list is no resource of the exposure.
+    const unknown = await refusal(client.readResource({ uri: 'test://elsewhere' }));
+    expect(unknown.code).toBe(-32002);
+    await client.close();
+  });
+
+  it('cannot be subscribed to: subscriptions follow the exposure’s own resources', async () => {
+    const client = await connect();
+    const refused = await refusal(client.subscribeResource({ uri: 'test://greeting' }));
+    expect(refused.code).toBe(-32602);
+    expect(refused.message).toMatch(/upstream server/);
+    await client.subscribeResource({ uri: 'bindery://tools/everything/context' });
+    await client.close();
+  });
+});
+
+describe("an attached upstream server's prompts", () => {
+  it('are listed as {prefix}_{name} after the exposure’s own, and got from the server', async () => {
+    const client = await connect();
+    const { prompts } = await client.listPrompts();
+    expect(prompts.map((p) => p.name)).toEqual(['review', 'lib_greet', 'lib_summarise']);
+    expect(prompts[1]).toEqual({
+      name: 'lib_greet',
+      title: 'Greet someone',
+      description: 'Asks for a greeting.',
+      arguments: [{ name: 'name', description: 'who to greet', required: true }],
+    });
+    const greet = await client.getPrompt({ name: 'lib_greet', arguments: { name: 'Ada' } });
+    expect(greet.messages).toEqual([
+      { role: 'user', content: { type: 'text', text: 'Please greet Ada warmly.' } },
+    ]);
+    const summary = await client.getPrompt({ name: 'lib_summarise', arguments: {} });
+    expect(summary.messages[0]!.content).toEqual({ type: 'text', text: 'Summarise anything in one line.' });
+    await client.close();
+  });
+
+  it('have their arguments checked here first, as the exposure’s own prompts do', async () => {
+    const client = await connect();
+    const missing = await refusal(client.getPrompt({ name: 'lib_greet', arguments: {} }));
+    expect(missing.code).toBe(-32602);
+    expect(missing.message).toMatch(/prompt "lib_greet" needs the argument "name"/);
+    const unknown = await refusal(client.getPrompt({ name: 'lib_greet', arguments: { who: 'x' } }));
+    expect(unknown.code).toBe(-32602);
+    expect(unknown.message).toMatch(/has no argument "who"/);
+    // Refused by the server itself (an empty name): its -32602 is passed on.
+    const empty = await refusal(client.getPrompt({ name: 'lib_greet', arguments: { name: '' } }));
+    expect(empty.code).toBe(-32602);
+    const completion = await client.complete({
+      ref: { type: 'ref/prompt', name: 'lib_greet' },
+      argument: { name: 'name', value: 'A' },
+    });
+    expect(completion.completion.values).toEqual([]);
+    await client.close();
+  });
+});
+
+describe('a change of the upstream’s lists', () => {
+  it('reaches open sessions as resources and prompts list_changed, with the new entries', async () => {
+    const client = await connect();
+    let resourcesChanged = 0;
+    let promptsChanged = 0;
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void resourcesChanged++);
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => void promptsChanged++);
+    await client.listResources();
+    await client.listPrompts();
+    const answer = await client.callTool({
+      name: 'lib_set_tools',
+      arguments: { resources: ['test://news'], prompts: ['brief'] },
+    });
+    expect(answer.isError).toBeFalsy();
+    await until('both list_changed', () => resourcesChanged > 0 && promptsChanged > 0);
+    expect((await client.listResources()).resources.map((r) => r.uri)).toContain('test://news');
+    expect((await client.listPrompts()).prompts.map((p) => p.name)).toContain('lib_brief');
+    const news = await client.readResource({ uri: 'test://news' });
+    expect(news.contents).toEqual([
+      { uri: 'test://news', mimeType: 'text/plain', text: 'resource test://news' },
+    ]);
+    await client.close();
+  }, 30_000);
+});
