@@ -21,6 +21,11 @@ export interface InvalidationMessage {
   all?: boolean;
   /** Tables whose data changed; a message may carry these alone (then it invalidates no config). */
   table_changes?: TableChange[];
+  /**
+   * Users whose secrets changed (control planes drop the values they keep decrypted); alone, it
+   * invalidates no config. Only on Redis: gateways keep no secrets.
+   */
+  secret_owners?: string[];
 }
 
 /** Whether a message drops cached configs (one carrying only table changes does not). */
@@ -32,6 +37,14 @@ export function invalidatesConfig(message: InvalidationMessage): boolean {
 export const MAX_TABLE_CHANGES = 1000;
 /** The longest table id a table change may name (ids are far shorter; this bounds what is kept). */
 export const TABLE_ID_MAX_CHARS = 64;
+
+/** A bounded list of user ids. */
+function owners(v: unknown): string[] | undefined {
+  if (!Array.isArray(v) || v.length > MAX_TABLE_CHANGES) return undefined;
+  return v.every((x) => typeof x === 'string' && x.length > 0 && x.length <= TABLE_ID_MAX_CHARS)
+    ? (v as string[])
+    : undefined;
+}
 
 function tableChanges(v: unknown): TableChange[] | undefined {
   if (!Array.isArray(v) || v.length > MAX_TABLE_CHANGES) return undefined;
@@ -74,7 +87,13 @@ function parse(raw: string, log: SubscriberLog): InvalidationMessage | undefined
     log.warn({ raw: raw.slice(0, 200) }, 'ignored a malformed invalidation message');
     return undefined;
   }
-  const m = message as { aei_ids?: unknown; api_keys?: unknown; all?: unknown; table_changes?: unknown };
+  const m = message as {
+    aei_ids?: unknown;
+    api_keys?: unknown;
+    all?: unknown;
+    table_changes?: unknown;
+    secret_owners?: unknown;
+  };
   const changes = tableChanges(m.table_changes);
   const strings = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
   const parsed = {
@@ -82,6 +101,7 @@ function parse(raw: string, log: SubscriberLog): InvalidationMessage | undefined
     ...(strings(m.api_keys) && { api_keys: strings(m.api_keys) }),
     ...(m.all === true && { all: true }),
     ...(changes && { table_changes: changes }),
+    ...(owners(m.secret_owners) && { secret_owners: owners(m.secret_owners) }),
   };
   if (Object.keys(parsed).length === 0) {
     log.warn({ raw: raw.slice(0, 200) }, 'ignored an invalidation message naming nothing');

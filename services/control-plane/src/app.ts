@@ -21,6 +21,7 @@ import {
   QUERY_DEFAULTS,
   type Config,
 } from './config.ts';
+import { forgetAllSecrets, forgetSecrets } from './domain/secret-references.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
@@ -173,6 +174,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         return listener.configChanged(aeiIds);
       },
       tableChanged: (tableId, version) => listener.tableChanged?.(tableId, version),
+      secretsChanged: (userId) => listener.secretsChanged?.(userId),
     },
   });
   await hearOtherControlPlanes(app, options.config.redisUrl, bindings);
@@ -334,12 +336,16 @@ async function hearOtherControlPlanes(
   const log = app.log.child({ component: 'binding-cache' });
   const subscription = await subscribeInvalidations(redisUrl, log, {
     onMessage(message) {
+      for (const userId of message.secret_owners ?? []) forgetSecrets(userId);
       // Tables' data changing is news for gateways' subscribers only: no binding changed.
       if (!invalidatesConfig(message)) return;
       if (message.aei_ids && !message.all && !message.api_keys) bindings.invalidate(message.aei_ids);
       else bindings.clear();
     },
-    onResubscribed: () => bindings.clear(),
+    onResubscribed: () => {
+      bindings.clear();
+      forgetAllSecrets();
+    },
   });
   app.addHook('onClose', () => subscription.close());
 }

@@ -178,6 +178,35 @@ export class ExposureInvalidation implements ConfigChangeListener {
   }
 
   /**
+   * A user's secrets changed: other control planes hear of it on Redis (gateways keep no secrets,
+   * so none is told over HTTP). Returns at once and never throws; a failure is logged.
+   */
+  secretsChanged(userId: string): void {
+    const redis = this.#redis;
+    if (redis === undefined || this.#closed) return;
+    const message = JSON.stringify({ secret_owners: [userId] });
+    void this.#track(
+      (async () => {
+        if (!redis.isReady) {
+          this.#log.warn(
+            { channel: INVALIDATION_CHANNEL },
+            'redis not connected; secret change not published',
+          );
+          return;
+        }
+        try {
+          await this.#publishWithin(redis, message);
+        } catch (error) {
+          this.#log.warn(
+            { channel: INVALIDATION_CHANNEL, ...errorDetails(error) },
+            'redis publish failed; secret change not published',
+          );
+        }
+      })(),
+    );
+  }
+
+  /**
    * A table's data changed (committed): the gateways hear of it shortly, coalesced with other
    * changes. Returns at once and never throws; deliveries are logged, never awaited by the writer.
    */

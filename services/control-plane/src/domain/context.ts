@@ -25,6 +25,11 @@ export interface ConfigChangeListener {
    * signal later (coalesced) and must not throw.
    */
   tableChanged?(tableId: string, version: number): void;
+  /**
+   * Called after a user's secret was created, replaced or deleted: other control planes drop the
+   * values they keep decrypted (this one already has). Never awaited; must not throw.
+   */
+  secretsChanged?(userId: string): void;
 }
 
 export interface DomainContext {

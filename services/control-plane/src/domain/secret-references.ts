@@ -7,6 +7,7 @@
  * request it was meant for.
  */
 import { SECRET_NAME_PATTERN, SECRET_NAME_RE } from '@bindery/contracts';
+import { LRUCache } from 'lru-cache';
 import { DomainError } from '../errors.ts';
 import type { Db, DomainContext } from './context.ts';
 import { requireKeyring } from './secrets.ts';
@@ -151,6 +152,30 @@ function touchLastUsed(ctx: Pick<DomainContext, 'prisma'>, ids: readonly string[
   });
 }
 
+/**
+ * How long the secrets a call decrypted serve later calls of the same user and names without a
+ * read. A change on this control plane drops them before it is answered; one on another reaches
+ * this one over Redis (and, should that message be lost, within this long).
+ */
+export const SECRETS_REUSE_MS = 5_000;
+
+/** `{user}\u0000{names}` -> the resolved secrets and their rows' ids. */
+const resolvedCache = new LRUCache<string, { resolved: ResolvedSecrets; ids: string[] }>({
+  max: 10_000,
+  ttl: SECRETS_REUSE_MS,
+});
+
+/** A user's secrets changed (or may have): no call reuses what was decrypted before. */
+export function forgetSecrets(userId: string): void {
+  const prefix = `${userId}\u0000`;
+  for (const key of resolvedCache.keys()) if (key.startsWith(prefix)) resolvedCache.delete(key);
+}
+
+/** Every user's (Redis was away: changes may have been missed). */
+export function forgetAllSecrets(): void {
+  resolvedCache.clear();
+}
+
 /** The decrypted secrets of one call, and what fills them in and takes them out again. */
 export class ResolvedSecrets {
   /** Each value's forms as they may appear in text: as is, JSON-escaped, URL-encoded. */
@@ -215,6 +240,7 @@ export class ResolvedSecrets {
  * At call: decrypts the named secrets of `userId` (read through `db`, the call's transaction if it
  * has one). A name the user has no secret for is NOT_FOUND naming it (it was deleted after the
  * tool was saved); no key is NOT_CONFIGURED. Marks them used (at most once a minute each).
+ * What it decrypted serves the same user's calls of the same names for SECRETS_REUSE_MS.
  */
 export async function resolveSecrets(
   ctx: Pick<DomainContext, 'prisma' | 'keyring'>,
@@ -224,6 +250,13 @@ export async function resolveSecrets(
 ): Promise<ResolvedSecrets> {
   if (names.length === 0) return new ResolvedSecrets(new Map());
   const keyring = requireKeyring(ctx);
+  // Reused only outside a transaction: a call's own transaction reads what it sees.
+  const key = db === ctx.prisma ? `${userId}\u0000${names.join('\u0000')}` : undefined;
+  const kept = key === undefined ? undefined : resolvedCache.get(key);
+  if (kept) {
+    touchLastUsed(ctx, kept.ids, Date.now());
+    return kept.resolved;
+  }
   const rows = await db.secret.findMany({ where: { userId, name: { in: [...names] } } });
   const byName = new Map(rows.map((row) => [row.name, row]));
   const missing = names.filter((name) => !byName.has(name));
@@ -235,10 +268,9 @@ export async function resolveSecrets(
     );
   }
   const values = new Map(names.map((name) => [name, keyring.open(byName.get(name)!, { userId, name })]));
-  touchLastUsed(
-    ctx,
-    rows.map((row) => row.id),
-    Date.now(),
-  );
-  return new ResolvedSecrets(values);
+  const ids = rows.map((row) => row.id);
+  touchLastUsed(ctx, ids, Date.now());
+  const resolved = new ResolvedSecrets(values);
+  if (key !== undefined) resolvedCache.set(key, { resolved, ids });
+  return resolved;
 }

@@ -11,6 +11,7 @@ import type { Db, DomainContext, Principal } from './context.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 import type { SecretKeyring } from './secret-keyring.ts';
+import { forgetSecrets } from './secret-references.ts';
 
 /** The setting that gives secrets their key. */
 export const SECRET_KEY_SETTING = 'BINDERY_SECRET_KEY';
@@ -56,7 +57,7 @@ const notFound = (name: string) =>
 
 /** Stores a new secret for the caller; a name the caller already uses is CONFLICT. */
 export async function createSecret(
-  ctx: Pick<DomainContext, 'prisma' | 'keyring'>,
+  ctx: Pick<DomainContext, 'prisma' | 'keyring'> & Partial<Pick<DomainContext, 'listener'>>,
   caller: Principal,
   input: { name: string; value: string },
 ): Promise<Secret> {
@@ -67,6 +68,7 @@ export async function createSecret(
     const row = await ctx.prisma.secret.create({
       data: { id: newId('sec'), userId: caller.userId, name: input.name, ...sealed },
     });
+    secretsChanged(ctx, caller.userId);
     return secretBody(row);
   } catch (error) {
     if (uniqueViolation(error)) {
@@ -94,7 +96,7 @@ export async function listSecrets(db: Db, caller: Principal, query: PageQuery) {
 
 /** Replaces a secret's value (encrypted with the current key, whichever key wrote the old one). */
 export async function updateSecret(
-  ctx: Pick<DomainContext, 'prisma' | 'keyring'>,
+  ctx: Pick<DomainContext, 'prisma' | 'keyring'> & Partial<Pick<DomainContext, 'listener'>>,
   caller: Principal,
   name: string,
   value: string,
@@ -107,6 +109,7 @@ export async function updateSecret(
     data: sealed,
   });
   if (updated.count === 0) throw notFound(name);
+  secretsChanged(ctx, caller.userId);
   const row = await ctx.prisma.secret.findUnique({ where: { userId_name: { userId: caller.userId, name } } });
   // Deleted between the two statements: as if the delete came after the update.
   if (!row) throw notFound(name);
@@ -114,7 +117,18 @@ export async function updateSecret(
 }
 
 /** Deletes one of the caller's secrets. Needs no key, so secrets stay removable without one. */
-export async function deleteSecret(db: Db, caller: Principal, name: string): Promise<void> {
-  const deleted = await db.secret.deleteMany({ where: { userId: caller.userId, name } });
+export async function deleteSecret(
+  ctx: Pick<DomainContext, 'prisma' | 'listener'>,
+  caller: Principal,
+  name: string,
+): Promise<void> {
+  const deleted = await ctx.prisma.secret.deleteMany({ where: { userId: caller.userId, name } });
   if (deleted.count === 0) throw notFound(name);
+  secretsChanged(ctx, caller.userId);
+}
+
+/** What this control plane decrypted of the user's secrets is dropped now; the others are told. */
+function secretsChanged(ctx: Partial<Pick<DomainContext, 'listener'>>, userId: string): void {
+  forgetSecrets(userId);
+  ctx.listener?.secretsChanged?.(userId);
 }

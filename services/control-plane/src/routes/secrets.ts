@@ -71,7 +71,7 @@ export async function secretRoutes(app: AdminApp): Promise<void> {
       },
     },
     async (request, reply) => {
-      await deleteSecret(app.domain.prisma, request.principal, request.params.name);
+      await deleteSecret(app.domain, request.principal, request.params.name);
       return reply.status(204).send(null);
     },
   );
