@@ -11,6 +11,7 @@ process.env.BINDERY_TEST_TEMPLATE ??= `bindery_test_template_${randomBytes(4).to
 
 const ENGINE_INDEPENDENT = [
   'test/config.test.ts',
+  'test/upstream-catalog-snapshot.test.ts',
   'test/custom-tool-sandbox.*.test.ts',
   'test/http-tools.*.test.ts',
   'test/invalidation.error.test.ts',

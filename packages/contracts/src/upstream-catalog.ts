@@ -60,7 +60,7 @@ export type ConfigUpstreamPrompt = Static<typeof ConfigUpstreamPrompt>;
 export const UpstreamRequestBody = Type.Object(
   {
     upstream_server_id: Type.String({ minLength: 1, maxLength: 64 }),
-    /** The AEI's config version the gateway serves: an older control-plane view is read again. */
+    /** The AEI's config version the gateway serves (informative: the route reads the AEI, the attachment and the snapshot each time). */
     config_version: Type.Optional(Type.Integer({ minimum: 0 })),
     request_id: Type.Optional(Type.String({ maxLength: 256 })),
     /** The MCP session it came in (per_session servers serve each session on its own instance). */

@@ -1,7 +1,8 @@
 // Pins what a binding's output_schema may be (the admin API, both engines): a narrowing of its
 // tool's output schema by the input-schema rules, saved, shown and cleared with null; one that
-// widens it, uses keywords the check cannot judge, or narrows a tool that declares no output
-// schema is 400 naming the field, and nothing is written.
+// widens it, uses keywords the check cannot judge, narrows a tool that may write (its answer
+// comes after the write) or one that declares no output schema is 400 naming the field, and
+// nothing is written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type CallResult, type TestApp } from './support/app.ts';
 
@@ -80,6 +81,28 @@ describe('a binding’s output_schema', () => {
     expectRefused(notObject, 'output_schema', /type must be "object"/);
     const bindings = await t.call('GET', `/api/v2/aeis/${aeiId}/bindings`);
     expect(bindings.body.items).toEqual([]);
+  });
+
+  it('is 400 for a tool that may write: its answer comes after the write', async () => {
+    const create = await t.call('POST', '/api/v2/adis', {
+      body: { table_id: tableId, json_path: '/items', operation_type: 'create' },
+    });
+    const res = await t.call('POST', `/api/v2/aeis/${aeiId}/bindings`, {
+      body: {
+        adi_id: create.body.id,
+        output_schema: {
+          type: 'object',
+          properties: {
+            pointer: { type: 'string' },
+            value: { type: 'integer' },
+            table_version: { type: 'integer' },
+          },
+          required: ['pointer', 'value', 'table_version'],
+          additionalProperties: false,
+        },
+      },
+    });
+    expectRefused(res, 'output_schema', /only a read-only tool's output schema can be narrowed/);
   });
 
   it('is 400 for a tool that declares no output schema', async () => {

@@ -365,3 +365,27 @@ describe('list changes', () => {
     expect(read.body.result.contents[0].text).toBe('resource test://fresh');
   });
 });
+
+describe('what a server lists, with its secrets', () => {
+  it('leaves out a resource URI or prompt name holding one of them, and says so in the warnings', async () => {
+    const leaky = await newServer('Leaky Catalog', {
+      UPSTREAM_TEST_MARKER: 'leaky',
+      UPSTREAM_TEST_EXTRA_RESOURCES: 'test://leak/{{secret.CATALOG_MARKER}},test://clean',
+      UPSTREAM_TEST_EXTRA_PROMPTS: 'ask_{{secret.CATALOG_MARKER}},tidy',
+    });
+    const server = await t.call('GET', `/api/v2/upstream-servers/${leaky.id}`, as());
+    expect(server.body.warnings.join('\n')).toMatch(
+      /1 resource\(s\) whose URI holds one of the server's secrets/,
+    );
+    expect(server.body.warnings.join('\n')).toMatch(
+      /1 prompt\(s\) whose name holds one of the server's secrets/,
+    );
+    const target = await newAei('leaky');
+    await attach(target.id, leaky.id, 'leaky');
+    const config = await configOf(target.api_key);
+    const text = JSON.stringify(config);
+    expect(text).not.toContain(SECRET);
+    expect(config.upstream_resources.map((r: { uri: string }) => r.uri)).toContain('test://clean');
+    expect(config.upstream_prompts.map((p: { name: string }) => p.name)).toContain('leaky_tidy');
+  });
+});

@@ -53,11 +53,22 @@ export function checkOverride(adi: OverrideTarget, schema: Record<string, unknow
 }
 
 /**
- * Refuses an output-schema override that is not a narrowing of the ADI's output schema (or an ADI
- * that declares none: there is nothing to narrow, and no answer would be checked); `field` names it.
+ * Refuses an output-schema override that is not a narrowing of the ADI's output schema, one of a
+ * tool that may write, or one of an ADI that declares none (nothing to narrow); `field` names it.
  */
 export function checkOutputOverride(adi: OverrideTarget, schema: Record<string, unknown>, field: string) {
-  const declared = kindOf(adi).outputSchema(columnsOf(adi));
+  const kind = kindOf(adi);
+  const columns = columnsOf(adi);
+  // A write's answer comes once its change is committed: an answer outside the narrowing could
+  // then only be an error after the fact. Narrowing is for tools that cannot write.
+  if (kind.annotations(columns, { tableName: null }).readOnlyHint !== true) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      `${field}: only a read-only tool's output schema can be narrowed (this tool may write, and its answer comes after the write)`,
+      { field },
+    );
+  }
+  const declared = kind.outputSchema(columns);
   if (declared === null) {
     throw new DomainError(
       'VALIDATION_FAILED',

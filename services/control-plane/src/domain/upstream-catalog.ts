@@ -57,9 +57,31 @@ const OWN_URI_PREFIX = 'bindery://';
 /** Characters of a URI or prompt name written to the audit trail and log lines. */
 const SHOWN_MAX = 200;
 
+/**
+ * Text as the snapshot stores it: NULs and unpaired surrogates (which a JSON column refuses) made
+ * U+FFFD, cut to maxTextChars without splitting a pair.
+ */
 function cut(text: string): string {
   const max = UPSTREAM_CATALOG_LIMITS.maxTextChars;
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  const clean = storable(text);
+  if (clean.length <= max) return clean;
+  let end = max - 1;
+  // Never end on the first half of a pair.
+  if (/[\uD800-\uDBFF]/.test(clean.charAt(end - 1))) end -= 1;
+  return `${clean.slice(0, end)}…`;
+}
+
+/** `text` with NULs and unpaired surrogates replaced by U+FFFD. */
+function storable(text: string): string {
+  return text.replace(
+    /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
+    '\uFFFD',
+  );
+}
+
+/** True when `text` can be stored and named as it is (a URI or a name: it cannot be rewritten). */
+function storableAsIs(text: string): boolean {
+  return storable(text) === text;
 }
 
 function shown(text: string): string {
@@ -74,18 +96,21 @@ const optionalText = (key: string, value: unknown) =>
  * names, titles and descriptions cut to maxTextChars; what was left out is said in `warnings`.
  */
 export function resourceSnapshot(
-  listed: { items: Resource[]; truncated: boolean },
+  listed: { items: Resource[]; truncated: boolean; withheld?: number },
   warnings: string[],
 ): ResourceEntry[] {
   const { maxResources, maxUriChars } = UPSTREAM_CATALOG_LIMITS;
   if (listed.truncated)
     warnings.push(`the server lists more than ${maxResources} resources; the rest were skipped`);
+  if (listed.withheld)
+    warnings.push(`${listed.withheld} resource(s) whose URI holds one of the server's secrets were left out`);
   const seen = new Set<string>();
   const entries: ResourceEntry[] = [];
+  const budget = new SnapshotBudget('resources', warnings);
   let long = 0;
   for (const resource of listed.items) {
     const uri = resource.uri;
-    if (typeof uri !== 'string' || uri === '' || uri.length > maxUriChars) {
+    if (typeof uri !== 'string' || uri === '' || uri.length > maxUriChars || !storableAsIs(uri)) {
       long += 1;
       continue;
     }
@@ -95,18 +120,48 @@ export function resourceSnapshot(
     }
     seen.add(uri);
     const size = resource.size;
-    entries.push({
+    const entry = {
       uri,
       name: cut(typeof resource.name === 'string' ? resource.name : uri),
       ...optionalText('title', resource.title),
       ...optionalText('description', resource.description),
       ...optionalText('mime_type', resource.mimeType),
       ...(typeof size === 'number' && Number.isSafeInteger(size) && size >= 0 && { size }),
-    } as ResourceEntry);
+    } as ResourceEntry;
+    if (!budget.takes(entry)) break;
+    entries.push(entry);
   }
   if (long > 0)
-    warnings.push(`${long} resource(s) with an empty URI or one over ${maxUriChars} characters were skipped`);
+    warnings.push(
+      `${long} resource(s) with an empty URI, one over ${maxUriChars} characters or one with a NUL or a broken character were skipped`,
+    );
   return entries;
+}
+
+/**
+ * Characters of one server's resources (or prompts) as stored, at most: the snapshot travels in the
+ * config of every AEI the server is attached to, so its size is bounded whatever the counts allow.
+ */
+export const SNAPSHOT_MAX_CHARS = 1_048_576;
+
+/** Counts what a snapshot holds; past SNAPSHOT_MAX_CHARS the rest is skipped, with a warning. */
+class SnapshotBudget {
+  #left = SNAPSHOT_MAX_CHARS;
+
+  constructor(
+    private readonly list: string,
+    private readonly warnings: string[],
+  ) {}
+
+  /** Whether `entry` fits; when it does not, the warning says the rest was skipped. */
+  takes(entry: unknown): boolean {
+    this.#left -= JSON.stringify(entry).length;
+    if (this.#left >= 0) return true;
+    this.warnings.push(
+      `the server's ${this.list} are more than ${SNAPSHOT_MAX_CHARS} characters; the rest were skipped`,
+    );
+    return false;
+  }
 }
 
 /**
@@ -114,18 +169,23 @@ export function resourceSnapshot(
  * skipped, at most maxPromptArguments arguments each, texts cut; what was left out is in `warnings`.
  */
 export function promptSnapshot(
-  listed: { items: Prompt[]; truncated: boolean },
+  listed: { items: Prompt[]; truncated: boolean; withheld?: number },
   warnings: string[],
 ): PromptEntry[] {
   const { maxPrompts, maxPromptArguments } = UPSTREAM_CATALOG_LIMITS;
   if (listed.truncated)
     warnings.push(`the server lists more than ${maxPrompts} prompts; the rest were skipped`);
+  if (listed.withheld)
+    warnings.push(`${listed.withheld} prompt(s) whose name holds one of the server's secrets were left out`);
   const seen = new Set<string>();
   const entries: PromptEntry[] = [];
+  const budget = new SnapshotBudget('prompts', warnings);
   for (const prompt of listed.items) {
     const name = prompt.name;
-    if (typeof name !== 'string' || name === '' || name.length > PROMPT_NAME_MAX) {
-      warnings.push(`a prompt with a name that is empty or over ${PROMPT_NAME_MAX} characters was skipped`);
+    if (typeof name !== 'string' || name === '' || name.length > PROMPT_NAME_MAX || !storableAsIs(name)) {
+      warnings.push(
+        `a prompt with a name that is empty, over ${PROMPT_NAME_MAX} characters or holds a NUL or a broken character was skipped`,
+      );
       continue;
     }
     if (seen.has(name)) {
@@ -134,14 +194,20 @@ export function promptSnapshot(
     }
     seen.add(name);
     const args: PromptArgumentEntry[] = [];
+    let dropped = 0;
+    let requiredDropped = false;
     for (const arg of prompt.arguments ?? []) {
-      if (typeof arg.name !== 'string' || arg.name === '' || arg.name.length > PROMPT_NAME_MAX) continue;
-      if (args.some((a) => a.name === arg.name)) continue;
-      if (args.length >= maxPromptArguments) {
-        warnings.push(
-          `prompt "${shown(name)}" has more than ${maxPromptArguments} arguments; the rest were left out`,
-        );
-        break;
+      const usable =
+        typeof arg.name === 'string' &&
+        arg.name !== '' &&
+        arg.name.length <= PROMPT_NAME_MAX &&
+        storableAsIs(arg.name) &&
+        !args.some((a) => a.name === arg.name) &&
+        args.length < maxPromptArguments;
+      if (!usable) {
+        dropped += 1;
+        if (arg.required === true) requiredDropped = true;
+        continue;
       }
       args.push({
         name: arg.name,
@@ -149,12 +215,26 @@ export function promptSnapshot(
         ...(typeof arg.required === 'boolean' && { required: arg.required }),
       });
     }
-    entries.push({
+    // A required argument no client could send would make the prompt unusable: it is not served.
+    if (requiredDropped) {
+      warnings.push(
+        `prompt "${shown(storable(name))}" was skipped: a required argument of it is unnamed, named twice, over ${PROMPT_NAME_MAX} characters or past the first ${maxPromptArguments}`,
+      );
+      continue;
+    }
+    if (dropped > 0) {
+      warnings.push(
+        `prompt "${shown(name)}": ${dropped} optional argument(s) unnamed, named twice, over ${PROMPT_NAME_MAX} characters or past the first ${maxPromptArguments} were left out`,
+      );
+    }
+    const entry: PromptEntry = {
       name,
       ...optionalText('title', prompt.title),
       ...optionalText('description', prompt.description),
       arguments: args,
-    });
+    };
+    if (!budget.takes(entry)) break;
+    entries.push(entry);
   }
   return entries;
 }
@@ -179,7 +259,16 @@ export interface UpstreamCatalog {
   resources: ConfigUpstreamResource[];
   prompts: ConfigUpstreamPrompt[];
   clashes: UpstreamClash[];
+  /** Entries past the per-AEI limits (MAX_AEI_UPSTREAM_*), in attachment order: not served. */
+  left_out: { resources: number; prompts: number };
 }
+
+/**
+ * Upstream resources and prompts one AEI serves at most, whatever number of servers is attached:
+ * they travel in its config to every gateway (each server's snapshot is bounded on its own too).
+ */
+export const MAX_AEI_UPSTREAM_RESOURCES = 2_000;
+export const MAX_AEI_UPSTREAM_PROMPTS = 1_000;
 
 const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -227,11 +316,16 @@ export function upstreamCatalog(
   const resourceOwner = new Map<string, string>();
   const prompts: ConfigUpstreamPrompt[] = [];
   const promptOwner = new Map<string, string>([...ownPrompts].map((name) => [name, 'aei_prompt']));
+  const leftOut = { resources: 0, prompts: 0 };
   for (const { prefix, server } of attachments) {
     for (const entry of storedEntries<ResourceEntry>(server.resources)) {
       const used = entry.uri.startsWith(OWN_URI_PREFIX) ? 'bindery' : resourceOwner.get(entry.uri);
       if (used !== undefined) {
         clash('resource', entry.uri, used, server.id);
+        continue;
+      }
+      if (resources.length >= MAX_AEI_UPSTREAM_RESOURCES) {
+        leftOut.resources += 1;
         continue;
       }
       resourceOwner.set(entry.uri, server.id);
@@ -246,6 +340,10 @@ export function upstreamCatalog(
         clash('prompt', name, used, server.id);
         continue;
       }
+      if (prompts.length >= MAX_AEI_UPSTREAM_PROMPTS) {
+        leftOut.prompts += 1;
+        continue;
+      }
       promptOwner.set(name, server.id);
       const { name: upstreamName, ...rest } = entry;
       prompts.push({ upstream_server_id: server.id, name, upstream_name: upstreamName, ...rest });
@@ -255,7 +353,7 @@ export function upstreamCatalog(
   const listed = [...clashes.values()].sort(
     (a, b) => byCodePoint(a.kind, b.kind) || byCodePoint(a.name, b.name),
   );
-  return { resources, prompts, clashes: listed };
+  return { resources, prompts, clashes: listed, left_out: leftOut };
 }
 
 /** The AEI's upstream resources and prompts and what was hidden (the admin API), as served when enabled. */

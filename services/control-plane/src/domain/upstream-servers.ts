@@ -36,6 +36,7 @@ import {
   type UpstreamSpec,
 } from '../upstream/spec.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
+import { brokenOverrides, type OverrideTarget } from './bindings.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 import { checkSecretReferenceSyntax, missingSecretError, missingSecretNames } from './secret-references.ts';
@@ -305,10 +306,20 @@ export async function deleteUpstreamServer(
   await changeExposure(ctx, async (tx) => {
     await findOwnServer(tx, caller, id);
     const adis = await tx.adi.findMany({ where: { upstreamServerId: id }, select: { id: true } });
-    const changedAeis = await bumpForAdis(
+    const bumped = await bumpForAdis(
       tx,
       adis.map((a) => a.id),
     );
+    // The AEIs it is attached to lose its resources and prompts, bound tools or not.
+    const attached = (
+      await tx.aeiAttachment.findMany({ where: { upstreamServerId: id }, select: { aeiId: true } })
+    )
+      .map((a) => a.aeiId)
+      .filter((aeiId) => !bumped.includes(aeiId));
+    if (attached.length > 0) {
+      await tx.aei.updateMany({ where: { id: { in: attached } }, data: { configVersion: { increment: 1 } } });
+    }
+    const changedAeis = [...bumped, ...attached];
     // Every binding of its tools stays, attached ones included (their attachment goes): an agent
     // gets a clear error naming the deleted server rather than a tool that silently vanished.
     await tx.aeiBinding.updateMany({
@@ -471,6 +482,7 @@ export async function syncUpstreamServer(
       });
       const byTool = new Map(existing.map((a) => [(a.config as { tool?: string }).tool ?? '', a]));
       const changed: string[] = [];
+      const updatedColumns: OverrideTarget[] = [];
       const added: { id: string; tool: string }[] = [];
       for (const tool of tools) {
         const config = toolConfig(serverId, tool);
@@ -483,6 +495,14 @@ export async function syncUpstreamServer(
               data: { config: config as Prisma.InputJsonObject },
             });
             changed.push(current.id);
+            updatedColumns.push({
+              id: current.id,
+              kind: 'mcp',
+              tableId: null,
+              jsonPath: null,
+              operationType: null,
+              config,
+            });
             report.updated.push(tool.name);
           }
           continue;
@@ -510,6 +530,14 @@ export async function syncUpstreamServer(
         });
         changed.push(adi.id);
         report.missing.push(tool);
+      }
+      // A tool whose schemas changed upstream may no longer fit a binding's narrowing: such a
+      // binding is switched off (and said so), never left promising what the tool no longer does.
+      for (const broken of await brokenOverrides(tx, updatedColumns)) {
+        await tx.aeiBinding.update({ where: { id: broken.binding_id }, data: { enabled: false } });
+        warnings.push(
+          `binding ${broken.binding_id} ("${broken.tool_name}" in AEI ${broken.aei_id}) was disabled: ${broken.reason}`,
+        );
       }
       const attachedAeis = await bindAttached(tx, serverId, added, warnings);
       // The snapshots as stored now (another sync may have written them since this one read the row).

@@ -53,6 +53,10 @@ const AeiUpstreamCatalog = Type.Object({
     description: 'what the AEI serves of its attached servers’ prompts (config v2 `upstream_prompts`)',
   }),
   clashes: Type.Array(UpstreamClash),
+  left_out: Type.Object(
+    { resources: Type.Integer(), prompts: Type.Integer() },
+    { description: 'entries past the per-AEI limits (2,000 resources, 1,000 prompts), not served' },
+  ),
 });
 
 export function upstreamServerRoutes(deps: UpstreamDeps) {

@@ -275,8 +275,12 @@ export class UpstreamInstance {
   }
 }
 
+/** Pages of one list at most (whatever they hold). */
+const MAX_LIST_PAGES = 200;
+
 /**
- * Every item of a paginated list (all pages), at most `max` (more: `truncated`). A server handing
+ * Every item of a paginated list (all pages), at most `max` items and MAX_LIST_PAGES pages (more:
+ * `truncated`). A server handing
  * back a cursor it gave before would be listed forever: the listing stops there.
  */
 async function listAll<T>(
@@ -286,7 +290,10 @@ async function listAll<T>(
   const items: T[] = [];
   let cursor: string | undefined;
   const seen = new Set<string>();
+  let pages = 0;
   do {
+    // A server handing out empty pages with new cursors would be listed forever, too.
+    if (++pages > MAX_LIST_PAGES) return { items, truncated: true };
     const listed = await page(cursor === undefined ? {} : { cursor });
     items.push(...listed.items);
     if (items.length > max) return { items: items.slice(0, max), truncated: true };

@@ -236,17 +236,43 @@ export class UpstreamPool {
   async listResources(
     server: string,
     max: number,
-  ): Promise<{ items: Resource[]; truncated: boolean } | null> {
-    return this.list(server, 'resources/list', (instance, timeoutMs) =>
+  ): Promise<{ items: Resource[]; truncated: boolean; withheld: number } | null> {
+    const listed = await this.list(server, 'resources/list', (instance, timeoutMs) =>
       instance.capabilities().resources ? instance.listResources(timeoutMs, max) : null,
     );
+    if (!listed) return null;
+    // What is listed goes to every client of the AEIs the server is attached to: no secret of the
+    // server's may be in it. A URI holding one cannot be rewritten (reads would fail): it is left
+    // out (the snapshot says how many, as skipped).
+    const items = listed.items.filter(
+      (r) => typeof r.uri !== 'string' || this.secrets.redact(r.uri) === r.uri,
+    );
+    return {
+      items: items.map((r) => this.secrets.redactJson(r)),
+      truncated: listed.truncated,
+      withheld: listed.items.length - items.length,
+    };
   }
 
   /** Lists the upstream's prompts (all pages), or null when it did not declare the `prompts` capability. */
-  async listPrompts(server: string, max: number): Promise<{ items: Prompt[]; truncated: boolean } | null> {
-    return this.list(server, 'prompts/list', (instance, timeoutMs) =>
+  async listPrompts(
+    server: string,
+    max: number,
+  ): Promise<{ items: Prompt[]; truncated: boolean; withheld: number } | null> {
+    const listed = await this.list(server, 'prompts/list', (instance, timeoutMs) =>
       instance.capabilities().prompts ? instance.listPrompts(timeoutMs, max) : null,
     );
+    if (!listed) return null;
+    // A name is how a prompt is got, so it cannot be rewritten: one holding a secret is left out;
+    // titles, descriptions and arguments are redacted.
+    const items = listed.items.filter(
+      (p) => typeof p.name !== 'string' || this.secrets.redact(p.name) === p.name,
+    );
+    return {
+      items: items.map((p) => ({ ...this.secrets.redactJson(p), name: p.name })),
+      truncated: listed.truncated,
+      withheld: listed.items.length - items.length,
+    };
   }
 
   /** One list request on a shared instance, started when none runs, within the call timeout. */

@@ -104,6 +104,9 @@ export class UpstreamRegistry {
   /** When each server was last read from the database (or saved by this process). */
   private readonly readAt = new Map<string, number>();
   private readonly pending = new Map<string, NodeJS.Timeout>();
+  /** Servers being synced now, and those asked to sync again once that one ends (with why). */
+  private readonly syncing = new Set<string>();
+  private readonly syncAgain = new Map<string, string>();
   private readonly refreshTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private statusWrites: Promise<void> = Promise.resolve();
@@ -226,11 +229,29 @@ export class UpstreamRegistry {
     this.pending.set(serverId, timer);
   }
 
+  /**
+   * One sync of a server at a time: one asked for while another runs waits for it, and any number
+   * of such asks make one more sync (a server announcing changes without end costs one sync after
+   * another, never several at once, and an older listing never lands after a newer one).
+   */
   private runSync(serverId: string, reason: string): void {
     if (this.closed || !this.syncer) return;
-    this.syncer(serverId, reason).catch((error: unknown) =>
-      this.options.log.warn({ err: error, upstream_server_id: serverId, reason }, 'upstream sync failed'),
-    );
+    if (this.syncing.has(serverId)) {
+      this.syncAgain.set(serverId, reason);
+      return;
+    }
+    this.syncing.add(serverId);
+    this.syncer(serverId, reason)
+      .catch((error: unknown) =>
+        this.options.log.warn({ err: error, upstream_server_id: serverId, reason }, 'upstream sync failed'),
+      )
+      .finally(() => {
+        this.syncing.delete(serverId);
+        const again = this.syncAgain.get(serverId);
+        if (again === undefined) return;
+        this.syncAgain.delete(serverId);
+        this.runSync(serverId, again);
+      });
   }
 
   /** Syncs the servers whose pool has an instance running (idle servers are synced when they start). */

@@ -24,6 +24,7 @@ import type { ControlPlaneClient } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { closeMatches } from '../tool-suggestions.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
+import { unstorableArguments } from './unstorable-arguments.ts';
 import { askUpstream, upstreamPromptsOf } from './upstream-catalog.ts';
 import { WireError } from './wire-error.ts';
 
@@ -169,6 +170,14 @@ export async function getUpstreamPrompt(
   },
 ): Promise<GetPromptResult> {
   checkArguments(prompt, args);
+  // A value no control plane can store or send (a NUL, a broken character) is the caller's error.
+  const unstorable = unstorableArguments(args);
+  if (unstorable) {
+    throw new WireError(ErrorCode.InvalidParams, unstorable.message, {
+      code: unstorable.code,
+      ...unstorable.details,
+    });
+  }
   return askUpstream(
     exposure,
     call.client,
