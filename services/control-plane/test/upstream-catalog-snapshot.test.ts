@@ -9,6 +9,7 @@ import { SNAPSHOT_MAX_CHARS, promptSnapshot, resourceSnapshot } from '../src/dom
 
 /** True when `text` has no NUL and no unpaired surrogate (what a JSONB column stores). */
 const storable = (text: string) =>
+  // eslint-disable-next-line no-control-regex -- the NUL is what is looked for
   !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
 
 describe('resource snapshots', () => {

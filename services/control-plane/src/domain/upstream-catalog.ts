@@ -74,6 +74,7 @@ function cut(text: string): string {
 /** `text` with NULs and unpaired surrogates replaced by U+FFFD. */
 function storable(text: string): string {
   return text.replace(
+    // eslint-disable-next-line no-control-regex -- the NUL is what is replaced
     /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
     '\uFFFD',
   );
