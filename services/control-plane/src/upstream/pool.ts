@@ -240,18 +240,7 @@ export class UpstreamPool {
     const listed = await this.list(server, 'resources/list', (instance, timeoutMs) =>
       instance.capabilities().resources ? instance.listResources(timeoutMs, max) : null,
     );
-    if (!listed) return null;
-    // What is listed goes to every client of the AEIs the server is attached to: no secret of the
-    // server's may be in it. A URI holding one cannot be rewritten (reads would fail): it is left
-    // out (the snapshot says how many, as skipped).
-    const items = listed.items.filter(
-      (r) => typeof r.uri !== 'string' || this.secrets.redact(r.uri) === r.uri,
-    );
-    return {
-      items: items.map((r) => this.secrets.redactJson(r)),
-      truncated: listed.truncated,
-      withheld: listed.items.length - items.length,
-    };
+    return listed && this.withoutSecrets(listed, (r) => r.uri);
   }
 
   /** Lists the upstream's prompts (all pages), or null when it did not declare the `prompts` capability. */
@@ -262,14 +251,24 @@ export class UpstreamPool {
     const listed = await this.list(server, 'prompts/list', (instance, timeoutMs) =>
       instance.capabilities().prompts ? instance.listPrompts(timeoutMs, max) : null,
     );
-    if (!listed) return null;
-    // A name is how a prompt is got, so it cannot be rewritten: one holding a secret is left out;
-    // titles, descriptions and arguments are redacted.
-    const items = listed.items.filter(
-      (p) => typeof p.name !== 'string' || this.secrets.redact(p.name) === p.name,
-    );
+    return listed && this.withoutSecrets(listed, (p) => p.name);
+  }
+
+  /**
+   * A listing as every client of the AEIs the server is attached to may see it: no secret of the
+   * server's in it. An entry whose key (a URI, a name: how it is asked for, so it cannot be
+   * rewritten) holds one is left out and counted in `withheld`; the others are redacted.
+   */
+  private withoutSecrets<T>(
+    listed: { items: T[]; truncated: boolean },
+    key: (item: T) => unknown,
+  ): { items: T[]; truncated: boolean; withheld: number } {
+    const items = listed.items.filter((item) => {
+      const k = key(item);
+      return typeof k !== 'string' || this.secrets.redact(k) === k;
+    });
     return {
-      items: items.map((p) => ({ ...this.secrets.redactJson(p), name: p.name })),
+      items: items.map((item) => this.secrets.redactJson(item)),
       truncated: listed.truncated,
       withheld: listed.items.length - items.length,
     };
