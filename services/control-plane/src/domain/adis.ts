@@ -243,8 +243,8 @@ export async function updateAdi(
       if (broken.length > 0) {
         throw new DomainError(
           'CONFLICT',
-          `this change would leave ${broken.length} binding override(s) accepting what the tool no longer does ` +
-            `(${broken.map((b) => `"${b.tool_name}"`).join(', ')}); change or clear their input_schema first`,
+          `this change would leave ${broken.length} binding override(s) promising what the tool no longer does ` +
+            `(${broken.map((b) => `"${b.tool_name}"`).join(', ')}); change or clear their input_schema or output_schema first`,
           {
             binding_ids: broken.map((b) => b.binding_id),
             aei_ids: broken.map((b) => b.aei_id),

@@ -159,20 +159,48 @@ function touchLastUsed(ctx: Pick<DomainContext, 'prisma'>, ids: readonly string[
  */
 export const SECRETS_REUSE_MS = 5_000;
 
+/** Characters of decrypted values (in every form a redaction looks for) kept at most. */
+const SECRETS_REUSE_MAX_CHARS = 16 * 1024 * 1024;
+
+interface Reusable {
+  resolved: ResolvedSecrets;
+  ids: string[];
+  chars: number;
+}
+
 /** `{user}\u0000{names}` -> the resolved secrets and their rows' ids. */
-const resolvedCache = new LRUCache<string, { resolved: ResolvedSecrets; ids: string[] }>({
+const resolvedCache = new LRUCache<string, Reusable>({
   max: 10_000,
+  maxSize: SECRETS_REUSE_MAX_CHARS,
+  sizeCalculation: (entry) => Math.max(1, entry.chars),
   ttl: SECRETS_REUSE_MS,
+  // Plaintext leaves memory when its time is up, not when the entry is next looked at.
+  ttlAutopurge: true,
 });
+
+/**
+ * Changes seen, per user and in all: a read that started before a change must not keep what it
+ * read (it may be the old value), so it keeps it only when no change came while it read.
+ */
+const generations = new Map<string, number>();
+let everyGeneration = 0;
+const generationOf = (userId: string) => `${everyGeneration}.${generations.get(userId) ?? 0}`;
 
 /** A user's secrets changed (or may have): no call reuses what was decrypted before. */
 export function forgetSecrets(userId: string): void {
+  generations.set(userId, (generations.get(userId) ?? 0) + 1);
+  // Bounded: clearing them all moves every user's generation at once (nothing kept survives it).
+  if (generations.size > 100_000) {
+    generations.clear();
+    everyGeneration += 1;
+  }
   const prefix = `${userId}\u0000`;
-  for (const key of resolvedCache.keys()) if (key.startsWith(prefix)) resolvedCache.delete(key);
+  for (const key of [...resolvedCache.keys()]) if (key.startsWith(prefix)) resolvedCache.delete(key);
 }
 
 /** Every user's (Redis was away: changes may have been missed). */
 export function forgetAllSecrets(): void {
+  everyGeneration += 1;
   resolvedCache.clear();
 }
 
@@ -192,6 +220,11 @@ export class ResolvedSecrets {
     this.forms = [...forms]
       .map(([form, name]) => ({ form, name }))
       .sort((a, b) => b.form.length - a.form.length);
+  }
+
+  /** Characters this holds: every form of every value (what keeping it costs). */
+  get chars(): number {
+    return this.forms.reduce((sum, { form }) => sum + form.length, 0);
   }
 
   /** The names resolved. */
@@ -257,6 +290,7 @@ export async function resolveSecrets(
     touchLastUsed(ctx, kept.ids, Date.now());
     return kept.resolved;
   }
+  const before = generationOf(userId);
   const rows = await db.secret.findMany({ where: { userId, name: { in: [...names] } } });
   const byName = new Map(rows.map((row) => [row.name, row]));
   const missing = names.filter((name) => !byName.has(name));
@@ -271,6 +305,9 @@ export async function resolveSecrets(
   const ids = rows.map((row) => row.id);
   touchLastUsed(ctx, ids, Date.now());
   const resolved = new ResolvedSecrets(values);
-  if (key !== undefined) resolvedCache.set(key, { resolved, ids });
+  // A change while this read ran may have come after it: what it read is used once, not kept.
+  if (key !== undefined && generationOf(userId) === before) {
+    resolvedCache.set(key, { resolved, ids, chars: resolved.chars });
+  }
   return resolved;
 }

@@ -447,11 +447,21 @@ export async function syncUpstreamServer(
   deps: UpstreamDeps,
   reason: string,
 ): Promise<SyncReport> {
+  // One at a time per server, in the order asked for.
+  return deps.registry.serialized(serverId, () => syncNow(ctx, serverId, deps, reason));
+}
+
+async function syncNow(
+  ctx: DomainContext,
+  serverId: string,
+  deps: UpstreamDeps,
+  reason: string,
+): Promise<SyncReport> {
   const server = await deps.registry.known(serverId);
   const row = await ctx.prisma.upstreamServer.findUnique({ where: { id: serverId } });
   if (!row) throw notFound('upstream server', serverId);
   const pool = deps.registry.remember(knownServer(row));
-  let listed: { tools: Tool[]; truncated: boolean };
+  let listed: { tools: Tool[]; truncated: boolean; withheld: number };
   try {
     listed = await pool.listTools(server.name, UPSTREAM_LIMITS.maxTools);
   } catch (error) {
@@ -468,6 +478,8 @@ export async function syncUpstreamServer(
   const warnings: string[] = [];
   if (listed.truncated)
     warnings.push(`the server lists more than ${UPSTREAM_LIMITS.maxTools} tools; the rest were skipped`);
+  if (listed.withheld > 0)
+    warnings.push(`${listed.withheld} tool(s) whose name holds one of the server's secrets were left out`);
   const tools = takenTools(listed.tools, row.exposeTools, warnings);
   const catalog = await listCatalog(pool, server.name, warnings);
   await deps.registry.statusWritten();

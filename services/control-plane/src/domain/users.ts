@@ -17,6 +17,7 @@ import { usableTokens } from './admin-tokens.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
+import { forgetSecrets } from './secret-references.ts';
 
 const ROOT_NAME = 'root';
 
@@ -194,6 +195,9 @@ export async function deleteUser(
     await tx.user.delete({ where: { id } });
     return { result: undefined, changedAeis: aeis.map((a) => a.id) };
   });
+  // Their secrets went with them: no control plane keeps a decrypted one.
+  forgetSecrets(id);
+  ctx.listener.secretsChanged?.(id);
 }
 
 const HOLDING_WORDS: Record<keyof UserHoldings, [string, string]> = {

@@ -222,11 +222,16 @@ export class UpstreamPool {
   }
 
   /** Lists the upstream's tools (all pages) on an instance, started when none runs. */
-  async listTools(server: string, max: number): Promise<{ tools: Tool[]; truncated: boolean }> {
+  async listTools(
+    server: string,
+    max: number,
+  ): Promise<{ tools: Tool[]; truncated: boolean; withheld: number }> {
     const listed = await this.list(server, 'tools/list', (instance, timeoutMs) =>
       instance.listTools(timeoutMs, max),
     );
-    return { tools: listed.items, truncated: listed.truncated };
+    // Tools are shown to every client of the AEIs they are bound to: no secret of the server's in them.
+    const clean = this.withoutSecrets(listed, (t) => t.name);
+    return { tools: clean.items, truncated: clean.truncated, withheld: clean.withheld };
   }
 
   /**
@@ -251,21 +256,24 @@ export class UpstreamPool {
     const listed = await this.list(server, 'prompts/list', (instance, timeoutMs) =>
       instance.capabilities().prompts ? instance.listPrompts(timeoutMs, max) : null,
     );
-    return listed && this.withoutSecrets(listed, (p) => p.name);
+    // Its arguments' names are sent back as they are listed too.
+    return listed && this.withoutSecrets(listed, (p) => [p.name, ...(p.arguments ?? []).map((a) => a.name)]);
   }
 
   /**
    * A listing as every client of the AEIs the server is attached to may see it: no secret of the
-   * server's in it. An entry whose key (a URI, a name: how it is asked for, so it cannot be
-   * rewritten) holds one is left out and counted in `withheld`; the others are redacted.
+   * server's in it. An entry whose keys (a URI, a name: how it is asked for, so they cannot be
+   * rewritten) hold one is left out and counted in `withheld`; the others are redacted.
    */
   private withoutSecrets<T>(
     listed: { items: T[]; truncated: boolean },
-    key: (item: T) => unknown,
+    keys: (item: T) => unknown,
   ): { items: T[]; truncated: boolean; withheld: number } {
     const items = listed.items.filter((item) => {
-      const k = key(item);
-      return typeof k !== 'string' || this.secrets.redact(k) === k;
+      const found = keys(item);
+      return (Array.isArray(found) ? found : [found]).every(
+        (k) => typeof k !== 'string' || this.secrets.redact(k) === k,
+      );
     });
     return {
       items: items.map((item) => this.secrets.redactJson(item)),

@@ -104,6 +104,8 @@ export class UpstreamRegistry {
   /** When each server was last read from the database (or saved by this process). */
   private readonly readAt = new Map<string, number>();
   private readonly pending = new Map<string, NodeJS.Timeout>();
+  /** Per server, the end of the last sync started: the next one starts after it. */
+  private readonly chains = new Map<string, Promise<void>>();
   /** Servers being synced now, and those asked to sync again once that one ends (with why). */
   private readonly syncing = new Set<string>();
   private readonly syncAgain = new Map<string, string>();
@@ -139,6 +141,7 @@ export class UpstreamRegistry {
     this.readAt.delete(serverId);
     clearTimeout(this.pending.get(serverId));
     this.pending.delete(serverId);
+    this.syncAgain.delete(serverId);
     if (before) await this.releaseFingerprint(before.fingerprint);
   }
 
@@ -227,6 +230,25 @@ export class UpstreamRegistry {
     }, this.options.debounceMs ?? DEFAULT_DEBOUNCE_MS);
     timer.unref();
     this.pending.set(serverId, timer);
+  }
+
+  /**
+   * Runs `work` (a sync of the server) once every sync of it started before has ended, whoever
+   * started it (the admin API, a spec change, a list change announced): listings land in the
+   * order they were taken, never an older one over a newer one.
+   */
+  serialized<T>(serverId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(serverId) ?? Promise.resolve();
+    const run = previous.then(work);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.chains.set(serverId, tail);
+    void tail.then(() => {
+      if (this.chains.get(serverId) === tail) this.chains.delete(serverId);
+    });
+    return run;
   }
 
   /**
