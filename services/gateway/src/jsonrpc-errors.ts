@@ -12,6 +12,8 @@ export const JSONRPC = {
   INTERNAL_ERROR: -32603,
   UNAUTHORIZED: -32001,
   FORBIDDEN: -32003,
+  /** MCP's code for a resource that does not exist. */
+  RESOURCE_NOT_FOUND: -32002,
   RATE_LIMITED: -32029,
   UNAVAILABLE: -32050,
 } as const;

@@ -128,7 +128,7 @@ export async function deleteSecret(
 }
 
 /** What this control plane decrypted of the user's secrets is dropped now; the others are told. */
-function secretsChanged(ctx: Partial<Pick<DomainContext, 'listener'>>, userId: string): void {
+export function secretsChanged(ctx: Partial<Pick<DomainContext, 'listener'>>, userId: string): void {
   forgetSecrets(userId);
   ctx.listener?.secretsChanged?.(userId);
 }

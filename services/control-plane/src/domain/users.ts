@@ -17,7 +17,7 @@ import { usableTokens } from './admin-tokens.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
-import { forgetSecrets } from './secret-references.ts';
+import { secretsChanged } from './secrets.ts';
 
 const ROOT_NAME = 'root';
 
@@ -196,8 +196,7 @@ export async function deleteUser(
     return { result: undefined, changedAeis: aeis.map((a) => a.id) };
   });
   // Their secrets went with them: no control plane keeps a decrypted one.
-  forgetSecrets(id);
-  ctx.listener.secretsChanged?.(id);
+  secretsChanged(ctx, id);
 }
 
 const HOLDING_WORDS: Record<keyof UserHoldings, [string, string]> = {

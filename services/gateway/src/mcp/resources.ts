@@ -27,8 +27,6 @@ import { WireError } from './wire-error.ts';
 
 const SCHEME = 'bindery://tools/';
 const MIME = 'application/json';
-/** MCP's code for a resource that does not exist. */
-export const RESOURCE_NOT_FOUND = -32002;
 /** URIs longer than this name nothing (a pointer under a context is at most 4,096 characters). */
 const MAX_URI_CHARS = 4096;
 const MAX_POINTER_CHARS = 4096;
@@ -152,9 +150,13 @@ export function parseResourceUri(
 ): { binding: ContextBinding; pointer: string } {
   const shown = JSON.stringify(uri.slice(0, 200));
   if (uri.length > MAX_URI_CHARS || !uri.startsWith(SCHEME)) {
-    throw new WireError(RESOURCE_NOT_FOUND, `no resource ${shown}: resources/list names this exposure's`, {
-      uri: uri.slice(0, 200),
-    });
+    throw new WireError(
+      JSONRPC.RESOURCE_NOT_FOUND,
+      `no resource ${shown}: resources/list names this exposure's`,
+      {
+        uri: uri.slice(0, 200),
+      },
+    );
   }
   const rest = uri.slice(SCHEME.length);
   const slash = rest.indexOf('/');
@@ -162,9 +164,13 @@ export function parseResourceUri(
   const binding = contextBindings(exposure).find((b) => b.tool_name === toolName);
   const after = slash < 0 ? '' : rest.slice(slash + 1);
   if (!binding || !(after === 'context' || after.startsWith('context/'))) {
-    throw new WireError(RESOURCE_NOT_FOUND, `no resource ${shown}: resources/list names this exposure's`, {
-      uri: uri.slice(0, 200),
-    });
+    throw new WireError(
+      JSONRPC.RESOURCE_NOT_FOUND,
+      `no resource ${shown}: resources/list names this exposure's`,
+      {
+        uri: uri.slice(0, 200),
+      },
+    );
   }
   const segments = after === 'context' ? [] : after.slice('context/'.length).split('/');
   const tokens = segments.map((segment) => {
@@ -205,7 +211,9 @@ function readFailure(uri: string, toolName: string, text: string): WireError {
     // FORBIDDEN: the binding or its exposure was switched off since this gateway's config said so.
     case 'NOT_FOUND':
     case 'FORBIDDEN':
-      return new WireError(RESOURCE_NOT_FOUND, `${uri.slice(0, 200)}: ${message}`, { code: error.code });
+      return new WireError(JSONRPC.RESOURCE_NOT_FOUND, `${uri.slice(0, 200)}: ${message}`, {
+        code: error.code,
+      });
     case 'VALIDATION_FAILED':
       return new WireError(ErrorCode.InvalidParams, message, { code: error.code });
     case 'RESULT_TOO_LARGE':
@@ -232,7 +240,7 @@ export async function readResource(
   sessionId?: string,
 ): Promise<ReadResourceResult> {
   if (exposure.kind !== 'aei') {
-    throw new WireError(RESOURCE_NOT_FOUND, 'this exposure has no resources');
+    throw new WireError(JSONRPC.RESOURCE_NOT_FOUND, 'this exposure has no resources');
   }
   const upstream = upstreamResource(exposure, uri);
   if (upstream) {

@@ -13,9 +13,6 @@ import type { Exposure } from '../exposure-cache.ts';
 import { JSONRPC } from '../jsonrpc-errors.ts';
 import { WireError } from './wire-error.ts';
 
-/** MCP's code for a resource that does not exist. */
-const RESOURCE_NOT_FOUND = -32002;
-
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
   return exposure.kind === 'aei' ? (exposure.config.upstream_resources ?? []) : [];
 }
@@ -76,7 +73,7 @@ export async function askUpstream<T>(
     case 'NOT_FOUND':
     case 'FORBIDDEN':
       throw subject.kind === 'resource'
-        ? new WireError(RESOURCE_NOT_FOUND, `${shown}: ${message}`, { code })
+        ? new WireError(JSONRPC.RESOURCE_NOT_FOUND, `${shown}: ${message}`, { code })
         : new WireError(ErrorCode.InvalidParams, `prompt "${shown}": ${message}`, { code });
     case 'VALIDATION_FAILED':
     case 'RESULT_TOO_LARGE':
