@@ -45,6 +45,9 @@ export const ConfigBinding = Type.Object({
   app_name: Type.String({ description: 'name of the ADI’s project, or "Default"' }),
   category: Type.String({ description: 'the ADI’s category, or its table’s name when it has none' }),
   adi_ref: AdiRef,
+  adi_name: Type.Optional(
+    Type.String({ description: 'the ADI’s own name, which source routing looks a bare name up by' }),
+  ),
 });
 export type ConfigBinding = Static<typeof ConfigBinding>;
 
@@ -182,6 +185,21 @@ export const ExecuteRequest = Type.Object(
           'the MCP session the call came in (absent: stateless); upstream servers in per_session mode give each its own upstream session',
       }),
     ),
+    caller: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'the caller of a caller entry’s session (personal key + caller), for the audit row',
+      }),
+    ),
+    source_hint: Type.Optional(
+      Type.String({ maxLength: 128, description: 'the source hint the call came with (seed 004), as sent' }),
+    ),
+    source_used: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: 'where the tool was found: "native", or "mcp:{server slug}" for an upstream tool',
+      }),
+    ),
     resource: Type.Optional(
       Type.Object(
         {
@@ -279,6 +297,9 @@ export const AuditEvent = Type.Object({
   duration_ms: Nullable(Type.Integer()),
   args_digest: Nullable(Type.String({ description: 'SHA-256 of the arguments as canonical JSON' })),
   request_id: Nullable(Type.String()),
+  caller: Nullable(Type.String({ description: 'the caller of a caller entry (absent: an api_key session)' })),
+  source_hint: Nullable(Type.String({ description: 'the source hint the call came with (seed 004)' })),
+  source_used: Nullable(Type.String({ description: '"native", or "mcp:{server slug}"' })),
   created_at: Type.String({ format: 'date-time' }),
 });
 export type AuditEvent = Static<typeof AuditEvent>;
@@ -287,5 +308,6 @@ export const AuditListQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 64 })),
   aei_id: Type.Optional(Type.String({ maxLength: 64 })),
   status: Type.Optional(AuditStatus),
+  caller: Type.Optional(Type.String({ maxLength: 64 })),
 });
 export type AuditListQuery = Static<typeof AuditListQuery>;

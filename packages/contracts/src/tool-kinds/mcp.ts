@@ -11,6 +11,12 @@ export const McpAdiRef = Type.Object({
   adi_id: Type.String(),
   upstream_server_id: Type.String({ description: 'the upstream server the tool belongs to' }),
   tool: Type.String({ description: 'the tool’s name on the upstream server' }),
+  upstream_slug: Type.Optional(
+    Type.String({ description: 'the upstream server’s slug (source routing: `mcp:{slug}`)' }),
+  ),
+  prefix: Type.Optional(
+    Type.String({ description: 'the prefix of the attachment that bound the tool, if one did' }),
+  ),
 });
 export type McpAdiRef = Static<typeof McpAdiRef>;
 
