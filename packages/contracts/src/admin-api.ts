@@ -256,6 +256,9 @@ export const Aei = Type.Object({
   catalog_search: Type.Boolean(),
   api_key_prefix: Type.String({ description: 'the first characters of the api_key, for recognising it' }),
   config_version: Type.Integer({ description: 'bumped by every change to what this AEI exposes' }),
+  default_profile: Type.Boolean({
+    description: 'true for your default profile: what callers you mapped to no profile get',
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -276,6 +279,19 @@ export const ClientConfigs = Type.Object({
   mcp_inspector: Type.Object({ command: Type.String({ description: 'lists the tools from a shell' }) }),
 });
 export type ClientConfigs = Static<typeof ClientConfigs>;
+/**
+ * Ready-to-paste configurations of the stdio entry `bindery-mcp <caller>`: it relays to the
+ * gateway's caller entry with a personal MCP key, so they hold no key of their own (the user puts
+ * theirs in `BINDERY_KEY`).
+ */
+export const StdioConfigs = Type.Object({
+  caller: Type.String({ description: 'the caller name the entry is started with' }),
+  note: Type.String({ description: 'what the caller must be mapped to for these to serve this profile' }),
+  claude_desktop: ClientFile,
+  vscode: ClientFile,
+  cursor: ClientFile,
+});
+export type StdioConfigs = Static<typeof StdioConfigs>;
 /** How an MCP client reaches an exposure, answered with its api_key (create and rotate only). */
 export const AeiConnection = Type.Object({
   mcp_url: Type.String({ description: 'the MCP endpoint with the api_key in its path' }),
@@ -283,6 +299,7 @@ export const AeiConnection = Type.Object({
     description: 'the MCP endpoint without the key: send "Authorization: Bearer <api_key>"',
   }),
   client_configs: ClientConfigs,
+  stdio_configs: Type.Optional(StdioConfigs),
 });
 export type AeiConnection = Static<typeof AeiConnection>;
 export const AeiWithKey = Type.Intersect([

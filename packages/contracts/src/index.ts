@@ -55,6 +55,7 @@ export {
   Page,
   PageQuery,
   Project,
+  StdioConfigs,
   Table,
   TableListQuery,
   TableSummary,
@@ -210,9 +211,6 @@ export {
   UpstreamRequestBody,
 } from './upstream-catalog.ts';
 export {
-  CALLER_HEADER,
-  CALLER_NAME_PATTERN,
-  CALLER_NAME_RE,
   CallerConfig,
   CallerConfigQuery,
   CallerIdentity,
@@ -222,18 +220,24 @@ export {
   CallerParams,
   CallerResolution,
   CreateMcpKeyBody,
-  DEFAULT_GATEWAY_URL,
-  MCP_CALLER_PATH,
   McpKey,
   McpKeyWithSecret,
   PERSONAL_KEY_HEADER,
-  PERSONAL_KEY_PREFIX,
-  PERSONAL_KEY_RANDOM_BYTES,
   Profile,
   PutCallerBody,
+} from './callers.ts';
+export {
+  CALLER_HEADER,
+  CALLER_NAME_PATTERN,
+  CALLER_NAME_RE,
+  DEFAULT_CALLER,
+  DEFAULT_GATEWAY_URL,
+  MCP_CALLER_PATH,
+  PERSONAL_KEY_PREFIX,
+  PERSONAL_KEY_RANDOM_BYTES,
   REST_PATH,
   SOURCE_META_KEY,
   isCallerName,
   isWellFormedPersonalKey,
   normaliseCallerName,
-} from './callers.ts';
+} from './entries.ts';

@@ -65,6 +65,12 @@ export const UpstreamRequestBody = Type.Object(
     request_id: Type.Optional(Type.String({ maxLength: 256 })),
     /** The MCP session it came in (per_session servers serve each session on its own instance). */
     session_id: Type.Optional(Type.String({ maxLength: 256 })),
+    caller: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'the caller of a caller entry’s session (personal key + caller), for the audit row',
+      }),
+    ),
     read_resource: Type.Optional(
       Type.Object(
         { uri: Type.String({ minLength: 1, maxLength: UPSTREAM_CATALOG_LIMITS.maxUriChars }) },

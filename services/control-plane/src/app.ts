@@ -53,6 +53,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { internalRoutes } from './routes/internal.ts';
 import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
+import { callerRoutes } from './routes/callers.ts';
 import { promptRoutes } from './routes/prompts.ts';
 import { exportImportRoutes } from './routes/export-import.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -196,7 +197,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         version: '0.1.0',
         description:
           'Admin API: users and admin tokens, contexts (tables), tools (ADIs), exposures (AEIs), ' +
-          'their bindings and the secrets tools use. ' +
+          'their bindings and the secrets tools use, personal MCP keys and the caller map. ' +
           'Errors are always {"error": {"code", "message", "details", "request_id"}}.',
       },
       components: {
@@ -229,9 +230,9 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(projectRoutes);
       await v2.register(tableRoutes);
       await v2.register(adiRoutes);
-      await v2.register(
-        aeiRoutes({ gatewayPublicUrl: options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL }),
-      );
+      const gatewayPublicUrl = options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL;
+      await v2.register(aeiRoutes({ gatewayPublicUrl }));
+      await v2.register(callerRoutes({ gatewayPublicUrl }));
       await v2.register(bindingRoutes);
       await v2.register(promptRoutes);
       await v2.register(auditRoutes);

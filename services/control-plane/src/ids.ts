@@ -1,9 +1,15 @@
 /**
- * Ids, credentials and hashes. Credentials (admin tokens, api keys) are random, shown once, and
- * stored only as a SHA-256 hash plus a short display prefix.
+ * Ids, credentials and hashes. Credentials (admin tokens, api keys, personal MCP keys) are random,
+ * shown once, and stored only as a SHA-256 hash plus a short display prefix.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { API_KEY_PREFIX, API_KEY_RANDOM_BYTES, DISPLAY_PREFIX_LENGTH } from '@bindery/contracts';
+import {
+  API_KEY_PREFIX,
+  API_KEY_RANDOM_BYTES,
+  DISPLAY_PREFIX_LENGTH,
+  PERSONAL_KEY_PREFIX,
+  PERSONAL_KEY_RANDOM_BYTES,
+} from '@bindery/contracts';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -45,7 +51,7 @@ export function newIds(prefix: string, count: number): string[] {
   return Array.from({ length: count }, () => newId(prefix)).sort();
 }
 
-export type CredentialKind = 'admin' | 'key';
+export type CredentialKind = 'admin' | 'key' | 'personal';
 
 export interface Credential {
   /** The full secret: give it to the user once, never store it. */
@@ -65,14 +71,17 @@ export function displayPrefix(secret: string): string {
 }
 
 /**
- * A new random credential: `bnd_admin_…` for admin tokens, `bnd_key_…` for exposure api keys (in
- * the shape gateways check before any lookup, `isWellFormedApiKey` in contracts).
+ * A new random credential: `bnd_admin_…` for admin tokens, `bnd_key_…` for exposure api keys and
+ * `bnd_pk_…` for personal MCP keys (the last two in the shapes gateways check before any lookup,
+ * `isWellFormedApiKey` and `isWellFormedPersonalKey` in contracts).
  */
 export function newCredential(kind: CredentialKind): Credential {
   const secret =
     kind === 'admin'
       ? `bnd_admin_${randomBytes(24).toString('base64url')}`
-      : `${API_KEY_PREFIX}${randomBytes(API_KEY_RANDOM_BYTES).toString('base64url')}`;
+      : kind === 'personal'
+        ? `${PERSONAL_KEY_PREFIX}${randomBytes(PERSONAL_KEY_RANDOM_BYTES).toString('base64url')}`
+        : `${API_KEY_PREFIX}${randomBytes(API_KEY_RANDOM_BYTES).toString('base64url')}`;
   return { secret, hash: hashSecret(secret), prefix: displayPrefix(secret) };
 }
 

@@ -4,10 +4,16 @@
  * its status. Each refusal is a JSON-RPC error answer with its HTTP status.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { isWellFormedApiKey } from '@bindery/contracts';
+import { isWellFormedApiKey, isWellFormedPersonalKey } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { CircuitOpenError, UpstreamError } from './control-plane-client.ts';
-import { LookupsLimitedError, type Exposure, type ExposureCache } from './exposure-cache.ts';
+import {
+  LookupsLimitedError,
+  keyHash,
+  type Credential,
+  type Exposure,
+  type ExposureCache,
+} from './exposure-cache.ts';
 import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { checkOrigin, type OriginPolicy } from './origin-guard.ts';
@@ -53,6 +59,16 @@ export function originRefusal(
     ? undefined
     : { status: 403, code: JSONRPC.FORBIDDEN, message: reason, bindery: 'FORBIDDEN' };
 }
+
+/** A personal key no user has (or one revoked), or one that cannot be a personal key at all. */
+const UNKNOWN_PERSONAL_KEY: JsonRpcErrorAnswer = {
+  status: 401,
+  code: JSONRPC.UNAUTHORIZED,
+  message:
+    'unknown personal MCP key (revoked, rotated, or never issued): send a current one as "Authorization: Bearer <key>" (POST /api/v2/mcp-keys makes one)',
+  bindery: 'UNAUTHORIZED',
+  headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+};
 
 /** A key no exposure has (on this URL), or one that cannot be a key at all. */
 const UNKNOWN_KEY: JsonRpcErrorAnswer = {
@@ -101,22 +117,32 @@ export type Admission = { exposure: Exposure; refusal?: undefined } | { refusal:
  */
 export async function admitKey(
   deps: { limiter: RateLimiter; cache: ExposureCache; metrics: GatewayMetrics; log: FastifyBaseLogger },
-  apiKey: string,
+  key: string | Credential,
   hash: string,
   flavor: Flavor,
   address: string | undefined,
 ): Promise<Admission> {
-  if (!isWellFormedApiKey(apiKey)) {
+  // An api_key comes as a string (the hot path: no object is made for it).
+  const personal = typeof key !== 'string' && key.kind === 'personal';
+  const wellFormed =
+    typeof key === 'string'
+      ? isWellFormedApiKey(key)
+      : key.kind === 'personal'
+        ? isWellFormedPersonalKey(key.personalKey)
+        : isWellFormedApiKey(key.apiKey);
+  if (!wellFormed) {
     deps.metrics.malformedKeys.inc();
-    return { refusal: UNKNOWN_KEY };
+    return { refusal: personal ? UNKNOWN_PERSONAL_KEY : UNKNOWN_KEY };
   }
-  const wait = deps.limiter.take(hash);
+  const wait = deps.limiter.take(
+    typeof key !== 'string' && key.kind === 'personal' ? keyHash(key.personalKey) : hash,
+  );
   if (wait > 0) {
     return {
       refusal: {
         status: 429,
         code: JSONRPC.RATE_LIMITED,
-        message: `rate limit reached for this api_key; retry in ${wait} s`,
+        message: `rate limit reached for this ${personal ? 'personal key' : 'api_key'}; retry in ${wait} s`,
         bindery: 'RATE_LIMITED',
         headers: { 'retry-after': String(wait) },
       },
@@ -124,7 +150,7 @@ export async function admitKey(
   }
   let exposure: Exposure;
   try {
-    exposure = (await deps.cache.resolve(apiKey, hash, flavor, address)).exposure;
+    exposure = (await deps.cache.resolve(key, hash, flavor, address)).exposure;
   } catch (error) {
     if (error instanceof LookupsLimitedError) {
       return {
@@ -143,6 +169,7 @@ export async function admitKey(
     deps.log[level]({ err: error.message }, 'control plane unavailable and no cached config for this key');
     return { refusal: UPSTREAM_UNAVAILABLE };
   }
+  if (personal && exposure.kind === 'unknown') return { refusal: UNKNOWN_PERSONAL_KEY };
   const refusal = refusalFor(exposure, flavor);
   return refusal ? { refusal } : { exposure };
 }

@@ -32,6 +32,7 @@ import { isMcpPath } from './mcp/paths.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
+import { restRoutes } from './routes/rest.ts';
 import { invalidate, opsRoutes } from './routes/ops.ts';
 import { MemorySessionStore, RedisSessionStore, type SessionStateStore } from './session-state.ts';
 import { SessionRegistry } from './sessions.ts';
@@ -176,6 +177,9 @@ export async function buildGateway(
   });
   await app.register(async (scope) =>
     mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter }),
+  );
+  await app.register(async (scope) =>
+    restRoutes(scope, { config, cache, client, limiter, executeLimiter, metrics }),
   );
   await app.register(async (scope) =>
     opsRoutes(scope, {

@@ -6,6 +6,8 @@
  */
 import {
   ERROR_CODES,
+  PERSONAL_KEY_HEADER,
+  type CallerIdentity,
   type ConfigV2,
   type ErrorBody,
   type ExecuteRequest,
@@ -69,7 +71,14 @@ export class CircuitOpenError extends UpstreamError {
 }
 
 export type KeyAnswer =
-  | { status: 'aei'; config: ConfigV2; etag: string | undefined; bytes: number }
+  | {
+      status: 'aei';
+      config: ConfigV2;
+      etag: string | undefined;
+      bytes: number;
+      /** Set for a caller lookup: who asked, and how the caller resolved. */
+      caller?: CallerIdentity;
+    }
   | { status: 'legacy'; config: LegacyConfig; bytes: number }
   | { status: 'not-modified' }
   | { status: 'unknown' };
@@ -347,37 +356,30 @@ export class ControlPlaneClient {
       this.#options.configTimeoutMs,
       { retry: true, ...(etag !== undefined && { headers: { 'if-none-match': etag } }) },
     );
-    if (res.status === 304) return { status: 'not-modified' };
-    // 400: the control plane refused to look the key up at all (a NUL in it, say): no such key.
-    if (res.status === 400) return { status: 'unknown' };
-    if (res.status === 404) {
-      if ((res.body as { error?: { details?: { kind?: string } } })?.error?.details?.kind === 'unknown') {
-        return { status: 'unknown' };
-      }
-      throw new UpstreamError(
-        'the control plane has no /internal/keys route: upgrade control planes before their gateways',
-        'refused',
-        false,
-        404,
-      );
-    }
-    if (res.status !== 200) {
-      throw new UpstreamError(
-        `control plane answered ${res.status} to a key lookup`,
-        res.status < 400 ? 'error-answer' : 'refused',
-        false,
-        res.status,
-      );
-    }
-    const found = res.body as { kind: 'aei'; config: ConfigV2 } | { kind: 'legacy'; config: LegacyConfig };
-    if (found.kind === 'legacy') return { status: 'legacy', config: found.config, bytes: res.bytes };
-    const header = res.headers.etag;
-    return {
-      status: 'aei',
-      config: found.config,
-      etag: typeof header === 'string' ? header : undefined,
-      bytes: res.bytes,
-    };
+    return configAnswer(res, 'key lookup', '/internal/keys');
+  }
+
+  /**
+   * The profile a personal key's caller maps to (`caller` undefined: the default profile), in one
+   * round trip, answered like `keyConfig`; the key goes in a header, never in the URL. The ETag
+   * names the profile and its config version, so a remapped caller never matches.
+   */
+  async callerConfig(
+    personalKey: string,
+    caller: string | undefined,
+    etag: string | undefined,
+  ): Promise<KeyAnswer> {
+    const query = caller === undefined ? '' : `?caller=${encodeURIComponent(caller)}`;
+    const headers: Record<string, string> = { [PERSONAL_KEY_HEADER]: personalKey };
+    if (etag !== undefined) headers['if-none-match'] = etag;
+    const res = await this.#request(
+      'config',
+      'GET',
+      `/internal/callers/config${query}`,
+      this.#options.configTimeoutMs,
+      { retry: true, headers },
+    );
+    return configAnswer(res, 'caller lookup', '/internal/callers');
   }
 
   /**
@@ -540,6 +542,47 @@ export interface LineReader {
   push(chunk: Buffer): void;
   /** What is left once the answer ended: its last line. */
   rest(): string;
+}
+
+/** A config lookup's answer (`keyConfig`, `callerConfig`) as the cache takes it. */
+function configAnswer(
+  res: { status: number; headers: IncomingHttpHeaders; body: unknown; bytes: number },
+  what: string,
+  route: string,
+): KeyAnswer {
+  if (res.status === 304) return { status: 'not-modified' };
+  // 400: the control plane refused to look the key up at all (a NUL in it, say): no such key.
+  if (res.status === 400) return { status: 'unknown' };
+  if (res.status === 404) {
+    if ((res.body as { error?: { details?: { kind?: string } } })?.error?.details?.kind === 'unknown') {
+      return { status: 'unknown' };
+    }
+    throw new UpstreamError(
+      `the control plane has no ${route} route: upgrade control planes before their gateways`,
+      'refused',
+      false,
+      404,
+    );
+  }
+  if (res.status !== 200) {
+    throw new UpstreamError(
+      `control plane answered ${res.status} to a ${what}`,
+      res.status < 400 ? 'error-answer' : 'refused',
+      false,
+      res.status,
+    );
+  }
+  const found = res.body as
+    { kind: 'aei'; config: ConfigV2; caller?: CallerIdentity } | { kind: 'legacy'; config: LegacyConfig };
+  if (found.kind === 'legacy') return { status: 'legacy', config: found.config, bytes: res.bytes };
+  const header = res.headers.etag;
+  return {
+    status: 'aei',
+    config: found.config,
+    ...(found.caller && { caller: found.caller }),
+    etag: typeof header === 'string' ? header : undefined,
+    bytes: res.bytes,
+  };
 }
 
 function isNdjson(headers: IncomingHttpHeaders): boolean {

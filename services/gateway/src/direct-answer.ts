@@ -10,7 +10,9 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import { SOURCE_META_KEY } from '@bindery/contracts';
 import type { Exposure } from './exposure-cache.ts';
+import { sourceHintOf } from './mcp/source-routing.ts';
 import { speaksSupportedVersion } from './mcp/protocol-version.ts';
 import { idempotencyKeyOf, paramsRefusal } from './mcp/requests.ts';
 import { listAnswer } from './mcp/tools-list.ts';
@@ -121,6 +123,7 @@ export function directAnswer(
       sessionId: session.id,
       requestId: `${session.id}:${key}`,
       idempotencyKey: idempotencyKeyOf(params),
+      sourceHint: sourceHintOf(params, SOURCE_META_KEY),
       known: exposure,
       signal: cancel.signal,
       notify,

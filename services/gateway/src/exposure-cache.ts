@@ -14,15 +14,38 @@
  * it. Keys not in the shape the control plane issues never get this far (`admission.ts`).
  */
 import { hash as digest } from 'node:crypto';
-import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
+import type { CallerIdentity, ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { CircuitOpenError, UpstreamError, type ControlPlaneClient } from './control-plane-client.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 
+/**
+ * What a credential exposes. `caller` is set for a caller entry (a personal key with a caller):
+ * who asked, and whether the caller's mapping or the default profile answered.
+ */
 export type Exposure =
-  { kind: 'aei'; config: ConfigV2 } | { kind: 'legacy'; config: LegacyConfig } | { kind: 'unknown' };
+  | { kind: 'aei'; config: ConfigV2; caller?: CallerIdentity | undefined }
+  | { kind: 'legacy'; config: LegacyConfig }
+  | { kind: 'unknown' };
+
+/**
+ * What a request authenticates with: an exposure's api_key, or a personal key with the caller it
+ * speaks for (undefined: none given, the default profile answers).
+ */
+export type Credential =
+  { kind: 'api_key'; apiKey: string } | { kind: 'personal'; personalKey: string; caller: string | undefined };
+
+/**
+ * The cache key of a credential: the SHA-256 of the api_key, or of the personal key and caller
+ * together (each caller of a key is its own entry: they may map to different profiles).
+ */
+export function credentialHash(credential: Credential): string {
+  return credential.kind === 'api_key'
+    ? keyHash(credential.apiKey)
+    : keyHash(`${credential.personalKey}\n${credential.caller ?? ''}`);
+}
 
 type KnownExposure = Exclude<Exposure, { kind: 'unknown' }>;
 
@@ -182,8 +205,8 @@ export class ExposureCache {
    * the gateway's) is spent.
    */
   async resolve(
-    apiKey: string,
-    hash = keyHash(apiKey),
+    apiKey: string | Credential,
+    hash = credentialHash(typeof apiKey === 'string' ? { kind: 'api_key', apiKey } : apiKey),
     flavor: KeyFlavor = 'v2',
     address?: string,
   ): Promise<Resolved> {
@@ -207,10 +230,11 @@ export class ExposureCache {
     // for any other AEI), unless the key is already known as an AEI's: refreshing that takes the
     // v2 lookup and its ETag.
     const lookup: KeyFlavor = flavor === 'v1' && entry?.exposure.kind !== 'aei' ? 'v1' : 'v2';
-    const flight = lookup + hash;
+    const credential: Credential = typeof apiKey === 'string' ? { kind: 'api_key', apiKey } : apiKey;
+    const flight = (credential.kind === 'personal' ? 'caller' : lookup) + hash;
     const pending = this.#inFlight.get(flight);
     if (pending) return pending;
-    const fetching: Promise<Resolved> = this.#fetch(apiKey, hash, entry, lookup, address).finally(() => {
+    const fetching: Promise<Resolved> = this.#fetch(credential, hash, entry, lookup, address).finally(() => {
       // An invalidation may have dropped it, and a newer lookup of the key taken its place.
       if (this.#inFlight.get(flight) === fetching) this.#inFlight.delete(flight);
     });
@@ -219,7 +243,7 @@ export class ExposureCache {
   }
 
   async #fetch(
-    apiKey: string,
+    credential: Credential,
     hash: string,
     previous: Entry | undefined,
     flavor: KeyFlavor,
@@ -252,7 +276,10 @@ export class ExposureCache {
     const current = () => generation === this.#generation;
     try {
       const etag = previous?.exposure.kind === 'aei' ? previous.etag : undefined;
-      const answer = await this.#client.keyConfig(apiKey, flavor, etag);
+      const answer =
+        credential.kind === 'api_key'
+          ? await this.#client.keyConfig(credential.apiKey, flavor, etag)
+          : await this.#client.callerConfig(credential.personalKey, credential.caller, etag);
       if (answer.status === 'not-modified') {
         if (!previous)
           throw new UpstreamError('control plane answered 304 to a lookup without an ETag', 'error-answer');
@@ -274,7 +301,7 @@ export class ExposureCache {
       }
       const exposure: KnownExposure =
         answer.status === 'aei'
-          ? { kind: 'aei', config: answer.config }
+          ? { kind: 'aei', config: answer.config, ...(answer.caller && { caller: answer.caller }) }
           : { kind: 'legacy', config: answer.config };
       if (current()) this.#unknown.delete(hash);
       if (current())

@@ -50,9 +50,9 @@ import type { ResourceSubscriptions } from './mcp/resource-subscriptions.ts';
 import { listPage, type ListPage } from './mcp/tools-list.ts';
 import { idempotencyKeyOf } from './mcp/requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
-import { closeMatches } from './tool-suggestions.ts';
+import { routeTool, sourceHintOf, unknownToolRefusal } from './mcp/source-routing.ts';
 import { toolIndex } from './tools.ts';
-import { progressiveTools, type ToolProgress } from '@bindery/contracts';
+import { SOURCE_META_KEY, progressiveTools, type ToolProgress } from '@bindery/contracts';
 
 export interface McpServerDeps {
   client: ControlPlaneClient;
@@ -108,6 +108,8 @@ export interface McpEndpoint {
       signal?: AbortSignal;
       /** The client's `_meta.progressToken`: progress reports of the call are sent with it. */
       progressToken?: string | number;
+      /** `_meta["bindery/source"]`: where the client thinks the tool lives (mcp/source-routing.ts). */
+      sourceHint?: string | undefined;
     },
   ): Promise<CallToolResult>;
 }
@@ -197,16 +199,20 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       for (const line of finishLines(name, result, msSince(started))) await log(call.notify, line);
       return result;
     }
-    const tool = progressive ? undefined : index.byName.get(name);
+    const routed = progressive ? undefined : routeTool(index, name, call.sourceHint);
+    if (routed?.ignoredHint !== undefined) {
+      deps.log.info({ tool: name, source: routed.ignoredHint }, 'unknown source hint ignored');
+    }
+    const tool = routed && 'tool' in routed ? routed.tool : undefined;
     if (!tool) {
       deps.metrics.toolCalls.inc({ status: 'unknown_tool' });
-      const names = progressive
-        ? progressiveTools(exposure.kind === 'aei' && exposure.config.aei.catalog_search).map((t) => t.name)
-        : index.list.map((t) => t.name);
-      const close = closeMatches(name, names);
-      const message = `unknown tool "${name}"${close.length > 0 ? `; did you mean ${close.map((c) => `"${c}"`).join(', ')}?` : ''}`;
-      await log(call.notify, refusalLine(name, message));
-      throw new WireError(ErrorCode.InvalidParams, message, { tool: name, close_matches: close });
+      const refusal = unknownToolRefusal(name, routed, () =>
+        progressive
+          ? progressiveTools(exposure.kind === 'aei' && exposure.config.aei.catalog_search).map((t) => t.name)
+          : index.list.map((t) => t.name),
+      );
+      await log(call.notify, refusalLine(name, refusal.message));
+      throw new WireError(ErrorCode.InvalidParams, refusal.message, refusal.details);
     }
     // A number that overflowed to Infinity would reach the control plane as null: only here can
     // it still be seen, so the gateway refuses it as the control plane refuses a NUL.
@@ -230,6 +236,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
         idempotencyKey: call.idempotencyKey,
         signal: call.signal,
         sessionId: call.sessionId,
+        sourceHint: call.sourceHint,
         // The client sent a progress token: each report of the tool reaches it on this call's stream.
         ...(token !== undefined &&
           notify && {
@@ -263,6 +270,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       sessionId,
       requestId: `${sessionId ?? 'stateless'}:${String(extra.requestId)}`,
       idempotencyKey: idempotencyKeyOf(request.params),
+      sourceHint: sourceHintOf(request.params, SOURCE_META_KEY),
       notify: (n) => extra.sendNotification(n),
       signal: extra.signal,
       ...(request.params._meta?.progressToken !== undefined && {

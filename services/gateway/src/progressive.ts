@@ -11,7 +11,6 @@ import {
   isIdempotencyKey,
   type ConfigV2,
   type ErrorCode,
-  type ToolResult,
 } from '@bindery/contracts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -24,11 +23,10 @@ import {
   searchApis,
   type App,
 } from './catalog.ts';
-import { UpstreamError } from './control-plane-client.ts';
-import { unansweredCall } from './mcp/call-failures.ts';
 import { unstorableArguments } from './mcp/unstorable-arguments.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SessionState, SessionStateStore } from './session-state.ts';
+import { inPool, runWithin } from './tool-batch.ts';
 import type { ToolIndex } from './tools.ts';
 
 export interface ProgressiveDeps {
@@ -119,15 +117,18 @@ async function sessionApp(
 }
 
 /**
- * The session's catalog cache, rebuilt when the config version or the app changed (that is how an
- * invalidation drops it, in memory and in Redis alike).
+ * The session's catalog cache, rebuilt when the AEI, its config version or the app changed (that
+ * is how an invalidation drops it, in memory and in Redis alike; a caller entry's session changes
+ * AEI when its caller is mapped elsewhere).
  */
 function catalogOf(state: SessionState, config: ConfigV2, app: App): NonNullable<SessionState['catalog']> {
   const version = config.aei.config_version;
-  if (state.catalog?.version !== version || state.catalog.app_id !== app.id) {
-    state.catalog = { version, app_id: app.id, apis: {} };
+  const aeiId = config.aei.id;
+  const cached = state.catalog;
+  if (cached?.version === version && cached.app_id === app.id && (cached.aei_id ?? aeiId) === aeiId) {
+    return cached;
   }
-  return state.catalog;
+  return (state.catalog = { version, aei_id: aeiId, app_id: app.id, apis: {} });
 }
 
 async function runBatch(
@@ -160,7 +161,6 @@ async function runBatch(
   const results: { api_name: string; success: boolean; data: unknown; error: unknown }[] = new Array(
     executions.length,
   );
-  let next = 0;
   const runOne = async (index: number) => {
     const item = executions[index] as {
       api_name?: unknown;
@@ -188,42 +188,18 @@ async function runBatch(
     }
     const unstorable = unstorableArguments(parameters, `/executions/${index}/parameters`);
     if (unstorable) return failed(unstorable.code, unstorable.message, unstorable.details);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new UpstreamError(`${apiName} took longer than ${deps.itemTimeoutMs} ms`, 'no-answer', true),
-            ),
-          deps.itemTimeoutMs,
-        );
-      });
-      const answer = await Promise.race([
-        tool.run(parameters as Record<string, unknown>, `${requestId}:${index}`, { idempotencyKey }),
-        timeout,
-      ]);
-      const parsed = answerData(answer, tool.wrapsResult);
-      results[index] = answer.isError
-        ? {
-            api_name: apiName,
-            success: false,
-            data: null,
-            error: (parsed as { error?: unknown }).error ?? parsed,
-          }
-        : { api_name: apiName, success: true, data: parsed, error: null };
-    } catch (error) {
-      if (!(error instanceof UpstreamError)) throw error;
-      const { code, message, details } = unansweredCall(error, { readOnly: tool.readOnly, idempotencyKey });
-      failed(code, message, details);
-    } finally {
-      clearTimeout(timer);
-    }
+    const outcome = await runWithin(
+      tool,
+      parameters as Record<string, unknown>,
+      `${requestId}:${index}`,
+      { idempotencyKey },
+      deps.itemTimeoutMs,
+    );
+    results[index] = outcome.ok
+      ? { api_name: apiName, success: true, data: outcome.data, error: null }
+      : { api_name: apiName, success: false, data: null, error: outcome.error };
   };
-  const worker = async () => {
-    while (next < executions.length) await runOne(next++);
-  };
-  await Promise.all(Array.from({ length: Math.min(deps.concurrency, executions.length) }, worker));
+  await inPool(executions.length, deps.concurrency, runOne);
   return { results };
 }
 
@@ -299,23 +275,5 @@ export async function callCatalogTool(
   } catch (error) {
     if (error instanceof CatalogError) return fail(error);
     throw error;
-  }
-}
-
-/**
- * The data of a tool's answer for a batch result: its structured content when it has one (what it
- * carries under `result`, for a tool that wraps its answer there), else its first text parsed as
- * JSON, else that text as it is (an upstream MCP server's plain text), else null.
- */
-function answerData(answer: ToolResult, wrapsResult: boolean): unknown {
-  if (answer.structuredContent !== undefined) {
-    return wrapsResult ? answer.structuredContent.result : answer.structuredContent;
-  }
-  const first = answer.content.find((item) => item.type === 'text') as { text?: unknown } | undefined;
-  if (!first || typeof first.text !== 'string') return null;
-  try {
-    return JSON.parse(first.text) as unknown;
-  } catch {
-    return first.text;
   }
 }

@@ -12,7 +12,14 @@ import type { ApiSummary, Category } from './catalog.ts';
 export interface SessionState {
   app_id: string;
   /** Catalog answers for `app_id`, valid for config `version` only. */
-  catalog?: { version: number; app_id: string; categories?: Category[]; apis: Record<string, ApiSummary[]> };
+  catalog?: {
+    version: number;
+    /** The AEI the answers are of: a caller entry's session may be remapped to another profile. */
+    aei_id?: string;
+    app_id: string;
+    categories?: Category[];
+    apis: Record<string, ApiSummary[]>;
+  };
 }
 
 export interface SessionStateStore {

@@ -23,8 +23,13 @@ import type { GatewayMetrics } from './metrics.ts';
 export interface Session {
   id: string;
   keyHash: string;
-  /** The AEI this session serves; undefined for a legacy v1 instance not migrated yet. */
+  /**
+   * The AEI this session serves; undefined for a legacy v1 instance not migrated yet. A caller
+   * entry's session follows its caller's mapping: updated when a request finds another profile.
+   */
   aeiId: string | undefined;
+  /** The caller a caller entry's session speaks for (undefined: an api_key session, or none given). */
+  caller?: string | undefined;
   server: Server;
   /** The session's handlers, for the routes' fast path. */
   endpoint: McpEndpoint;

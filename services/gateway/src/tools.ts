@@ -3,6 +3,7 @@
  * executor, or a legacy v1 tool through the instance executor. Built from the cached config alone.
  */
 import {
+  DEFAULT_CALLER,
   READ_OPERATIONS,
   WRAPPED_RESULT_OPERATIONS,
   type ConfigBinding,
@@ -24,6 +25,12 @@ export interface ExposedTool {
   readOnly: boolean;
   /** True when its structured content carries the answer under `result` (get_all, preview, query). */
   wrapsResult: boolean;
+  /** Where the tool comes from, as source routing says it: `native`, or `mcp:{server slug}`. */
+  source: string;
+  /** Its own name where it comes from (the ADI's, or the upstream server's), for source routing. */
+  originalName: string;
+  /** For an upstream tool: the names a source hint may give its server (id, slug, attachment prefix). */
+  serverNames?: readonly string[];
   /** Runs the tool. */
   run(args: Record<string, unknown>, requestId: string, extra?: RunExtra): Promise<ToolResult>;
 }
@@ -38,6 +45,22 @@ export interface RunExtra {
   sessionId?: string | undefined;
   /** Told each progress report of the call (the client sent a progress token). */
   progress?: ((report: ToolProgress) => void) | undefined;
+  /** The source hint the call came with (seed 004), for the audit row. */
+  sourceHint?: string | undefined;
+}
+
+/** Where a binding's tool comes from, and the names source routing knows it by. */
+function sourceOf(b: ConfigBinding): Pick<ExposedTool, 'source' | 'originalName' | 'serverNames'> {
+  const ref = b.adi_ref;
+  if (ref.kind !== 'mcp') return { source: 'native', originalName: b.adi_name ?? b.tool_name };
+  const names = [ref.upstream_server_id, ref.upstream_slug, ref.prefix].filter(
+    (n): n is string => typeof n === 'string' && n !== '',
+  );
+  return {
+    source: `mcp:${ref.upstream_slug ?? ref.upstream_server_id}`,
+    originalName: ref.tool,
+    serverNames: [...new Set(names)],
+  };
 }
 
 /**
@@ -66,9 +89,22 @@ export function dataSchemaOf(binding: ConfigBinding): Record<string, unknown> | 
   return properties?.result ?? null;
 }
 
+/**
+ * The caller a caller entry's requests name on their audit rows ("default" when none was given
+ * and the client named none); undefined for an api_key's exposure.
+ */
+export function auditedCaller(exposure: Exposure): string | undefined {
+  if (exposure.kind !== 'aei' || !exposure.caller) return undefined;
+  return exposure.caller.name ?? DEFAULT_CALLER;
+}
+
 export interface ToolIndex {
   list: ExposedTool[];
   byName: Map<string, ExposedTool>;
+  /** The tools by their original names (built on first use, by source routing). */
+  byOriginalName?: Map<string, ExposedTool[]>;
+  /** Upstream servers by every name a hint may give them, lower case, to their `source` (on first use). */
+  serversByHint?: Map<string, string>;
 }
 
 // Cached configs are immutable and replaced whole, so the derived index can hang off the object.
@@ -89,32 +125,43 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
   if (exposure.kind === 'aei') {
     const aeiId = exposure.config.aei.id;
     const configVersion = exposure.config.aei.config_version;
-    return exposure.config.bindings.map((b) => ({
-      name: b.tool_name,
-      title: b.title,
-      description: b.tool_description,
-      inputSchema: b.input_schema,
-      outputSchema: b.output_schema ?? undefined,
-      annotations: b.annotations,
-      readOnly: readOnly(b.annotations, b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined),
-      wrapsResult: wrapsResult(b),
-      run: (args, requestId, extra = {}) =>
-        client.execute(
-          b.adi_ref.adi_id,
-          {
-            aei_id: aeiId,
-            binding_id: b.binding_id,
-            config_version: configVersion,
-            arguments: args,
-            request_id: requestId,
-            ...(extra.idempotencyKey !== undefined && { idempotency_key: extra.idempotencyKey }),
-            ...(extra.sessionId !== undefined && { session_id: extra.sessionId }),
-            ...(extra.progress !== undefined && { progress: true }),
-          },
-          extra.signal,
-          extra.progress,
+    const caller = auditedCaller(exposure);
+    return exposure.config.bindings.map((b) => {
+      const source = sourceOf(b);
+      return {
+        name: b.tool_name,
+        title: b.title,
+        description: b.tool_description,
+        inputSchema: b.input_schema,
+        outputSchema: b.output_schema ?? undefined,
+        annotations: b.annotations,
+        readOnly: readOnly(
+          b.annotations,
+          b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined,
         ),
-    }));
+        wrapsResult: wrapsResult(b),
+        ...source,
+        run: (args, requestId, extra = {}) =>
+          client.execute(
+            b.adi_ref.adi_id,
+            {
+              aei_id: aeiId,
+              binding_id: b.binding_id,
+              config_version: configVersion,
+              arguments: args,
+              request_id: requestId,
+              ...(caller !== undefined && { caller }),
+              ...(extra.sourceHint !== undefined && { source_hint: extra.sourceHint.slice(0, 128) }),
+              source_used: source.source,
+              ...(extra.idempotencyKey !== undefined && { idempotency_key: extra.idempotencyKey }),
+              ...(extra.sessionId !== undefined && { session_id: extra.sessionId }),
+              ...(extra.progress !== undefined && { progress: true }),
+            },
+            extra.signal,
+            extra.progress,
+          ),
+      };
+    });
   }
   if (exposure.kind === 'legacy') {
     const instanceId = exposure.config.instance.id;
@@ -127,6 +174,8 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       annotations: t.annotations,
       readOnly: readOnly(t.annotations, t.operation_type),
       wrapsResult: WRAPPED_RESULT_OPERATIONS.includes(t.operation_type),
+      source: 'native',
+      originalName: t.name,
       run: (args, requestId, extra = {}) =>
         client.executeLegacy(instanceId, {
           tool_name: t.name,

@@ -31,12 +31,16 @@ export const SETTING_NAMES: readonly string[] = [
   ...new Set(SERVICE_SETTINGS.flatMap((schema) => Object.keys(schema.settings))),
 ];
 
-/** Variables with a settings prefix that the test suites read, not the services: never typos. */
-const TEST_VARIABLES = ['BINDERY_TEST_DB', 'BINDERY_TEST_TEMPLATE'];
+/**
+ * Variables with a settings prefix that the services do not read, and so are never typos: the
+ * test suites' and the client entries' (`bindery-mcp` and `bindery` read BINDERY_URL and
+ * BINDERY_KEY, often exported in the same shell as the services).
+ */
+const OTHER_VARIABLES = ['BINDERY_TEST_DB', 'BINDERY_TEST_TEMPLATE', 'BINDERY_URL', 'BINDERY_KEY'];
 
 /** The start-up warnings for an environment: one line per variable that looks like a misspelt setting. */
 export function unknownSettingWarnings(env: Readonly<Record<string, string | undefined>>): string[] {
-  return settingTypos(env, SETTING_NAMES, TEST_VARIABLES);
+  return settingTypos(env, SETTING_NAMES, OTHER_VARIABLES);
 }
 
 /** docs/configuration.md as the schemas describe it. */

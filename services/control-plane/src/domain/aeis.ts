@@ -1,5 +1,6 @@
 /**
- * AEIs: exposures with their own api_key (shown once, stored as SHA-256 + display prefix).
+ * AEIs: exposures with their own api_key (shown once, stored as SHA-256 + display prefix). One of a
+ * user's AEIs may be their default profile (callers.ts): the body says so.
  */
 import type { Aei as AeiBody, CreateAeiBody, PageQuery, UpdateAeiBody } from '@bindery/contracts';
 import type { Aei } from '../generated/prisma/client.ts';
@@ -9,7 +10,11 @@ import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpConfigVersions, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 
-export function aeiBody(aei: Aei): AeiBody {
+/** Whether an AEI is its owner's default profile, read with the AEI. */
+export const DEFAULT_OF = { defaultOf: { select: { id: true } } } as const;
+type WithDefaultOf = { defaultOf: { id: string } | null };
+
+export function aeiBody(aei: Aei & WithDefaultOf): AeiBody {
   return {
     id: aei.id,
     name: aei.name,
@@ -19,6 +24,7 @@ export function aeiBody(aei: Aei): AeiBody {
     catalog_search: aei.catalogSearch,
     api_key_prefix: aei.apiKeyPrefix,
     config_version: aei.configVersion,
+    default_profile: aei.defaultOf !== null,
     created_at: aei.createdAt.toISOString(),
     updated_at: aei.updatedAt.toISOString(),
   };
@@ -46,12 +52,15 @@ export async function createAei(db: Db, caller: Principal, input: CreateAeiBody)
       exposureMode: input.exposure_mode ?? 'direct',
       catalogSearch: input.catalog_search ?? false,
     },
+    include: DEFAULT_OF,
   });
   return { ...aeiBody(aei), api_key: key.secret };
 }
 
 export async function getAei(db: Db, caller: Principal, id: string): Promise<AeiBody> {
-  return aeiBody(await findOwnAei(db, caller, id));
+  const aei = await db.aei.findFirst({ where: { id, userId: caller.userId }, include: DEFAULT_OF });
+  if (!aei) throw notFound('AEI', id);
+  return aeiBody(aei);
 }
 
 export async function listAeis(db: Db, caller: Principal, query: PageQuery) {
@@ -60,6 +69,7 @@ export async function listAeis(db: Db, caller: Principal, query: PageQuery) {
     where: { userId: caller.userId, ...w.idAfter },
     orderBy: w.orderBy,
     take: w.take,
+    include: DEFAULT_OF,
   });
   return toPage(rows, query, aeiBody);
 }
@@ -82,7 +92,8 @@ export async function updateAei(
       },
     });
     const changedAeis = await bumpConfigVersions(tx, [id]);
-    return { result: aeiBody(await tx.aei.findUniqueOrThrow({ where: { id } })), changedAeis };
+    const updated = await tx.aei.findUniqueOrThrow({ where: { id }, include: DEFAULT_OF });
+    return { result: aeiBody(updated), changedAeis };
   });
 }
 
@@ -94,11 +105,16 @@ export async function rotateAeiKey(ctx: DomainContext, caller: Principal, id: st
     const aei = await tx.aei.update({
       where: { id },
       data: { apiKeyHash: key.hash, apiKeyPrefix: key.prefix, configVersion: { increment: 1 } },
+      include: DEFAULT_OF,
     });
     return { result: { ...aeiBody(aei), api_key: key.secret }, changedAeis: [id] };
   });
 }
 
+/**
+ * Deletes an AEI. Callers mapped to it get the default profile again (their mappings go with it);
+ * when it is the default profile itself, the next need makes a new one.
+ */
 export async function deleteAei(ctx: DomainContext, caller: Principal, id: string): Promise<void> {
   await changeExposure(ctx, async (tx) => {
     await findOwnAei(tx, caller, id);

@@ -31,6 +31,12 @@ export interface ExecutionRecord {
   durationMs: number;
   args: unknown;
   requestId?: string | null;
+  /** The caller of a caller entry's session (absent: an api_key session). */
+  caller?: string | null;
+  /** The source hint the call came with, as sent. */
+  sourceHint?: string | null;
+  /** Where the gateway found the tool: "native", or "mcp:{server slug}". */
+  sourceUsed?: string | null;
 }
 
 /** JSON with object keys sorted, so equal values always give the same text (and digest). */
@@ -64,6 +70,9 @@ function auditBody(e: AuditEvent): AuditEventBody {
     duration_ms: e.durationMs,
     args_digest: e.argsDigest,
     request_id: e.requestId,
+    caller: e.caller,
+    source_hint: e.sourceHint,
+    source_used: e.sourceUsed,
     created_at: e.createdAt.toISOString(),
   };
 }
@@ -76,6 +85,7 @@ export async function listAudit(db: Db, caller: Principal, query: AuditListQuery
       userId: caller.userId,
       ...(query.aei_id !== undefined && { aeiId: query.aei_id }),
       ...(query.status !== undefined && { status: query.status }),
+      ...(query.caller !== undefined && { caller: query.caller }),
       ...w.idAfter,
     },
     orderBy: w.orderBy,

@@ -1,12 +1,14 @@
 /**
  * Ready to connect: the URLs of an exposure on the public gateway and configuration snippets for
  * common MCP clients, answered with the api_key when an AEI is created or its key rotated. Every
- * snippet holds the key (in the URL), so it is shown once, like the key.
+ * snippet holds the key (in the URL), so it is shown once, like the key. The stdio entry's
+ * snippets (`bindery-mcp <caller>`) hold no key: they name the user's personal MCP key instead.
  */
-import { MCP_SERVER_PATH, type AeiConnection } from '@bindery/contracts';
+import { fileURLToPath } from 'node:url';
+import { MCP_SERVER_PATH, type AeiConnection, type StdioConfigs } from '@bindery/contracts';
 
 /** The server's name inside client configs: the exposure's name as a slug. */
-function serverName(aeiName: string): string {
+export function serverName(aeiName: string): string {
   const slug = aeiName
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
@@ -65,5 +67,37 @@ export function connectionOf(gatewayPublicUrl: string, aeiName: string, apiKey: 
           .join(' '),
       },
     },
+  };
+}
+
+/**
+ * The stdio entry's script, from where this control plane lies on disk: the snippets are for
+ * clients on the machine that runs it (a client elsewhere needs the path of its own checkout).
+ */
+const BINDERY_MCP_BIN = fileURLToPath(
+  new URL('../../../../packages/bindery-mcp/bin/bindery-mcp.js', import.meta.url),
+);
+
+/** What goes in BINDERY_KEY: the user's own personal key, which no answer of an AEI holds. */
+const PERSONAL_KEY_PLACEHOLDER = '<your personal MCP key: POST /api/v2/mcp-keys>';
+
+/**
+ * Snippets starting `bindery-mcp <caller>` (through node, so no executable bit or PATH is needed)
+ * in Claude Desktop, VS Code and Cursor, with the gateway's URL and a placeholder for the personal
+ * key. `note` says which profile they serve: the one `caller` is mapped to.
+ */
+export function stdioConfigs(gatewayPublicUrl: string, caller: string, note: string): StdioConfigs {
+  const name = `bindery-${caller}`;
+  const server = {
+    command: 'node',
+    args: [BINDERY_MCP_BIN, caller],
+    env: { BINDERY_URL: gatewayPublicUrl, BINDERY_KEY: PERSONAL_KEY_PLACEHOLDER },
+  };
+  return {
+    caller,
+    note,
+    claude_desktop: { file: 'claude_desktop_config.json', config: { mcpServers: { [name]: server } } },
+    vscode: { file: '.vscode/mcp.json', config: { servers: { [name]: { type: 'stdio', ...server } } } },
+    cursor: { file: '.cursor/mcp.json', config: { mcpServers: { [name]: server } } },
   };
 }

@@ -152,6 +152,10 @@ export async function executeBinding(
     operation,
     args,
     requestId: request.request_id ?? null,
+    // Who called through a caller entry, and where the gateway found the tool the name named.
+    caller: request.caller ?? null,
+    sourceHint: request.source_hint ?? null,
+    sourceUsed: request.source_used ?? null,
   } as const;
   const meter = options.metrics.execution(binding.adi.kind, operation);
   const structured = !resource && registered !== undefined && registered.outputSchema(columns) !== null;

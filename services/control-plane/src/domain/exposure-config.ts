@@ -28,7 +28,7 @@ export async function configVersionOf(db: Db, apiKey: string): Promise<number | 
 
 /** Whether an exposure's owner is disabled: the owner's status, read with the exposure. */
 export const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
-type WithOwner = { user: { disabledAt: Date | null } };
+export type WithOwner = { user: { disabledAt: Date | null } };
 
 /**
  * Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys.
@@ -40,7 +40,11 @@ export async function configForApiKey(db: Db, apiKey: string, clashes?: ClashLog
   return configOf(db, aei, clashes);
 }
 
-async function configOf(db: Db, aei: Aei & WithOwner, clashes?: ClashLog): Promise<ConfigV2> {
+/**
+ * Config v2 of an AEI read with its owner's status (OWNER_STATUS): the one builder behind every
+ * lookup, by api_key here and by personal key and caller in callers.ts.
+ */
+export async function configOf(db: Db, aei: Aei & WithOwner, clashes?: ClashLog): Promise<ConfigV2> {
   const enabled = aei.status === 'enabled' && aei.user.disabledAt === null;
   const [tools, prompts, attached] = enabled
     ? await Promise.all([resolveTools(db, aei.id), configPromptsOf(db, aei.id), attachedCatalogs(db, aei.id)])
@@ -80,6 +84,7 @@ async function configOf(db: Db, aei: Aei & WithOwner, clashes?: ClashLog): Promi
       // A tool without a context (and without a category) is listed under its kind.
       category: tool.adi.category ?? tool.adi.tableName ?? tool.adi.kind,
       adi_ref: tool.adiRef,
+      adi_name: tool.adi.name,
     })),
     prompts,
     ...(upstream && upstream.resources.length > 0 && { upstream_resources: upstream.resources }),

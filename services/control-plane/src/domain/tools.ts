@@ -29,6 +29,8 @@ export interface ResolvedTool {
   resource: boolean;
   adi: {
     id: string;
+    /** The ADI's own name (source routing looks a bare tool name up by it). */
+    name: string;
     kind: AdiKind;
     /** The table of its context; null for a kind without one. */
     tableName: string | null;
@@ -52,8 +54,10 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
         include: {
           table: { select: { name: true, project: { select: PROJECT } } },
           project: { select: PROJECT },
+          upstreamServer: { select: { slug: true } },
         },
       },
+      attachment: { select: { prefix: true } },
     },
   });
   return bindings.flatMap((b) => {
@@ -72,10 +76,11 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
         // The binding's narrowing, when it has one: what it shows is what its answers are held to.
         outputSchema: (b.outputSchema as JsonSchema | null) ?? module.outputSchema(columns),
         annotations,
-        adiRef: module.adiRef(b.adiId, columns),
+        adiRef: withSource(module.adiRef(b.adiId, columns), b.adi.upstreamServer?.slug, b.attachment?.prefix),
         resource: module.resourceReadable?.(columns, b.inputSchema) ?? false,
         adi: {
           id: b.adiId,
+          name: b.adi.name,
           kind: module.kind,
           tableName: place.tableName,
           // A tool with a table is in its table's project; one without, in its own (if any).
@@ -85,6 +90,20 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
       },
     ];
   });
+}
+
+/**
+ * An upstream tool's reference with what source routing needs besides its ids: the server's slug
+ * (`mcp:{slug}`) and the prefix of the attachment that bound it. Both live outside the ADI's own
+ * columns (the server's row, the binding's attachment), so the kind cannot say them itself.
+ */
+function withSource(ref: AdiRef, slug: string | undefined, prefix: string | undefined): AdiRef {
+  if (ref.kind !== 'mcp') return ref;
+  return {
+    ...ref,
+    ...(slug !== undefined && { upstream_slug: slug }),
+    ...(prefix !== undefined && { prefix }),
+  };
 }
 
 /** A resolved tool as `tools/list` shows it. */

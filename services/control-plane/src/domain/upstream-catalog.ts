@@ -470,6 +470,7 @@ export async function upstreamRequest(
       errorCode,
       durationMs,
       requestId: body.request_id ?? null,
+      caller: body.caller ?? null,
     });
   };
   try {

@@ -1,6 +1,7 @@
 /**
  * AEIs: `/api/v2/aeis`, key rotation and the tool-list preview. Creating an AEI and rotating its
- * key answer, with the key, how clients connect (URLs on the public gateway, client configs).
+ * key answer, with the key, how clients connect (URLs on the public gateway, client configs, and
+ * the stdio entry's configs for a caller mapped to it).
  */
 import {
   Aei,
@@ -14,6 +15,7 @@ import {
 } from '@bindery/contracts';
 import { Type } from 'typebox';
 import { createAei, deleteAei, getAei, listAeis, rotateAeiKey, updateAei } from '../domain/aeis.ts';
+import { stdioConfigsForAei } from '../domain/callers.ts';
 import { connectionOf } from '../domain/client-configs.ts';
 import { previewTools } from '../domain/tools.ts';
 import type { AdminApp } from '../http/admin-app.ts';
@@ -34,9 +36,10 @@ async function aeiRoutesOn(app: AdminApp, options: AeiRouteOptions): Promise<voi
   const ctx = app.domain;
   const db = ctx.prisma;
   const tags = ['aeis'];
-  const withConnection = <T extends { name: string; api_key: string }>(aei: T) => ({
+  const withConnection = async <T extends Aei & { api_key: string }>(aei: T) => ({
     ...aei,
     ...connectionOf(options.gatewayPublicUrl, aei.name, aei.api_key),
+    stdio_configs: await stdioConfigsForAei(db, options.gatewayPublicUrl, aei),
   });
   app.post(
     '/aeis',
@@ -52,7 +55,7 @@ async function aeiRoutesOn(app: AdminApp, options: AeiRouteOptions): Promise<voi
       },
     },
     async (request, reply) =>
-      reply.status(201).send(withConnection(await createAei(db, request.principal, request.body))),
+      reply.status(201).send(await withConnection(await createAei(db, request.principal, request.body))),
   );
   app.get(
     '/aeis',

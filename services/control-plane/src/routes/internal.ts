@@ -1,6 +1,6 @@
 /**
  * The internal API for gateways: what an api_key exposes (one lookup for AEI and legacy keys, with
- * ETag / If-None-Match), tool execution, and requests to the upstream servers attached to an AEI
+ * ETag / If-None-Match), what a caller entry serves (a personal key and a caller name), tool execution, and requests to the upstream servers attached to an AEI
  * (resources/read, prompts/get). Tool failures are 200 answers carrying `isError`, like
  * MCP results; HTTP errors are for the request itself (auth, shape). The two older config routes
  * stay for gateways of the previous version during a rolling upgrade.
@@ -8,7 +8,10 @@
 import {
   AdiIdParams,
   ApiKeyParams,
+  CallerConfig,
+  CallerConfigQuery,
   ConfigV2,
+  PERSONAL_KEY_HEADER,
   ExecuteRequest,
   IdParams,
   KeyConfig,
@@ -22,6 +25,7 @@ import {
 } from '@bindery/contracts';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
+import { lookupCaller } from '../domain/callers.ts';
 import { executeBinding, executeLegacy, type ExecutorOptions } from '../domain/executor.ts';
 import {
   configForApiKey,
@@ -116,6 +120,48 @@ export function internalRoutes(executor: ExecutorOptions) {
           case 'unknown':
             // `kind: unknown` tells this answer apart from a 404 of a control plane without the route.
             throw new DomainError('NOT_FOUND', 'no exposure has this api_key', { kind: 'unknown' });
+        }
+      },
+    );
+    app.get(
+      '/callers/config',
+      {
+        schema: {
+          tags,
+          summary:
+            'What a caller entry serves: the profile (AEI) the caller maps to, else the default one, as ' +
+            `config v2 with who asked; the personal key comes in ${PERSONAL_KEY_HEADER}, never in the URL ` +
+            '(ETag = "{aei_id}.{config_version}")',
+          security: internalSecurity,
+          querystring: CallerConfigQuery,
+          headers: Type.Object({
+            [PERSONAL_KEY_HEADER]: Type.String({ maxLength: 256 }),
+            'if-none-match': Type.Optional(Type.String()),
+          }),
+          // 304 is answered without a body (and so without a schema): see the handler.
+          response: { 200: CallerConfig, ...errorResponses(404) },
+        },
+      },
+      async (request, reply) => {
+        const ifNoneMatch = request.headers['if-none-match'];
+        const found = await lookupCaller(
+          db,
+          request.headers[PERSONAL_KEY_HEADER],
+          request.query.caller ?? null,
+          (etag) => matches(ifNoneMatch, etag),
+          clashes,
+        );
+        switch (found.kind) {
+          case 'aei-unchanged':
+            // The typed reply only knows the schema's statuses; 304 deliberately has none.
+            return (reply as FastifyReply).status(304).header('etag', found.etag).send();
+          case 'aei':
+            return reply
+              .header('etag', found.etag)
+              .send({ kind: 'aei', config: found.config, caller: found.caller });
+          case 'unknown':
+            // As for an unknown api_key: `kind: unknown` tells it apart from a route that is missing.
+            throw new DomainError('NOT_FOUND', 'no personal MCP key matches', { kind: 'unknown' });
         }
       },
     );

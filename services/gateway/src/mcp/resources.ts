@@ -21,6 +21,7 @@ import type { ControlPlaneClient } from '../control-plane-client.ts';
 import { UpstreamError } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { JSONRPC } from '../jsonrpc-errors.ts';
+import { auditedCaller } from '../tools.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { askUpstream, upstreamResourcesOf } from './upstream-catalog.ts';
 import { WireError } from './wire-error.ts';
@@ -267,6 +268,7 @@ export async function readResource(
         binding_id: binding.binding_id,
         config_version: exposure.config.aei.config_version,
         request_id: requestId,
+        ...(auditedCaller(exposure) !== undefined && { caller: auditedCaller(exposure) }),
         resource: { pointer },
       },
       signal,

@@ -11,6 +11,7 @@ import type { ControlPlaneClient } from '../control-plane-client.ts';
 import { UpstreamError } from '../control-plane-client.ts';
 import type { Exposure } from '../exposure-cache.ts';
 import { JSONRPC } from '../jsonrpc-errors.ts';
+import { auditedCaller } from '../tools.ts';
 import { WireError } from './wire-error.ts';
 
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
@@ -46,7 +47,11 @@ export async function askUpstream<T>(
   try {
     answer = await client.upstreamRequest(
       exposure.config.aei.id,
-      { ...body, config_version: exposure.config.aei.config_version },
+      {
+        ...body,
+        config_version: exposure.config.aei.config_version,
+        ...(auditedCaller(exposure) !== undefined && { caller: auditedCaller(exposure) }),
+      },
       signal,
     );
   } catch (error) {

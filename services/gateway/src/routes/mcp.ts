@@ -1,10 +1,13 @@
 /**
  * The MCP endpoints: `/api/v2/mcp/server/{api_key}`, `/api/v2/mcp/server` with
- * `Authorization: Bearer <api_key>`, and the legacy `/api/v1/mcp/server/{api_key}`. Each request is
- * checked (Origin/Host, rate limit, key, exposure status) before it reaches the MCP transport.
+ * `Authorization: Bearer <api_key>`, the legacy `/api/v1/mcp/server/{api_key}`, and the caller
+ * entry `/api/v2/mcp/caller/{caller}` (or `/api/v2/mcp/caller`: initialize's clientInfo.name is
+ * tried as the caller) with `Authorization: Bearer <personal key>`, serving the profile the caller
+ * maps to. Each request is checked (Origin/Host, rate limit, key, exposure status) before it
+ * reaches the MCP transport.
  */
 import { randomUUID } from 'node:crypto';
-import { bearerToken } from '@bindery/contracts';
+import { bearerToken, isCallerName, normaliseCallerName } from '@bindery/contracts';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -12,8 +15,15 @@ import type { GatewayConfig } from '../config.ts';
 import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
 import { MISSING_KEY, SESSION_NOT_FOUND, admitKey, originRefusal, type Flavor } from '../admission.ts';
 import { directAnswer, writeDirectAnswer } from '../direct-answer.ts';
-import { LookupsLimitedError, keyHash, type Exposure, type ExposureCache } from '../exposure-cache.ts';
-import { answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
+import {
+  LookupsLimitedError,
+  credentialHash,
+  keyHash,
+  type Credential,
+  type Exposure,
+  type ExposureCache,
+} from '../exposure-cache.ts';
+import { JSONRPC, answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
 import { createMcpServer } from '../mcp-server.ts';
 import { MCP_ROUTES } from '../mcp/paths.ts';
 import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
@@ -39,6 +49,37 @@ function wantsInitialize(body: unknown): boolean {
   return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
 }
 
+/** The caller an initialize request's client names itself (`clientInfo.name`, normalised), if any. */
+function clientCaller(body: unknown): string | undefined {
+  const message = (Array.isArray(body) ? body : [body]).find((m) => isInitializeRequest(m));
+  const name = isInitializeRequest(message) ? message.params.clientInfo.name : undefined;
+  return typeof name === 'string' ? normaliseCallerName(name) : undefined;
+}
+
+/** Between a caller-entry session's id and the caller it serves (in no UUID, in no caller name). */
+const CALLER_IN_SESSION_ID = '~';
+
+/** The caller a session id of the caller entry carries, if any. */
+function callerInSessionId(sessionId: string): string | undefined {
+  const at = sessionId.lastIndexOf(CALLER_IN_SESSION_ID);
+  if (at === -1) return undefined;
+  const caller = sessionId.slice(at + 1);
+  return isCallerName(caller) ? caller : undefined;
+}
+
+const MISSING_PERSONAL_KEY = {
+  ...MISSING_KEY,
+  message: 'send a personal MCP key as "Authorization: Bearer <key>" (POST /api/v2/mcp-keys makes one)',
+};
+
+const BAD_CALLER = {
+  status: 400,
+  code: JSONRPC.INVALID_REQUEST,
+  message:
+    'a caller name is 1-64 characters: lower-case letters, digits, ".", "_" and "-", starting with a letter or digit',
+  bindery: 'VALIDATION_FAILED',
+} as const;
+
 export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promise<void> {
   const { config, cache, client, sessions, limiter, metrics, store, executeLimiter } = deps;
 
@@ -46,7 +87,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
   async function admit(
     request: FastifyRequest,
     reply: FastifyReply,
-    apiKey: string | undefined,
+    credential: Credential,
     hash: string,
     flavor: Flavor,
   ): Promise<Exposure | undefined> {
@@ -55,13 +96,13 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       sendJsonRpcError(reply, foreign);
       return undefined;
     }
-    if (!apiKey) {
-      sendJsonRpcError(reply, MISSING_KEY);
+    if (credential.kind === 'api_key' ? !credential.apiKey : !credential.personalKey) {
+      sendJsonRpcError(reply, credential.kind === 'api_key' ? MISSING_KEY : MISSING_PERSONAL_KEY);
       return undefined;
     }
     const admission = await admitKey(
       { limiter, cache, metrics, log: request.log },
-      apiKey,
+      credential,
       hash,
       flavor,
       request.ip,
@@ -76,7 +117,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
   async function handle(
     request: FastifyRequest,
     reply: FastifyReply,
-    apiKey: string | undefined,
+    entry: Credential | { kind: 'api_key'; apiKey: string | undefined },
     flavor: Flavor,
   ) {
     if (request.method === 'POST') {
@@ -92,16 +133,38 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       request.method === 'POST' && wantsInitialize(request.body),
     );
     if (unsupported) return sendJsonRpcError(reply, unsupported);
-    const hash = apiKey ? keyHash(apiKey) : '';
-    const exposure = await admit(request, reply, apiKey, hash, flavor);
-    if (!exposure || !apiKey) return reply;
     const sessionHeader = request.headers['mcp-session-id'];
+    let credential: Credential;
+    if (entry.kind === 'api_key') {
+      credential = { kind: 'api_key', apiKey: entry.apiKey ?? '' };
+    } else if (entry.caller !== undefined) {
+      credential = entry;
+    } else {
+      // No caller in the URL: the one the session id carries, or on initialize, what the client
+      // calls itself (unmapped or absent, the default profile answers).
+      const caller =
+        typeof sessionHeader === 'string'
+          ? callerInSessionId(sessionHeader)
+          : request.method === 'POST'
+            ? clientCaller(request.body)
+            : undefined;
+      credential = { ...entry, caller };
+    }
+    const hash = credentialHash(credential);
+    // Sessions, their caps and execute budgets count by the key that opened them: a personal key's
+    // callers share the key's.
+    const owner = credential.kind === 'personal' ? keyHash(credential.personalKey) : hash;
+    const exposure = await admit(request, reply, credential, hash, flavor);
+    if (!exposure) return reply;
+    const caller = credential.kind === 'personal' ? credential.caller : undefined;
+    // A caller entry's log lines say who called.
+    const log = credential.kind === 'personal' ? request.log.child({ caller: caller ?? null }) : request.log;
     // Only requests that need an MCP server build one; the direct answer does not.
     const serverDeps = () => ({
       progressive: {
         store,
         executeLimiter,
-        keyHash: hash,
+        keyHash: owner,
         concurrency: config.progressive.concurrency,
         itemTimeoutMs: config.progressive.itemTimeoutMs,
       },
@@ -109,22 +172,30 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       subscriptions: sessions.subscriptions,
       client,
       metrics,
-      log: request.log,
+      log,
       toolsPageSize: config.toolsPageSize,
       charge: (exposure: Exposure, bytes: number) => cache.charge(exposure, bytes),
       exposure: async () => {
         let now: Exposure;
         try {
-          now = (await cache.resolve(apiKey, hash, flavor, request.ip)).exposure;
+          now = (await cache.resolve(credential, hash, flavor, request.ip)).exposure;
         } catch (error) {
           if (!(error instanceof LookupsLimitedError)) throw error;
           throw new UpstreamError(error.message, 'not-sent');
         }
-        if (now.kind === 'unknown') throw new UpstreamError('this api_key is no longer valid', 'not-sent');
+        if (now.kind === 'unknown') {
+          const what = credential.kind === 'api_key' ? 'this api_key' : 'this personal key';
+          throw new UpstreamError(`${what} is no longer valid`, 'not-sent');
+        }
         return now;
       },
     });
-    const known = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, hash) : undefined;
+    const held = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, owner) : undefined;
+    // A personal key's session serves the caller it was opened for, and no other.
+    const known = held && held.caller === caller ? held : undefined;
+    // A caller entry's session follows its caller to the profile it maps to now, so the profile's
+    // list_changed reaches it.
+    if (known && exposure.kind === 'aei') known.aeiId = exposure.config.aei.id;
     const serve = async (): Promise<void> => {
       if (known) {
         if (request.method === 'POST') {
@@ -153,7 +224,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         return;
       }
       if (request.method === 'POST' && wantsInitialize(request.body)) {
-        const room = sessions.reserve(hash);
+        const room = sessions.reserve(owner);
         if ('refusal' in room) {
           writeJsonRpcError(reply.raw, room.refusal);
           return;
@@ -162,12 +233,18 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         const endpoint = createMcpServer({ ...serverDeps(), initial: exposure });
         const server = endpoint.server;
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
+          // Without a caller in the URL, the session id carries the one the session serves, so
+          // its requests reach that profile wherever they land (another replica, after a restart).
+          sessionIdGenerator: () =>
+            entry.kind === 'personal' && entry.caller === undefined && caller !== undefined
+              ? `${randomUUID()}${CALLER_IN_SESSION_ID}${caller}`
+              : randomUUID(),
           onsessioninitialized: (id) => {
             sessions.add({
               id,
-              keyHash: hash,
+              keyHash: owner,
               aeiId: exposure.kind === 'aei' ? exposure.config.aei.id : undefined,
+              ...(caller !== undefined && { caller }),
               server,
               endpoint,
               transport,
@@ -210,7 +287,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       await serve();
     } catch (error) {
       // Fastify only logs a failure after hijack; the client still gets an answer.
-      answerFault(reply.raw, request.log, error);
+      answerFault(reply.raw, log, error);
     }
     return reply;
   }
@@ -219,16 +296,40 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
   app.route<{ Params: { api_key: string } }>({
     method: [...methods],
     url: MCP_ROUTES.v2,
-    handler: (request, reply) => handle(request, reply, request.params.api_key, 'v2'),
+    handler: (request, reply) =>
+      handle(request, reply, { kind: 'api_key', apiKey: request.params.api_key }, 'v2'),
   });
   app.route({
     method: [...methods],
     url: MCP_ROUTES.bearer,
-    handler: (request, reply) => handle(request, reply, bearerToken(request.headers.authorization), 'v2'),
+    handler: (request, reply) =>
+      handle(request, reply, { kind: 'api_key', apiKey: bearerToken(request.headers.authorization) }, 'v2'),
   });
   app.route<{ Params: { api_key: string } }>({
     method: [...methods],
     url: MCP_ROUTES.v1,
-    handler: (request, reply) => handle(request, reply, request.params.api_key, 'v1'),
+    handler: (request, reply) =>
+      handle(request, reply, { kind: 'api_key', apiKey: request.params.api_key }, 'v1'),
+  });
+  const personalKey = (request: FastifyRequest) => bearerToken(request.headers.authorization) ?? '';
+  app.route<{ Params: { caller: string } }>({
+    method: [...methods],
+    url: MCP_ROUTES.namedCaller,
+    handler: (request, reply) => {
+      const caller = request.params.caller;
+      if (!isCallerName(caller)) return sendJsonRpcError(reply, BAD_CALLER);
+      return handle(request, reply, { kind: 'personal', personalKey: personalKey(request), caller }, 'v2');
+    },
+  });
+  app.route({
+    method: [...methods],
+    url: MCP_ROUTES.caller,
+    handler: (request, reply) =>
+      handle(
+        request,
+        reply,
+        { kind: 'personal', personalKey: personalKey(request), caller: undefined },
+        'v2',
+      ),
   });
 }

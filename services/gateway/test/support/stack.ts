@@ -103,6 +103,8 @@ export interface Stack {
 
 export interface StackOptions {
   gatewayEnv?: Record<string, string>;
+  /** Where the gateway's log lines go (JSON lines); none by default. */
+  gatewayLogTo?: NodeJS.WritableStream;
   controlPlaneEnv?: Record<string, string>;
 }
 
@@ -199,7 +201,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       LOG_REQUESTS: 'false',
       ...options.gatewayEnv,
     }),
-    false,
+    options.gatewayLogTo ?? false,
   );
   await gateway.listen({ host: '127.0.0.1', port: gwPort });
   const startAndWait = async (env?: Record<string, string>) => {
