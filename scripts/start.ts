@@ -10,8 +10,9 @@
  * database's directory, the shared internal and ops tokens, where the control plane tells the
  * local gateway about changes, and the launchers stdio upstream servers may run.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { styleText } from 'node:util';
@@ -30,6 +31,20 @@ if (env.GATEWAY_URLS === undefined) {
   // The local gateway; a port that is not a number is the gateway's to refuse, with its message.
   const port = Number(env.GATEWAY_PORT ?? 4100);
   if (Number.isInteger(port)) env.GATEWAY_URLS = localUrl(env.GATEWAY_HOST, port);
+}
+
+// The admin console is built by `pnpm install`; a checkout without its build (installed with
+// scripts off, or its dist deleted) gets one now. Should that fail, the control plane still starts
+// and /console says how to build it.
+if (!existsSync(resolve(root, 'services/console/dist/index.html'))) {
+  process.stdout.write('bindery: building the admin console (services/console)\n');
+  const built = spawnSync('pnpm', ['--filter', '@bindery/console', 'run', 'build'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+  if (built.status !== 0) {
+    process.stderr.write('bindery: the console build failed; /console will say how to build it\n');
+  }
 }
 
 const tty = process.stdout.isTTY === true;
@@ -110,6 +125,7 @@ function printBanner(controlPlane: ControlPlaneStarted, gateway: GatewayStarted)
     '',
     `  ${style('bold', 'Bindery is running')}   ${style('dim', 'Ctrl+C stops it')}`,
     '',
+    row('Console', `${controlPlane.url}/console/`, 'log in with an admin token'),
     row('Admin API and docs', `${controlPlane.url}/docs`),
     row('Gateway (MCP)', `${gateway.url}/api/v2/mcp/server/<api_key>`),
     row(

@@ -1,9 +1,11 @@
 /**
- * A tool's arguments on a command line, typed by its input schema: `--name value` pairs (also
- * `--name=value`), integers and numbers parsed, booleans `true`/`false` (a bare flag is true),
- * arrays by repeating the flag or as one JSON array, objects as JSON. And the other way round:
- * each argument described for `bindery help <tool>`.
+ * A tool's arguments on a command line, typed by its input schema and read with Node's
+ * util.parseArgs: `--name value` pairs (also `--name=value`, the only way for a value starting
+ * with "-"), integers and numbers parsed, booleans `true`/`false` (a bare flag is true), arrays by
+ * repeating the flag or as one JSON array, objects as JSON. And the other way round: each argument
+ * described for `bindery help <tool>`.
  */
+import { parseArgs } from 'node:util';
 import type { JsonSchema } from './rest.ts';
 import { UsageError } from './settings.ts';
 
@@ -100,7 +102,7 @@ function parseValue(flag: string, raw: string, schema: JsonSchema | undefined): 
       value = null;
       break;
     case 'array':
-      // One element; parseFlags gathers them (or takes a whole JSON array).
+      // One element; parseToolFlags gathers them (or takes a whole JSON array).
       value = parseValue(flag, raw, schema?.items);
       break;
     default:
@@ -131,81 +133,96 @@ export interface ParsedFlags {
   values: Record<string, unknown>;
 }
 
+const unexpected = (arg: string) =>
+  new UsageError(`unexpected "${arg}": arguments are given as --name value`);
+const needsValue = (name: string, what: string) =>
+  `--${name} needs a value (${what}); one that starts with "-" goes as --${name}=<value>`;
+
 /**
- * `--name value ...` typed by `schema`. A flag the schema does not have is a usage error (the
- * message lists the ones it has); so is a missing required one (unless `--json` is used).
+ * parseArgs' refusal as a UsageError: `unknown` words a flag as given, `badValue` an option's name.
+ * The flag is read from Node's message; should its wording change, the message is used as it is.
+ */
+export function flagError(
+  error: unknown,
+  unknown: (flag: string) => string,
+  badValue: (name: string) => string,
+): Error {
+  const { code, message } = error as { code?: unknown; message: string };
+  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) return error as Error;
+  const flag = /'(.*?)'/.exec(message)?.[1];
+  if (flag === undefined) return new UsageError(message);
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return new UsageError(unknown(flag));
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
+    return new UsageError(badValue(flag.replace(/^--| .*$/g, '')));
+  return unexpected(/'(.*)'\. /s.exec(message)?.[1] ?? flag);
+}
+
+/**
+ * `--name value ...` typed by `schema`, through util.parseArgs: each property a string option, and
+ * `--json`; all `multiple`, to refuse a repeated one that is not an array. A flag the schema does
+ * not have is a usage error (listing the ones it has); so is a missing required one (unless `--json`).
  */
 export function parseToolFlags(tool: string, argv: string[], schema: JsonSchema | undefined): ParsedFlags {
   const properties = schema?.properties ?? {};
-  const values: Record<string, unknown> = {};
-  const arrays = new Map<string, unknown[]>();
-  let json: Record<string, unknown> | undefined;
   const known = Object.keys(properties);
   const list = known.length === 0 ? 'it takes no arguments' : `its arguments: ${known.join(', ')}`;
-
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i]!;
-    if (!arg.startsWith('--') || arg === '--') {
-      throw new UsageError(`unexpected "${arg}": arguments are given as --name value`);
-    }
-    const eq = arg.indexOf('=');
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    let raw = eq === -1 ? undefined : arg.slice(eq + 1);
-    if (name === 'json') {
-      raw ??= argv[++i];
-      if (raw === undefined) throw new UsageError('--json needs a JSON object');
-      const parsed = parseJson('json', raw);
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-        throw new UsageError('--json expects a JSON object (the whole arguments)');
-      }
-      json = parsed as Record<string, unknown>;
-      continue;
-    }
-    if (!Object.hasOwn(properties, name)) {
-      const hint = name === 'caller' ? '; to choose the caller, put --caller before the command' : '';
-      throw new UsageError(`${tool} has no argument "${name}" (${list})${hint}`);
-    }
-    const property = properties[name];
-    const kind = kindOf(property);
-    if (raw === undefined) {
-      const next = argv[i + 1];
-      // A bare boolean flag is true.
-      if (kind === 'boolean' && (next === undefined || next.startsWith('--'))) raw = 'true';
-      else {
-        if (next === undefined) throw new UsageError(`--${name} needs a value (${typeLabel(property)})`);
-        raw = next;
-        i += 1;
-      }
-    }
-    if (kind === 'array') {
-      const gathered = arrays.get(name) ?? [];
-      // A JSON array is the elements; anything else one element (repeat the flag for more).
-      const whole = raw.trimStart().startsWith('[') ? jsonArray(raw) : undefined;
-      if (whole) gathered.push(...whole);
-      else if (kindOf(property?.items) !== 'string' && raw.trimStart().startsWith('[')) {
-        throw new UsageError(`--${name} expects a JSON array or one element: "${raw}" is not JSON`);
-      } else gathered.push(parseValue(name, raw, property));
-      arrays.set(name, gathered);
-      continue;
-    }
-    if (Object.hasOwn(values, name)) throw new UsageError(`--${name} is given twice`);
-    values[name] = parseValue(name, raw, property);
+  const options: Record<string, { type: 'string'; multiple: true }> = Object.fromEntries(
+    [...known, 'json'].map((name) => [name, { type: 'string', multiple: true }]),
+  );
+  // A bare boolean flag is true (parseArgs would take the next flag for its value).
+  const args = argv.map((arg, i) =>
+    arg.startsWith('--') &&
+    kindOf(properties[arg.slice(2)]) === 'boolean' &&
+    (argv[i + 1]?.startsWith('-') ?? true)
+      ? `${arg}=true`
+      : arg,
+  );
+  let given: Record<string, string[] | undefined>;
+  try {
+    given = parseArgs({ args, options, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw flagError(
+      error,
+      (flag) =>
+        !flag.startsWith('--') || flag.includes('=')
+          ? unexpected(flag).message
+          : `${tool} has no argument "${flag.slice(2)}" (${list})${flag === '--caller' ? '; to choose the caller, put --caller before the command' : ''}`,
+      (name) => needsValue(name, name === 'json' ? 'a JSON object' : typeLabel(properties[name])),
+    );
   }
-  for (const [name, items] of arrays) values[name] = items;
-
+  const values: Record<string, unknown> = {};
+  for (const [name, raws = []] of Object.entries(given)) {
+    // `--json` is the whole arguments object.
+    const property = name === 'json' ? { type: 'object' } : properties[name];
+    if (kindOf(property) !== 'array') {
+      if (raws.length > 1) throw new UsageError(`--${name} is given twice`);
+      values[name] = parseValue(name, raws[0]!, property);
+      continue;
+    }
+    // A JSON array is the elements; anything else one element (repeat the flag for more).
+    values[name] = raws.flatMap((raw) => {
+      const elements = raw.trimStart().startsWith('[') ? jsonArray(raw) : undefined;
+      if (elements) return elements;
+      if (kindOf(property?.items) !== 'string' && raw.trimStart().startsWith('[')) {
+        throw new UsageError(`--${name} expects a JSON array or one element: "${raw}" is not JSON`);
+      }
+      return [parseValue(name, raw, property)];
+    });
+  }
+  const { json, ...flags } = values;
   if (json !== undefined) {
-    if (Object.keys(values).length > 0) {
+    if (Object.keys(flags).length > 0) {
       throw new UsageError(
         '--json takes the whole arguments object: give either --json or --name value flags',
       );
     }
-    return { json, values };
+    return { json: json as Record<string, unknown>, values: flags };
   }
-  const missing = (schema?.required ?? []).filter((name) => !Object.hasOwn(values, name));
+  const missing = (schema?.required ?? []).filter((name) => !Object.hasOwn(flags, name));
   if (missing.length > 0) {
     throw new UsageError(`${tool} needs ${missing.map((name) => `--${name}`).join(', ')}`);
   }
-  return { values };
+  return { values: flags };
 }
 
 function jsonArray(raw: string): unknown[] | undefined {
@@ -217,20 +234,27 @@ function jsonArray(raw: string): unknown[] | undefined {
   }
 }
 
-/** `--name value` pairs as strings (a prompt's arguments). */
+/**
+ * `--name value` pairs as strings (a prompt's arguments, not known beforehand): parseArgs' tokens
+ * without options, an option and the positional after it a pair; a flag without a value refused.
+ */
 export function parseStringFlags(argv: string[]): Record<string, string> {
+  const { tokens } = parseArgs({ args: argv, strict: false, tokens: true });
   const values: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i]!;
-    if (!arg.startsWith('--') || arg === '--') {
-      throw new UsageError(`unexpected "${arg}": arguments are given as --name value`);
+  for (let i = 0; i < tokens.length; i += 1) {
+    const token = tokens[i]!;
+    if (token.kind !== 'option' || !token.rawName.startsWith('--') || token.name === '') {
+      throw unexpected(argv[token.index]!);
     }
-    const eq = arg.indexOf('=');
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-    if (name === '' || value === undefined) throw new UsageError(`${arg} needs a value`);
-    if (Object.hasOwn(values, name)) throw new UsageError(`--${name} is given twice`);
-    values[name] = value;
+    let value = token.value;
+    const next = tokens[i + 1];
+    if (value === undefined && next?.kind === 'positional') {
+      value = next.value;
+      i += 1;
+    }
+    if (value === undefined) throw new UsageError(needsValue(token.name, 'a string'));
+    if (Object.hasOwn(values, token.name)) throw new UsageError(`--${token.name} is given twice`);
+    values[token.name] = value;
   }
   return values;
 }

@@ -4,6 +4,8 @@
  * and which profile the caller gets. Reads BINDERY_URL and BINDERY_KEY.
  */
 import { isCallerName } from '@bindery/contracts/entries';
+import { parseArgs } from 'node:util';
+import { flagError } from './arguments.ts';
 import { runCheck } from './check.ts';
 import { stderrLogger } from './log.ts';
 import { Relay } from './relay.ts';
@@ -24,36 +26,37 @@ Environment:
   BINDERY_URL  the gateway (default http://127.0.0.1:4100)
 `;
 
-interface Args {
-  caller?: string;
-  check: boolean;
-  verbose: boolean;
-  help: boolean;
-}
-
-function parseArgs(argv: string[]): Args {
-  const args: Args = { check: false, verbose: false, help: false };
-  for (const arg of argv) {
-    if (arg === '--check') args.check = true;
-    else if (arg === '--verbose') args.verbose = true;
-    else if (arg === '--help' || arg === '-h') args.help = true;
-    else if (arg.startsWith('-')) throw new UsageError(`unknown option ${arg}`);
-    else if (args.caller !== undefined)
-      throw new UsageError(`one caller only (got "${args.caller}" and "${arg}")`);
-    else if (!isCallerName(arg)) {
-      throw new UsageError(
-        `"${arg}" is not a caller name: lower-case letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64`,
-      );
-    } else args.caller = arg;
+function readArgs(argv: string[]): { caller?: string; check?: boolean; verbose?: boolean; help?: boolean } {
+  const options = {
+    check: { type: 'boolean' },
+    verbose: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  } as const;
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: true });
+  } catch (error) {
+    throw flagError(
+      error,
+      (flag) => `unknown option ${flag}`,
+      (name) => `--${name} takes no value`,
+    );
   }
-  return args;
+  const [caller, other] = parsed.positionals;
+  if (other !== undefined) throw new UsageError(`one caller only (got "${caller}" and "${other}")`);
+  if (caller !== undefined && !isCallerName(caller)) {
+    throw new UsageError(
+      `"${caller}" is not a caller name: lower-case letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64`,
+    );
+  }
+  return { ...parsed.values, ...(caller !== undefined && { caller }) };
 }
 
 async function main(): Promise<number> {
-  let args: Args;
+  let args: ReturnType<typeof readArgs>;
   let credentials;
   try {
-    args = parseArgs(process.argv.slice(2));
+    args = readArgs(process.argv.slice(2));
     if (args.help) {
       process.stdout.write(USAGE);
       return 0;
@@ -69,7 +72,7 @@ async function main(): Promise<number> {
     );
     return 2;
   }
-  const log = stderrLogger(args.caller, args.verbose);
+  const log = stderrLogger(args.caller, args.verbose === true);
   if (credentials.warning) log.warning(credentials.warning);
   if (args.check) return runCheck(credentials, args.caller);
 

@@ -12,6 +12,7 @@ import {
   StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { parseArgs } from 'node:util';
 import { closeMatches, describeArguments, parseStringFlags, parseToolFlags } from './arguments.ts';
 import { GatewayError, RestClient, type RestTool } from './rest.ts';
 import {
@@ -59,12 +60,12 @@ type Outcome = number;
 const out = (text: string) => process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
 const firstLine = (text: string | undefined) => (text ?? '').split('\n', 1)[0]!.trim();
 
+/** The options before the command. */
+const OPTIONS = { caller: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
+
 async function main(argv: string[]): Promise<Outcome> {
   let caller: string | undefined;
-  let i = 0;
-  const takeCaller = (args: string[], at: number): number => {
-    const arg = args[at]!;
-    const value = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : args[at + 1];
+  const setCaller = (value: string | undefined) => {
     if (value === undefined || value === '') throw new UsageError('--caller needs a name');
     if (!isCallerName(value)) {
       throw new UsageError(
@@ -72,19 +73,24 @@ async function main(argv: string[]): Promise<Outcome> {
       );
     }
     caller = value;
-    return arg.includes('=') ? at + 1 : at + 2;
   };
-  for (; i < argv.length && argv[i]!.startsWith('-');) {
-    const arg = argv[i]!;
-    if (arg === '--help' || arg === '-h') {
+  // parseArgs (not strict) reads past the command, into the flags of call and prompt: its tokens
+  // tell where the command is. Commands without flags of their own take --caller after it too.
+  const { tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, tokens: true });
+  const at = tokens.find((token) => token.kind === 'positional')?.index ?? argv.length;
+  const command = argv[at];
+  const flagged = command === 'call' || command === 'prompt';
+  const rest = flagged ? argv.slice(at + 1) : [];
+  for (const token of tokens) {
+    if (token.index === at || (flagged && token.index > at) || token.kind === 'option-terminator') continue;
+    if (token.kind === 'positional') rest.push(token.value);
+    else if (token.name === 'caller') setCaller(token.value);
+    else if (token.name !== 'help') throw new UsageError(`unknown option ${argv[token.index]}`);
+    else {
       out(USAGE);
       return 0;
     }
-    if (arg === '--caller' || arg.startsWith('--caller=')) i = takeCaller(argv, i);
-    else throw new UsageError(`unknown option ${arg}`);
   }
-  const command = argv[i];
-  let rest = argv.slice(i + 1);
   if (command === undefined) {
     out(USAGE);
     return 2;
@@ -94,15 +100,6 @@ async function main(argv: string[]): Promise<Outcome> {
     throw new UsageError(
       `unknown command "${command}"${close.length > 0 ? `; did you mean ${close.join(' or ')}?` : ''}`,
     );
-  }
-  // Commands without flags of their own take --caller after the command too.
-  if (command !== 'call' && command !== 'prompt') {
-    const kept: string[] = [];
-    for (let j = 0; j < rest.length;) {
-      if (rest[j] === '--caller' || rest[j]!.startsWith('--caller=')) j = takeCaller(rest, j);
-      else kept.push(rest[j++]!);
-    }
-    rest = kept;
   }
   if (command === 'help' && rest.length === 0) {
     out(USAGE);

@@ -9,10 +9,13 @@
  * gateway drops the session (404, seen on a request or on the standalone stream: a POST with an
  * unknown session is served without one, so the stream is what tells) or goes away (connection
  * refused or reset, the stream ends and cannot be reopened), the relay starts a new session with
- * them (its answers are not forwarded), retries the request that failed once and tells the
- * client its lists may have changed. While the gateway is unreachable each request is answered
- * at once with an error saying so, and new sessions are tried in the background (backing off
- * from 250 ms to 5 s) and once more whenever a request arrives.
+ * them (its answers are not forwarded), sends the request that failed once more (see mayRepeat:
+ * never a tools/call that may have run already; nor one the client cancelled while it waited) and
+ * tells the client its lists may have changed.
+ * While the gateway is unreachable each request is answered at once with an error saying so, and
+ * new sessions are tried in the background (backing off from 250 ms to 5 s) and once more whenever
+ * a request arrives. Requests in flight and messages held before initialize is answered are
+ * bounded (MAX_WAITING); past the bound a request is answered with an error at once.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type {
@@ -27,6 +30,17 @@ import type { Logger } from './log.ts';
 
 /** JSON-RPC's "server error" range; what an SDK client reports as a closed connection. */
 export const UNREACHABLE_CODE = -32000;
+
+/**
+ * The most client requests waiting for the gateway's answers, client messages held until its
+ * initialize is answered, and gateway requests waiting for the client's answers (past it the
+ * oldest is forgotten, its answer then goes to the current session).
+ */
+const MAX_WAITING = 1_000;
+/** Where a tools/call carries its idempotency key (as in @bindery/contracts' internal API). */
+const IDEMPOTENCY_META_KEY = 'bindery/idempotency_key';
+/** Network failures that happen before a request is sent: it did not reach the gateway. */
+const NOT_SENT = /^(?:ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/;
 
 export interface RelayTimings {
   /** The first wait between attempts at a new session while the gateway is unreachable. */
@@ -109,6 +123,8 @@ export class Relay {
   readonly #subscriptions = new Set<string>();
 
   readonly #pending = new Map<string, Pending>();
+  /** Requests waiting for a new session before they are sent (again), by id key; a cancel removes one. */
+  readonly #waiting = new Set<string>();
   /** The gateway's requests to the client, by id: the session their answer goes back to. */
   readonly #gatewayRequests = new Map<string, GatewayConnection>();
   readonly #own = new Map<string, OwnRequest>();
@@ -179,8 +195,16 @@ export class Relay {
 
   #fromClient(message: JSONRPCMessage): void {
     if (this.#state === 'closing') return;
-    if (this.#held) this.#held.messages.push(message);
-    else this.#dispatch(message);
+    if (!this.#held) this.#dispatch(message);
+    else if (this.#held.messages.length < MAX_WAITING) this.#held.messages.push(message);
+    else if (isRequest(message)) {
+      this.#reply(message.id, {
+        code: UNREACHABLE_CODE,
+        message: `the client sent ${MAX_WAITING} messages before its initialize was answered; refused`,
+      });
+    } else {
+      this.#log.debug(`dropped a message: the client sent ${MAX_WAITING} before its initialize was answered`);
+    }
   }
 
   #dispatch(message: JSONRPCMessage): void {
@@ -215,10 +239,19 @@ export class Relay {
   }
 
   async #forward(request: JSONRPCRequest): Promise<void> {
+    if (this.#pending.size + this.#waiting.size >= MAX_WAITING) {
+      this.#reply(request.id, {
+        code: UNREACHABLE_CODE,
+        message: `${MAX_WAITING} requests are waiting for the Bindery gateway's answers already; try again later`,
+      });
+      return;
+    }
     for (let attempt = 0; ; attempt += 1) {
       if (this.#state === 'down') {
+        const recovered = await this.#waitFor(request, this.#recoverWithin('a request arrived'));
+        if (recovered === undefined) return;
         // Up again also when the new session is still replaying (past the wait): send it then.
-        if (!(await this.#recoverWithin('a request arrived')) && !this.#isUp()) {
+        if (!recovered && !this.#isUp()) {
           this.#reply(request.id, this.#errorFor(this.#failure));
           return;
         }
@@ -236,17 +269,20 @@ export class Relay {
       }
       // Answered meanwhile (a stream that broke after the answer), or cancelled: nothing to do.
       if (!this.#take(request.id, connection, request) || this.#closing()) return;
-      const retryable =
-        failure.kind === 'unreachable' ||
-        failure.kind === 'aborted' ||
-        (failure.kind === 'http' && failure.status === 404);
-      if (!retryable || attempt >= 1) {
-        this.#reply(request.id, this.#errorFor(failure));
+      const repeat = mayRepeat(request, failure);
+      if (repeat !== true || attempt >= 1) {
+        this.#reply(
+          request.id,
+          repeat === 'unsure' ? this.#unsure(request, failure) : this.#errorFor(failure),
+        );
         return;
       }
       this.#log.debug(`${request.method} failed (${describe(failure)}); starting a new session`);
       const recovered =
-        connection === this.#current ? await this.#recoverWithin(describe(failure), failure) : true;
+        connection === this.#current
+          ? await this.#waitFor(request, this.#recoverWithin(describe(failure), failure))
+          : true;
+      if (recovered === undefined) return;
       if (!recovered && !this.#isUp()) {
         this.#reply(request.id, this.#errorFor(this.#failure ?? failure));
         return;
@@ -264,6 +300,9 @@ export class Relay {
         connection = pending.connection;
         // The gateway does not answer a cancelled request; nor does the relay.
         this.#take(id, connection);
+      } else if (id !== undefined && this.#waiting.delete(keyOf(id))) {
+        this.#log.debug(`request ${JSON.stringify(id)} cancelled before it was sent`);
+        return;
       }
     }
     if (this.#state === 'down' || !connection || connection.closed) {
@@ -319,7 +358,12 @@ export class Relay {
       this.#toClient(message);
       return;
     }
-    if ('id' in message) this.#gatewayRequests.set(keyOf(message.id), connection);
+    if ('id' in message) {
+      if (this.#gatewayRequests.size >= MAX_WAITING) {
+        this.#gatewayRequests.delete(this.#gatewayRequests.keys().next().value!);
+      }
+      this.#gatewayRequests.set(keyOf(message.id), connection);
+    }
     this.#toClient(message);
   }
 
@@ -422,6 +466,9 @@ export class Relay {
   /** Closes a session's transport; `terminate`: DELETEs the session first (bounded, best effort). */
   async #dispose(connection: GatewayConnection, terminate = false): Promise<void> {
     if (!this.#connections.delete(connection)) return;
+    for (const [key, asking] of this.#gatewayRequests) {
+      if (asking === connection) this.#gatewayRequests.delete(key);
+    }
     if (terminate) await connection.terminate(this.#timings.closeTimeoutMs);
     await connection.close();
   }
@@ -464,6 +511,14 @@ export class Relay {
       void this.#dispose(pending.connection, true);
     }
     return pending;
+  }
+
+  /** `recovery`, awaited by `request` before it is sent: undefined when it was cancelled meanwhile. */
+  async #waitFor(request: JSONRPCRequest, recovery: Promise<boolean>): Promise<boolean | undefined> {
+    const key = keyOf(request.id);
+    this.#waiting.add(key);
+    const recovered = await recovery;
+    return this.#waiting.delete(key) ? recovered : undefined;
   }
 
   #recoverWithin(trigger: string, failure?: Failure): Promise<boolean> {
@@ -652,6 +707,15 @@ export class Relay {
     }
   }
 
+  /** The answer to a request that may have been carried out, and is not sent again. */
+  #unsure(request: JSONRPCRequest, failure: Failure): RpcError {
+    const why = failure.kind === 'unreachable' ? ` (${failure.reason})` : '';
+    return {
+      code: UNREACHABLE_CODE,
+      message: `the connection to the Bindery gateway at ${this.#options.gatewayUrl} broke before ${request.method} was answered${why}; it may have been carried out, so it was not sent again (one with params._meta["${IDEMPOTENCY_META_KEY}"] is)`,
+    };
+  }
+
   #reply(id: RequestId, error: RpcError): void {
     this.#toClient({ jsonrpc: '2.0', id, error });
   }
@@ -682,6 +746,22 @@ export class Relay {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Whether a request that failed is sent once more, on a new session: true when it cannot have been
+ * carried out (404: the gateway no longer holds the session; the connection was never made), or
+ * when it may have been but repeating it changes nothing: any request but tools/call, and a
+ * tools/call with an idempotency key (the gateway answers a repeat with the first outcome).
+ * 'unsure': a tools/call that may have run (the connection broke or timed out while it was sent or
+ * answered) is answered with an error saying so; false: the gateway's refusal, as it is.
+ */
+function mayRepeat(request: JSONRPCRequest, failure: Failure): boolean | 'unsure' {
+  if (failure.kind === 'http') return failure.status === 404;
+  if (failure.kind === 'rpc') return false;
+  if (failure.kind === 'unreachable' && NOT_SENT.test(failure.reason)) return true;
+  const meta = (request.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  return request.method !== 'tools/call' || typeof meta?.[IDEMPOTENCY_META_KEY] === 'string' || 'unsure';
+}
 
 function describe(failure: Failure): string {
   switch (failure.kind) {

@@ -35,6 +35,12 @@ export function readCredentials(env: { BINDERY_URL?: string; BINDERY_KEY?: strin
       'BINDERY_KEY is not set: set it to a personal MCP key (bnd_pk_…, from POST /api/v2/mcp-keys) or an exposure api_key (bnd_key_…)',
     );
   }
+  // Node's header check would quote the whole key in its error, which reaches stderr and the client.
+  if (!/^[\x21-\x7e]+$/.test(key)) {
+    throw new UsageError(
+      'BINDERY_KEY holds a character no key has (a space, a line break or a non-ASCII character): set it to the key alone',
+    );
+  }
   const raw = env.BINDERY_URL?.trim() || DEFAULT_GATEWAY_URL;
   let parsed: URL;
   try {
@@ -45,8 +51,16 @@ export function readCredentials(env: { BINDERY_URL?: string; BINDERY_KEY?: strin
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new UsageError(`BINDERY_URL must be an http:// or https:// URL, not "${raw}"`);
   }
-  if (parsed.search !== '' || parsed.hash !== '') {
-    throw new UsageError(`BINDERY_URL must be the gateway's base URL, without a query or fragment: "${raw}"`);
+  // Not quoted: what is wrong with it may be a secret (a password, a key in the query or path).
+  if (parsed.username !== '' || parsed.password !== '' || parsed.search !== '' || parsed.hash !== '') {
+    throw new UsageError(
+      `BINDERY_URL must be the gateway's base URL (${parsed.origin}), without a user, password, query or fragment; the key goes in BINDERY_KEY`,
+    );
+  }
+  if (/\/api\/v\d/.test(parsed.pathname)) {
+    throw new UsageError(
+      `BINDERY_URL must be the gateway's base URL (${parsed.origin}), not an endpoint: the path is added, and the key goes in BINDERY_KEY`,
+    );
   }
   const url = parsed.href.replace(/\/+$/, '');
   const personal = key.startsWith(PERSONAL_KEY_PREFIX);

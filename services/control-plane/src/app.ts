@@ -25,6 +25,7 @@ import { forgetAllSecrets, forgetSecrets } from './domain/secret-references.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
+import { DEFAULT_CONSOLE_DIR, consoleRoutes } from './http/console.ts';
 import { frameworkErrorAnswer, registerErrorHandler } from './http/error-handler.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { requestValidatorCompiler } from './http/request-validation.ts';
@@ -122,6 +123,8 @@ export interface AppOptions {
   warmCustomToolWorkers?: boolean;
   /** How often upstream instances are pinged (30 s; tests make it shorter). */
   upstreamPingEveryMs?: number;
+  /** The console's build (services/console/dist by default); without its index.html, /console answers 503. */
+  consoleDir?: string;
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
@@ -208,8 +211,14 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // The internal API is for gateways: the public document (/docs, /openapi.json) leaves it out;
+  // the whole document is at /internal/openapi.json, behind INTERNAL_TOKEN.
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    transformSpecification: (document) => publicDocument(document),
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => publicDocument(app.swagger()));
+  await consoleRoutes(app, { dir: options.consoleDir ?? DEFAULT_CONSOLE_DIR });
 
   // Every request a tool or an import sends out goes through this one guarded dispatcher.
   const outbound = createGuardedDispatcher({
@@ -279,6 +288,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   await app.register(
     async (internal: AdminApp) => {
       requireInternal(internal, options.config.internalToken);
+      internal.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await internal.register(
         internalRoutes({
           limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget },
@@ -299,6 +309,24 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   );
   purgeIdempotencyRecords(app, idempotencyTtlMs);
   return app;
+}
+
+/** The OpenAPI document without the internal API's paths and security scheme. */
+export function publicDocument(document: object): Record<string, unknown> {
+  const {
+    paths = {},
+    components = {},
+    ...rest
+  } = document as {
+    paths?: Record<string, unknown>;
+    components?: { securitySchemes?: Record<string, unknown> } & Record<string, unknown>;
+  };
+  const { internalToken: _internal, ...securitySchemes } = components.securitySchemes ?? {};
+  return {
+    ...rest,
+    components: { ...components, securitySchemes },
+    paths: Object.fromEntries(Object.entries(paths).filter(([path]) => !path.startsWith('/internal/'))),
+  };
 }
 
 /**

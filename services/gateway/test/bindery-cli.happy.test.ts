@@ -3,7 +3,8 @@
 // resources, a resource's contents and prompts over MCP; and over the REST entry the tool list,
 // a tool's help with every argument's type (required ones first, then by name), and calls whose
 // flags are typed by the input schema (integers, numbers, booleans, arrays by repeating the flag
-// or as JSON, objects as JSON, enums), or given whole with --json. With a personal key, --caller
+// or as JSON, objects as JSON, enums; a value starting with "-" as --name=value), or given whole
+// with --json; a flag without a value or given twice is a usage error. With a personal key, --caller
 // picks the profile. stdout carries only the answer; messages go to stderr.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -107,6 +108,9 @@ describe('bindery: usage', () => {
     const extra = await bindery(['read']);
     expect(extra.code).toBe(2);
     expect(extra.stderr).toContain('read takes one resource URI');
+    const noValue = await bindery(['prompt', 'review_customer', '--customer']);
+    expect(noValue.code).toBe(2);
+    expect(noValue.stderr).toContain('bindery: --customer needs a value');
   });
 });
 
@@ -234,6 +238,9 @@ describe('bindery: tools (over the REST entry)', () => {
     expect(JSON.parse(json.stdout)).toEqual(expected);
     const counted = await bindery(['call', 'find_customers', '--query', 'length(@)']);
     expect(counted).toEqual({ code: 0, stdout: '2\n', stderr: '' });
+    // A value that starts with "-" goes as --name=value.
+    const negative = await bindery(['call', 'echo', '--count=-2', '--ratio=-0.5', '--loud=false']);
+    expect(JSON.parse(negative.stdout)).toEqual({ count: -2, ratio: -0.5, loud: false });
   });
 
   it('call: a flag the schema lacks, a value of the wrong type or a missing required one is a usage error', async () => {
@@ -245,6 +252,10 @@ describe('bindery: tools (over the REST entry)', () => {
       [['--count', '1', '--options', '[1]'], '--options expects a JSON object'],
       [['--ratio', '2'], 'echo needs --count'],
       [['--json', '{"count": 1}', '--loud'], '--json takes the whole arguments object'],
+      [['--count'], '--count needs a value (integer)'],
+      [['--count', '-2'], 'one that starts with "-" goes as --count=<value>'],
+      [['--count', '1', '--count', '2'], '--count is given twice'],
+      [['--count', '1', 'loose'], 'unexpected "loose": arguments are given as --name value'],
     ] as const) {
       const run = await bindery(['call', 'echo', ...args]);
       expect(run.code, args.join(' ')).toBe(2);

@@ -9,8 +9,10 @@
 // notifications arrive again, without restarting the relay. stdout carries JSON-RPC lines only;
 // closing stdin ends the relay with code 0; without BINDERY_KEY it exits 2. With a personal key
 // it relays to the caller entry (`/api/v2/mcp/caller/{caller}`, or without a caller the client's
-// name), and `--check` names the profile. A stand-in MCP server (the SDK's) covers what the
-// gateway never sends: requests to the client, progress, and 404 for a request of a lost session.
+// name), and `--check` names the profile (and the key's kind, with a caller or without). A
+// stand-in MCP server (the SDK's) covers what the gateway never sends: requests to the client,
+// progress, 404 for a request of a lost session, and a connection lost during a tools/call (not
+// sent again unless it carries an idempotency key).
 //
 // The relay talks to a gateway of this file (restarted in the middle), which the control plane
 // tells of admin changes (GATEWAY_URLS); the stack's own gateway is not used.
@@ -545,6 +547,11 @@ describe('bindery-mcp with a personal key (the caller entry)', () => {
     expect(unmapped.stdout.join('\n')).toMatch(
       /profile: {2}.+, your default profile \(caller "cursor" is not mapped\)/,
     );
+    const none = await runRelay(env, ['--check'], []);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toContain(`endpoint: ${gatewayUrl}/api/v2/mcp/caller`);
+    expect(none.stdout).toContain('key:      a personal key');
+    expect(none.stdout.join('\n')).toMatch(/profile: {2}.+, your default profile \(no caller given; /);
   });
 });
 
@@ -561,12 +568,21 @@ describe('bindery-mcp --check (needs the REST entry)', () => {
     expect(run.stdout[0]).toBe(`gateway:  ${gatewayUrl} answers (GET /healthz: 200)`);
     expect(run.stdout.join('\n')).toContain(`profile:  agent (${exposed.aeiId})`);
     expect(run.stdout.join('\n')).toMatch(/tools: {4}3$/m);
+    expect(run.stdout).toContain("key:      an exposure's api_key");
+    expect(run.stdout.join('\n')).toContain(
+      "the exposure of this api_key (the caller only labels the relay's log)",
+    );
+    const none = await runRelay({ BINDERY_URL: gatewayUrl, BINDERY_KEY: exposed.apiKey }, ['--check'], []);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toContain(`endpoint: ${gatewayUrl}/api/v2/mcp/server`);
+    expect(none.stdout).toContain(`profile:  agent (${exposed.aeiId}), the exposure of this api_key`);
   });
 });
 
 /**
  * A stand-in MCP server (the SDK's own, on loopback) for what the gateway never does: requests to
- * the client (roots/list), progress, and answering a request of a session it dropped with 404.
+ * the client (roots/list), progress, answering a request of a session it dropped with 404, and
+ * dropping the connection of a call (the tool `break`).
  * It offers no standalone stream (GET: 405), so a dropped session shows on the next request.
  */
 describe('bindery-mcp with a stand-in MCP server', () => {
@@ -574,7 +590,7 @@ describe('bindery-mcp with a stand-in MCP server', () => {
   let http: HttpServer;
   let url: string;
   const transports = new Map<string, StreamableHTTPServerTransport>();
-  const seen = { initializes: 0, cancelled: 0, headers: [] as IncomingMessage['headers'][] };
+  const seen = { initializes: 0, cancelled: 0, breaks: 0, headers: [] as IncomingMessage['headers'][] };
 
   function mcpServer(): Server {
     const server = new Server(
@@ -585,6 +601,7 @@ describe('bindery-mcp with a stand-in MCP server', () => {
       tools: ['work', 'wait'].map((name) => ({ name, inputSchema: { type: 'object' as const } })),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      if (request.params.name === 'break') return { content: [] };
       if (request.params.name === 'wait') {
         await new Promise((resolve) => extra.signal.addEventListener('abort', resolve));
         seen.cancelled += 1;
@@ -619,6 +636,15 @@ describe('bindery-mcp with a stand-in MCP server', () => {
           return;
         }
         const body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
+        // A call of `break` loses its connection; with an idempotency key, only every other one.
+        const call = body as { method?: string; params?: { name?: string; _meta?: object } } | undefined;
+        if (call?.method === 'tools/call' && call.params?.name === 'break') {
+          seen.breaks += 1;
+          if (!call.params._meta || seen.breaks % 2 === 0) {
+            req.socket.destroy();
+            return;
+          }
+        }
         const id = req.headers['mcp-session-id'];
         let transport = typeof id === 'string' ? transports.get(id) : undefined;
         if (!transport && isInitializeRequest(body)) {
@@ -695,6 +721,23 @@ describe('bindery-mcp with a stand-in MCP server', () => {
     await until('tools/list_changed', () => stdio.seen.tools === 1);
     await sleep(QUIET_MS);
     expect(stdio.seen).toEqual({ tools: 1, prompts: 0, resources: 0 });
+    expect(stdio.errors).toEqual([]);
+    await stdio.client.close();
+  });
+
+  it('a tools/call whose connection breaks is answered, not sent again (it may have run); one with an idempotency key is', async () => {
+    const stdio = await relay({ BINDERY_URL: url, BINDERY_KEY: KEY });
+    const broken = await stdio.client.callTool({ name: 'break', arguments: {} }).catch((e: unknown) => e);
+    expect(broken).toBeInstanceOf(McpError);
+    expect((broken as McpError).message).toContain('it may have been carried out, so it was not sent again');
+    expect(seen.breaks).toBe(1);
+    const keyed = await stdio.client.callTool({
+      name: 'break',
+      arguments: {},
+      _meta: { 'bindery/idempotency_key': 'k-1' },
+    });
+    expect(keyed.isError).toBeFalsy();
+    expect(seen.breaks).toBe(3);
     expect(stdio.errors).toEqual([]);
     await stdio.client.close();
   });

@@ -92,6 +92,8 @@ export async function startTestApp(
     upstreamStdioCommands?: string[];
     /** How often upstream instances are pinged (30 s otherwise). */
     upstreamPingEveryMs?: number;
+    /** The console build served at /console (services/console/dist otherwise). */
+    consoleDir?: string;
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -158,6 +160,7 @@ export async function startTestApp(
     },
     ...(options.logStream ? { logStream: options.logStream } : { logger: false }),
     ...(options.upstreamPingEveryMs !== undefined && { upstreamPingEveryMs: options.upstreamPingEveryMs }),
+    ...(options.consoleDir !== undefined && { consoleDir: options.consoleDir }),
   });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 

@@ -3,6 +3,7 @@
  * one of them (the auth matrix, the fuzz test): method, path template, and what the document says
  * each takes (path and query parameters, body properties) and which token it needs.
  */
+import { INTERNAL_TOKEN } from './app.ts';
 
 export interface DocumentedRoute {
   method: string;
@@ -38,9 +39,16 @@ function propertiesOf(schema: Schema | undefined): string[] {
   return [...names];
 }
 
-/** Every documented route of the control plane at `baseUrl`. */
+/**
+ * Every documented route of the control plane at `baseUrl`: the whole document, internal API
+ * included (/internal/openapi.json; the public /openapi.json leaves the internal API out).
+ */
 export async function documentedRoutes(baseUrl: string): Promise<DocumentedRoute[]> {
-  const doc = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as {
+  const answer = await fetch(`${baseUrl}/internal/openapi.json`, {
+    headers: { authorization: `Bearer ${INTERNAL_TOKEN}` },
+  });
+  if (!answer.ok) throw new Error(`/internal/openapi.json answered ${answer.status}`);
+  const doc = (await answer.json()) as {
     paths: Record<string, Record<string, Operation>>;
   };
   const routes: DocumentedRoute[] = [];

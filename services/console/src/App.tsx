@@ -1,0 +1,114 @@
+import { useEffect, useState } from 'react';
+import type { User } from '@bindery/contracts';
+import { api, storeToken, storedToken, whenUnauthorized } from './api.ts';
+import { Link, navigate, useRoute } from './router.tsx';
+import { Data, TableView } from './screens/Data.tsx';
+import { ExposureView, Exposures } from './screens/Exposures.tsx';
+import { Login } from './screens/Login.tsx';
+import { Overview } from './screens/Overview.tsx';
+import { Tools } from './screens/Tools.tsx';
+import { ErrorMessage } from './ui.tsx';
+
+const NAV = [
+  { to: '/', label: 'Overview' },
+  { to: '/data', label: 'Data' },
+  { to: '/tools', label: 'Tools' },
+  { to: '/exposures', label: 'Exposures' },
+];
+
+function Screen({ path }: { path: string }) {
+  const [, section, kind, id] = path.split('/');
+  if (path === '/') return <Overview />;
+  if (section === 'data' && kind === 'tables' && id) return <TableView id={decodeURIComponent(id)} />;
+  if (section === 'data' && !kind) return <Data />;
+  if (section === 'tools' && !kind) return <Tools />;
+  if (section === 'exposures' && kind) return <ExposureView id={decodeURIComponent(kind)} />;
+  if (section === 'exposures') return <Exposures />;
+  return (
+    <>
+      <h1>Not found</h1>
+      <p>
+        Nothing here. <Link to="/">Back to the overview</Link>
+      </p>
+    </>
+  );
+}
+
+export function App() {
+  const path = useRoute();
+  const [user, setUser] = useState<User | null>(null);
+  const [checking, setChecking] = useState(storedToken() !== null);
+  const [checkError, setCheckError] = useState<unknown>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+
+  const logOut = (message: string | null) => {
+    storeToken(null);
+    setUser(null);
+    setNotice(message);
+  };
+  useEffect(() => {
+    whenUnauthorized((message) => logOut(`Logged out: ${message}`));
+    // A token kept from earlier in this tab: check it is still accepted.
+    if (storedToken() === null) return;
+    api<User>('GET', '/api/v2/me')
+      .then(setUser, setCheckError)
+      .finally(() => setChecking(false));
+  }, []);
+
+  if (checking) return <p className="loading">Checking your token…</p>;
+  if (!user) {
+    return (
+      <>
+        <ErrorMessage error={user === null && storedToken() !== null ? checkError : null} />
+        <Login
+          notice={notice}
+          onLogin={(token, me) => {
+            storeToken(token);
+            setNotice(null);
+            setCheckError(null);
+            setUser(me);
+          }}
+        />
+      </>
+    );
+  }
+  const current = NAV.filter((item) => (item.to === '/' ? path === '/' : path.startsWith(item.to))).pop();
+  return (
+    <div className="layout">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Bindery</span>
+        <nav aria-label="Main">
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.to}>
+                <Link to={item.to} aria-current={current === item ? 'page' : undefined}>
+                  {item.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <span className="who">
+          {user.name}
+          {user.is_root && ' (root)'}
+        </span>
+        <button
+          type="button"
+          className="secondary small"
+          onClick={() => {
+            logOut('Logged out.');
+            navigate('/');
+          }}
+        >
+          Log out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Screen path={path} />
+      </main>
+    </div>
+  );
+}

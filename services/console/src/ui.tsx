@@ -1,0 +1,166 @@
+/** Shared pieces: error messages, paged lists, copy buttons and a read-only JSON tree. */
+import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
+import { api, messageOf, withQuery, type Page } from './api.ts';
+
+export function ErrorMessage({ error }: { error: unknown }) {
+  if (error === null || error === undefined) return null;
+  return (
+    <p className="error" role="alert">
+      {messageOf(error)}
+    </p>
+  );
+}
+
+export function Notice({ children }: { children: ReactNode }) {
+  return (
+    <p className="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+/** Loads an API call's answer; `reload` runs it again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(true);
+  const run = useCallback(load, deps);
+  const reload = useCallback(async () => {
+    setLoading(true);
+    try {
+      setData(await run());
+      setError(null);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setLoading(false);
+    }
+  }, [run]);
+  useEffect(() => {
+    void reload();
+  }, [reload]);
+  return { data, error, loading, reload };
+}
+
+/** A list the API paginates: the first page, then "Load more" while there is a next_cursor. */
+export function usePaged<T>(path: string, query: Record<string, string | undefined> = {}, limit = 50) {
+  const key = withQuery(path, query);
+  const [items, setItems] = useState<T[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(true);
+  const generation = useRef(0);
+  const fetchPage = useCallback(
+    async (after: string | undefined, append: boolean) => {
+      const mine = ++generation.current;
+      setLoading(true);
+      try {
+        const page = await api<Page<T>>('GET', withQuery(path, { ...query, limit, cursor: after }));
+        if (mine !== generation.current) return;
+        setItems((previous) => (append ? [...previous, ...page.items] : page.items));
+        setCursor(page.next_cursor);
+        setError(null);
+      } catch (failure) {
+        if (mine === generation.current) setError(failure);
+      } finally {
+        if (mine === generation.current) setLoading(false);
+      }
+    },
+    [key, limit],
+  );
+  useEffect(() => {
+    void fetchPage(undefined, false);
+  }, [fetchPage]);
+  return {
+    items,
+    error,
+    loading,
+    hasMore: cursor !== null,
+    loadMore: () => (cursor === null ? undefined : void fetchPage(cursor, true)),
+    reload: () => void fetchPage(undefined, false),
+  };
+}
+
+export function LoadMore({
+  hasMore,
+  loading,
+  onClick,
+}: {
+  hasMore: boolean;
+  loading: boolean;
+  onClick: () => void;
+}) {
+  if (!hasMore) return null;
+  return (
+    <button type="button" className="secondary" onClick={onClick} disabled={loading}>
+      {loading ? 'Loading…' : 'Load more'}
+    </button>
+  );
+}
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setState('copied');
+    } catch {
+      setState('failed');
+    }
+  };
+  return (
+    <span className="copy">
+      <button type="button" className="secondary small" onClick={() => void copy()}>
+        {label}
+      </button>
+      <span className="copy-state" aria-live="polite">
+        {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed: select the text and copy it' : ''}
+      </span>
+    </span>
+  );
+}
+
+/** A secret or a config shown with its copy button. */
+export function CopyBlock({ label, text }: { label: string; text: string }) {
+  return (
+    <div className="copy-block">
+      <div className="copy-head">
+        <strong>{label}</strong>
+        <CopyButton text={text} label={`Copy ${label}`} />
+      </div>
+      <pre tabIndex={0}>{text}</pre>
+    </div>
+  );
+}
+
+/** A read-only, collapsible view of any JSON value (details/summary: keyboard-usable as is). */
+export function JsonTree({ value, name, depth = 0 }: { value: unknown; name?: string; depth?: number }) {
+  const label = name === undefined ? null : <span className="json-key">{name}: </span>;
+  if (value !== null && typeof value === 'object') {
+    const entries = Array.isArray(value)
+      ? value.map((item, index) => [String(index), item] as const)
+      : Object.entries(value as Record<string, unknown>);
+    const summary = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+    return (
+      <details className="json-node" open={depth < 3}>
+        <summary>
+          {label}
+          <span className="json-count">{summary}</span>
+        </summary>
+        <ul>
+          {entries.map(([key, item]) => (
+            <li key={key}>
+              <JsonTree value={item} name={key} depth={depth + 1} />
+            </li>
+          ))}
+        </ul>
+      </details>
+    );
+  }
+  return (
+    <div className="json-leaf">
+      {label}
+      <span className={`json-${value === null ? 'null' : typeof value}`}>{JSON.stringify(value)}</span>
+    </div>
+  );
+}

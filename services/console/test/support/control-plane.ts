@@ -1,0 +1,142 @@
+/**
+ * A real control plane for the browser tests: `tsx src/server.ts` as its own process on a fresh
+ * PostgreSQL database (or, with BINDERY_TEST_DB=pglite, a fresh embedded data directory), serving
+ * the console's build at /console/. The admin API is driven with fetch for the set-up.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+export const ADMIN_TOKEN = 'bnd_admin_console-test-root-token-01';
+const CONTROL_PLANE_DIR = fileURLToPath(new URL('../../../control-plane', import.meta.url));
+const SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
+
+// Answers are arbitrary JSON; tests read the fields they need.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = any;
+
+export interface ControlPlane {
+  url: string;
+  /** Calls the admin API as root; throws on an error status unless `allowError`. */
+  admin(
+    method: string,
+    path: string,
+    body?: unknown,
+    allowError?: boolean,
+  ): Promise<{ status: number; body: Json }>;
+  close(): Promise<void>;
+}
+
+async function sql(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: SERVER_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+async function freshDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (engine === 'pglite') {
+    const dir = await mkdtemp(join(tmpdir(), 'bindery-console-'));
+    return { env: { BINDERY_DATA_DIR: dir }, drop: () => rm(dir, { recursive: true, force: true }) };
+  }
+  const database = `bindery_console_${randomBytes(5).toString('hex')}`;
+  await sql(`CREATE DATABASE "${database}"`);
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${database}`;
+  return {
+    env: { DATABASE_URL: url.toString() },
+    drop: () => sql(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`),
+  };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export async function startControlPlane(): Promise<ControlPlane> {
+  const database = await freshDatabase();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: CONTROL_PLANE_DIR,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      ...database.env,
+      BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
+      INTERNAL_TOKEN: 'console-test-internal-token-01',
+      GATEWAY_PUBLIC_URL: 'http://127.0.0.1:4100',
+      BINDERY_SEED_DEMO: 'false',
+      LOG_LEVEL: 'warn',
+      LOG_REQUESTS: 'false',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const reap = () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  };
+  process.once('exit', reap);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Ready once /readyz answers (the log level keeps "listening" lines out).
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`the control plane exited with ${child.exitCode}:\n${output}`);
+    if (Date.now() > deadline) {
+      reap();
+      throw new Error(`the control plane did not start:\n${output}`);
+    }
+    const ready = await fetch(`${url}/readyz`).then(
+      (answer) => answer.ok,
+      () => false,
+    );
+    if (ready) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return {
+    url,
+    async admin(method, path, body, allowError = false) {
+      const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const answer = await fetch(`${url}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      });
+      const text = await answer.text();
+      const parsed = text === '' ? undefined : JSON.parse(text);
+      if (answer.status >= 400 && !allowError) {
+        throw new Error(`${method} ${path} answered ${answer.status}: ${text}`);
+      }
+      return { status: answer.status, body: parsed };
+    },
+    async close() {
+      process.removeListener('exit', reap);
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+      await database.drop();
+    },
+  };
+}
