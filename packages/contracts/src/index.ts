@@ -80,6 +80,7 @@ export {
   AuditEvent,
   AuditListQuery,
   AuditStatus,
+  AuditStreamQuery,
   ConfigBinding,
   CONSOLE_META_KEY,
   STDERR_META_KEY,

@@ -311,3 +311,11 @@ export const AuditListQuery = Type.Object({
   caller: Type.Optional(Type.String({ maxLength: 64 })),
 });
 export type AuditListQuery = Static<typeof AuditListQuery>;
+/** `GET /api/v2/audit/stream`: the list's filters, plus the tool's name. */
+export const AuditStreamQuery = Type.Object({
+  aei_id: Type.Optional(Type.String({ maxLength: 64 })),
+  status: Type.Optional(AuditStatus),
+  caller: Type.Optional(Type.String({ maxLength: 64 })),
+  tool_name: Type.Optional(Type.String({ maxLength: 64 })),
+});
+export type AuditStreamQuery = Static<typeof AuditStreamQuery>;

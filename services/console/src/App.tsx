@@ -2,10 +2,13 @@ import { useEffect, useState } from 'react';
 import type { User } from '@bindery/contracts';
 import { api, storeToken, storedToken, whenUnauthorized } from './api.ts';
 import { Link, navigate, useRoute } from './router.tsx';
-import { Data, TableView } from './screens/Data.tsx';
+import { Callers, Connect } from './screens/Callers.tsx';
+import { Data } from './screens/Data.tsx';
 import { ExposureView, Exposures } from './screens/Exposures.tsx';
 import { Login } from './screens/Login.tsx';
+import { Logs } from './screens/Logs.tsx';
 import { Overview } from './screens/Overview.tsx';
+import { TableView } from './screens/TableData.tsx';
 import { Tools } from './screens/Tools.tsx';
 import { ErrorMessage } from './ui.tsx';
 
@@ -14,6 +17,8 @@ const NAV = [
   { to: '/data', label: 'Data' },
   { to: '/tools', label: 'Tools' },
   { to: '/exposures', label: 'Exposures' },
+  { to: '/callers', label: 'Callers' },
+  { to: '/logs', label: 'Logs' },
 ];
 
 function Screen({ path }: { path: string }) {
@@ -24,6 +29,9 @@ function Screen({ path }: { path: string }) {
   if (section === 'tools' && !kind) return <Tools />;
   if (section === 'exposures' && kind) return <ExposureView id={decodeURIComponent(kind)} />;
   if (section === 'exposures') return <Exposures />;
+  if (section === 'callers' && !kind) return <Callers />;
+  if (section === 'connect' && !kind) return <Connect />;
+  if (section === 'logs' && !kind) return <Logs />;
   return (
     <>
       <h1>Not found</h1>

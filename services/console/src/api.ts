@@ -36,6 +36,10 @@ export interface RequestOptions {
   body?: unknown;
   /** A token to try instead of the stored one (the login form). */
   token?: string;
+  /** More request headers (a table write's If-Match). */
+  headers?: Record<string, string>;
+  /** Told the answer's headers, of a success and of a refusal alike (a table's ETag). */
+  onHeaders?: (headers: Headers) => void;
 }
 
 export async function api<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -43,6 +47,7 @@ export async function api<T>(method: string, path: string, options: RequestOptio
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
+  Object.assign(headers, options.headers);
   let response: Response;
   try {
     response = await fetch(path, {
@@ -53,6 +58,7 @@ export async function api<T>(method: string, path: string, options: RequestOptio
   } catch (error) {
     throw new ApiError(`The control plane could not be reached (${(error as Error).message}).`, 0);
   }
+  options.onHeaders?.(response.headers);
   const text = await response.text();
   let body: unknown = undefined;
   if (text !== '') {

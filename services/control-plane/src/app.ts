@@ -33,6 +33,7 @@ import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { BindingCache } from './domain/binding-cache.ts';
 import { AuditWriter, type AuditSql } from './domain/audit-writer.ts';
+import { AuditStreamHub, type AuditStreamOptions } from './domain/audit-stream.ts';
 import { ContextCache } from './domain/context-cache.ts';
 import { ContextStore } from './domain/context-store.ts';
 import type { FoldPolicy } from './domain/table-folds.ts';
@@ -125,6 +126,8 @@ export interface AppOptions {
   upstreamPingEveryMs?: number;
   /** The console's build (services/console/dist by default); without its index.html, /console answers 503. */
   consoleDir?: string;
+  /** The live audit streams' poll interval and limits (tests make them small). */
+  auditStreams?: Partial<AuditStreamOptions>;
 }
 
 const DEFAULT_CONTEXT_CACHE_BYTES = 64 * 1024 * 1024;
@@ -228,6 +231,14 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const converter = new OpenApiConverter();
   app.addHook('onClose', () => converter.close());
   const upstreams = upstreamRegistry(app, options, outbound, metrics);
+  const auditStreams = new AuditStreamHub(
+    app.domain.prisma,
+    options.auditStreams,
+    app.log.child({ component: 'audit-stream' }),
+  );
+  app.decorate('auditStreams', auditStreams);
+  // Open streams would keep the server from closing: they end first (clients reconnect elsewhere).
+  app.addHook('preClose', async () => auditStreams.close());
 
   await app.register(healthRoutes);
   await app.register(metricsRoutes(metrics, options.config.metricsToken));
@@ -244,7 +255,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(callerRoutes({ gatewayPublicUrl }));
       await v2.register(bindingRoutes);
       await v2.register(promptRoutes);
-      await v2.register(auditRoutes);
+      await v2.register(auditRoutes(auditStreams));
       await v2.register(exportImportRoutes);
       await v2.register(secretRoutes);
       await v2.register(upstreamServerRoutes({ registry: upstreams }));

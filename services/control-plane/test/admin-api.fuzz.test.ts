@@ -33,7 +33,8 @@ const tools: { op: OperationType; adiId: string; aeiId: string; bindingId: strin
 
 beforeAll(async () => {
   t = await startTestApp({ bodyLimitBytes: 256 * 1024 });
-  routes = await documentedRoutes(t.baseUrl);
+  // An event stream's answer never ends: its inputs are tested by audit-stream.*.test.ts.
+  routes = (await documentedRoutes(t.baseUrl)).filter((route) => !route.streams);
   const project = await t.call('POST', '/api/v2/projects', { body: { name: 'Fuzz' } });
   const table = await t.call('POST', '/api/v2/tables', {
     body: { name: 'fuzz', project_id: project.body.id, data: { items: [{ id: 1 }], n: 1 } },

@@ -1,8 +1,7 @@
 import { useState } from 'react';
-import type { Project, Table, TableSummary } from '@bindery/contracts';
-import { api } from '../api.ts';
+import type { Project, TableSummary } from '@bindery/contracts';
 import { Link } from '../router.tsx';
-import { ErrorMessage, JsonTree, LoadMore, useLoad, usePaged } from '../ui.tsx';
+import { ErrorMessage, LoadMore, usePaged } from '../ui.tsx';
 
 export function Data() {
   const projects = usePaged<Project>('/api/v2/projects');
@@ -71,29 +70,6 @@ export function Data() {
         )}
         <LoadMore hasMore={tables.hasMore} loading={tables.loading} onClick={tables.loadMore} />
       </section>
-    </>
-  );
-}
-
-export function TableView({ id }: { id: string }) {
-  const table = useLoad(() => api<Table>('GET', `/api/v2/tables/${encodeURIComponent(id)}`), [id]);
-  return (
-    <>
-      <p>
-        <Link to="/data">← Data</Link>
-      </p>
-      <h1>{table.data ? `Table ${table.data.name}` : 'Table'}</h1>
-      <ErrorMessage error={table.error} />
-      {table.data && (
-        <section className="card">
-          <p className="muted">
-            {table.data.id} · version {table.data.version} · read-only view
-          </p>
-          <div className="json-tree" aria-label="Table data">
-            <JsonTree value={table.data.data} />
-          </div>
-        </section>
-      )}
     </>
   );
 }

@@ -3,6 +3,7 @@ import type { Aei, AeiConnection, Binding, ToolPreview, UpdateBindingBody } from
 import { api } from '../api.ts';
 import { Link } from '../router.tsx';
 import { CopyBlock, ErrorMessage, LoadMore, Notice, useLoad, usePaged } from '../ui.tsx';
+import { BindTool } from './ToolForms.tsx';
 
 type AeiWithKey = Aei & { api_key: string } & AeiConnection;
 
@@ -82,7 +83,7 @@ export function ExposureView({ id }: { id: string }) {
         <h2>Bindings</h2>
         <ErrorMessage error={bindings.error} />
         {bindings.items.length === 0 && !bindings.loading && !bindings.error && (
-          <p>No tools bound yet: POST /api/v2/aeis/{id}/bindings with an adi_id.</p>
+          <p>No tools bound yet: bind one below.</p>
         )}
         {bindings.items.length > 0 && (
           <div className="table-wrap">
@@ -108,6 +109,14 @@ export function ExposureView({ id }: { id: string }) {
           </div>
         )}
         <LoadMore hasMore={bindings.hasMore} loading={bindings.loading} onClick={bindings.loadMore} />
+        <BindTool
+          aeiPath={base}
+          bound={bindings.items.map((binding) => binding.adi_id)}
+          onBound={() => {
+            bindings.reload();
+            setChanges((count) => count + 1);
+          }}
+        />
       </section>
       <section className="card" aria-labelledby="agent-view">
         <h2 id="agent-view">What the agent sees</h2>

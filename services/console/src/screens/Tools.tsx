@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import type { Adi, AdiKind } from '@bindery/contracts';
 import { ErrorMessage, LoadMore, usePaged } from '../ui.tsx';
+import { NewContextTool } from './ToolForms.tsx';
 
 // The kinds a control plane may run (ADI_KINDS in the contracts; a type-only import keeps their code out).
 const KINDS: AdiKind[] = ['context', 'custom', 'http', 'mcp'];
@@ -67,6 +68,7 @@ export function Tools() {
         )}
         <LoadMore hasMore={adis.hasMore} loading={adis.loading} onClick={adis.loadMore} />
       </section>
+      <NewContextTool onCreated={() => adis.reload()} />
     </>
   );
 }

@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
 export const ADMIN_TOKEN = 'bnd_admin_console-test-root-token-01';
+/** The gateways' token of the control plane: tests call tools through its internal executor route. */
+export const INTERNAL_TOKEN = 'console-test-internal-token-01';
 const CONTROL_PLANE_DIR = fileURLToPath(new URL('../../../control-plane', import.meta.url));
 const SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
@@ -81,7 +83,7 @@ export async function startControlPlane(): Promise<ControlPlane> {
       PORT: String(port),
       ...database.env,
       BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
-      INTERNAL_TOKEN: 'console-test-internal-token-01',
+      INTERNAL_TOKEN,
       GATEWAY_PUBLIC_URL: 'http://127.0.0.1:4100',
       BINDERY_SEED_DEMO: 'false',
       LOG_LEVEL: 'warn',

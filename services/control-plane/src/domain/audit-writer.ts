@@ -8,12 +8,16 @@
  * When idle, the first row starts a flush after `flushMs` (0: at the end of the current turn of
  * the event loop, so rows of calls finishing together still share it). A batch the database
  * refuses for a row's data is written again row by row, so only the calls of the bad rows fail.
+ *
+ * A row's id is made when its batch is taken off the queue, not when it is queued: flushes run one
+ * at a time, so on one control plane ids grow in the order rows commit, and a row commits within
+ * one INSERT's time of its id's timestamp. The live stream (audit-stream.ts) relies on that.
  */
 import type { ExecutionRecord } from './audit.ts';
 import { argumentsDigest } from './audit.ts';
 import { refusedForData } from './prisma-errors.ts';
 import type { SqlSession } from '../db/migrate.ts';
-import { newId } from '../ids.ts';
+import { newIds } from '../ids.ts';
 import type { AuditMeter } from '../metrics.ts';
 
 export interface AuditWriterOptions {
@@ -53,9 +57,10 @@ interface Pending {
   reject(error: unknown): void;
 }
 
+/** The row of `record`, without its id (given when its batch is written). */
 function auditRow(record: ExecutionRecord): AuditRow {
   return {
-    id: newId('evt'),
+    id: '',
     userId: record.userId,
     action: record.action,
     aeiId: record.aeiId ?? null,
@@ -222,6 +227,10 @@ export class AuditWriter {
     try {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, this.#options.batchMax);
+        // Ids in ascending order (those made in one millisecond otherwise sort by their random
+        // part); a row retried row by row keeps the id it was first written with.
+        const ids = newIds('evt', batch.length);
+        for (const [index, pending] of batch.entries()) pending.row.id = ids[index]!;
         while (this.#waiting.length > 0 && this.#queue.length < this.#options.queueMax) {
           this.#queue.push(this.#waiting.shift()!);
         }

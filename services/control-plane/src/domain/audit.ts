@@ -56,7 +56,7 @@ export function argumentsDigest(args: unknown): string {
   return createHash('sha256').update(canonicalJson(args)).digest('hex');
 }
 
-function auditBody(e: AuditEvent): AuditEventBody {
+export function auditBody(e: AuditEvent): AuditEventBody {
   return {
     id: e.id,
     action: e.action,

@@ -72,6 +72,12 @@ const TERMINATE_AFTER_MS = 500;
 // A worker keeps parsed contexts up to this share of its heap cap, counted in characters of their
 // JSON text (a parsed node takes several times its text).
 const WORKER_CACHE_SHARE = 1 / 16;
+/**
+ * Heap a parsed context may take per character of its JSON text, at most (objects of short strings
+ * and numbers measured at 3 to 4 on Node 20; the rest is room for the query itself). A context
+ * whose text times this exceeds a worker's heap cap is refused before it reaches a worker.
+ */
+const PARSED_BYTES_PER_CHAR = 6;
 // The budget of intermediate values is this share of a worker's heap cap: the context and the
 // estimate's slack need the rest.
 const BUDGET_MEMORY_SHARE = 1 / 4;
@@ -198,12 +204,24 @@ export class QueryPool {
     limits: Limits,
     tenant: string,
   ): Promise<JsonValue> {
+    // A context whose parse alone would fill most of a worker's heap is refused before any worker
+    // parses it: a worker out of heap is usually just replaced, but V8 can instead abort the whole
+    // process when the limit is met inside some allocations (seen once, under load, in the test of
+    // exactly this), and nothing an agent sends may take the control plane down.
+    const text = context.text();
+    if (text.length * PARSED_BYTES_PER_CHAR > this.#options.workerMemoryMb * MIB) {
+      this.#options.log?.warn(
+        { context_chars: text.length, heap_mb: this.#options.workerMemoryMb },
+        'query refused: its context is too large to parse in a query worker',
+      );
+      throw queryLimitExceeded('memory', this.budget);
+    }
     const run = await this.#workers.run(
       tenant,
       limits.query.timeMs,
       (clock) => ({
         contextKey: context.key,
-        contextText: context.text(),
+        contextText: text,
         args,
         config,
         limits,

@@ -10,11 +10,14 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
+import type { AuditStreamHub } from '../domain/audit-stream.ts';
 import type { DomainContext } from '../domain/context.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     domain: DomainContext;
+    /** The live audit streams open on this control plane (`GET /api/v2/audit/stream`). */
+    auditStreams: AuditStreamHub;
   }
   interface FastifyContextConfig {
     /** The setting behind a route's own body limit, for the 413 message (BODY_LIMIT_BYTES otherwise). */

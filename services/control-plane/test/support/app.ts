@@ -5,6 +5,7 @@
 import { buildApp } from '../../src/app.ts';
 import type { AUDIT_DEFAULTS, CUSTOM_TOOL_DEFAULTS, QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
+import type { AuditStreamOptions } from '../../src/domain/audit-stream.ts';
 import type { ConfigChangeListener } from '../../src/domain/context.ts';
 import type { FoldPolicy } from '../../src/domain/table-folds.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
@@ -94,6 +95,8 @@ export async function startTestApp(
     upstreamPingEveryMs?: number;
     /** The console build served at /console (services/console/dist otherwise). */
     consoleDir?: string;
+    /** The live audit streams' settings (the app's defaults otherwise). */
+    auditStreams?: Partial<AuditStreamOptions>;
   } = {},
 ): Promise<TestApp> {
   let dropDatabase = async () => {};
@@ -161,6 +164,7 @@ export async function startTestApp(
     ...(options.logStream ? { logStream: options.logStream } : { logger: false }),
     ...(options.upstreamPingEveryMs !== undefined && { upstreamPingEveryMs: options.upstreamPingEveryMs }),
     ...(options.consoleDir !== undefined && { consoleDir: options.consoleDir }),
+    ...(options.auditStreams !== undefined && { auditStreams: options.auditStreams }),
   });
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
 

@@ -16,12 +16,15 @@ export interface DocumentedRoute {
   /** True when the route takes a body at all. */
   hasBody: boolean;
   security: 'admin' | 'internal';
+  /** True when its answer is a stream of server-sent events (it never ends by itself). */
+  streams: boolean;
 }
 
 interface Operation {
   parameters?: { in: string; name: string }[];
   requestBody?: { content?: Record<string, { schema?: Schema }> };
   security?: Record<string, unknown>[];
+  responses?: Record<string, { content?: Record<string, unknown> }>;
 }
 interface Schema {
   properties?: Record<string, unknown>;
@@ -64,6 +67,7 @@ export async function documentedRoutes(baseUrl: string): Promise<DocumentedRoute
         bodyProperties: propertiesOf(body),
         hasBody: operation.requestBody !== undefined,
         security: operation.security?.some((s) => 'internalToken' in s) ? 'internal' : 'admin',
+        streams: 'text/event-stream' in (operation.responses?.['200']?.content ?? {}),
       });
     }
   }
