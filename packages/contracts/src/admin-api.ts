@@ -308,6 +308,32 @@ export const AeiWithKey = Type.Intersect([
   AeiConnection,
 ]);
 
+/**
+ * How long a playground key works: an hour, enough for a session in the console's playground
+ * (the console makes a new one when it runs out). Short because the console keeps it in a
+ * browser page.
+ */
+export const PLAYGROUND_KEY_TTL_SECONDS = 3600;
+/** Live playground keys one AEI holds at most: a new one beyond that removes the oldest. */
+export const MAX_PLAYGROUND_KEYS = 10;
+/**
+ * `POST /api/v2/aeis/{id}/playground-keys` (no body): a short-lived key (`bnd_pg_…`) that the
+ * gateway serves like the AEI's api_key until `expires_at`, its calls audited with the caller
+ * `console`. It is in this answer only (stored as SHA-256).
+ */
+export const PlaygroundKey = Type.Object({
+  api_key: Type.String({ description: 'the playground key: shown only in this answer' }),
+  aei_id: Type.String(),
+  expires_at: Type.String({ format: 'date-time', description: 'when the key stops working' }),
+  mcp_url: Type.String({
+    description: 'the gateway’s MCP endpoint (Streamable HTTP): send "Authorization: Bearer <api_key>"',
+  }),
+  rest_url: Type.String({
+    description: 'the base of the gateway’s REST entry (`/tools`, `/tool-calls`, …), same header',
+  }),
+});
+export type PlaygroundKey = Static<typeof PlaygroundKey>;
+
 // bindings ------------------------------------------------------------------------------------
 /**
  * A binding's narrowing of its tool's output schema: what `tools/list` shows as `outputSchema`;
@@ -437,3 +463,82 @@ export const McpInstance = Type.Object({
 });
 export type McpInstance = Static<typeof McpInstance>;
 export const McpInstanceWithKey = Type.Intersect([McpInstance, Type.Object({ api_key: Type.String() })]);
+
+// overview ------------------------------------------------------------------------------------
+/** `GET /api/v2/audit/summary`: how far back the summary looks, in minutes. */
+export const AuditSummaryQuery = Type.Object({
+  minutes: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1440,
+      default: 60,
+      description: 'the last N minutes, the current one included',
+    }),
+  ),
+});
+export type AuditSummaryQuery = Static<typeof AuditSummaryQuery>;
+export const AuditSummaryMinute = Type.Object({
+  minute: Type.String({ format: 'date-time', description: 'the start of the minute (UTC)' }),
+  calls: Type.Integer({ minimum: 0 }),
+  errors: Type.Integer({ minimum: 0, description: 'calls whose status is error or refused' }),
+});
+export type AuditSummaryMinute = Static<typeof AuditSummaryMinute>;
+/**
+ * The caller's audit events (the same ones `GET /api/v2/audit` lists: tool calls, resource reads
+ * and refusals on the caller's own exposures) counted per minute. Errors are the events whose
+ * status is `error` or `refused`; `replayed` counts as a call, not an error.
+ */
+export const AuditSummary = Type.Object({
+  minutes: Type.Integer({ minimum: 1, maximum: 1440 }),
+  from: Type.String({ format: 'date-time', description: 'the start of the first minute' }),
+  to: Type.String({ format: 'date-time', description: 'the end of the last minute (exclusive)' }),
+  buckets: Type.Array(AuditSummaryMinute, {
+    description: 'one per minute, oldest first; minutes without calls have zeros',
+  }),
+  totals: Type.Object({
+    calls: Type.Integer({ minimum: 0 }),
+    errors: Type.Integer({ minimum: 0, description: 'calls whose status is error or refused' }),
+    error_rate: Type.Number({ minimum: 0, maximum: 1, description: 'errors / calls; 0 without calls' }),
+  }),
+});
+export type AuditSummary = Static<typeof AuditSummary>;
+/**
+ * A gateway's `/readyz` as the control plane saw it: `ready`, `degraded` (its control plane
+ * failing) and `waiting` are what the gateway says; `failing` is any other answer (an error status,
+ * a redirect, a body that is not the gateway's), `unreachable` no answer within the timeout.
+ */
+export const GatewayStatus = Type.Union([
+  Type.Literal('ready'),
+  Type.Literal('degraded'),
+  Type.Literal('waiting'),
+  Type.Literal('failing'),
+  Type.Literal('unreachable'),
+]);
+export type GatewayStatus = Static<typeof GatewayStatus>;
+export const GatewayProbe = Type.Object({
+  url: Type.String({ description: 'the gateway’s base URL, from GATEWAY_URLS (any password hidden)' }),
+  status: GatewayStatus,
+  http_status: Nullable(Type.Integer({ description: 'the status /readyz answered; null without an answer' })),
+  detail: Type.String({ description: 'what the gateway said, or why it could not be reached' }),
+});
+export type GatewayProbe = Static<typeof GatewayProbe>;
+/** `GET /api/v2/gateways`: the gateways this control plane tells about changes, probed now. */
+export const GatewayList = Type.Object({
+  public_url: Type.String({ description: 'where MCP clients reach a gateway (GATEWAY_PUBLIC_URL)' }),
+  gateways: Type.Array(GatewayProbe, {
+    description: 'one per GATEWAY_URLS entry, in its order; empty without',
+  }),
+  demo: Nullable(
+    Type.Object(
+      {
+        aei_id: Type.String(),
+        name: Type.String(),
+        mcp_url: Type.String({
+          description: 'the public gateway’s MCP endpoint: send the exposure’s api_key as a Bearer token',
+        }),
+      },
+      { description: 'the demo exposure seeded on the first start, when it is the caller’s; else null' },
+    ),
+  ),
+});
+export type GatewayList = Static<typeof GatewayList>;

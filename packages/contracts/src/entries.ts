@@ -8,13 +8,37 @@
 export const PERSONAL_KEY_PREFIX = 'bnd_pk_';
 /** Random bytes behind the prefix (base64url: 32 characters). */
 export const PERSONAL_KEY_RANDOM_BYTES = 24;
-const PERSONAL_KEY_RE = new RegExp(
-  `^${PERSONAL_KEY_PREFIX}[A-Za-z0-9_-]{${(PERSONAL_KEY_RANDOM_BYTES / 3) * 4}}$`,
-);
+
+/**
+ * What every playground key starts with: a short-lived key of one exposure that the admin console
+ * makes to call it through the gateway (`POST /api/v2/aeis/{id}/playground-keys`). A gateway
+ * serves it like the exposure's api_key until it expires, and audits its calls as
+ * `PLAYGROUND_CALLER`.
+ */
+export const PLAYGROUND_KEY_PREFIX = 'bnd_pg_';
+/** Random bytes behind the prefix: as many as a personal key's (base64url: 32 characters). */
+export const PLAYGROUND_KEY_RANDOM_BYTES = PERSONAL_KEY_RANDOM_BYTES;
+/**
+ * The caller the audit rows of a playground key's calls name: a name no caller entry can have (a
+ * caller's name starts with a letter or a digit), so these rows are never taken for a caller's.
+ */
+export const PLAYGROUND_CALLER = '@console';
+
+/** The shape of a key issued as `prefix` and `randomBytes` random bytes in base64url. */
+function keyShape(prefix: string, randomBytes: number): RegExp {
+  return new RegExp(`^${prefix}[A-Za-z0-9_-]{${(randomBytes / 3) * 4}}$`);
+}
+const PERSONAL_KEY_RE = keyShape(PERSONAL_KEY_PREFIX, PERSONAL_KEY_RANDOM_BYTES);
+const PLAYGROUND_KEY_RE = keyShape(PLAYGROUND_KEY_PREFIX, PLAYGROUND_KEY_RANDOM_BYTES);
 
 /** True when `key` has the shape of an issued personal MCP key (it may still be unknown or revoked). */
 export function isWellFormedPersonalKey(key: string): boolean {
   return PERSONAL_KEY_RE.test(key);
+}
+
+/** True when `key` has the shape of an issued playground key (it may still be unknown or expired). */
+export function isWellFormedPlaygroundKey(key: string): boolean {
+  return PLAYGROUND_KEY_RE.test(key);
 }
 
 export const CALLER_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,63}$';

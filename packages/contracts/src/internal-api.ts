@@ -130,11 +130,25 @@ export type KeyConfigQuery = Static<typeof KeyConfigQuery>;
 
 /**
  * What an api_key exposes, resolved in one round trip (`GET /internal/keys/{api_key}/config`):
- * config v2 of an AEI or the v1 config of a legacy instance. Unknown keys answer 404 with
- * `details.kind: "unknown"`, which tells them apart from a control plane without this route.
+ * config v2 of an AEI or the v1 config of a legacy instance. A live playground key (`bnd_pg_`, v2
+ * only) answers its AEI's config with the same ETag as the AEI's own key, marked `playground`.
+ * Unknown keys, expired playground keys among them, answer 404 with `details.kind: "unknown"`,
+ * which tells them apart from a control plane without this route.
  */
 export const KeyConfig = Type.Union([
-  Type.Object({ kind: Type.Literal('aei'), config: ConfigV2 }),
+  Type.Object({
+    kind: Type.Literal('aei'),
+    config: ConfigV2,
+    playground: Type.Optional(
+      Type.Object(
+        { expires_at: Type.String({ format: 'date-time' }) },
+        {
+          description:
+            'set for a playground key of the AEI (bnd_pg_): serve it until expires_at, and audit its calls with the caller "@console"',
+        },
+      ),
+    ),
+  }),
   Type.Object({ kind: Type.Literal('legacy'), config: LegacyConfig }),
 ]);
 export type KeyConfig = Static<typeof KeyConfig>;

@@ -7,9 +7,12 @@ import { Data } from './screens/Data.tsx';
 import { ExposureView, Exposures } from './screens/Exposures.tsx';
 import { Login } from './screens/Login.tsx';
 import { Logs } from './screens/Logs.tsx';
+import { OpenApiImport } from './screens/OpenApiImport.tsx';
 import { Overview } from './screens/Overview.tsx';
+import { Playground } from './screens/Playground.tsx';
 import { TableView } from './screens/TableData.tsx';
 import { Tools } from './screens/Tools.tsx';
+import { Upstreams } from './screens/Upstreams.tsx';
 import { ErrorMessage } from './ui.tsx';
 
 const NAV = [
@@ -17,6 +20,7 @@ const NAV = [
   { to: '/data', label: 'Data' },
   { to: '/tools', label: 'Tools' },
   { to: '/exposures', label: 'Exposures' },
+  { to: '/playground', label: 'Playground' },
   { to: '/callers', label: 'Callers' },
   { to: '/logs', label: 'Logs' },
 ];
@@ -27,8 +31,11 @@ function Screen({ path }: { path: string }) {
   if (section === 'data' && kind === 'tables' && id) return <TableView id={decodeURIComponent(id)} />;
   if (section === 'data' && !kind) return <Data />;
   if (section === 'tools' && !kind) return <Tools />;
+  if (section === 'tools' && kind === 'import' && !id) return <OpenApiImport />;
+  if (section === 'tools' && kind === 'upstreams' && !id) return <Upstreams />;
   if (section === 'exposures' && kind) return <ExposureView id={decodeURIComponent(kind)} />;
   if (section === 'exposures') return <Exposures />;
+  if (section === 'playground' && !kind) return <Playground />;
   if (section === 'callers' && !kind) return <Callers />;
   if (section === 'connect' && !kind) return <Connect />;
   if (section === 'logs' && !kind) return <Logs />;

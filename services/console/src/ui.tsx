@@ -164,3 +164,16 @@ export function JsonTree({ value, name, depth = 0 }: { value: unknown; name?: st
     </div>
   );
 }
+
+/** A section that shows its form only once asked (nothing is loaded before). */
+export function Opener({ label, children }: { label: string; children: (close: () => void) => ReactNode }) {
+  const [open, setOpen] = useState(false);
+  if (!open) {
+    return (
+      <button type="button" onClick={() => setOpen(true)}>
+        {label}
+      </button>
+    );
+  }
+  return <>{children(() => setOpen(false))}</>;
+}

@@ -58,6 +58,7 @@ import { bindingRoutes } from './routes/bindings.ts';
 import { callerRoutes } from './routes/callers.ts';
 import { promptRoutes } from './routes/prompts.ts';
 import { exportImportRoutes } from './routes/export-import.ts';
+import { gatewayRoutes } from './routes/gateways.ts';
 import { healthRoutes } from './routes/health.ts';
 import { legacyInstanceRoutes } from './routes/legacy-instances.ts';
 import { createMetrics, type PoolCounts } from './metrics.ts';
@@ -91,6 +92,7 @@ export interface AppOptions {
         | 'metricsToken'
         | 'idempotencyTtlMs'
         | 'gatewayPublicUrl'
+        | 'gatewayUrls'
         | 'upstreamStdioCommands'
         | 'upstreamRefreshMs'
         | QuerySettings
@@ -249,10 +251,11 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(tokenRoutes);
       await v2.register(projectRoutes);
       await v2.register(tableRoutes);
-      await v2.register(adiRoutes);
+      await v2.register(adiRoutes, { outbound });
       const gatewayPublicUrl = options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL;
       await v2.register(aeiRoutes({ gatewayPublicUrl }));
       await v2.register(callerRoutes({ gatewayPublicUrl }));
+      await v2.register(gatewayRoutes({ gatewayUrls: options.config.gatewayUrls ?? [], gatewayPublicUrl }));
       await v2.register(bindingRoutes);
       await v2.register(promptRoutes);
       await v2.register(auditRoutes(auditStreams));

@@ -9,6 +9,8 @@ import {
   DISPLAY_PREFIX_LENGTH,
   PERSONAL_KEY_PREFIX,
   PERSONAL_KEY_RANDOM_BYTES,
+  PLAYGROUND_KEY_PREFIX,
+  PLAYGROUND_KEY_RANDOM_BYTES,
 } from '@bindery/contracts';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -51,7 +53,15 @@ export function newIds(prefix: string, count: number): string[] {
   return Array.from({ length: count }, () => newId(prefix)).sort();
 }
 
-export type CredentialKind = 'admin' | 'key' | 'personal';
+export type CredentialKind = 'admin' | 'key' | 'personal' | 'playground';
+
+/** Each kind's prefix and random bytes (api keys' and personal keys' as contracts state them). */
+const CREDENTIAL_SHAPES: Record<CredentialKind, { prefix: string; randomBytes: number }> = {
+  admin: { prefix: 'bnd_admin_', randomBytes: 24 },
+  key: { prefix: API_KEY_PREFIX, randomBytes: API_KEY_RANDOM_BYTES },
+  personal: { prefix: PERSONAL_KEY_PREFIX, randomBytes: PERSONAL_KEY_RANDOM_BYTES },
+  playground: { prefix: PLAYGROUND_KEY_PREFIX, randomBytes: PLAYGROUND_KEY_RANDOM_BYTES },
+};
 
 export interface Credential {
   /** The full secret: give it to the user once, never store it. */
@@ -71,17 +81,14 @@ export function displayPrefix(secret: string): string {
 }
 
 /**
- * A new random credential: `bnd_admin_…` for admin tokens, `bnd_key_…` for exposure api keys and
- * `bnd_pk_…` for personal MCP keys (the last two in the shapes gateways check before any lookup,
- * `isWellFormedApiKey` and `isWellFormedPersonalKey` in contracts).
+ * A new random credential: `bnd_admin_…` for admin tokens, `bnd_key_…` for exposure api keys,
+ * `bnd_pk_…` for personal MCP keys and `bnd_pg_…` for playground keys (the last three in the
+ * shapes gateways check before any lookup: `isWellFormedApiKey`, `isWellFormedPersonalKey` and
+ * `isWellFormedPlaygroundKey` in contracts).
  */
 export function newCredential(kind: CredentialKind): Credential {
-  const secret =
-    kind === 'admin'
-      ? `bnd_admin_${randomBytes(24).toString('base64url')}`
-      : kind === 'personal'
-        ? `${PERSONAL_KEY_PREFIX}${randomBytes(PERSONAL_KEY_RANDOM_BYTES).toString('base64url')}`
-        : `${API_KEY_PREFIX}${randomBytes(API_KEY_RANDOM_BYTES).toString('base64url')}`;
+  const shape = CREDENTIAL_SHAPES[kind];
+  const secret = `${shape.prefix}${randomBytes(shape.randomBytes).toString('base64url')}`;
   return { secret, hash: hashSecret(secret), prefix: displayPrefix(secret) };
 }
 

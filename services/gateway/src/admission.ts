@@ -4,7 +4,7 @@
  * its status. Each refusal is a JSON-RPC error answer with its HTTP status.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { isWellFormedApiKey, isWellFormedPersonalKey } from '@bindery/contracts';
+import { isWellFormedApiKey, isWellFormedPersonalKey, isWellFormedPlaygroundKey } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { CircuitOpenError, UpstreamError } from './control-plane-client.ts';
 import {
@@ -109,6 +109,15 @@ export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnsw
 export type Admission = { exposure: Exposure; refusal?: undefined } | { refusal: JsonRpcErrorAnswer };
 
 /**
+ * Whether an api_key (or what stands in its place) has a shape the control plane issues for this
+ * URL: an exposure's api_key, or on v2 URLs a playground key (the admin console's short-lived key
+ * of an AEI, served like its api_key; v1 URLs never serve one).
+ */
+function wellFormedKey(key: string, flavor: Flavor): boolean {
+  return isWellFormedApiKey(key) || (flavor === 'v2' && isWellFormedPlaygroundKey(key));
+}
+
+/**
  * Refuses a key not in the shape the control plane issues as unknown, at once (no lookup, no
  * rate-limit token); spends a rate-limit token, then finds what the key exposes (fresh cache
  * entry, else the control plane, else the last good entry) and checks it may be served on this
@@ -126,10 +135,10 @@ export async function admitKey(
   const personal = typeof key !== 'string' && key.kind === 'personal';
   const wellFormed =
     typeof key === 'string'
-      ? isWellFormedApiKey(key)
+      ? wellFormedKey(key, flavor)
       : key.kind === 'personal'
         ? isWellFormedPersonalKey(key.personalKey)
-        : isWellFormedApiKey(key.apiKey);
+        : wellFormedKey(key.apiKey, flavor);
   if (!wellFormed) {
     deps.metrics.malformedKeys.inc();
     return { refusal: personal ? UNKNOWN_PERSONAL_KEY : UNKNOWN_KEY };

@@ -22,6 +22,7 @@ import type { GatewayConfig } from './config.ts';
 import { ControlPlaneClient } from './control-plane-client.ts';
 import { ExposureCache } from './exposure-cache.ts';
 import { createFastLane, type FastLane } from './fast-lane.ts';
+import { registerCors } from './http/cors.ts';
 import { errorAnswer } from './http/error-answer.ts';
 import { parseJsonBody, BodyRefused } from './http/json-body.ts';
 import { answerClientError, sendRestError } from './http/rest-errors.ts';
@@ -175,12 +176,12 @@ export async function buildGateway(
     lane.current?.stop();
     sessions.endStandingStreams();
   });
-  await app.register(async (scope) =>
-    mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter }),
-  );
-  await app.register(async (scope) =>
-    restRoutes(scope, { config, cache, client, limiter, executeLimiter, metrics }),
-  );
+  // The MCP endpoints and the REST entry answer browsers of allowed origins (CORS); ops routes do not.
+  await app.register(async (scope) => {
+    await registerCors(scope, config);
+    await mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter });
+    await restRoutes(scope, { config, cache, client, limiter, executeLimiter, metrics });
+  });
   await app.register(async (scope) =>
     opsRoutes(scope, {
       opsToken: config.opsToken,

@@ -78,6 +78,8 @@ export type KeyAnswer =
       bytes: number;
       /** Set for a caller lookup: who asked, and how the caller resolved. */
       caller?: CallerIdentity;
+      /** Set for a playground key: when it stops working (ms since the epoch). */
+      playground?: { expiresAt: number };
     }
   | { status: 'legacy'; config: LegacyConfig; bytes: number }
   | { status: 'not-modified' }
@@ -573,13 +575,17 @@ function configAnswer(
     );
   }
   const found = res.body as
-    { kind: 'aei'; config: ConfigV2; caller?: CallerIdentity } | { kind: 'legacy'; config: LegacyConfig };
+    | { kind: 'aei'; config: ConfigV2; caller?: CallerIdentity; playground?: { expires_at: string } }
+    | { kind: 'legacy'; config: LegacyConfig };
   if (found.kind === 'legacy') return { status: 'legacy', config: found.config, bytes: res.bytes };
   const header = res.headers.etag;
+  // An expiry that does not parse is already over: such a key is never served.
+  const expiresAt = found.playground && (Date.parse(found.playground.expires_at) || 0);
   return {
     status: 'aei',
     config: found.config,
     ...(found.caller && { caller: found.caller }),
+    ...(expiresAt !== undefined && { playground: { expiresAt } }),
     etag: typeof header === 'string' ? header : undefined,
     bytes: res.bytes,
   };

@@ -23,10 +23,16 @@ import { RateLimiter } from './rate-limit.ts';
 
 /**
  * What a credential exposes. `caller` is set for a caller entry (a personal key with a caller):
- * who asked, and whether the caller's mapping or the default profile answered.
+ * who asked, and whether the caller's mapping or the default profile answered. `playground` is set
+ * for a playground key of the AEI (the admin console's): when it stops working (ms since the epoch).
  */
 export type Exposure =
-  | { kind: 'aei'; config: ConfigV2; caller?: CallerIdentity | undefined }
+  | {
+      kind: 'aei';
+      config: ConfigV2;
+      caller?: CallerIdentity | undefined;
+      playground?: { expiresAt: number } | undefined;
+    }
   | { kind: 'legacy'; config: LegacyConfig }
   | { kind: 'unknown' };
 
@@ -188,13 +194,26 @@ export class ExposureCache {
     return this.#now() - fetchedAt;
   }
 
+  /** Fresh: within the TTL, and not a playground key past its expiry. */
+  #fresh(entry: Entry): boolean {
+    return this.#age(entry.fetchedAt) < this.#options.ttlMs && !this.#expired(entry);
+  }
+
+  /**
+   * A playground key past its expiry: unknown from then on, whatever the cache's TTL says (the
+   * control plane answers it as unknown too; it is neither asked nor served stale).
+   */
+  #expired(entry: Entry): boolean {
+    return entry.exposure.kind === 'aei' && (entry.exposure.playground?.expiresAt ?? Infinity) <= this.#now();
+  }
+
   /**
    * The exposure cached for this key hash when it is fresh and known, without any call and without
    * counting; undefined otherwise (then `resolve` decides).
    */
   peek(hash: string): Exposure | undefined {
     const entry = this.#entries.get(hash);
-    if (!entry || this.#age(entry.fetchedAt) >= this.#options.ttlMs) return undefined;
+    if (!entry || !this.#fresh(entry)) return undefined;
     return entry.exposure;
   }
 
@@ -210,8 +229,14 @@ export class ExposureCache {
     flavor: KeyFlavor = 'v2',
     address?: string,
   ): Promise<Resolved> {
-    const entry = this.#entries.get(hash);
-    if (entry && this.#age(entry.fetchedAt) < this.#options.ttlMs) {
+    let entry = this.#entries.get(hash);
+    if (entry && this.#expired(entry)) {
+      this.#entries.delete(hash);
+      this.#unknown.set(hash, { fetchedAt: this.#now(), flavor: 'all' });
+      this.#gauge();
+      entry = undefined;
+    }
+    if (entry && this.#fresh(entry)) {
       this.#metrics.cache.inc({ result: 'hit' });
       return { exposure: entry.exposure, stale: false };
     }
@@ -301,7 +326,12 @@ export class ExposureCache {
       }
       const exposure: KnownExposure =
         answer.status === 'aei'
-          ? { kind: 'aei', config: answer.config, ...(answer.caller && { caller: answer.caller }) }
+          ? {
+              kind: 'aei',
+              config: answer.config,
+              ...(answer.caller && { caller: answer.caller }),
+              ...(answer.playground && { playground: answer.playground }),
+            }
           : { kind: 'legacy', config: answer.config };
       if (current()) this.#unknown.delete(hash);
       if (current())

@@ -6,8 +6,9 @@
  *
  * When the headers arrive, the lane predicts from them, without spending a token, whether the
  * routes' checks would pass; if any would refuse (Host/Origin, key, rate limit, cache, exposure
- * status, session), or the body is not plain JSON of a known length within the limit, the request
- * goes to Fastify untouched, which produces every refusal. A taken request's body is parsed and
+ * status, session), or the body is not plain JSON of a known length within the limit, or it comes
+ * from a browser (an Origin header: its answer needs CORS headers), the request goes to Fastify
+ * untouched, which produces every refusal. A taken request's body is parsed and
  * checked by the routes' own functions (`http/json-body.ts`, `mcp/requests.ts`); then it runs the
  * same checks for real (`admission.ts`, as the routes do after parsing), since the exposure or
  * session may have changed while it arrived, and is answered directly (`direct-answer.ts`) or
@@ -162,6 +163,9 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     // A body the lane can read whole within the limit; chunked or empty ones go to Fastify.
     const length = Number(headers['content-length']);
     if (!Number.isInteger(length) || length <= 0 || length > config.bodyLimitBytes) return false;
+    // A browser's request (it sends Origin) needs CORS headers on its answer: the framework's
+    // plugin adds them (http/cors.ts), so such requests take the framework's path.
+    if (headers.origin !== undefined) return false;
     if (originRefusal(config, headers) !== undefined) return false;
     const apiKey = target.pathKey ?? bearerToken(headers.authorization);
     if (!apiKey) return false;

@@ -4,6 +4,7 @@
  */
 import {
   DEFAULT_CALLER,
+  PLAYGROUND_CALLER,
   READ_OPERATIONS,
   WRAPPED_RESULT_OPERATIONS,
   type ConfigBinding,
@@ -91,10 +92,13 @@ export function dataSchemaOf(binding: ConfigBinding): Record<string, unknown> | 
 
 /**
  * The caller a caller entry's requests name on their audit rows ("default" when none was given
- * and the client named none); undefined for an api_key's exposure.
+ * and the client named none), "@console" for a playground key's (the admin console's); undefined
+ * for an api_key's exposure.
  */
 export function auditedCaller(exposure: Exposure): string | undefined {
-  if (exposure.kind !== 'aei' || !exposure.caller) return undefined;
+  if (exposure.kind !== 'aei') return undefined;
+  if (exposure.playground) return PLAYGROUND_CALLER;
+  if (!exposure.caller) return undefined;
   return exposure.caller.name ?? DEFAULT_CALLER;
 }
 

@@ -45,7 +45,7 @@ export const GATEWAY_SETTINGS = defineSettings(
       doc: 'Host names the MCP endpoints answer besides localhost, 127.0.0.1 and ::1 (DNS-rebinding protection); `*` = any',
     }),
     GATEWAY_ALLOWED_ORIGINS: list({
-      doc: 'browser origins allowed besides those on an allowed host; `*` = any',
+      doc: 'browser origins allowed besides those on an allowed host (by the origin check and by CORS on the MCP endpoints and the REST entry: the admin console’s origin when it is on another host); `*` = any',
     }),
     GATEWAY_BODY_LIMIT_BYTES: integer({
       min: 1024,

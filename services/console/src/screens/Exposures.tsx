@@ -1,9 +1,24 @@
-import { useState, type FormEvent } from 'react';
-import type { Aei, AeiConnection, Binding, ToolPreview, UpdateBindingBody } from '@bindery/contracts';
+import { useMemo, useState, type FormEvent } from 'react';
+import type {
+  Aei,
+  AeiConnection,
+  Binding,
+  CreateAeiBody,
+  ToolPreview,
+  UpdateAeiBody,
+  UpdateBindingBody,
+} from '@bindery/contracts';
 import { api } from '../api.ts';
+import { Field } from '../forms.tsx';
+import { checkJson, JsonText, pretty } from '../json-text.tsx';
 import { Link } from '../router.tsx';
-import { CopyBlock, ErrorMessage, LoadMore, Notice, useLoad, usePaged } from '../ui.tsx';
+import { CopyBlock, ErrorMessage, LoadMore, Notice, Opener, useLoad, usePaged } from '../ui.tsx';
+import { Prompts } from './Prompts.tsx';
 import { BindTool } from './ToolForms.tsx';
+import './editing.css';
+
+type ExposureMode = Aei['exposure_mode'];
+type AeiStatus = Aei['status'];
 
 type AeiWithKey = Aei & { api_key: string } & AeiConnection;
 
@@ -46,7 +61,182 @@ export function Exposures() {
         )}
         <LoadMore hasMore={aeis.hasMore} loading={aeis.loading} onClick={aeis.loadMore} />
       </section>
+      <section className="card" aria-labelledby="new-exposure">
+        <h2 id="new-exposure">Make an exposure</h2>
+        <p className="muted">
+          An MCP endpoint with its own key: bind tools to it, then give its URL or key to an agent.
+        </p>
+        <Opener label="New exposure">
+          {(close) => <NewExposureForm onCreated={() => aeis.reload()} onClose={close} />}
+        </Opener>
+      </section>
     </>
+  );
+}
+
+const MODES: { value: ExposureMode; label: string }[] = [
+  { value: 'direct', label: 'direct: every bound tool in tools/list' },
+  { value: 'progressive', label: 'progressive: a catalog the agent searches and calls through' },
+];
+const STATUSES: AeiStatus[] = ['enabled', 'disabled'];
+
+/** The mode and status pickers of the create and settings forms. */
+function ModeAndStatus({
+  mode,
+  status,
+  onMode,
+  onStatus,
+}: {
+  mode: ExposureMode;
+  status: AeiStatus;
+  onMode: (mode: ExposureMode) => void;
+  onStatus: (status: AeiStatus) => void;
+}) {
+  return (
+    <>
+      <Field label="Mode">
+        {(id) => (
+          <select id={id} value={mode} onChange={(event) => onMode(event.target.value as ExposureMode)}>
+            {MODES.map((item) => (
+              <option key={item.value} value={item.value}>
+                {item.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Status" hint="A disabled exposure refuses every request with its key.">
+        {(id, hint) => (
+          <select
+            id={id}
+            aria-describedby={hint}
+            value={status}
+            onChange={(event) => onStatus(event.target.value as AeiStatus)}
+          >
+            {STATUSES.map((item) => (
+              <option key={item} value={item}>
+                {item}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+    </>
+  );
+}
+
+function NewExposureForm({ onCreated, onClose }: { onCreated: () => void; onClose: () => void }) {
+  const [name, setName] = useState('');
+  const [mode, setMode] = useState<ExposureMode>('direct');
+  const [status, setStatus] = useState<AeiStatus>('enabled');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const [created, setCreated] = useState<AeiWithKey | null>(null);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    const body: CreateAeiBody = { name: name.trim(), exposure_mode: mode, status };
+    setBusy(true);
+    try {
+      setCreated(await api<AeiWithKey>('POST', '/api/v2/aeis', { body }));
+      setError(null);
+      setName('');
+      onCreated();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (created) {
+    return (
+      <>
+        <Notice>
+          Created <Link to={`/exposures/${created.id}`}>{created.name}</Link>: open it to bind tools.
+        </Notice>
+        <NewKey aei={created} onHide={onClose} />
+      </>
+    );
+  }
+  return (
+    <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="New exposure">
+      <Field label="Exposure name">
+        {(id) => (
+          <input
+            id={id}
+            value={name}
+            onChange={(event) => setName(event.target.value)}
+            required
+            maxLength={200}
+            autoComplete="off"
+          />
+        )}
+      </Field>
+      <ModeAndStatus mode={mode} status={status} onMode={setMode} onStatus={setStatus} />
+      <ErrorMessage error={error} />
+      <div className="actions">
+        <button type="submit" disabled={busy || name.trim() === ''}>
+          {busy ? 'Creating…' : 'Create exposure'}
+        </button>
+        <button type="button" className="secondary" onClick={onClose}>
+          Close
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** Name, mode and status of an exposure, saved together. */
+function ExposureSettings({ path, aei, onSaved }: { path: string; aei: Aei; onSaved: () => void }) {
+  const [name, setName] = useState(aei.name);
+  const [mode, setMode] = useState(aei.exposure_mode);
+  const [status, setStatus] = useState(aei.status);
+  const [error, setError] = useState<unknown>(null);
+  const [saved, setSaved] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const body: UpdateAeiBody = {
+    ...(name.trim() !== aei.name && { name: name.trim() }),
+    ...(mode !== aei.exposure_mode && { exposure_mode: mode }),
+    ...(status !== aei.status && { status }),
+  };
+  const changed = Object.keys(body).length > 0;
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setSaved(false);
+    try {
+      await api<Aei>('PATCH', path, { body });
+      setError(null);
+      setSaved(true);
+      onSaved();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="Exposure settings">
+      <Field label="Exposure name">
+        {(id) => (
+          <input
+            id={id}
+            value={name}
+            onChange={(event) => setName(event.target.value)}
+            required
+            maxLength={200}
+            autoComplete="off"
+          />
+        )}
+      </Field>
+      <ModeAndStatus mode={mode} status={status} onMode={setMode} onStatus={setStatus} />
+      <ErrorMessage error={error} />
+      {saved && !changed && <Notice>Saved.</Notice>}
+      <div className="actions">
+        <button type="submit" disabled={busy || !changed || name.trim() === ''}>
+          {busy ? 'Saving…' : 'Save settings'}
+        </button>
+      </div>
+    </form>
   );
 }
 
@@ -78,6 +268,23 @@ export function ExposureView({ id }: { id: string }) {
           <dd>{aei.data.config_version}</dd>
         </dl>
       )}
+      {aei.data && (
+        <section className="card" aria-labelledby="exposure-settings">
+          <h2 id="exposure-settings">Settings</h2>
+          <ExposureSettings
+            key={aei.data.updated_at}
+            path={base}
+            aei={aei.data}
+            onSaved={() => {
+              void aei.reload();
+              setChanges((count) => count + 1);
+            }}
+          />
+          <p>
+            <Link to={`/playground?exposure=${encodeURIComponent(id)}`}>Try its tools in the playground</Link>
+          </p>
+        </section>
+      )}
       <KeyRotation path={`${base}/rotate-key`} onRotated={() => void aei.reload()} />
       <section className="card">
         <h2>Bindings</h2>
@@ -93,6 +300,7 @@ export function ExposureView({ id }: { id: string }) {
                   <th scope="col">Tool name</th>
                   <th scope="col">Description</th>
                   <th scope="col">Enabled</th>
+                  <th scope="col">Input schema</th>
                 </tr>
               </thead>
               <tbody>
@@ -118,6 +326,7 @@ export function ExposureView({ id }: { id: string }) {
           }}
         />
       </section>
+      <Prompts aeiPath={base} />
       <section className="card" aria-labelledby="agent-view">
         <h2 id="agent-view">What the agent sees</h2>
         <p className="muted">
@@ -224,7 +433,61 @@ function BindingRow({ path, initial, onChanged }: { path: string; initial: Bindi
           <span>{binding.enabled ? 'On' : 'Off'}</span>
         </label>
       </td>
+      <td>
+        <SchemaOverride
+          bindingId={binding.id}
+          schema={binding.input_schema}
+          busy={busy}
+          onSave={(input_schema) => void patch({ input_schema })}
+        />
+      </td>
     </tr>
+  );
+}
+
+/**
+ * A binding's input-schema override: JSON checked as typed, saved with the binding (the server
+ * checks it narrows the tool's own schema and says why not); empty goes back to the tool's schema.
+ */
+function SchemaOverride({
+  bindingId,
+  schema,
+  busy,
+  onSave,
+}: {
+  bindingId: string;
+  schema: Binding['input_schema'];
+  busy: boolean;
+  onSave: (schema: Record<string, unknown> | null) => void;
+}) {
+  const saved = schema === null ? '' : pretty(schema);
+  const [text, setText] = useState(saved);
+  const checked = useMemo(() => checkJson(text, { value: null }), [text]);
+  const isObject =
+    checked.ok &&
+    (checked.value === null || (typeof checked.value === 'object' && !Array.isArray(checked.value)));
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (checked.ok && isObject) onSave(checked.value as Record<string, unknown> | null);
+  };
+  return (
+    <details className="schema-override">
+      <summary>{schema === null ? 'The tool’s own' : 'Overridden'}</summary>
+      <form onSubmit={submit} aria-label={`Input schema of binding ${bindingId}`}>
+        <JsonText
+          label="Override (JSON Schema)"
+          text={text}
+          onChange={setText}
+          checked={checked.ok && !isObject ? { ok: false, message: 'A schema is a JSON object.' } : checked}
+          validMessage={
+            checked.ok && checked.value === null ? 'Empty: the tool’s own schema.' : 'Valid JSON.'
+          }
+        />
+        <button type="submit" className="small" disabled={busy || !isObject || text === saved}>
+          Save schema
+        </button>
+      </form>
+    </details>
   );
 }
 
@@ -246,7 +509,6 @@ function KeyRotation({ path, onRotated }: { path: string; onRotated: () => void 
       setBusy(false);
     }
   };
-  const configs = rotated?.client_configs;
   return (
     <section className="card">
       <h2>API key</h2>
@@ -267,49 +529,52 @@ function KeyRotation({ path, onRotated }: { path: string; onRotated: () => void 
           </button>
         </div>
       )}
-      {rotated && configs && (
-        <div className="new-key" data-testid="new-key">
-          <Notice>The new key is shown this once only: store it now.</Notice>
-          <CopyBlock label="API key" text={rotated.api_key} />
-          <CopyBlock label="MCP URL" text={rotated.mcp_url} />
-          <CopyBlock label="MCP URL (key in the Authorization header)" text={rotated.mcp_url_header} />
-          <h3>Client configs</h3>
-          <CopyBlock
-            label={`Claude Desktop (${configs.claude_desktop.file})`}
-            text={JSON.stringify(configs.claude_desktop.config, null, 2)}
-          />
-          <CopyBlock
-            label={`VS Code (${configs.vscode.file})`}
-            text={JSON.stringify(configs.vscode.config, null, 2)}
-          />
-          <CopyBlock
-            label={`Cursor (${configs.cursor.file})`}
-            text={JSON.stringify(configs.cursor.config, null, 2)}
-          />
-          <CopyBlock label="MCP Inspector" text={configs.mcp_inspector.command} />
-          {rotated.stdio_configs && (
-            <details>
-              <summary>Stdio entry configs (caller {rotated.stdio_configs.caller})</summary>
-              <p className="muted">{rotated.stdio_configs.note}</p>
-              <CopyBlock
-                label="Claude Desktop (stdio)"
-                text={JSON.stringify(rotated.stdio_configs.claude_desktop.config, null, 2)}
-              />
-              <CopyBlock
-                label="VS Code (stdio)"
-                text={JSON.stringify(rotated.stdio_configs.vscode.config, null, 2)}
-              />
-              <CopyBlock
-                label="Cursor (stdio)"
-                text={JSON.stringify(rotated.stdio_configs.cursor.config, null, 2)}
-              />
-            </details>
-          )}
-          <button type="button" className="secondary" onClick={() => setRotated(null)}>
-            I stored it: hide the key
-          </button>
-        </div>
-      )}
+      {rotated && <NewKey aei={rotated} onHide={() => setRotated(null)} />}
     </section>
+  );
+}
+
+/** A key just made (a new exposure, a rotation): shown this once, with its URLs and client configs. */
+function NewKey({ aei, onHide }: { aei: AeiWithKey; onHide: () => void }) {
+  const configs = aei.client_configs;
+  return (
+    <div className="new-key" data-testid="new-key">
+      <Notice>The new key is shown this once only: store it now.</Notice>
+      <CopyBlock label="API key" text={aei.api_key} />
+      <CopyBlock label="MCP URL" text={aei.mcp_url} />
+      <CopyBlock label="MCP URL (key in the Authorization header)" text={aei.mcp_url_header} />
+      <h3>Client configs</h3>
+      <CopyBlock
+        label={`Claude Desktop (${configs.claude_desktop.file})`}
+        text={JSON.stringify(configs.claude_desktop.config, null, 2)}
+      />
+      <CopyBlock
+        label={`VS Code (${configs.vscode.file})`}
+        text={JSON.stringify(configs.vscode.config, null, 2)}
+      />
+      <CopyBlock
+        label={`Cursor (${configs.cursor.file})`}
+        text={JSON.stringify(configs.cursor.config, null, 2)}
+      />
+      <CopyBlock label="MCP Inspector" text={configs.mcp_inspector.command} />
+      {aei.stdio_configs && (
+        <details>
+          <summary>Stdio entry configs (caller {aei.stdio_configs.caller})</summary>
+          <p className="muted">{aei.stdio_configs.note}</p>
+          <CopyBlock
+            label="Claude Desktop (stdio)"
+            text={JSON.stringify(aei.stdio_configs.claude_desktop.config, null, 2)}
+          />
+          <CopyBlock
+            label="VS Code (stdio)"
+            text={JSON.stringify(aei.stdio_configs.vscode.config, null, 2)}
+          />
+          <CopyBlock label="Cursor (stdio)" text={JSON.stringify(aei.stdio_configs.cursor.config, null, 2)} />
+        </details>
+      )}
+      <button type="button" className="secondary" onClick={onHide}>
+        I stored it: hide the key
+      </button>
+    </div>
   );
 }

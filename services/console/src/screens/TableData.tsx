@@ -8,6 +8,7 @@ import { useCallback, useEffect, useMemo, useState, type FormEvent } from 'react
 import type { Table, TableSummary } from '@bindery/contracts';
 import { api, ApiError } from '../api.ts';
 import { Link } from '../router.tsx';
+import { checkJson, pretty } from '../json-text.tsx';
 import { CopyBlock, ErrorMessage, JsonTree, Notice } from '../ui.tsx';
 import './editing.css';
 
@@ -25,27 +26,9 @@ async function loadTable(id: string): Promise<Loaded> {
   return { table, etag: seen.etag ?? `"${table.version}"` };
 }
 
-const pretty = (value: unknown) => JSON.stringify(value, null, 2);
-
-type Checked = { ok: true; value: unknown } | { ok: false; message: string };
-
-/** The text as JSON, or why it is not (a number too large for a double would be stored as null). */
-function check(text: string): Checked {
-  if (text.trim() === '') return { ok: false, message: 'Empty: a table holds a JSON value ({} at least).' };
-  let tooLarge: string | null = null;
-  try {
-    const value: unknown = JSON.parse(text, (key, item: unknown) => {
-      if (typeof item === 'number' && !Number.isFinite(item)) tooLarge ??= key;
-      return item;
-    });
-    if (tooLarge !== null) {
-      return { ok: false, message: `The number at "${tooLarge}" is too large to store.` };
-    }
-    return { ok: true, value };
-  } catch (error) {
-    return { ok: false, message: `Not valid JSON: ${(error as Error).message}` };
-  }
-}
+/** The text as a table's data, or why it cannot be. */
+const check = (text: string) =>
+  checkJson(text, { message: 'Empty: a table holds a JSON value ({} at least).' });
 
 /** A refusal because the table moved on since the edit began. */
 const isConflict = (error: unknown) =>

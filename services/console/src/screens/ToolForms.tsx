@@ -3,27 +3,14 @@
  * one of your tables), and a binding of a tool to an exposure. What they need is loaded when they
  * open; every refusal shows the server's message.
  */
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useState, type FormEvent } from 'react';
 import type { Adi, Binding, CreateContextAdiBody, TableSummary } from '@bindery/contracts';
 import { OPERATION_TYPES, type OperationType } from '@bindery/contracts/operations';
 import { api } from '../api.ts';
 import { Field } from '../forms.tsx';
 import { listAll } from '../lists.ts';
-import { ErrorMessage, Notice, useLoad } from '../ui.tsx';
+import { ErrorMessage, Notice, Opener, useLoad } from '../ui.tsx';
 import './editing.css';
-
-/** A section that shows its form only once asked (nothing is loaded before). */
-function Opener({ label, children }: { label: string; children: (close: () => void) => ReactNode }) {
-  const [open, setOpen] = useState(false);
-  if (!open) {
-    return (
-      <button type="button" onClick={() => setOpen(true)}>
-        {label}
-      </button>
-    );
-  }
-  return <>{children(() => setOpen(false))}</>;
-}
 
 /** "id, name" → ["id", "name"]: the preview keys, in order, without blanks. */
 const keyList = (text: string) =>

@@ -1,6 +1,9 @@
 import { useState } from 'react';
 import type { Adi, AdiKind } from '@bindery/contracts';
 import { ErrorMessage, LoadMore, usePaged } from '../ui.tsx';
+import { NewCustomTool } from './CustomTool.tsx';
+import { NewHttpTool } from './HttpTool.tsx';
+import { Link } from '../router.tsx';
 import { NewContextTool } from './ToolForms.tsx';
 
 // The kinds a control plane may run (ADI_KINDS in the contracts; a type-only import keeps their code out).
@@ -68,7 +71,13 @@ export function Tools() {
         )}
         <LoadMore hasMore={adis.hasMore} loading={adis.loading} onClick={adis.loadMore} />
       </section>
+      <p>
+        More sources of tools: <Link to="/tools/import">import an OpenAPI document</Link> ·{' '}
+        <Link to="/tools/upstreams">upstream MCP servers</Link>
+      </p>
       <NewContextTool onCreated={() => adis.reload()} />
+      <NewCustomTool onCreated={() => adis.reload()} />
+      <NewHttpTool onCreated={() => adis.reload()} />
     </>
   );
 }

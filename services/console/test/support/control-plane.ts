@@ -1,5 +1,6 @@
 /**
- * A real control plane for the browser tests: `tsx src/server.ts` as its own process on a fresh
+ * A real control plane for the browser tests (and, when asked, a real gateway beside it): each
+ * `tsx src/server.ts` as its own process; the control plane on a fresh
  * PostgreSQL database (or, with BINDERY_TEST_DB=pglite, a fresh embedded data directory), serving
  * the console's build at /console/. The admin API is driven with fetch for the set-up.
  */
@@ -15,7 +16,10 @@ import pg from 'pg';
 export const ADMIN_TOKEN = 'bnd_admin_console-test-root-token-01';
 /** The gateways' token of the control plane: tests call tools through its internal executor route. */
 export const INTERNAL_TOKEN = 'console-test-internal-token-01';
+/** The control plane's token for a gateway's cache invalidation. */
+const OPS_TOKEN = 'console-test-ops-token-000001';
 const CONTROL_PLANE_DIR = fileURLToPath(new URL('../../../control-plane', import.meta.url));
+const GATEWAY_DIR = fileURLToPath(new URL('../../../gateway', import.meta.url));
 const SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
 
@@ -25,6 +29,8 @@ export type Json = any;
 
 export interface ControlPlane {
   url: string;
+  /** The gateway's URL (a process only when started with `gateway: true`). */
+  gatewayUrl: string;
   /** Calls the admin API as root; throws on an error status unless `allowError`. */
   admin(
     method: string,
@@ -72,23 +78,18 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startControlPlane(): Promise<ControlPlane> {
-  const database = await freshDatabase();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+interface Service {
+  close(): Promise<void>;
+}
+
+/**
+ * `tsx src/server.ts` of a service as its own process, ready once `{url}/readyz` answers (the log
+ * level keeps "listening" lines out); killed if the test process exits first.
+ */
+async function spawnService(dir: string, url: string, env: Record<string, string>): Promise<Service> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: CONTROL_PLANE_DIR,
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: String(port),
-      ...database.env,
-      BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
-      INTERNAL_TOKEN,
-      GATEWAY_PUBLIC_URL: 'http://127.0.0.1:4100',
-      BINDERY_SEED_DEMO: 'false',
-      LOG_LEVEL: 'warn',
-      LOG_REQUESTS: 'false',
-    },
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', LOG_REQUESTS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const reap = () => {
@@ -99,14 +100,12 @@ export async function startControlPlane(): Promise<ControlPlane> {
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  // Ready once /readyz answers (the log level keeps "listening" lines out).
   const deadline = Date.now() + 90_000;
   for (;;) {
-    if (child.exitCode !== null)
-      throw new Error(`the control plane exited with ${child.exitCode}:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`${dir} exited with ${child.exitCode}:\n${output}`);
     if (Date.now() > deadline) {
       reap();
-      throw new Error(`the control plane did not start:\n${output}`);
+      throw new Error(`${dir} did not start:\n${output}`);
     }
     const ready = await fetch(`${url}/readyz`).then(
       (answer) => answer.ok,
@@ -115,6 +114,49 @@ export async function startControlPlane(): Promise<ControlPlane> {
     if (ready) break;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+  return {
+    async close() {
+      process.removeListener('exit', reap);
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}
+
+/**
+ * A control plane on a fresh database; with `gateway: true`, a real gateway process beside it
+ * (the console's playground calls tools through it).
+ */
+export async function startControlPlane(options: { gateway?: boolean } = {}): Promise<ControlPlane> {
+  const database = await freshDatabase();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const gatewayPort = options.gateway ? await freePort() : 4100;
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const controlPlane = await spawnService(CONTROL_PLANE_DIR, url, {
+    PORT: String(port),
+    ...database.env,
+    BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
+    INTERNAL_TOKEN,
+    GATEWAY_PUBLIC_URL: gatewayUrl,
+    ...(options.gateway && { GATEWAY_URLS: gatewayUrl, OPS_TOKEN }),
+    BINDERY_SEED_DEMO: 'false',
+    // Users' secrets are encrypted with this key (64 hex digits), on both engines alike.
+    BINDERY_SECRET_KEY: '07'.repeat(32),
+    // Upstream MCP servers over stdio may run node (the sources test starts one).
+    UPSTREAM_STDIO_COMMANDS: 'node',
+  });
+  const gateway = options.gateway
+    ? await spawnService(GATEWAY_DIR, gatewayUrl, {
+        GATEWAY_HOST: '127.0.0.1',
+        GATEWAY_PORT: String(gatewayPort),
+        CONTROL_PLANE_URL: url,
+        INTERNAL_TOKEN,
+        OPS_TOKEN,
+      })
+    : undefined;
   return {
     url,
     async admin(method, path, body, allowError = false) {
@@ -132,12 +174,10 @@ export async function startControlPlane(): Promise<ControlPlane> {
       }
       return { status: answer.status, body: parsed };
     },
+    gatewayUrl,
     async close() {
-      process.removeListener('exit', reap);
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await gateway?.close();
+      await controlPlane.close();
       await database.drop();
     },
   };

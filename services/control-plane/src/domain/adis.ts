@@ -36,6 +36,7 @@ import {
   offeredKind,
   type KindColumns,
   type SourceChecker,
+  type ToolKindModule,
 } from './tool-kinds/index.ts';
 
 type AdiWithTable = Adi & { table: { projectId: string | null; name: string } | null };
@@ -149,16 +150,16 @@ function storedColumns(columns: KindColumns) {
 }
 
 /**
- * Creates an ADI of the body's kind (context when absent). A kind this server does not offer is
- * VALIDATION_FAILED naming `kind`; a table that is not the caller's is NOT_FOUND. `sandbox` checks
- * a custom tool's source.
+ * Every check a create body passes before it is stored, with its errors: the kind offered, the
+ * name, the kind's own checks (a custom tool's source in `sandbox`), the context and the project.
+ * A trial run (trial-runs.ts) checks its config through here too.
  */
-export async function createAdi(
+export async function checkAdiDraft(
   db: Db,
   caller: Principal,
   input: CreateAdiBody,
   sandbox?: SourceChecker,
-): Promise<AdiBody> {
+): Promise<{ module: ToolKindModule; columns: KindColumns; projectId: string | null }> {
   const module = offeredKind(input.kind ?? DEFAULT_ADI_KIND);
   if (input.name !== undefined) checkToolName(input.name, 'name');
   const columns = await checkColumns(module, module.columnsOf(input), { db, caller, sandbox });
@@ -169,6 +170,21 @@ export async function createAdi(
     PROJECT_FIELD in input ? (input as { project_id?: string | null }).project_id : undefined,
     columns,
   );
+  return { module, columns, projectId };
+}
+
+/**
+ * Creates an ADI of the body's kind (context when absent). A kind this server does not offer is
+ * VALIDATION_FAILED naming `kind`; a table that is not the caller's is NOT_FOUND. `sandbox` checks
+ * a custom tool's source.
+ */
+export async function createAdi(
+  db: Db,
+  caller: Principal,
+  input: CreateAdiBody,
+  sandbox?: SourceChecker,
+): Promise<AdiBody> {
+  const { module, columns, projectId } = await checkAdiDraft(db, caller, input, sandbox);
   const id = newId('adi');
   const adi = await db.adi.create({
     data: {

@@ -3,7 +3,13 @@
  * legacy instances, the v1 config. Looked up by the key's SHA-256, never by the key itself. The
  * exposures of a disabled user are served as disabled, whatever their own status.
  */
-import type { ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
+import {
+  PLAYGROUND_KEY_PREFIX,
+  isWellFormedPlaygroundKey,
+  type ConfigV2,
+  type KeyFlavor,
+  type LegacyConfig,
+} from '@bindery/contracts';
 import type { Aei } from '../generated/prisma/client.ts';
 import { notFound } from '../errors.ts';
 import { hashSecret } from '../ids.ts';
@@ -137,7 +143,8 @@ async function legacyConfigOf(db: Db, apiKeyHash: string): Promise<LegacyConfig 
 }
 
 export type KeyLookup =
-  | { kind: 'aei'; config: ConfigV2 }
+  /** `playground`: the key is a playground key of the AEI, serving until `expires_at`. */
+  | { kind: 'aei'; config: ConfigV2; playground?: { expires_at: string } }
   /** The AEI's config is still the one the caller holds (its ETag matched): no config was built. */
   | { kind: 'aei-unchanged'; configVersion: number }
   | { kind: 'legacy'; config: LegacyConfig }
@@ -148,7 +155,9 @@ export type KeyLookup =
  * says whether the caller's ETag still names its version), else a legacy instance's v1 config,
  * else unknown. A v1 URL serves an AEI only when it was migrated from a legacy instance (the
  * instance's old URL keeps working). The key is hashed once; the AEI's bindings are only read when
- * the caller's copy is out of date.
+ * the caller's copy is out of date. A live playground key (`bnd_pg_`, v2 URLs only) answers as its
+ * AEI's own key would, with the same ETag, marked `playground`; an expired one is unknown, whatever
+ * ETag the caller holds (so never `aei-unchanged`).
  */
 export async function lookupApiKey(
   db: Db,
@@ -157,6 +166,23 @@ export async function lookupApiKey(
   unchanged: (configVersion: number) => boolean = () => false,
   clashes?: ClashLog,
 ): Promise<KeyLookup> {
+  if (apiKey.startsWith(PLAYGROUND_KEY_PREFIX)) {
+    // A string that could never have been issued costs no query.
+    if (flavor !== 'v2' || !isWellFormedPlaygroundKey(apiKey)) return { kind: 'unknown' };
+    const key = await db.aeiPlaygroundKey.findUnique({
+      where: { keyHash: hashSecret(apiKey) },
+      include: { aei: { include: OWNER_STATUS } },
+    });
+    if (!key || key.expiresAt.getTime() <= Date.now()) return { kind: 'unknown' };
+    const aei = key.aei;
+    return unchanged(aei.configVersion)
+      ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
+      : {
+          kind: 'aei',
+          config: await configOf(db, aei, clashes),
+          playground: { expires_at: key.expiresAt.toISOString() },
+        };
+  }
   const apiKeyHash = hashSecret(apiKey);
   const aei = await db.aei.findUnique({ where: { apiKeyHash }, include: OWNER_STATUS });
   if (aei) {

@@ -1,15 +1,62 @@
 /** ADIs: `/api/v2/adis`. */
-import { Adi, AdiListQuery, ForceQuery, IdParams, Page, UpdateAdiBody } from '@bindery/contracts';
+import {
+  Adi,
+  AdiListQuery,
+  ForceQuery,
+  IdParams,
+  Page,
+  TrialRunBody,
+  TrialRunResult,
+  UpdateAdiBody,
+} from '@bindery/contracts';
 import { Type } from 'typebox';
+import type { Dispatcher } from 'undici';
 import { createAdi, deleteAdi, getAdi, listAdis, updateAdi } from '../domain/adis.ts';
+import { trialRun } from '../domain/trial-runs.ts';
+import { createGuardedDispatcher } from '../execution/ssrf-guard.ts';
 import { CREATE_ADI_BODY } from '../domain/tool-kinds/index.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 
-export async function adiRoutes(app: AdminApp): Promise<void> {
+export interface AdiRouteOptions {
+  /**
+   * The guarded dispatcher a trial run's `ctx.fetch` goes through: the app's (so
+   * HTTP_TOOLS_ALLOWED_NETWORKS applies as to calls); without one, a dispatcher of its own that
+   * reaches public addresses only.
+   */
+  outbound?: Dispatcher;
+}
+
+export async function adiRoutes(app: AdminApp, options: AdiRouteOptions = {}): Promise<void> {
   const ctx = app.domain;
   const db = ctx.prisma;
   const tags = ['adis'];
+  let outbound = options.outbound;
+  if (!outbound) {
+    const own = createGuardedDispatcher({ allowedNetworks: [] });
+    app.addHook('onClose', () => own.close());
+    outbound = own;
+  }
+  const trial = { outbound, log: app.log.child({ component: 'trial-runs' }) };
+  app.post(
+    '/adis/trial-runs',
+    {
+      schema: {
+        tags,
+        summary:
+          'Run an unsaved custom tool once with arguments: checked as a create, run as a call; stores nothing, writes no context',
+        description:
+          'The config is a custom ADI create body, refused with the same errors (a syntax error names its line and column); ' +
+          'the arguments are checked against its input_schema (400). Once it runs, the answer is 200: ok with its result, ' +
+          'or not with the tool error a call would answer (TIMEOUT, LIMIT_EXCEEDED, ...), its console lines and duration either way. ' +
+          'A context it names is read; ctx.context.write is refused (FORBIDDEN). No tool call is audited.',
+        security: adminSecurity,
+        body: TrialRunBody,
+        response: { 200: TrialRunResult, ...errorResponses(404) },
+      },
+    },
+    async (request) => trialRun(ctx, request.principal, request.body, trial),
+  );
   app.post(
     '/adis',
     {

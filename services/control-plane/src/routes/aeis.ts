@@ -1,15 +1,19 @@
 /**
- * AEIs: `/api/v2/aeis`, key rotation and the tool-list preview. Creating an AEI and rotating its
- * key answer, with the key, how clients connect (URLs on the public gateway, client configs, and
- * the stdio entry's configs for a caller mapped to it).
+ * AEIs: `/api/v2/aeis`, key rotation, playground keys and the tool-list preview. Creating an AEI
+ * and rotating its key answer, with the key, how clients connect (URLs on the public gateway,
+ * client configs, and the stdio entry's configs for a caller mapped to it). A playground key's
+ * answer names the gateway's MCP endpoint and REST entry, the key going in a Bearer header.
  */
 import {
   Aei,
   AeiWithKey,
   CreateAeiBody,
   IdParams,
+  MCP_SERVER_PATH,
   Page,
   PageQuery,
+  PlaygroundKey,
+  REST_PATH,
   ToolList,
   UpdateAeiBody,
 } from '@bindery/contracts';
@@ -17,6 +21,7 @@ import { Type } from 'typebox';
 import { createAei, deleteAei, getAei, listAeis, rotateAeiKey, updateAei } from '../domain/aeis.ts';
 import { stdioConfigsForAei } from '../domain/callers.ts';
 import { connectionOf } from '../domain/client-configs.ts';
+import { createPlaygroundKey } from '../domain/playground-keys.ts';
 import { previewTools } from '../domain/tools.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
@@ -109,6 +114,31 @@ async function aeiRoutesOn(app: AdminApp, options: AeiRouteOptions): Promise<voi
       },
     },
     async (request) => withConnection(await rotateAeiKey(ctx, request.principal, request.params.id)),
+  );
+  app.post(
+    '/aeis/:id/playground-keys',
+    {
+      schema: {
+        tags,
+        summary:
+          'Make a playground key: the gateway serves it like the api_key for an hour, auditing its ' +
+          'calls as caller "@console" (at most 10 per exposure: a new one removes the oldest)',
+        security: adminSecurity,
+        params: IdParams,
+        response: { 201: PlaygroundKey, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      const key = await createPlaygroundKey(ctx, request.principal, request.params.id);
+      return reply.status(201).send({
+        api_key: key.secret,
+        aei_id: key.aeiId,
+        expires_at: key.expiresAt.toISOString(),
+        // As the AEI's connection info's mcp_url_header: the key goes in a Bearer header.
+        mcp_url: `${options.gatewayPublicUrl}${MCP_SERVER_PATH}`,
+        rest_url: `${options.gatewayPublicUrl}${REST_PATH}`,
+      });
+    },
   );
   app.delete(
     '/aeis/:id',

@@ -1,12 +1,21 @@
 /**
- * The audit trail: `/api/v2/audit`, the caller's own events, newest first, and
+ * The audit trail: `/api/v2/audit`, the caller's own events, newest first,
+ * `/api/v2/audit/summary`, the same events counted per minute (domain/audit-summary.ts), and
  * `/api/v2/audit/stream`, the same events live as server-sent events (domain/audit-stream.ts).
  */
 import { PassThrough, type Readable } from 'node:stream';
 import { Type } from 'typebox';
-import { AuditEvent, AuditListQuery, AuditStreamQuery, Page } from '@bindery/contracts';
+import {
+  AuditEvent,
+  AuditListQuery,
+  AuditStreamQuery,
+  AuditSummary,
+  AuditSummaryQuery,
+  Page,
+} from '@bindery/contracts';
 import type { AuditEvent as AuditEventBody } from '@bindery/contracts';
 import { listAudit } from '../domain/audit.ts';
+import { auditSummary } from '../domain/audit-summary.ts';
 import type { AuditStreamHub } from '../domain/audit-stream.ts';
 import { DomainError } from '../errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
@@ -46,6 +55,25 @@ export function auditRoutes(streams: AuditStreamHub) {
         },
       },
       async (request) => listAudit(db, request.principal, request.query),
+    );
+
+    app.get(
+      '/audit/summary',
+      {
+        schema: {
+          tags: ['audit'],
+          summary: 'Your audit events counted per minute over the last N minutes',
+          description:
+            'The events `GET /api/v2/audit` lists (on your own exposures), counted per minute: ' +
+            '`buckets` has one entry per minute, oldest first, minutes without events included ' +
+            'with zeros; `errors` counts the events whose status is `error` or `refused`. ' +
+            '`minutes` is 1 to 1440 (60 by default), the current minute included.',
+          security: adminSecurity,
+          querystring: AuditSummaryQuery,
+          response: { 200: AuditSummary, ...errorResponses() },
+        },
+      },
+      async (request) => auditSummary(db, request.principal, request.query),
     );
 
     app.get(

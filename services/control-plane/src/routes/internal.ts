@@ -90,7 +90,8 @@ export function internalRoutes(executor: ExecutorOptions) {
         schema: {
           tags,
           summary:
-            'What an api_key exposes: an AEI (config v2, ETag = config_version) or a legacy instance; ' +
+            'What an api_key exposes: an AEI (config v2, ETag = config_version; a live playground key ' +
+            'answers its AEI, marked playground) or a legacy instance; ' +
             'flavor v1 looks at legacy instances only',
           security: internalSecurity,
           params: ApiKeyParams,

@@ -4,7 +4,8 @@
  * entry `/api/v2/mcp/caller/{caller}` (or `/api/v2/mcp/caller`: initialize's clientInfo.name is
  * tried as the caller) with `Authorization: Bearer <personal key>`, serving the profile the caller
  * maps to. Each request is checked (Origin/Host, rate limit, key, exposure status) before it
- * reaches the MCP transport.
+ * reaches the MCP transport. A playground key (`bnd_pg_`, the admin console's) is served on the
+ * v2 URLs like an api_key; browsers of allowed origins get CORS headers (`http/cors.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import { bearerToken, isCallerName, normaliseCallerName } from '@bindery/contracts';
@@ -15,6 +16,7 @@ import type { GatewayConfig } from '../config.ts';
 import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
 import { MISSING_KEY, SESSION_NOT_FOUND, admitKey, originRefusal, type Flavor } from '../admission.ts';
 import { directAnswer, writeDirectAnswer } from '../direct-answer.ts';
+import { keepReplyHeaders } from '../http/cors.ts';
 import {
   LookupsLimitedError,
   credentialHash,
@@ -282,6 +284,8 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       guardRequests(transport);
       await transport.handleRequest(request.raw, reply.raw, request.body);
     };
+    // The raw response carries what hooks set on the reply (CORS headers for a browser).
+    keepReplyHeaders(reply);
     reply.hijack();
     try {
       await serve();

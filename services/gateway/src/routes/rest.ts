@@ -8,8 +8,10 @@
  * - `POST /api/v2/rest/tools/{tool}`: the arguments as the body, one call's item as the answer
  *   (what the OpenAPI document's operations are);
  * - `GET /api/v2/rest/openapi.json`: an OpenAPI 3.1 document with one operation per tool.
- * Credentials: `Authorization: Bearer <api_key>` of an exposure, or a personal key with the
- * caller in `X-Bindery-Caller` (none: the default profile). Names are routed as on MCP
+ * Credentials: `Authorization: Bearer <api_key>` of an exposure (or a playground key of one, the
+ * admin console's, served alike and audited as the caller `console`), or a personal key with the
+ * caller in `X-Bindery-Caller` (none: the default profile). Browsers may call it from an origin the
+ * origin guard allows (CORS, `http/cors.ts`). Names are routed as on MCP
  * (`mcp/source-routing.ts`). Errors are the gateway's REST error body; a tool's own failure is an
  * item with `ok: false`, never an HTTP error.
  */
@@ -17,6 +19,7 @@ import {
   CALLER_HEADER,
   MAX_BATCH_EXECUTIONS,
   PERSONAL_KEY_PREFIX,
+  PLAYGROUND_CALLER,
   REST_PATH,
   bearerToken,
   isCallerName,
@@ -142,8 +145,8 @@ function profileOf(admitted: Admitted) {
     return {
       aei_id: exposure.config.aei.id,
       aei_name: exposure.config.aei.name,
-      caller: exposure.caller?.name ?? null,
-      via: exposure.caller?.via ?? 'key',
+      caller: exposure.caller?.name ?? (exposure.playground ? PLAYGROUND_CALLER : null),
+      via: exposure.caller?.via ?? (exposure.playground ? 'playground' : 'key'),
     };
   }
   const id = exposure.kind === 'legacy' ? exposure.config.instance.id : '';

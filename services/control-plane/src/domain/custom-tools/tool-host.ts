@@ -2,8 +2,9 @@
  * The host functions one custom tool call gets (`ctx` in the sandbox), each confined to what its
  * ADI declares: `ctx.context.read(path)` inside its context, `ctx.context.write(op, args)` only on
  * a read-write context, `ctx.fetch` only to its allowed hosts, `ctx.secrets` only the secrets it
- * names. The context functions are the context kind's own paths (the context cache, the
- * row-locked store, idempotency records), not a second implementation of them.
+ * names; in a trial run (ToolCall.trial) `ctx.context.write` refuses. The context functions are
+ * the context kind's own paths (the context cache, the row-locked store, idempotency records), not
+ * a second implementation of them.
  */
 import { OPERATIONS, parsePointerArgument, resolveTokens, type JsonValue } from '@bindery/context-ops';
 import { isOperationType, type CustomToolConfig, type OperationType } from '@bindery/contracts';
@@ -28,6 +29,10 @@ const FETCH_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 
 /** Largest answer body `ctx.fetch` reads (LIMIT_EXCEEDED above); the call's deadline bounds the time. */
 export const FETCH_MAX_BODY_BYTES = 1024 * 1024;
 
+/** Why `ctx.context.write` fails in a trial run (ToolCall.trial). */
+export const TRIAL_WRITE_REFUSED =
+  'ctx.context.write: a trial run cannot write; save the tool and call it to write';
+
 /** What a call's host functions did that decides how a failure of the call is worded. */
 export interface CallEffects {
   /** A context write or a fetch other than GET/HEAD was started: data may have changed. */
@@ -47,7 +52,10 @@ export function customToolHost(
   const { tableId, jsonPath } = call.adi;
   if (tableId !== null && jsonPath !== null) {
     host.readContext = (path) => readAt(call, tableId, jsonPath, path);
-    if (config.context_write) {
+    if (config.context_write && call.trial) {
+      // The function exists as in a real call, so the author sees why nothing was written.
+      host.writeContext = () => Promise.reject(new DomainError('FORBIDDEN', TRIAL_WRITE_REFUSED));
+    } else if (config.context_write) {
       let writes = 0;
       host.writeContext = async (op, args, signal) => {
         if (signal.aborted) throw ended('ctx.context.write');

@@ -117,6 +117,11 @@ export interface ToolCall {
   session?: string | undefined;
   /** Set when the caller wants progress reports: a kind that has them (mcp) passes them on. */
   progress?: ((report: ToolProgress) => void) | undefined;
+  /**
+   * Set for a trial run of a tool that is not saved (`POST /api/v2/adis/trial-runs`): the call may
+   * read but must not change data (custom: `ctx.context.write` refuses).
+   */
+  trial?: boolean | undefined;
 }
 
 /**
