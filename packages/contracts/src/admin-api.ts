@@ -319,7 +319,7 @@ export const MAX_PLAYGROUND_KEYS = 10;
 /**
  * `POST /api/v2/aeis/{id}/playground-keys` (no body): a short-lived key (`bnd_pg_…`) that the
  * gateway serves like the AEI's api_key until `expires_at`, its calls audited with the caller
- * `console`. It is in this answer only (stored as SHA-256).
+ * `@console`. It is in this answer only (stored as SHA-256).
  */
 export const PlaygroundKey = Type.Object({
   api_key: Type.String({ description: 'the playground key: shown only in this answer' }),

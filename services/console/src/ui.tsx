@@ -98,6 +98,29 @@ export function LoadMore({
   );
 }
 
+/**
+ * A paged list's frame: its error, `empty` (a paragraph) once it is known to have no items, the
+ * items (`children`, only when there are some) and "Load more".
+ */
+export function PagedList({
+  list,
+  empty,
+  children,
+}: {
+  list: { items: unknown[]; error: unknown; loading: boolean; hasMore: boolean; loadMore: () => void };
+  empty: ReactNode;
+  children: ReactNode;
+}) {
+  return (
+    <>
+      <ErrorMessage error={list.error} />
+      {list.items.length === 0 && !list.loading && !list.error && <p>{empty}</p>}
+      {list.items.length > 0 && children}
+      <LoadMore hasMore={list.hasMore} loading={list.loading} onClick={list.loadMore} />
+    </>
+  );
+}
+
 export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
   const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
   const copy = async () => {
@@ -130,6 +153,59 @@ export function CopyBlock({ label, text }: { label: string; text: string }) {
       </div>
       <pre tabIndex={0}>{text}</pre>
     </div>
+  );
+}
+
+/** A new secret, shown this once: what to store, then "I stored it: hide the key". */
+export function ShownOnce({
+  testId,
+  notice,
+  onHide,
+  children,
+}: {
+  testId: string;
+  notice: ReactNode;
+  onHide: () => void;
+  children: ReactNode;
+}) {
+  return (
+    <div className="new-key" data-testid={testId}>
+      <Notice>{notice}</Notice>
+      {children}
+      <button type="button" className="secondary" onClick={onHide}>
+        I stored it: hide the key
+      </button>
+    </div>
+  );
+}
+
+/** A client's configuration snippet: the file it goes into and what to merge there. */
+interface ClientFile {
+  file: string;
+  config: unknown;
+}
+
+/** The Claude Desktop, VS Code and Cursor snippets, each named with its file and copyable. */
+export function ClientFileBlocks({
+  configs,
+}: {
+  configs: { claude_desktop: ClientFile; vscode: ClientFile; cursor: ClientFile };
+}) {
+  return (
+    <>
+      <CopyBlock
+        label={`Claude Desktop (${configs.claude_desktop.file})`}
+        text={JSON.stringify(configs.claude_desktop.config, null, 2)}
+      />
+      <CopyBlock
+        label={`VS Code (${configs.vscode.file})`}
+        text={JSON.stringify(configs.vscode.config, null, 2)}
+      />
+      <CopyBlock
+        label={`Cursor (${configs.cursor.file})`}
+        text={JSON.stringify(configs.cursor.config, null, 2)}
+      />
+    </>
   );
 }
 
@@ -176,4 +252,27 @@ export function Opener({ label, children }: { label: string; children: (close: (
     );
   }
   return <>{children(() => setOpen(false))}</>;
+}
+
+/**
+ * An action a button starts: `busy` while it runs, `error` its failure (cleared when one succeeds).
+ * `run(action)` answers what the action returned, or undefined when it failed.
+ */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = useCallback(async <T,>(action: () => Promise<T>): Promise<T | undefined> => {
+    setBusy(true);
+    try {
+      const result = await action();
+      setError(null);
+      return result;
+    } catch (failure) {
+      setError(failure);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, setError, run };
 }

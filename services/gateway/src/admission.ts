@@ -109,6 +109,18 @@ export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnsw
 export type Admission = { exposure: Exposure; refusal?: undefined } | { refusal: JsonRpcErrorAnswer };
 
 /**
+ * A playground key in a URL's path: it belongs in `Authorization` only, so it stays out of the
+ * access logs of proxies in front of the gateway (the gateway's own logs redact paths).
+ */
+export const PLAYGROUND_KEY_IN_PATH: JsonRpcErrorAnswer = {
+  status: 401,
+  code: JSONRPC.UNAUTHORIZED,
+  message: 'a playground key goes in the Authorization header ("Bearer <key>"), never in the URL',
+  bindery: 'UNAUTHORIZED',
+  headers: { 'www-authenticate': 'Bearer error="invalid_request"' },
+};
+
+/**
  * Whether an api_key (or what stands in its place) has a shape the control plane issues for this
  * URL: an exposure's api_key, or on v2 URLs a playground key (the admin console's short-lived key
  * of an AEI, served like its api_key; v1 URLs never serve one).

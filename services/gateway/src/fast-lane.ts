@@ -15,7 +15,7 @@
  * handed to the session's SDK transport with its parsed body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { bearerToken, redactApiKeyInUrl } from '@bindery/contracts';
+import { bearerToken, isWellFormedPlaygroundKey, redactApiKeyInUrl } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from './admission.ts';
 import type { GatewayConfig } from './config.ts';
@@ -167,6 +167,8 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     // plugin adds them (http/cors.ts), so such requests take the framework's path.
     if (headers.origin !== undefined) return false;
     if (originRefusal(config, headers) !== undefined) return false;
+    // A playground key in the path is refused (routes/mcp.ts), never served.
+    if (target.pathKey !== undefined && isWellFormedPlaygroundKey(target.pathKey)) return false;
     const apiKey = target.pathKey ?? bearerToken(headers.authorization);
     if (!apiKey) return false;
     // What the checks after the body will find, predicted without spending a token: a refusal

@@ -5,7 +5,7 @@
 import { MAX_BATCH_EXECUTIONS, PERSONAL_KEY_PREFIX } from '@bindery/contracts';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { postInitialize, restCall, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
@@ -24,36 +24,13 @@ const unknownPersonalKey = () => `${PERSONAL_KEY_PREFIX}${randomBytes(24).toStri
 
 /** An MCP initialize on `path` with these headers: status and body. */
 async function initialize(path: string, headers: Record<string, string>) {
-  const res = await fetch(`${stack.gatewayUrl}${path}`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      ...headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-06-18',
-        capabilities: {},
-        clientInfo: { name: 'probe', version: '1' },
-      },
-    }),
-  });
+  const res = await postInitialize(`${stack.gatewayUrl}${path}`, headers);
   const text = await res.text();
   return { status: res.status, text, json: (text.startsWith('{') ? JSON.parse(text) : undefined) as Json };
 }
 
-async function rest(method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const res = await fetch(`${stack.gatewayUrl}/api/v2/rest${path}`, {
-    method,
-    headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+const rest = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
+  restCall(stack.gatewayUrl, method, path, headers, body);
 
 describe('personal keys on the caller entry', () => {
   it('refuses a missing, unknown or malformed key, and an exposure’s api_key, with 401', async () => {
@@ -117,23 +94,8 @@ describe('session caps', () => {
     const { key } = await newKey('cap');
     const ids: string[] = [];
     for (const caller of ['one', 'two', 'three']) {
-      const res = await fetch(`${stack.gatewayUrl}/api/v2/mcp/caller/${caller}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          authorization: `Bearer ${key}`,
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'initialize',
-          params: {
-            protocolVersion: '2025-06-18',
-            capabilities: {},
-            clientInfo: { name: 'p', version: '1' },
-          },
-        }),
+      const res = await postInitialize(`${stack.gatewayUrl}/api/v2/mcp/caller/${caller}`, {
+        authorization: `Bearer ${key}`,
       });
       expect(res.status).toBe(200);
       ids.push(res.headers.get('mcp-session-id')!);

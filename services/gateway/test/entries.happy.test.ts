@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { validate } from '@scalar/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { restCall, resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const SCRIPT = fileURLToPath(
@@ -90,14 +90,8 @@ const bearer = (key: string, caller?: string) => ({
   ...(caller !== undefined && { 'x-bindery-caller': caller }),
 });
 
-async function rest(method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const res = await fetch(`${stack.gatewayUrl}/api/v2/rest${path}`, {
-    method,
-    headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+const rest = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
+  restCall(stack.gatewayUrl, method, path, headers, body);
 
 const names = (tools: { name: string }[]) => tools.map((t) => t.name).sort();
 

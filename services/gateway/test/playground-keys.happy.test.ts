@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlaneClient } from '../src/control-plane-client.ts';
 import { ExposureCache, keyHash } from '../src/exposure-cache.ts';
 import { createMetrics } from '../src/metrics.ts';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { postInitialize, resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 /** A page's origin the gateway allows (on an allowed host, any port), as a console would have. */
@@ -67,7 +67,7 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 describe('a playground key over MCP', () => {
-  it('serves the AEI on mcp_url with a Bearer header, every call audited as caller console', async () => {
+  it('serves the AEI on mcp_url with a Bearer header, every call audited as caller @console', async () => {
     const key = await playgroundKey();
     expect(key.mcp_url).toBe(`${stack.gatewayUrl}/api/v2/mcp/server`);
     expect(key.rest_url).toBe(`${stack.gatewayUrl}/api/v2/rest`);
@@ -88,7 +88,7 @@ describe('a playground key over MCP', () => {
       await client.close();
       await own.close();
     }
-    const audit = await stack.admin('GET', '/api/v2/audit?caller=console', undefined, user.token);
+    const audit = await stack.admin('GET', '/api/v2/audit?caller=%40console', undefined, user.token);
     expect(audit.items.every((row: Json) => row.caller === '@console')).toBe(true);
     const call = audit.items.find(
       (row: Json) => row.tool_name === 'find_customers' && row.action !== 'resource.read',
@@ -129,27 +129,20 @@ describe('a playground key over MCP', () => {
     }
   });
 
-  it('is refused on v1 URLs, and is unknown once its AEI is gone', async () => {
+  it('is refused on v1 URLs and in a URL’s path, and is unknown once its AEI is gone', async () => {
     const aei = await stack.admin('POST', '/api/v2/aeis', { name: 'brief' }, user.token);
     const key = await stack.admin('POST', `/api/v2/aeis/${aei.id}/playground-keys`, undefined, user.token);
-    const init = {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-    };
-    const post = (url: string) =>
-      fetch(url, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${key.api_key}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify(init),
-      });
+    const post = (url: string) => postInitialize(url, { authorization: `Bearer ${key.api_key}` }, 't');
     expect((await post(key.mcp_url)).status).toBe(200);
     expect((await post(`${stack.gatewayUrl}/api/v1/mcp/server/${key.api_key}`)).status).toBe(401);
+    // In the path it is refused too: it goes in the Authorization header only.
+    const inPath = await fetch(`${stack.gatewayUrl}/api/v2/mcp/server/${key.api_key}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    });
+    expect(inPath.status).toBe(401);
+    expect(((await inPath.json()) as Json).error.message).toContain('never in the URL');
     await stack.admin('DELETE', `/api/v2/aeis/${aei.id}`, undefined, user.token);
     const gone = await post(key.mcp_url);
     expect(gone.status).toBe(401);
@@ -158,7 +151,7 @@ describe('a playground key over MCP', () => {
 });
 
 describe('a playground key on the REST entry', () => {
-  it('lists the tools and calls one, audited as caller console', async () => {
+  it('lists the tools and calls one, audited as caller @console', async () => {
     const key = await playgroundKey();
     const headers = { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' };
     const tools = await fetch(`${key.rest_url}/tools`, { headers });
@@ -175,7 +168,7 @@ describe('a playground key on the REST entry', () => {
     expect(calls.headers.get('access-control-allow-origin')).toBe(CONSOLE_ORIGIN);
     const [answer] = (await calls.json()) as Json[];
     expect(answer).toMatchObject({ id: 'c1', ok: true, result: 'Ada' });
-    const audit = await stack.admin('GET', '/api/v2/audit?caller=console', undefined, user.token);
+    const audit = await stack.admin('GET', '/api/v2/audit?caller=%40console', undefined, user.token);
     const row = audit.items.find((r: Json) => r.request_id?.startsWith('rest:'));
     expect(row).toMatchObject({ caller: '@console', tool_name: 'find_customers', status: 'ok' });
   });

@@ -13,10 +13,20 @@ import type {
   McpKeyWithSecret,
 } from '@bindery/contracts';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
+import { SelectField, TextField } from '../forms.tsx';
 import { listAll } from '../lists.ts';
 import { Link, navigate } from '../router.tsx';
-import { CopyBlock, ErrorMessage, LoadMore, Notice, useLoad, usePaged } from '../ui.tsx';
+import {
+  ClientFileBlocks,
+  CopyBlock,
+  ErrorMessage,
+  Notice,
+  PagedList,
+  ShownOnce,
+  useAction,
+  useLoad,
+  usePaged,
+} from '../ui.tsx';
 import './editing.css';
 
 const callerPath = (caller: string) => `/api/v2/callers/${encodeURIComponent(caller)}`;
@@ -93,20 +103,12 @@ export function Callers() {
 }
 
 function MappingRow({ mapping, onChanged }: { mapping: CallerMapping; onChanged: () => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  const unmap = async () => {
-    setBusy(true);
-    try {
+  const { busy, error, run } = useAction();
+  const unmap = () =>
+    run(async () => {
       await api('DELETE', callerPath(mapping.caller));
-      setError(null);
       onChanged();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <tr data-caller={mapping.caller}>
       <td data-label="Caller">
@@ -151,58 +153,43 @@ export function MapCaller({
 }) {
   const [caller, setCaller] = useState(fixedCaller ?? '');
   const [aeiId, setAeiId] = useState(current ?? '');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const [done, setDone] = useState<CallerMapping | null>(null);
-  const [busy, setBusy] = useState(false);
   const chosen = aeiId || aeis[0]?.id || '';
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
     setDone(null);
-    try {
+    await run(async () => {
       // The name goes as typed: the server says what is wrong with it.
       const mapping = await api<CallerMapping>('PUT', callerPath(caller.trim()), {
         body: { aei_id: chosen },
       });
-      setError(null);
       setDone(mapping);
       if (fixedCaller === undefined) setCaller('');
       onMapped(mapping);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="Map a caller">
       {fixedCaller === undefined && (
-        <Field label="Caller name" hint="Lower case, as the client names itself: vscode, claude, cursor…">
-          {(id, hint) => (
-            <input
-              id={id}
-              aria-describedby={hint}
-              value={caller}
-              onChange={(event) => setCaller(event.target.value)}
-              placeholder="vscode"
-              spellCheck={false}
-              autoComplete="off"
-              required
-            />
-          )}
-        </Field>
+        <TextField
+          label="Caller name"
+          hint="Lower case, as the client names itself: vscode, claude, cursor…"
+          value={caller}
+          onChange={setCaller}
+          placeholder="vscode"
+          required
+        />
       )}
-      <Field label="Exposure">
-        {(id) => (
-          <select id={id} value={chosen} onChange={(event) => setAeiId(event.target.value)}>
-            {aeis.map((aei) => (
-              <option key={aei.id} value={aei.id}>
-                {`${aei.name}${aei.default_profile && !/default/i.test(aei.name) ? ' (default profile)' : ''}`}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <SelectField
+        label="Exposure"
+        value={chosen}
+        onChange={setAeiId}
+        options={aeis.map((aei) => ({
+          value: aei.id,
+          label: `${aei.name}${aei.default_profile && !/default/i.test(aei.name) ? ' (default profile)' : ''}`,
+        }))}
+      />
       <ErrorMessage error={aeisError ?? error} />
       {done && (
         <Notice>
@@ -221,23 +208,16 @@ export function MapCaller({
 function PersonalKeys() {
   const keys = usePaged<McpKey>('/api/v2/mcp-keys');
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const [shown, setShown] = useState<{ key: McpKeyWithSecret; rotated: boolean } | null>(null);
   const create = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    try {
+    await run(async () => {
       const key = await api<McpKeyWithSecret>('POST', '/api/v2/mcp-keys', { body: { name: name.trim() } });
       setShown({ key, rotated: false });
       setName('');
-      setError(null);
       keys.reload();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <section className="card" aria-labelledby="personal-keys">
@@ -247,38 +227,35 @@ function PersonalKeys() {
         <code>BINDERY_KEY</code>. Each key serves your callers as the map above says.
       </p>
       <form className="form-row" onSubmit={(event) => void create(event)} aria-label="Create a personal key">
-        <Field label="Key name">
-          {(id) => (
-            <input
-              id={id}
-              value={name}
-              onChange={(event) => setName(event.target.value)}
-              placeholder="laptop"
-              maxLength={100}
-              autoComplete="off"
-            />
-          )}
-        </Field>
+        <TextField
+          label="Key name"
+          value={name}
+          onChange={setName}
+          placeholder="laptop"
+          maxLength={100}
+          literal={false}
+          autoComplete="off"
+        />
         <button type="submit" disabled={busy}>
           {busy ? 'Creating…' : 'Create key'}
         </button>
       </form>
       <ErrorMessage error={error} />
       {shown && (
-        <div className="new-key" data-testid="new-personal-key">
-          <Notice>
-            {shown.rotated ? `Key “${shown.key.name}” rotated: the old one no longer works. ` : ''}
-            The key is shown this once only: store it now.
-          </Notice>
+        <ShownOnce
+          testId="new-personal-key"
+          notice={
+            <>
+              {shown.rotated ? `Key “${shown.key.name}” rotated: the old one no longer works. ` : ''}
+              The key is shown this once only: store it now.
+            </>
+          }
+          onHide={() => setShown(null)}
+        >
           <CopyBlock label="Personal key" text={shown.key.key} />
-          <button type="button" className="secondary" onClick={() => setShown(null)}>
-            I stored it: hide the key
-          </button>
-        </div>
+        </ShownOnce>
       )}
-      <ErrorMessage error={keys.error} />
-      {keys.items.length === 0 && !keys.loading && !keys.error && <p>No personal keys yet.</p>}
-      {keys.items.length > 0 && (
+      <PagedList list={keys} empty="No personal keys yet.">
         <div className="table-wrap">
           <table className="stack" data-testid="personal-keys">
             <thead>
@@ -308,8 +285,7 @@ function PersonalKeys() {
             </tbody>
           </table>
         </div>
-      )}
-      <LoadMore hasMore={keys.hasMore} loading={keys.loading} onClick={keys.loadMore} />
+      </PagedList>
     </section>
   );
 }
@@ -324,25 +300,17 @@ function KeyRow({
   onRevoked: () => void;
 }) {
   const [confirming, setConfirming] = useState<'rotate' | 'revoke' | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const base = `/api/v2/mcp-keys/${encodeURIComponent(item.id)}`;
-  const act = async () => {
-    setBusy(true);
-    try {
+  const act = () =>
+    run(async () => {
       if (confirming === 'rotate') onRotated(await api<McpKeyWithSecret>('POST', `${base}/rotate`));
       else {
         await api('DELETE', base);
         onRevoked();
       }
       setConfirming(null);
-      setError(null);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <tr data-key={item.id}>
       <td data-label="Name">{item.name}</td>
@@ -421,18 +389,7 @@ export function Connect() {
       </p>
       <h1>{caller ? `Connect ${caller}` : 'Connect a caller'}</h1>
       <form className="form-row" onSubmit={go} aria-label="Choose a caller">
-        <Field label="Caller name">
-          {(id) => (
-            <input
-              id={id}
-              value={typed}
-              onChange={(event) => setTyped(event.target.value)}
-              placeholder="vscode"
-              spellCheck={false}
-              autoComplete="off"
-            />
-          )}
-        </Field>
+        <TextField label="Caller name" value={typed} onChange={setTyped} placeholder="vscode" />
         <button type="submit" className="secondary">
           Show
         </button>
@@ -478,18 +435,7 @@ function Resolution({ caller }: { caller: string }) {
             in <code>BINDERY_KEY</code> (<Link to="/callers">create one under Callers</Link>), then merge the
             snippet into the file it names.
           </p>
-          <CopyBlock
-            label={`Claude Desktop (${configs.claude_desktop.file})`}
-            text={JSON.stringify(configs.claude_desktop.config, null, 2)}
-          />
-          <CopyBlock
-            label={`VS Code (${configs.vscode.file})`}
-            text={JSON.stringify(configs.vscode.config, null, 2)}
-          />
-          <CopyBlock
-            label={`Cursor (${configs.cursor.file})`}
-            text={JSON.stringify(configs.cursor.config, null, 2)}
-          />
+          <ClientFileBlocks configs={configs} />
         </section>
       )}
     </>

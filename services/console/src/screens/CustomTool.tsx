@@ -15,11 +15,12 @@ import type {
   TrialRunResult,
 } from '@bindery/contracts';
 import { api, messageOf } from '../api.ts';
-import { Field } from '../forms.tsx';
+import { CheckField, Field, JsonPathField, namedOptions, SelectField, TextAreaField } from '../forms.tsx';
 import { checkJson, JsonText, pretty } from '../json-text.tsx';
 import { listAll } from '../lists.ts';
 import { ArgumentsEditor, useArguments } from '../schema-form.tsx';
-import { ErrorMessage, JsonTree, Notice, Opener, useLoad } from '../ui.tsx';
+import { ErrorMessage, JsonTree, Opener, useAction, useLoad } from '../ui.tsx';
+import { CreateToolActions, ToolNameFields } from './ToolForms.tsx';
 import './editing.css';
 import './tool-kinds.css';
 
@@ -92,11 +93,11 @@ function CustomToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void;
   const [jsonPath, setJsonPath] = useState('');
   const [hostsText, setHostsText] = useState('');
   const [chosenSecrets, setChosenSecrets] = useState<string[]>([]);
-  const [error, setError] = useState<unknown>(null);
+  const creating = useAction();
   const [created, setCreated] = useState<Adi | null>(null);
-  const [busy, setBusy] = useState<'run' | 'create' | null>(null);
+  const trying = useAction();
   const [run, setRun] = useState<TrialRunResult | null>(null);
-  const [runError, setRunError] = useState<unknown>(null);
+  const busy = trying.busy || creating.busy;
   const codeRef = useRef<HTMLTextAreaElement>(null);
   const table = tableId || tables.data?.items[0]?.id || '';
 
@@ -140,40 +141,28 @@ function CustomToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void;
   const tryIt = async () => {
     const config = body();
     setRun(null);
-    if (typeof config === 'string') return setRunError(new Error(config));
-    if (!args.checked.ok) return setRunError(new Error(`Arguments: ${args.checked.message}`));
+    if (typeof config === 'string') return trying.setError(new Error(config));
+    if (!args.checked.ok) return trying.setError(new Error(`Arguments: ${args.checked.message}`));
     const request: TrialRunBody = {
       kind: 'custom',
       config,
       arguments: args.checked.value as Record<string, unknown>,
     };
-    setBusy('run');
-    try {
-      setRun(await api<TrialRunResult>('POST', '/api/v2/adis/trial-runs', { body: request }));
-      setRunError(null);
-    } catch (failure) {
-      setRunError(failure);
-    } finally {
-      setBusy(null);
-    }
+    await trying.run(async () =>
+      setRun(await api<TrialRunResult>('POST', '/api/v2/adis/trial-runs', { body: request })),
+    );
   };
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const config = body();
     setCreated(null);
-    if (typeof config === 'string') return setError(new Error(config));
-    setBusy('create');
-    try {
+    if (typeof config === 'string') return creating.setError(new Error(config));
+    await creating.run(async () => {
       const adi = await api<Adi>('POST', '/api/v2/adis', { body: config });
-      setError(null);
       setCreated(adi);
       onCreated(adi);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(null);
-    }
+    });
   };
 
   /** Puts the caret where a syntax error is. */
@@ -200,30 +189,14 @@ function CustomToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void;
       onSubmit={(event) => void submit(event)}
       aria-label="New custom tool"
     >
-      <Field label="Tool name" optional hint="Letters, digits, _ . and -; empty: custom_… is chosen for you.">
-        {(id, hint) => (
-          <input
-            id={id}
-            aria-describedby={hint}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            placeholder="greet"
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
-      <Field label="Description" optional hint="What an agent reads to decide when to call it.">
-        {(id, hint) => (
-          <textarea
-            id={id}
-            aria-describedby={hint}
-            value={description}
-            rows={2}
-            onChange={(event) => setDescription(event.target.value)}
-          />
-        )}
-      </Field>
+      <ToolNameFields
+        kind="custom"
+        placeholder="greet"
+        name={name}
+        onName={setName}
+        description={description}
+        onDescription={setDescription}
+      />
       <Field
         label="Code"
         hint={
@@ -266,83 +239,55 @@ function CustomToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void;
       />
       <fieldset className="tool-group">
         <legend>Context</legend>
-        <Field label="Access to a table’s data">
-          {(id) => (
-            <select id={id} value={access} onChange={(event) => setAccess(event.target.value as Access)}>
-              <option value="none">None</option>
-              <option value="read">Read-only (ctx.context.read)</option>
-              <option value="write">Read-write (ctx.context.read and write)</option>
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Access to a table’s data"
+          value={access}
+          onChange={setAccess}
+          options={[
+            { value: 'none', label: 'None' },
+            { value: 'read', label: 'Read-only (ctx.context.read)' },
+            { value: 'write', label: 'Read-write (ctx.context.read and write)' },
+          ]}
+        />
         {access !== 'none' && (
           <>
             <ErrorMessage error={tables.error} />
             {tables.data && tableItems.length === 0 ? (
               <p className="warn">No tables yet: create one under Data first.</p>
             ) : (
-              <Field label="Table">
-                {(id) => (
-                  <select id={id} value={table} onChange={(event) => setTableId(event.target.value)}>
-                    {tableItems.map((item) => (
-                      <option key={item.id} value={item.id}>
-                        {item.name}
-                      </option>
-                    ))}
-                  </select>
-                )}
-              </Field>
+              <SelectField
+                label="Table"
+                value={table}
+                onChange={setTableId}
+                options={namedOptions(tableItems)}
+              />
             )}
-            <Field
-              label="JSON path"
-              hint="A JSON Pointer into the table’s data, such as /customers; empty for all of it."
-            >
-              {(id, hint) => (
-                <input
-                  id={id}
-                  aria-describedby={hint}
-                  value={jsonPath}
-                  onChange={(event) => setJsonPath(event.target.value)}
-                  placeholder="/customers"
-                  spellCheck={false}
-                  autoComplete="off"
-                />
-              )}
-            </Field>
+            <JsonPathField value={jsonPath} onChange={setJsonPath} />
           </>
         )}
       </fieldset>
-      <Field
+      <TextAreaField
         label="Allowed fetch hosts"
         optional
         hint="One per line: host or host:port (e.g. api.example.com). Empty: the tool has no ctx.fetch."
-      >
-        {(id, hint) => (
-          <textarea
-            id={id}
-            aria-describedby={hint}
-            value={hostsText}
-            rows={2}
-            onChange={(event) => setHostsText(event.target.value)}
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
+        value={hostsText}
+        onChange={setHostsText}
+        rows={2}
+      />
       <fieldset className="tool-group">
         <legend>Secrets (ctx.secrets.NAME)</legend>
         <ErrorMessage error={secrets.error} />
         {secrets.data && secretItems.length === 0 && <p className="muted">You have no secrets yet.</p>}
         <div className="checks">
           {secretItems.map((secret) => (
-            <label key={secret.name} className="check">
-              <input
-                type="checkbox"
-                checked={chosenSecrets.includes(secret.name)}
-                onChange={(event) => toggleSecret(secret.name, event.target.checked)}
-              />{' '}
+            <CheckField
+              key={secret.name}
+              checked={chosenSecrets.includes(secret.name)}
+              onChange={(on) => toggleSecret(secret.name, on)}
+            >
+              {' '}
               <code>{secret.name}</code>
-            </label>
+            </CheckField>
           ))}
         </div>
       </fieldset>
@@ -359,28 +304,21 @@ function CustomToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void;
           <ArgumentsEditor state={args} />
         )}
         <div className="actions">
-          <button type="button" className="secondary" disabled={busy !== null} onClick={() => void tryIt()}>
-            {busy === 'run' ? 'Running…' : 'Run with these arguments'}
+          <button type="button" className="secondary" disabled={busy} onClick={() => void tryIt()}>
+            {trying.busy ? 'Running…' : 'Run with these arguments'}
           </button>
         </div>
-        <RunError error={runError} onGoTo={goTo} />
+        <RunError error={trying.error} onGoTo={goTo} />
         {run && <TrialOutcome run={run} />}
       </section>
 
-      <ErrorMessage error={error} />
-      {created && (
-        <Notice>
-          Created <code>{created.name}</code>: bind it to an exposure from the exposure’s page.
-        </Notice>
-      )}
-      <div className="actions">
-        <button type="submit" disabled={busy !== null}>
-          {busy === 'create' ? 'Creating…' : 'Create tool'}
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
+      <CreateToolActions
+        error={creating.error}
+        created={created}
+        busy={creating.busy}
+        disabled={busy}
+        onClose={onClose}
+      />
     </form>
   );
 }

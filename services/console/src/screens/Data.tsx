@@ -1,10 +1,10 @@
 import { useMemo, useState, type FormEvent } from 'react';
 import type { CreateTableBody, Project, Table, TableSummary } from '@bindery/contracts';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
+import { namedOptions, NameField, SelectField, SubmitAndClose } from '../forms.tsx';
 import { checkJson, JsonText } from '../json-text.tsx';
 import { Link, navigate } from '../router.tsx';
-import { ErrorMessage, LoadMore, Opener, usePaged } from '../ui.tsx';
+import { ErrorMessage, LoadMore, Opener, PagedList, usePaged } from '../ui.tsx';
 import './editing.css';
 
 export function Data() {
@@ -44,9 +44,7 @@ export function Data() {
             </select>
           </label>
         </div>
-        <ErrorMessage error={tables.error} />
-        {tables.items.length === 0 && !tables.loading && !tables.error && <p>No tables yet.</p>}
-        {tables.items.length > 0 && (
+        <PagedList list={tables} empty="No tables yet.">
           <div className="table-wrap">
             <table>
               <thead>
@@ -71,8 +69,7 @@ export function Data() {
               </tbody>
             </table>
           </div>
-        )}
-        <LoadMore hasMore={tables.hasMore} loading={tables.loading} onClick={tables.loadMore} />
+        </PagedList>
       </section>
       <section className="card" aria-labelledby="new-table">
         <h2 id="new-table">Make a table</h2>
@@ -112,40 +109,23 @@ function NewTableForm({ projects, onClose }: { projects: Project[]; onClose: () 
   };
   return (
     <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="New table">
-      <Field label="Table name">
-        {(id) => (
-          <input
-            id={id}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            required
-            maxLength={200}
-            autoComplete="off"
-          />
-        )}
-      </Field>
-      <Field label="Project" optional>
-        {(id) => (
-          <select id={id} value={projectId} onChange={(event) => setProjectId(event.target.value)}>
-            <option value="">None</option>
-            {projects.map((project) => (
-              <option key={project.id} value={project.id}>
-                {project.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <NameField label="Table name" value={name} onChange={setName} />
+      <SelectField
+        label="Project"
+        optional
+        value={projectId}
+        onChange={setProjectId}
+        options={[{ value: '', label: 'None' }, ...namedOptions(projects)]}
+      />
       <JsonText label="Data (JSON)" text={text} onChange={setText} checked={checked} minRows={6} />
       <ErrorMessage error={error} />
-      <div className="actions">
-        <button type="submit" disabled={busy || !checked.ok || name.trim() === ''}>
-          {busy ? 'Creating…' : 'Create table'}
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
+      <SubmitAndClose
+        label="Create table"
+        busyLabel="Creating…"
+        busy={busy}
+        disabled={busy || !checked.ok || name.trim() === ''}
+        onClose={onClose}
+      />
     </form>
   );
 }

@@ -9,10 +9,21 @@ import type {
   UpdateBindingBody,
 } from '@bindery/contracts';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
+import { NameField, SelectField, SubmitAndClose } from '../forms.tsx';
 import { checkJson, JsonText, pretty } from '../json-text.tsx';
 import { Link } from '../router.tsx';
-import { CopyBlock, ErrorMessage, LoadMore, Notice, Opener, useLoad, usePaged } from '../ui.tsx';
+import {
+  ClientFileBlocks,
+  CopyBlock,
+  ErrorMessage,
+  Notice,
+  Opener,
+  PagedList,
+  ShownOnce,
+  useAction,
+  useLoad,
+  usePaged,
+} from '../ui.tsx';
 import { Prompts } from './Prompts.tsx';
 import { BindTool } from './ToolForms.tsx';
 import './editing.css';
@@ -28,9 +39,7 @@ export function Exposures() {
     <>
       <h1>Exposures (AEIs)</h1>
       <section className="card">
-        <ErrorMessage error={aeis.error} />
-        {aeis.items.length === 0 && !aeis.loading && !aeis.error && <p>No exposures yet.</p>}
-        {aeis.items.length > 0 && (
+        <PagedList list={aeis} empty="No exposures yet.">
           <div className="table-wrap">
             <table>
               <thead>
@@ -58,8 +67,7 @@ export function Exposures() {
               </tbody>
             </table>
           </div>
-        )}
-        <LoadMore hasMore={aeis.hasMore} loading={aeis.loading} onClick={aeis.loadMore} />
+        </PagedList>
       </section>
       <section className="card" aria-labelledby="new-exposure">
         <h2 id="new-exposure">Make an exposure</h2>
@@ -94,33 +102,14 @@ function ModeAndStatus({
 }) {
   return (
     <>
-      <Field label="Mode">
-        {(id) => (
-          <select id={id} value={mode} onChange={(event) => onMode(event.target.value as ExposureMode)}>
-            {MODES.map((item) => (
-              <option key={item.value} value={item.value}>
-                {item.label}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field label="Status" hint="A disabled exposure refuses every request with its key.">
-        {(id, hint) => (
-          <select
-            id={id}
-            aria-describedby={hint}
-            value={status}
-            onChange={(event) => onStatus(event.target.value as AeiStatus)}
-          >
-            {STATUSES.map((item) => (
-              <option key={item} value={item}>
-                {item}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <SelectField label="Mode" value={mode} onChange={onMode} options={MODES} />
+      <SelectField
+        label="Status"
+        hint="A disabled exposure refuses every request with its key."
+        value={status}
+        onChange={onStatus}
+        options={STATUSES}
+      />
     </>
   );
 }
@@ -129,23 +118,16 @@ function NewExposureForm({ onCreated, onClose }: { onCreated: () => void; onClos
   const [name, setName] = useState('');
   const [mode, setMode] = useState<ExposureMode>('direct');
   const [status, setStatus] = useState<AeiStatus>('enabled');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const [created, setCreated] = useState<AeiWithKey | null>(null);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const body: CreateAeiBody = { name: name.trim(), exposure_mode: mode, status };
-    setBusy(true);
-    try {
+    await run(async () => {
       setCreated(await api<AeiWithKey>('POST', '/api/v2/aeis', { body }));
-      setError(null);
       setName('');
       onCreated();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   if (created) {
     return (
@@ -159,28 +141,16 @@ function NewExposureForm({ onCreated, onClose }: { onCreated: () => void; onClos
   }
   return (
     <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="New exposure">
-      <Field label="Exposure name">
-        {(id) => (
-          <input
-            id={id}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            required
-            maxLength={200}
-            autoComplete="off"
-          />
-        )}
-      </Field>
+      <NameField label="Exposure name" value={name} onChange={setName} />
       <ModeAndStatus mode={mode} status={status} onMode={setMode} onStatus={setStatus} />
       <ErrorMessage error={error} />
-      <div className="actions">
-        <button type="submit" disabled={busy || name.trim() === ''}>
-          {busy ? 'Creating…' : 'Create exposure'}
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
+      <SubmitAndClose
+        label="Create exposure"
+        busyLabel="Creating…"
+        busy={busy}
+        disabled={busy || name.trim() === ''}
+        onClose={onClose}
+      />
     </form>
   );
 }
@@ -190,9 +160,8 @@ function ExposureSettings({ path, aei, onSaved }: { path: string; aei: Aei; onSa
   const [name, setName] = useState(aei.name);
   const [mode, setMode] = useState(aei.exposure_mode);
   const [status, setStatus] = useState(aei.status);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
   const body: UpdateAeiBody = {
     ...(name.trim() !== aei.name && { name: name.trim() }),
     ...(mode !== aei.exposure_mode && { exposure_mode: mode }),
@@ -201,33 +170,16 @@ function ExposureSettings({ path, aei, onSaved }: { path: string; aei: Aei; onSa
   const changed = Object.keys(body).length > 0;
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
     setSaved(false);
-    try {
+    await run(async () => {
       await api<Aei>('PATCH', path, { body });
-      setError(null);
       setSaved(true);
       onSaved();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="Exposure settings">
-      <Field label="Exposure name">
-        {(id) => (
-          <input
-            id={id}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            required
-            maxLength={200}
-            autoComplete="off"
-          />
-        )}
-      </Field>
+      <NameField label="Exposure name" value={name} onChange={setName} />
       <ModeAndStatus mode={mode} status={status} onMode={setMode} onStatus={setStatus} />
       <ErrorMessage error={error} />
       {saved && !changed && <Notice>Saved.</Notice>}
@@ -288,11 +240,7 @@ export function ExposureView({ id }: { id: string }) {
       <KeyRotation path={`${base}/rotate-key`} onRotated={() => void aei.reload()} />
       <section className="card">
         <h2>Bindings</h2>
-        <ErrorMessage error={bindings.error} />
-        {bindings.items.length === 0 && !bindings.loading && !bindings.error && (
-          <p>No tools bound yet: bind one below.</p>
-        )}
-        {bindings.items.length > 0 && (
+        <PagedList list={bindings} empty="No tools bound yet: bind one below.">
           <div className="table-wrap">
             <table className="bindings">
               <thead>
@@ -315,8 +263,7 @@ export function ExposureView({ id }: { id: string }) {
               </tbody>
             </table>
           </div>
-        )}
-        <LoadMore hasMore={bindings.hasMore} loading={bindings.loading} onClick={bindings.loadMore} />
+        </PagedList>
         <BindTool
           aeiPath={base}
           bound={bindings.items.map((binding) => binding.adi_id)}
@@ -358,23 +305,15 @@ function BindingRow({ path, initial, onChanged }: { path: string; initial: Bindi
   const [binding, setBinding] = useState(initial);
   const [name, setName] = useState(initial.tool_name);
   const [description, setDescription] = useState(initial.tool_description ?? '');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  const patch = async (body: UpdateBindingBody) => {
-    setBusy(true);
-    try {
+  const { busy, error, run } = useAction();
+  const patch = (body: UpdateBindingBody) =>
+    run(async () => {
       const updated = await api<Binding>('PATCH', path, { body });
       setBinding(updated);
       setName(updated.tool_name);
       setDescription(updated.tool_description ?? '');
-      setError(null);
       onChanged();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const saveName = (event: FormEvent) => {
     event.preventDefault();
     // An empty name goes back to the tool's own name.
@@ -494,21 +433,13 @@ function SchemaOverride({
 function KeyRotation({ path, onRotated }: { path: string; onRotated: () => void }) {
   const [confirming, setConfirming] = useState(false);
   const [rotated, setRotated] = useState<AeiWithKey | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  const rotate = async () => {
-    setBusy(true);
-    try {
+  const { busy, error, run } = useAction();
+  const rotate = () =>
+    run(async () => {
       setRotated(await api<AeiWithKey>('POST', path));
-      setError(null);
       setConfirming(false);
       onRotated();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <section className="card">
       <h2>API key</h2>
@@ -538,24 +469,12 @@ function KeyRotation({ path, onRotated }: { path: string; onRotated: () => void 
 function NewKey({ aei, onHide }: { aei: AeiWithKey; onHide: () => void }) {
   const configs = aei.client_configs;
   return (
-    <div className="new-key" data-testid="new-key">
-      <Notice>The new key is shown this once only: store it now.</Notice>
+    <ShownOnce testId="new-key" notice="The new key is shown this once only: store it now." onHide={onHide}>
       <CopyBlock label="API key" text={aei.api_key} />
       <CopyBlock label="MCP URL" text={aei.mcp_url} />
       <CopyBlock label="MCP URL (key in the Authorization header)" text={aei.mcp_url_header} />
       <h3>Client configs</h3>
-      <CopyBlock
-        label={`Claude Desktop (${configs.claude_desktop.file})`}
-        text={JSON.stringify(configs.claude_desktop.config, null, 2)}
-      />
-      <CopyBlock
-        label={`VS Code (${configs.vscode.file})`}
-        text={JSON.stringify(configs.vscode.config, null, 2)}
-      />
-      <CopyBlock
-        label={`Cursor (${configs.cursor.file})`}
-        text={JSON.stringify(configs.cursor.config, null, 2)}
-      />
+      <ClientFileBlocks configs={configs} />
       <CopyBlock label="MCP Inspector" text={configs.mcp_inspector.command} />
       {aei.stdio_configs && (
         <details>
@@ -572,9 +491,6 @@ function NewKey({ aei, onHide }: { aei: AeiWithKey; onHide: () => void }) {
           <CopyBlock label="Cursor (stdio)" text={JSON.stringify(aei.stdio_configs.cursor.config, null, 2)} />
         </details>
       )}
-      <button type="button" className="secondary" onClick={onHide}>
-        I stored it: hide the key
-      </button>
-    </div>
+    </ShownOnce>
   );
 }

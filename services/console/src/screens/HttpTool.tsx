@@ -8,10 +8,11 @@
 import { useMemo, useState, type FormEvent } from 'react';
 import type { Adi, CreateHttpAdiBody, HttpMethod, HttpParamLocation, Secret } from '@bindery/contracts';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
+import { CheckField, SelectField, TextField } from '../forms.tsx';
 import { checkJson, JsonText, pretty } from '../json-text.tsx';
 import { listAll } from '../lists.ts';
-import { ErrorMessage, Notice, Opener, useLoad } from '../ui.tsx';
+import { ErrorMessage, Opener, useAction, useLoad } from '../ui.tsx';
+import { CreateToolActions, ToolNameFields } from './ToolForms.tsx';
 import './editing.css';
 import './tool-kinds.css';
 
@@ -105,9 +106,8 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
   const [resultPath, setResultPath] = useState('');
   const [ownSchema, setOwnSchema] = useState(false);
   const [schemaText, setSchemaText] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, setError, run } = useAction();
   const [created, setCreated] = useState<Adi | null>(null);
-  const [busy, setBusy] = useState(false);
   const secretNames = (secrets.data?.items ?? []).map((secret) => secret.name);
   const derived = useMemo(() => derivedSchema(params), [params]);
   const schemaChecked = useMemo(
@@ -196,57 +196,25 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
     const request = body();
     setCreated(null);
     if (typeof request === 'string') return setError(new Error(request));
-    setBusy(true);
-    try {
+    await run(async () => {
       const adi = await api<Adi>('POST', '/api/v2/adis', { body: request });
-      setError(null);
       setCreated(adi);
       onCreated(adi);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
     <form className="form-grid tool-form" onSubmit={(event) => void submit(event)} aria-label="New HTTP tool">
-      <Field label="Tool name" optional hint="Letters, digits, _ . and -; empty: http_… is chosen for you.">
-        {(id, hint) => (
-          <input
-            id={id}
-            aria-describedby={hint}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            placeholder="get_weather"
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
-      <Field label="Description" optional hint="What an agent reads to decide when to call it.">
-        {(id, hint) => (
-          <textarea
-            id={id}
-            aria-describedby={hint}
-            value={description}
-            rows={2}
-            onChange={(event) => setDescription(event.target.value)}
-          />
-        )}
-      </Field>
-      <Field label="Method">
-        {(id) => (
-          <select id={id} value={method} onChange={(event) => setMethod(event.target.value as HttpMethod)}>
-            {METHODS.map((item) => (
-              <option key={item} value={item}>
-                {item}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field
+      <ToolNameFields
+        kind="http"
+        placeholder="get_weather"
+        name={name}
+        onName={setName}
+        description={description}
+        onDescription={setDescription}
+      />
+      <SelectField label="Method" value={method} onChange={setMethod} options={METHODS} />
+      <TextField
         label="URL template"
         hint={
           <>
@@ -254,21 +222,12 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
             <code>{'https://api.example.com/users/{id}'}</code>.
           </>
         }
-      >
-        {(id, hint) => (
-          <input
-            id={id}
-            aria-describedby={hint}
-            value={url}
-            onChange={(event) => setUrl(event.target.value)}
-            placeholder="https://api.example.com/users/{id}"
-            spellCheck={false}
-            autoComplete="off"
-            inputMode="url"
-            required
-          />
-        )}
-      </Field>
+        value={url}
+        onChange={setUrl}
+        placeholder="https://api.example.com/users/{id}"
+        inputMode="url"
+        required
+      />
 
       <fieldset className="tool-group">
         <legend>Arguments</legend>
@@ -278,83 +237,44 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
         <div className="row-editor">
           {params.map((row, index) => (
             <div className="row-item" key={row.key} role="group" aria-label={`Argument ${index + 1}`}>
-              <Field label="Name">
-                {(id) => (
-                  <input
-                    id={id}
-                    value={row.name}
-                    onChange={(event) => changeParam(row.key, { name: event.target.value })}
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
-              <Field label="Goes in">
-                {(id) => (
-                  <select
-                    id={id}
-                    value={row.in}
-                    onChange={(event) =>
-                      changeParam(row.key, { in: event.target.value as HttpParamLocation })
-                    }
-                  >
-                    {LOCATIONS.map((location) => (
-                      <option key={location} value={location}>
-                        {location}
-                      </option>
-                    ))}
-                  </select>
-                )}
-              </Field>
-              <Field label="Type">
-                {(id) => (
-                  <select
-                    id={id}
-                    value={row.type}
-                    onChange={(event) => changeParam(row.key, { type: event.target.value as ParamType })}
-                  >
-                    {TYPES.map((type) => (
-                      <option key={type} value={type}>
-                        {type}
-                      </option>
-                    ))}
-                  </select>
-                )}
-              </Field>
-              <Field
+              <TextField
+                label="Name"
+                value={row.name}
+                onChange={(value) => changeParam(row.key, { name: value })}
+              />
+              <SelectField
+                label="Goes in"
+                value={row.in}
+                onChange={(value) => changeParam(row.key, { in: value })}
+                options={LOCATIONS}
+              />
+              <SelectField
+                label="Type"
+                value={row.type}
+                onChange={(value) => changeParam(row.key, { type: value })}
+                options={TYPES}
+              />
+              <TextField
                 label="Name on the wire"
                 optional
                 hint={row.in === 'body' ? 'Empty: the argument is the whole JSON body.' : 'Empty: its name.'}
+                value={row.wire}
+                onChange={(value) => changeParam(row.key, { wire: value })}
+              />
+              <TextField
+                label="Description"
+                optional
+                value={row.description}
+                onChange={(value) => changeParam(row.key, { description: value })}
+                literal={false}
+              />
+              <CheckField
+                checked={row.in === 'path' || row.required}
+                disabled={row.in === 'path'}
+                onChange={(checked) => changeParam(row.key, { required: checked })}
               >
-                {(id, hint) => (
-                  <input
-                    id={id}
-                    aria-describedby={hint}
-                    value={row.wire}
-                    onChange={(event) => changeParam(row.key, { wire: event.target.value })}
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
-              <Field label="Description" optional>
-                {(id) => (
-                  <input
-                    id={id}
-                    value={row.description}
-                    onChange={(event) => changeParam(row.key, { description: event.target.value })}
-                  />
-                )}
-              </Field>
-              <label className="check">
-                <input
-                  type="checkbox"
-                  checked={row.in === 'path' || row.required}
-                  disabled={row.in === 'path'}
-                  onChange={(event) => changeParam(row.key, { required: event.target.checked })}
-                />
                 Required
-              </label>
+              </CheckField>
               <button
                 type="button"
                 className="secondary small"
@@ -387,30 +307,18 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
         <div className="row-editor">
           {headers.map((row, index) => (
             <div className="row-item" key={row.key} role="group" aria-label={`Header ${index + 1}`}>
-              <Field label="Header name">
-                {(id) => (
-                  <input
-                    id={id}
-                    value={row.name}
-                    onChange={(event) => changeHeader(row.key, { name: event.target.value })}
-                    placeholder="Accept"
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
-              <Field label="Value">
-                {(id) => (
-                  <input
-                    id={id}
-                    value={row.value}
-                    onChange={(event) => changeHeader(row.key, { value: event.target.value })}
-                    placeholder="application/json"
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
+              <TextField
+                label="Header name"
+                value={row.name}
+                onChange={(value) => changeHeader(row.key, { name: value })}
+                placeholder="Accept"
+              />
+              <TextField
+                label="Value"
+                value={row.value}
+                onChange={(value) => changeHeader(row.key, { value })}
+                placeholder="application/json"
+              />
               <button
                 type="button"
                 className="secondary small"
@@ -422,46 +330,25 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
           ))}
           {secretHeaders.map((row, index) => (
             <div className="row-item" key={row.key} role="group" aria-label={`Secret header ${index + 1}`}>
-              <Field label="Header name">
-                {(id) => (
-                  <input
-                    id={id}
-                    value={row.name}
-                    onChange={(event) => changeSecretHeader(row.key, { name: event.target.value })}
-                    placeholder="Authorization"
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
-              <Field label="Before the secret" optional>
-                {(id) => (
-                  <input
-                    id={id}
-                    value={row.prefix}
-                    onChange={(event) => changeSecretHeader(row.key, { prefix: event.target.value })}
-                    placeholder="Bearer "
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
-              <Field label="Secret">
-                {(id) => (
-                  <select
-                    id={id}
-                    value={row.secret}
-                    onChange={(event) => changeSecretHeader(row.key, { secret: event.target.value })}
-                  >
-                    <option value="">(choose)</option>
-                    {secretNames.map((secret) => (
-                      <option key={secret} value={secret}>
-                        {secret}
-                      </option>
-                    ))}
-                  </select>
-                )}
-              </Field>
+              <TextField
+                label="Header name"
+                value={row.name}
+                onChange={(value) => changeSecretHeader(row.key, { name: value })}
+                placeholder="Authorization"
+              />
+              <TextField
+                label="Before the secret"
+                optional
+                value={row.prefix}
+                onChange={(value) => changeSecretHeader(row.key, { prefix: value })}
+                placeholder="Bearer "
+              />
+              <SelectField
+                label="Secret"
+                value={row.secret}
+                onChange={(value) => changeSecretHeader(row.key, { secret: value })}
+                options={[{ value: '', label: '(choose)' }, ...secretNames]}
+              />
               <button
                 type="button"
                 className="secondary small"
@@ -502,62 +389,40 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
 
       <fieldset className="tool-group">
         <legend>Answer</legend>
-        <Field
+        <TextField
           label="Timeout (ms)"
           optional
           hint={`The whole call, 100 to 60000; default ${DEFAULT_TIMEOUT_MS}.`}
-        >
-          {(id, hint) => (
-            <input
-              id={id}
-              aria-describedby={hint}
-              inputMode="numeric"
-              value={timeout}
-              onChange={(event) => setTimeoutText(event.target.value)}
-              placeholder={String(DEFAULT_TIMEOUT_MS)}
-            />
-          )}
-        </Field>
-        <Field
+          inputMode="numeric"
+          value={timeout}
+          onChange={setTimeoutText}
+          placeholder={String(DEFAULT_TIMEOUT_MS)}
+          literal={false}
+        />
+        <TextField
           label="Largest answer (bytes)"
           optional
           hint={`Default ${DEFAULT_RESPONSE_BYTES} (1 MiB), at most 10 MiB.`}
-        >
-          {(id, hint) => (
-            <input
-              id={id}
-              aria-describedby={hint}
-              inputMode="numeric"
-              value={maxBytes}
-              onChange={(event) => setMaxBytes(event.target.value)}
-              placeholder={String(DEFAULT_RESPONSE_BYTES)}
-            />
-          )}
-        </Field>
-        <Field label="JMESPath on the answer" optional hint="Keeps part of a JSON answer, e.g. items[].name.">
-          {(id, hint) => (
-            <input
-              id={id}
-              aria-describedby={hint}
-              value={resultPath}
-              onChange={(event) => setResultPath(event.target.value)}
-              spellCheck={false}
-              autoComplete="off"
-            />
-          )}
-        </Field>
+          inputMode="numeric"
+          value={maxBytes}
+          onChange={setMaxBytes}
+          placeholder={String(DEFAULT_RESPONSE_BYTES)}
+          literal={false}
+        />
+        <TextField
+          label="JMESPath on the answer"
+          optional
+          hint="Keeps part of a JSON answer, e.g. items[].name."
+          value={resultPath}
+          onChange={setResultPath}
+        />
       </fieldset>
 
       <fieldset className="tool-group">
         <legend>Input schema</legend>
-        <label className="check">
-          <input
-            type="checkbox"
-            checked={ownSchema}
-            onChange={(event) => toggleOwnSchema(event.target.checked)}
-          />
+        <CheckField checked={ownSchema} onChange={toggleOwnSchema}>
           Write the input schema myself (it must match the arguments)
-        </label>
+        </CheckField>
         {ownSchema ? (
           <JsonText
             label="Input schema (JSON Schema)"
@@ -575,20 +440,7 @@ function HttpToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void; o
         )}
       </fieldset>
 
-      <ErrorMessage error={error} />
-      {created && (
-        <Notice>
-          Created <code>{created.name}</code>: bind it to an exposure from the exposure’s page.
-        </Notice>
-      )}
-      <div className="actions">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Creating…' : 'Create tool'}
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
+      <CreateToolActions error={error} created={created} busy={busy} onClose={onClose} />
     </form>
   );
 }

@@ -4,13 +4,21 @@
  * `dry_run: true`: what would be added, changed and removed; "Import" does it. Every refusal (a bad
  * document, an unreachable or refused URL) shows the server's message.
  */
-import { useId, useState, type ChangeEvent, type FormEvent } from 'react';
+import { useState, type ChangeEvent, type FormEvent } from 'react';
 import type { HttpMethod, OpenApiImportBody, OpenApiImportResult, Project } from '@bindery/contracts';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
+import {
+  CheckField,
+  Field,
+  namedOptions,
+  RadioChoice,
+  SelectField,
+  TextAreaField,
+  TextField,
+} from '../forms.tsx';
 import { listAll } from '../lists.ts';
 import { Link } from '../router.tsx';
-import { ErrorMessage, Notice, useLoad } from '../ui.tsx';
+import { ErrorMessage, Notice, useAction, useLoad } from '../ui.tsx';
 import './editing.css';
 import './sources.css';
 
@@ -39,9 +47,9 @@ export function OpenApiImport() {
   const [methods, setMethods] = useState<HttpMethod[]>([]);
   const [result, setResult] = useState<OpenApiImportResult | null>(null);
   const [resultOf, setResultOf] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState<'preview' | 'import' | null>(null);
-  const sourceName = useId();
+  const importing = useAction();
+  const [dryRunning, setDryRunning] = useState(true);
+  const busy = importing.busy ? (dryRunning ? 'preview' : 'import') : null;
 
   const body: OpenApiImportBody = {
     ...(source === 'text' ? { document: text } : { url: url.trim() }),
@@ -55,20 +63,12 @@ export function OpenApiImport() {
   const ready = source === 'text' ? text.trim() !== '' : url.trim() !== '';
 
   const run = async (dryRun: boolean) => {
-    setBusy(dryRun ? 'preview' : 'import');
-    try {
-      const answer = await api<OpenApiImportResult>('POST', '/api/v2/openapi-imports', {
-        body: { ...body, dry_run: dryRun },
-      });
-      setResult(answer);
-      setResultOf(bodyKey);
-      setError(null);
-    } catch (failure) {
-      setError(failure);
-      setResult(null);
-    } finally {
-      setBusy(null);
-    }
+    setDryRunning(dryRun);
+    const answer = await importing.run(() =>
+      api<OpenApiImportResult>('POST', '/api/v2/openapi-imports', { body: { ...body, dry_run: dryRun } }),
+    );
+    setResult(answer ?? null);
+    if (answer) setResultOf(bodyKey);
   };
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -100,29 +100,15 @@ export function OpenApiImport() {
         API into the same project again updates its tools in place.
       </p>
       <form className="card import-form" onSubmit={submit} aria-label="OpenAPI import">
-        <fieldset className="choice">
-          <legend>The document</legend>
-          <label className="inline">
-            <input
-              type="radio"
-              name={sourceName}
-              value="text"
-              checked={source === 'text'}
-              onChange={() => setSource('text')}
-            />
-            Paste it or load a file
-          </label>
-          <label className="inline">
-            <input
-              type="radio"
-              name={sourceName}
-              value="url"
-              checked={source === 'url'}
-              onChange={() => setSource('url')}
-            />
-            Fetch it from a URL
-          </label>
-        </fieldset>
+        <RadioChoice
+          legend="The document"
+          value={source}
+          onChange={setSource}
+          options={[
+            { value: 'text', label: 'Paste it or load a file' },
+            { value: 'url', label: 'Fetch it from a URL' },
+          ]}
+        />
         {source === 'text' ? (
           <div className="source-fields">
             <Field label="Load a file" optional hint="A .json, .yaml or .yml file, read in this browser.">
@@ -141,96 +127,57 @@ export function OpenApiImport() {
                 {fileNote}
               </p>
             )}
-            <Field label="OpenAPI document" hint="JSON or YAML text.">
-              {(id, hint) => (
-                <textarea
-                  id={id}
-                  aria-describedby={hint}
-                  className="mono document"
-                  value={text}
-                  rows={Math.min(20, Math.max(8, text.split('\n').length + 1))}
-                  onChange={(event) => setText(event.target.value)}
-                  spellCheck={false}
-                  autoCapitalize="off"
-                  autoComplete="off"
-                />
-              )}
-            </Field>
+            <TextAreaField
+              label="OpenAPI document"
+              hint="JSON or YAML text."
+              className="mono document"
+              value={text}
+              rows={Math.min(20, Math.max(8, text.split('\n').length + 1))}
+              onChange={setText}
+              autoCapitalize="off"
+            />
           </div>
         ) : (
-          <Field
+          <TextField
             label="Document URL"
             hint="The control plane fetches it (http or https), through the same outgoing-request guard as tools."
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                type="url"
-                aria-describedby={hint}
-                value={url}
-                onChange={(event) => setUrl(event.target.value)}
-                maxLength={2048}
-                placeholder="https://api.example.com/openapi.json"
-                spellCheck={false}
-                autoComplete="off"
-              />
-            )}
-          </Field>
+            type="url"
+            value={url}
+            onChange={setUrl}
+            maxLength={2048}
+            placeholder="https://api.example.com/openapi.json"
+          />
         )}
         <div className="form-grid">
-          <Field label="Project" hint="The tools go into it; a re-import into the same project updates them.">
-            {(id, hint) => (
-              <select
-                id={id}
-                aria-describedby={hint}
-                value={projectId}
-                onChange={(event) => setProjectId(event.target.value)}
-              >
-                <option value="">No project</option>
-                {projects.data?.items.map((project) => (
-                  <option key={project.id} value={project.id}>
-                    {project.name}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <SelectField
+            label="Project"
+            hint="The tools go into it; a re-import into the same project updates them."
+            value={projectId}
+            onChange={setProjectId}
+            options={[{ value: '', label: 'No project' }, ...namedOptions(projects.data?.items ?? [])]}
+          />
           <ErrorMessage error={projects.error} />
-          <Field
+          <TextField
             label="Base URL"
             optional
             hint="The API’s absolute base URL; replaces the document’s servers."
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                type="url"
-                aria-describedby={hint}
-                value={baseUrl}
-                onChange={(event) => setBaseUrl(event.target.value)}
-                maxLength={2048}
-                placeholder="https://api.example.com/v1"
-                spellCheck={false}
-                autoComplete="off"
-              />
-            )}
-          </Field>
+            type="url"
+            value={baseUrl}
+            onChange={setBaseUrl}
+            maxLength={2048}
+            placeholder="https://api.example.com/v1"
+          />
           <details className="filters">
             <summary>Filters: only some operations</summary>
             <div className="form-grid">
-              <Field label="Tags" optional hint="Only operations with one of these tags, comma separated.">
-                {(id, hint) => (
-                  <input
-                    id={id}
-                    aria-describedby={hint}
-                    value={tags}
-                    onChange={(event) => setTags(event.target.value)}
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
-              <Field
+              <TextField
+                label="Tags"
+                optional
+                hint="Only operations with one of these tags, comma separated."
+                value={tags}
+                onChange={setTags}
+              />
+              <TextField
                 label="Path globs"
                 optional
                 hint={
@@ -239,35 +186,26 @@ export function OpenApiImport() {
                     <code>**</code> any, such as <code>/pets/**</code>.
                   </>
                 }
-              >
-                {(id, hint) => (
-                  <input
-                    id={id}
-                    aria-describedby={hint}
-                    value={paths}
-                    onChange={(event) => setPaths(event.target.value)}
-                    spellCheck={false}
-                    autoComplete="off"
-                  />
-                )}
-              </Field>
+                value={paths}
+                onChange={setPaths}
+              />
               <fieldset className="choice methods">
                 <legend>Methods (none ticked: all)</legend>
                 {METHODS.map((method) => (
-                  <label key={method} className="inline">
-                    <input
-                      type="checkbox"
-                      checked={methods.includes(method)}
-                      onChange={(event) => toggleMethod(method, event.target.checked)}
-                    />
+                  <CheckField
+                    key={method}
+                    className="inline"
+                    checked={methods.includes(method)}
+                    onChange={(on) => toggleMethod(method, on)}
+                  >
                     {method}
-                  </label>
+                  </CheckField>
                 ))}
               </fieldset>
             </div>
           </details>
         </div>
-        <ErrorMessage error={error} />
+        <ErrorMessage error={importing.error} />
         <div className="actions">
           <button type="submit" disabled={busy !== null || !ready}>
             {busy === 'preview' ? 'Previewing…' : 'Preview'}

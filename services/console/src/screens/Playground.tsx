@@ -9,11 +9,11 @@ import { useEffect, useState, type FormEvent } from 'react';
 import type { Aei, AuditEvent, PlaygroundKey } from '@bindery/contracts';
 import { PLAYGROUND_CALLER } from '@bindery/contracts/entries';
 import { api, withQuery, type Page } from '../api.ts';
-import { Field } from '../forms.tsx';
+import { SelectField, TextField } from '../forms.tsx';
 import { listAll } from '../lists.ts';
 import { Link } from '../router.tsx';
 import { ArgumentsEditor, useArguments } from '../schema-form.tsx';
-import { ErrorMessage, JsonTree, Notice, useLoad } from '../ui.tsx';
+import { ErrorMessage, JsonTree, Notice, useAction, useLoad } from '../ui.tsx';
 import type * as Mcp from '../mcp-session.ts';
 import './editing.css';
 
@@ -45,17 +45,15 @@ export function Playground() {
       )}
       {items.length > 0 && (
         <div className="form-row">
-          <Field label="Exposure">
-            {(id) => (
-              <select id={id} value={chosen} onChange={(event) => setAeiId(event.target.value)}>
-                {items.map((aei) => (
-                  <option key={aei.id} value={aei.id}>
-                    {`${aei.name} (${aei.exposure_mode}${aei.status === 'disabled' ? ', disabled' : ''})`}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <SelectField
+            label="Exposure"
+            value={chosen}
+            onChange={setAeiId}
+            options={items.map((aei) => ({
+              value: aei.id,
+              label: `${aei.name} (${aei.exposure_mode}${aei.status === 'disabled' ? ', disabled' : ''})`,
+            }))}
+          />
         </div>
       )}
       {chosen !== '' && <Connected key={chosen} aeiId={chosen} />}
@@ -137,17 +135,12 @@ function ToolsPanel({ aeiId, client, tools }: { aeiId: string; client: Mcp.Clien
       ) : (
         <>
           <div className="form-row">
-            <Field label="Tool">
-              {(id) => (
-                <select id={id} value={name} onChange={(event) => setName(event.target.value)}>
-                  {tools.map((item) => (
-                    <option key={item.name} value={item.name}>
-                      {item.name}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
+            <SelectField
+              label="Tool"
+              value={name}
+              onChange={setName}
+              options={tools.map((item) => item.name)}
+            />
           </div>
           {tool && <ToolRunner key={tool.name} aeiId={aeiId} client={client} tool={tool} />}
         </>
@@ -183,32 +176,24 @@ function ToolRunner({ aeiId, client, tool }: { aeiId: string; client: Mcp.Client
   const args = useArguments(tool.inputSchema);
   const [run, setRun] = useState<Run | null>(null);
   const [audit, setAudit] = useState<{ row: AuditEvent | null; error: unknown } | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
+  const { busy, error } = action;
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     if (!args.checked.ok) return;
-    setBusy(true);
+    const checked = args.checked.value as Record<string, unknown>;
     setRun(null);
     setAudit(null);
     const startedAt = Date.now();
     const started = performance.now();
-    try {
-      const result = (await client.callTool({
-        name: tool.name,
-        arguments: args.checked.value as Record<string, unknown>,
-      })) as Mcp.CallToolResult;
+    await action.run(async () => {
+      const result = (await client.callTool({ name: tool.name, arguments: checked })) as Mcp.CallToolResult;
       setRun({ result, durationMs: performance.now() - started, startedAt });
-      setError(null);
       auditRowOf(aeiId, tool.name, startedAt).then(
         (row) => setAudit({ row, error: null }),
         (failure: unknown) => setAudit({ row: null, error: failure }),
       );
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <form onSubmit={(event) => void submit(event)} aria-label={`Run ${tool.name}`} className="runner">
@@ -306,15 +291,8 @@ function RunResult({ run }: { run: Run }) {
 
 function ResourcesPanel({ client, resources }: { client: Mcp.Client; resources: Mcp.Resource[] }) {
   const [read, setRead] = useState<{ uri: string; answer: Mcp.ReadResourceResult } | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const open = async (uri: string) => {
-    try {
-      setRead({ uri, answer: await client.readResource({ uri }) });
-      setError(null);
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+  const { error, run } = useAction();
+  const open = (uri: string) => run(async () => setRead({ uri, answer: await client.readResource({ uri }) }));
   return (
     <section className="card" aria-labelledby="playground-resources">
       <h2 id="playground-resources">Resources</h2>
@@ -357,62 +335,39 @@ function PromptsPanel({ client, prompts }: { client: Mcp.Client; prompts: Mcp.Pr
   const [name, setName] = useState(prompts[0]?.name ?? '');
   const [values, setValues] = useState<Record<string, string>>({});
   const [answer, setAnswer] = useState<Mcp.GetPromptResult | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
   const prompt = prompts.find((item) => item.name === name);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     const args = Object.fromEntries(Object.entries(values).filter(([, value]) => value !== ''));
-    try {
-      setAnswer(await client.getPrompt({ name, arguments: args }));
-      setError(null);
-    } catch (failure) {
-      setAnswer(null);
-      setError(failure);
-    }
+    setAnswer((await run(() => client.getPrompt({ name, arguments: args }))) ?? null);
   };
   return (
     <section className="card" aria-labelledby="playground-prompts">
       <h2 id="playground-prompts">Prompts</h2>
       <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="Get a prompt">
-        <Field label="Prompt">
-          {(id) => (
-            <select
-              id={id}
-              value={name}
-              onChange={(event) => {
-                setName(event.target.value);
-                setValues({});
-                setAnswer(null);
-              }}
-            >
-              {prompts.map((item) => (
-                <option key={item.name} value={item.name}>
-                  {item.name}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Prompt"
+          value={name}
+          onChange={(value) => {
+            setName(value);
+            setValues({});
+            setAnswer(null);
+          }}
+          options={prompts.map((item) => item.name)}
+        />
         {prompt?.description && <p className="muted">{prompt.description}</p>}
         {prompt?.arguments?.map((argument) => (
-          <Field
+          <TextField
             key={argument.name}
             label={argument.name}
             optional={!argument.required}
             hint={argument.description}
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                aria-describedby={hint}
-                value={values[argument.name] ?? ''}
-                onChange={(event) =>
-                  setValues((previous) => ({ ...previous, [argument.name]: event.target.value }))
-                }
-                autoComplete="off"
-              />
-            )}
-          </Field>
+            value={values[argument.name] ?? ''}
+            onChange={(value) => setValues((previous) => ({ ...previous, [argument.name]: value }))}
+            literal={false}
+            autoComplete="off"
+          />
         ))}
         <div className="actions">
           <button type="submit">Get prompt</button>

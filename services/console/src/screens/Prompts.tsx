@@ -6,26 +6,22 @@
 import { useState, type FormEvent } from 'react';
 import type { CreatePromptBody, Prompt, PromptArgument, PromptMessage } from '@bindery/contracts';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
-import { ErrorMessage, LoadMore, Notice, usePaged } from '../ui.tsx';
+import { CheckField, SelectField, TextAreaField, TextField } from '../forms.tsx';
+import { ErrorMessage, LoadMore, Notice, useAction, usePaged } from '../ui.tsx';
 import './editing.css';
 
 export function Prompts({ aeiPath }: { aeiPath: string }) {
   const prompts = usePaged<Prompt>(`${aeiPath}/prompts`);
   /** The prompt being edited ('new' for a new one). */
   const [editing, setEditing] = useState<Prompt | 'new' | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
   const [notice, setNotice] = useState<string | null>(null);
-  const remove = async (prompt: Prompt) => {
-    try {
+  const remove = (prompt: Prompt) =>
+    run(async () => {
       await api('DELETE', `${aeiPath}/prompts/${encodeURIComponent(prompt.id)}`);
-      setError(null);
       setNotice(`Deleted ${prompt.name}.`);
       prompts.reload();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
   return (
     <section className="card" aria-labelledby="prompts">
       <h2 id="prompts">Prompts</h2>
@@ -134,65 +130,46 @@ function PromptForm({
   return (
     <form className="form-grid prompt-form" onSubmit={(event) => void submit(event)} aria-label={label}>
       <h3>{label}</h3>
-      <Field label="Prompt name" hint="Letters, digits, “_”, “.” and “-”; unique in this exposure.">
-        {(id, hint) => (
-          <input
-            id={id}
-            aria-describedby={hint}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            required
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
-      <Field label="Title" optional>
-        {(id) => <input id={id} value={title} onChange={(event) => setTitle(event.target.value)} />}
-      </Field>
-      <Field label="Description" optional>
-        {(id) => (
-          <textarea
-            id={id}
-            value={description}
-            rows={2}
-            onChange={(event) => setDescription(event.target.value)}
-          />
-        )}
-      </Field>
+      <TextField
+        label="Prompt name"
+        hint="Letters, digits, “_”, “.” and “-”; unique in this exposure."
+        value={name}
+        onChange={setName}
+        required
+      />
+      <TextField label="Title" optional value={title} onChange={setTitle} literal={false} />
+      <TextAreaField
+        label="Description"
+        optional
+        value={description}
+        rows={2}
+        onChange={setDescription}
+        literal={false}
+      />
       <fieldset>
         <legend>Arguments</legend>
         {args.length === 0 && <p className="muted">None.</p>}
         {args.map((arg, index) => (
           <div className="form-row" key={index}>
-            <Field label={`Argument ${index + 1} name`}>
-              {(id) => (
-                <input
-                  id={id}
-                  value={arg.name}
-                  onChange={(event) => setArg(index, { name: event.target.value })}
-                  spellCheck={false}
-                  autoComplete="off"
-                />
-              )}
-            </Field>
-            <Field label={`Argument ${index + 1} description`} optional>
-              {(id) => (
-                <input
-                  id={id}
-                  value={arg.description ?? ''}
-                  onChange={(event) => setArg(index, { description: event.target.value })}
-                />
-              )}
-            </Field>
-            <label className="switch">
-              <input
-                type="checkbox"
-                checked={arg.required ?? false}
-                onChange={(event) => setArg(index, { required: event.target.checked })}
-              />
+            <TextField
+              label={`Argument ${index + 1} name`}
+              value={arg.name}
+              onChange={(value) => setArg(index, { name: value })}
+            />
+            <TextField
+              label={`Argument ${index + 1} description`}
+              optional
+              value={arg.description ?? ''}
+              onChange={(value) => setArg(index, { description: value })}
+              literal={false}
+            />
+            <CheckField
+              className="switch"
+              checked={arg.required ?? false}
+              onChange={(checked) => setArg(index, { required: checked })}
+            >
               <span>Required</span>
-            </label>
+            </CheckField>
             <button
               type="button"
               className="secondary small"
@@ -214,31 +191,20 @@ function PromptForm({
         <legend>Messages</legend>
         {messages.map((message, index) => (
           <div className="prompt-message" key={index}>
-            <Field label={`Message ${index + 1} role`}>
-              {(id) => (
-                <select
-                  id={id}
-                  value={message.role}
-                  onChange={(event) =>
-                    setMessage(index, { role: event.target.value as PromptMessage['role'] })
-                  }
-                >
-                  <option value="user">user</option>
-                  <option value="assistant">assistant</option>
-                </select>
-              )}
-            </Field>
-            <Field label={`Message ${index + 1} text`} hint="{{name}} is replaced by the argument’s value.">
-              {(id, hint) => (
-                <textarea
-                  id={id}
-                  aria-describedby={hint}
-                  value={message.text}
-                  rows={3}
-                  onChange={(event) => setMessage(index, { text: event.target.value })}
-                />
-              )}
-            </Field>
+            <SelectField<PromptMessage['role']>
+              label={`Message ${index + 1} role`}
+              value={message.role}
+              onChange={(role) => setMessage(index, { role })}
+              options={['user', 'assistant']}
+            />
+            <TextAreaField
+              label={`Message ${index + 1} text`}
+              hint="{{name}} is replaced by the argument’s value."
+              value={message.text}
+              rows={3}
+              onChange={(text) => setMessage(index, { text })}
+              literal={false}
+            />
             {messages.length > 1 && (
               <button
                 type="button"

@@ -7,9 +7,16 @@ import { useState, type FormEvent } from 'react';
 import type { Adi, Binding, CreateContextAdiBody, TableSummary } from '@bindery/contracts';
 import { OPERATION_TYPES, type OperationType } from '@bindery/contracts/operations';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
+import {
+  JsonPathField,
+  namedOptions,
+  SelectField,
+  SubmitAndClose,
+  TextAreaField,
+  TextField,
+} from '../forms.tsx';
 import { listAll } from '../lists.ts';
-import { ErrorMessage, Notice, Opener, useLoad } from '../ui.tsx';
+import { ErrorMessage, Notice, Opener, useAction, useLoad } from '../ui.tsx';
 import './editing.css';
 
 /** "id, name" → ["id", "name"]: the preview keys, in order, without blanks. */
@@ -41,9 +48,8 @@ function ContextToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [previewKeys, setPreviewKeys] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const [created, setCreated] = useState<Adi | null>(null);
-  const [busy, setBusy] = useState(false);
   const table = tableId || tables.data?.items[0]?.id || '';
 
   const submit = async (event: FormEvent) => {
@@ -58,20 +64,14 @@ function ContextToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void
       ...(description.trim() !== '' && { description: description.trim() }),
       ...(operation === 'preview' && keys.length > 0 && { config: { preview_keys: keys } }),
     };
-    setBusy(true);
     setCreated(null);
-    try {
+    await run(async () => {
       const adi = await api<Adi>('POST', '/api/v2/adis', { body });
-      setError(null);
       setCreated(adi);
       setName('');
       setDescription('');
       onCreated(adi);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   if (tables.data && tables.data.items.length === 0) {
@@ -80,99 +80,40 @@ function ContextToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void
   return (
     <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="New context tool">
       <ErrorMessage error={tables.error} />
-      <Field label="Table">
-        {(id) => (
-          <select id={id} value={table} onChange={(event) => setTableId(event.target.value)} required>
-            {tables.data?.items.map((item) => (
-              <option key={item.id} value={item.id}>
-                {item.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field label="Operation">
-        {(id) => (
-          <select
-            id={id}
-            value={operation}
-            onChange={(event) => setOperation(event.target.value as OperationType)}
-          >
-            {OPERATION_TYPES.map((op) => (
-              <option key={op} value={op}>
-                {op}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field
-        label="JSON path"
-        hint="A JSON Pointer into the table’s data, such as /customers; empty for all of it."
-      >
-        {(id, hint) => (
-          <input
-            id={id}
-            aria-describedby={hint}
-            value={jsonPath}
-            onChange={(event) => setJsonPath(event.target.value)}
-            placeholder="/customers"
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
+      <SelectField
+        label="Table"
+        value={table}
+        onChange={setTableId}
+        options={namedOptions(tables.data?.items ?? [])}
+        required
+      />
+      <SelectField label="Operation" value={operation} onChange={setOperation} options={OPERATION_TYPES} />
+      <JsonPathField value={jsonPath} onChange={setJsonPath} />
       {operation === 'preview' && (
-        <Field label="Preview keys" hint="The keys kept on each item, comma separated; empty keeps them all.">
-          {(id, hint) => (
-            <input
-              id={id}
-              aria-describedby={hint}
-              value={previewKeys}
-              onChange={(event) => setPreviewKeys(event.target.value)}
-              placeholder="id, name"
-              spellCheck={false}
-              autoComplete="off"
-            />
-          )}
-        </Field>
+        <TextField
+          label="Preview keys"
+          hint="The keys kept on each item, comma separated; empty keeps them all."
+          value={previewKeys}
+          onChange={setPreviewKeys}
+          placeholder="id, name"
+        />
       )}
-      <Field label="Tool name" optional>
-        {(id) => (
-          <input
-            id={id}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            placeholder={`${operation}_…`}
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
-      <Field label="Description" optional>
-        {(id) => (
-          <textarea
-            id={id}
-            value={description}
-            rows={2}
-            onChange={(event) => setDescription(event.target.value)}
-          />
-        )}
-      </Field>
-      <ErrorMessage error={error} />
-      {created && (
-        <Notice>
-          Created <code>{created.name}</code>: bind it to an exposure from the exposure’s page.
-        </Notice>
-      )}
-      <div className="actions">
-        <button type="submit" disabled={busy || table === ''}>
-          {busy ? 'Creating…' : 'Create tool'}
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
+      <TextField label="Tool name" optional value={name} onChange={setName} placeholder={`${operation}_…`} />
+      <TextAreaField
+        label="Description"
+        optional
+        value={description}
+        onChange={setDescription}
+        rows={2}
+        literal={false}
+      />
+      <CreateToolActions
+        error={error}
+        created={created}
+        busy={busy}
+        disabled={busy || table === ''}
+        onClose={onClose}
+      />
     </form>
   );
 }
@@ -218,30 +159,23 @@ function BindToolForm({
   const adis = useLoad(() => listAll<Adi>('/api/v2/adis'), []);
   const [adiId, setAdiId] = useState('');
   const [toolName, setToolName] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, run } = useAction();
   const [done, setDone] = useState<Binding | null>(null);
-  const [busy, setBusy] = useState(false);
   const items = adis.data?.items ?? [];
   const chosen = adiId || items.find((adi) => !bound.includes(adi.id))?.id || items[0]?.id || '';
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
     setDone(null);
-    try {
+    await run(async () => {
       const binding = await api<Binding>('POST', `${aeiPath}/bindings`, {
         body: { adi_id: chosen, ...(toolName.trim() !== '' && { tool_name: toolName.trim() }) },
       });
-      setError(null);
       setDone(binding);
       setToolName('');
       setAdiId('');
       onBound(binding);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   if (adis.data && items.length === 0) {
@@ -250,43 +184,107 @@ function BindToolForm({
   return (
     <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="Bind a tool">
       <ErrorMessage error={adis.error} />
-      <Field label="Tool">
-        {(id) => (
-          <select id={id} value={chosen} onChange={(event) => setAdiId(event.target.value)}>
-            {items.map((adi) => (
-              <option key={adi.id} value={adi.id}>
-                {`${toolLabel(adi)}${bound.includes(adi.id) ? ' (bound here)' : ''}`}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field label="Tool name in this exposure" optional hint="Empty: the tool’s own name.">
-        {(id, hint) => (
-          <input
-            id={id}
-            aria-describedby={hint}
-            value={toolName}
-            onChange={(event) => setToolName(event.target.value)}
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
+      <SelectField
+        label="Tool"
+        value={chosen}
+        onChange={setAdiId}
+        options={items.map((adi) => ({
+          value: adi.id,
+          label: `${toolLabel(adi)}${bound.includes(adi.id) ? ' (bound here)' : ''}`,
+        }))}
+      />
+      <TextField
+        label="Tool name in this exposure"
+        optional
+        hint="Empty: the tool’s own name."
+        value={toolName}
+        onChange={setToolName}
+      />
       <ErrorMessage error={error} />
       {done && (
         <Notice>
           Bound as <code>{done.tool_name}</code>.
         </Notice>
       )}
-      <div className="actions">
-        <button type="submit" disabled={busy || chosen === ''}>
-          {busy ? 'Binding…' : 'Bind'}
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
+      <SubmitAndClose
+        label="Bind"
+        busyLabel="Binding…"
+        busy={busy}
+        disabled={busy || chosen === ''}
+        onClose={onClose}
+      />
     </form>
+  );
+}
+
+/** The name and description every new tool has; `kind` names the default name's prefix. */
+export function ToolNameFields({
+  kind,
+  placeholder,
+  name,
+  onName,
+  description,
+  onDescription,
+}: {
+  kind: string;
+  placeholder: string;
+  name: string;
+  onName: (name: string) => void;
+  description: string;
+  onDescription: (description: string) => void;
+}) {
+  return (
+    <>
+      <TextField
+        label="Tool name"
+        optional
+        hint={`Letters, digits, _ . and -; empty: ${kind}_… is chosen for you.`}
+        value={name}
+        onChange={onName}
+        placeholder={placeholder}
+      />
+      <TextAreaField
+        label="Description"
+        optional
+        hint="What an agent reads to decide when to call it."
+        value={description}
+        onChange={onDescription}
+        rows={2}
+        literal={false}
+      />
+    </>
+  );
+}
+
+/** The end of a new tool's form: its refusal or what was created, "Create tool" and "Close". */
+export function CreateToolActions({
+  error,
+  created,
+  busy,
+  disabled = busy,
+  onClose,
+}: {
+  error: unknown;
+  created: Adi | null;
+  busy: boolean;
+  disabled?: boolean;
+  onClose: () => void;
+}) {
+  return (
+    <>
+      <ErrorMessage error={error} />
+      {created && (
+        <Notice>
+          Created <code>{created.name}</code>: bind it to an exposure from the exposure’s page.
+        </Notice>
+      )}
+      <SubmitAndClose
+        label="Create tool"
+        busyLabel="Creating…"
+        busy={busy}
+        disabled={disabled}
+        onClose={onClose}
+      />
+    </>
   );
 }

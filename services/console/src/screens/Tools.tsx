@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import type { Adi, AdiKind } from '@bindery/contracts';
-import { ErrorMessage, LoadMore, usePaged } from '../ui.tsx';
+import { PagedList, usePaged } from '../ui.tsx';
 import { NewCustomTool } from './CustomTool.tsx';
 import { NewHttpTool } from './HttpTool.tsx';
 import { Link } from '../router.tsx';
@@ -30,9 +30,7 @@ export function Tools() {
             </select>
           </label>
         </div>
-        <ErrorMessage error={adis.error} />
-        {adis.items.length === 0 && !adis.loading && !adis.error && <p>No tools of this kind.</p>}
-        {adis.items.length > 0 && (
+        <PagedList list={adis} empty="No tools of this kind.">
           <div className="table-wrap">
             <table>
               <thead>
@@ -68,8 +66,7 @@ export function Tools() {
               </tbody>
             </table>
           </div>
-        )}
-        <LoadMore hasMore={adis.hasMore} loading={adis.loading} onClick={adis.loadMore} />
+        </PagedList>
       </section>
       <p>
         More sources of tools: <Link to="/tools/import">import an OpenAPI document</Link> ·{' '}

@@ -7,9 +7,9 @@
 import { useEffect, useId, useState, type FormEvent } from 'react';
 import type { CreateUpstreamServerBody, UpstreamServer, UpstreamServerLogs } from '@bindery/contracts';
 import { api } from '../api.ts';
-import { Field } from '../forms.tsx';
+import { NameField, RadioChoice, SelectField, SubmitAndClose, TextAreaField, TextField } from '../forms.tsx';
 import { Link } from '../router.tsx';
-import { ErrorMessage, LoadMore, Notice, Opener, useLoad, usePaged } from '../ui.tsx';
+import { ErrorMessage, Notice, Opener, PagedList, useAction, useLoad, usePaged } from '../ui.tsx';
 import './editing.css';
 import './sources.css';
 
@@ -71,9 +71,7 @@ export function Upstreams() {
       </p>
       <section className="card" aria-labelledby="upstream-list">
         <h2 id="upstream-list">Your servers</h2>
-        <ErrorMessage error={servers.error} />
-        {servers.items.length === 0 && !servers.loading && !servers.error && <p>No upstream servers yet.</p>}
-        {servers.items.length > 0 && (
+        <PagedList list={servers} empty="No upstream servers yet.">
           <div className="table-wrap">
             <table className="stack upstreams">
               <thead>
@@ -117,8 +115,7 @@ export function Upstreams() {
               </tbody>
             </table>
           </div>
-        )}
-        <LoadMore hasMore={servers.hasMore} loading={servers.loading} onClick={servers.loadMore} />
+        </PagedList>
       </section>
       {chosen && (
         <ServerPanel
@@ -514,10 +511,8 @@ function NewServerForm({
   const [headers, setHeaders] = useState('');
   const [exposeTools, setExposeTools] = useState('');
   const [sessionMode, setSessionMode] = useState<'shared' | 'per_session'>('shared');
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const [created, setCreated] = useState<UpstreamServer | null>(null);
-  const transportName = useId();
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -547,92 +542,50 @@ function NewServerForm({
       setError(failure);
       return;
     }
-    setBusy(true);
     setCreated(null);
-    try {
+    await run(async () => {
       const server = await api<UpstreamServer>('POST', '/api/v2/upstream-servers', { body });
-      setError(null);
       setCreated(server);
       setName('');
       onCreated(server);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
     <form className="form-grid" onSubmit={(event) => void submit(event)} aria-label="New upstream server">
-      <fieldset className="choice">
-        <legend>Transport</legend>
-        <label className="inline">
-          <input
-            type="radio"
-            name={transportName}
-            value="stdio"
-            checked={transport === 'stdio'}
-            onChange={() => setTransport('stdio')}
-          />
-          stdio: a command the control plane runs
-        </label>
-        <label className="inline">
-          <input
-            type="radio"
-            name={transportName}
-            value="http"
-            checked={transport === 'http'}
-            onChange={() => setTransport('http')}
-          />
-          HTTP: a Streamable HTTP (or SSE) URL
-        </label>
-      </fieldset>
-      <Field label="Server name">
-        {(id) => (
-          <input
-            id={id}
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            required
-            maxLength={200}
-            autoComplete="off"
-          />
-        )}
-      </Field>
+      <RadioChoice
+        legend="Transport"
+        value={transport}
+        onChange={setTransport}
+        options={[
+          { value: 'stdio', label: 'stdio: a command the control plane runs' },
+          { value: 'http', label: 'HTTP: a Streamable HTTP (or SSE) URL' },
+        ]}
+      />
+      <NameField label="Server name" value={name} onChange={setName} />
       {transport === 'stdio' ? (
         <>
-          <Field
+          <TextField
             label="Command"
             hint="The executable; the operator allows commands with UPSTREAM_STDIO_COMMANDS."
-          >
-            {(id, hint) => (
-              <input
-                id={id}
-                aria-describedby={hint}
-                value={command}
-                onChange={(event) => setCommand(event.target.value)}
-                required
-                maxLength={1024}
-                placeholder="npx"
-                spellCheck={false}
-                autoComplete="off"
-              />
-            )}
-          </Field>
-          <Field label="Arguments" optional hint="One per line, as written (no shell quoting).">
-            {(id, hint) => (
-              <textarea
-                id={id}
-                aria-describedby={hint}
-                className="mono"
-                value={args}
-                rows={3}
-                onChange={(event) => setArgs(event.target.value)}
-                spellCheck={false}
-              />
-            )}
-          </Field>
-          <Field
+            value={command}
+            onChange={setCommand}
+            required
+            maxLength={1024}
+            placeholder="npx"
+          />
+          <TextAreaField
+            label="Arguments"
+            optional
+            hint="One per line, as written (no shell quoting)."
+            className="mono"
+            value={args}
+            rows={3}
+            onChange={setArgs}
+            literal={false}
+            spellCheck={false}
+          />
+          <TextAreaField
             label="Environment"
             optional
             hint={
@@ -641,50 +594,27 @@ function NewServerForm({
                 <code>{'{{secret.NAME}}'}</code>.
               </>
             }
-          >
-            {(id, hint) => (
-              <textarea
-                id={id}
-                aria-describedby={hint}
-                className="mono"
-                value={env}
-                rows={2}
-                onChange={(event) => setEnv(event.target.value)}
-                spellCheck={false}
-              />
-            )}
-          </Field>
-          <Field label="Working directory" optional>
-            {(id) => (
-              <input
-                id={id}
-                value={cwd}
-                onChange={(event) => setCwd(event.target.value)}
-                maxLength={1024}
-                spellCheck={false}
-                autoComplete="off"
-              />
-            )}
-          </Field>
+            className="mono"
+            value={env}
+            rows={2}
+            onChange={setEnv}
+            literal={false}
+            spellCheck={false}
+          />
+          <TextField label="Working directory" optional value={cwd} onChange={setCwd} maxLength={1024} />
         </>
       ) : (
         <>
-          <Field label="URL" hint="The server’s MCP endpoint, such as https://example.com/mcp.">
-            {(id, hint) => (
-              <input
-                id={id}
-                type="url"
-                aria-describedby={hint}
-                value={url}
-                onChange={(event) => setUrl(event.target.value)}
-                required
-                maxLength={2048}
-                spellCheck={false}
-                autoComplete="off"
-              />
-            )}
-          </Field>
-          <Field
+          <TextField
+            label="URL"
+            hint="The server’s MCP endpoint, such as https://example.com/mcp."
+            type="url"
+            value={url}
+            onChange={setUrl}
+            required
+            maxLength={2048}
+          />
+          <TextAreaField
             label="Headers"
             optional
             hint={
@@ -693,49 +623,31 @@ function NewServerForm({
                 <code>{'Bearer {{secret.NAME}}'}</code>.
               </>
             }
-          >
-            {(id, hint) => (
-              <textarea
-                id={id}
-                aria-describedby={hint}
-                className="mono"
-                value={headers}
-                rows={2}
-                onChange={(event) => setHeaders(event.target.value)}
-                spellCheck={false}
-              />
-            )}
-          </Field>
+            className="mono"
+            value={headers}
+            rows={2}
+            onChange={setHeaders}
+            literal={false}
+            spellCheck={false}
+          />
         </>
       )}
-      <Field
+      <TextField
         label="Tools to take"
         optional
         hint="Names or globs such as search_*, comma separated; empty takes all."
-      >
-        {(id, hint) => (
-          <input
-            id={id}
-            aria-describedby={hint}
-            value={exposeTools}
-            onChange={(event) => setExposeTools(event.target.value)}
-            spellCheck={false}
-            autoComplete="off"
-          />
-        )}
-      </Field>
-      <Field label="Sessions">
-        {(id) => (
-          <select
-            id={id}
-            value={sessionMode}
-            onChange={(event) => setSessionMode(event.target.value as 'shared' | 'per_session')}
-          >
-            <option value="shared">shared: every caller’s calls share the pool</option>
-            <option value="per_session">per session: each MCP session gets its own upstream session</option>
-          </select>
-        )}
-      </Field>
+        value={exposeTools}
+        onChange={setExposeTools}
+      />
+      <SelectField
+        label="Sessions"
+        value={sessionMode}
+        onChange={setSessionMode}
+        options={[
+          { value: 'shared', label: 'shared: every caller’s calls share the pool' },
+          { value: 'per_session', label: 'per session: each MCP session gets its own upstream session' },
+        ]}
+      />
       <ErrorMessage error={error} />
       {created && (
         <Notice>
@@ -744,14 +656,13 @@ function NewServerForm({
           {created.last_error !== null && ` (${created.last_error})`}.
         </Notice>
       )}
-      <div className="actions">
-        <button type="submit" disabled={busy || name.trim() === ''}>
-          {busy ? 'Adding…' : 'Add server'}
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Close
-        </button>
-      </div>
+      <SubmitAndClose
+        label="Add server"
+        busyLabel="Adding…"
+        busy={busy}
+        disabled={busy || name.trim() === ''}
+        onClose={onClose}
+      />
     </form>
   );
 }

@@ -148,15 +148,23 @@ export async function startControlPlane(options: { gateway?: boolean } = {}): Pr
     // Upstream MCP servers over stdio may run node (the sources test starts one).
     UPSTREAM_STDIO_COMMANDS: 'node',
   });
-  const gateway = options.gateway
-    ? await spawnService(GATEWAY_DIR, gatewayUrl, {
-        GATEWAY_HOST: '127.0.0.1',
-        GATEWAY_PORT: String(gatewayPort),
-        CONTROL_PLANE_URL: url,
-        INTERNAL_TOKEN,
-        OPS_TOKEN,
-      })
-    : undefined;
+  let gateway: Service | undefined;
+  try {
+    gateway = options.gateway
+      ? await spawnService(GATEWAY_DIR, gatewayUrl, {
+          GATEWAY_HOST: '127.0.0.1',
+          GATEWAY_PORT: String(gatewayPort),
+          CONTROL_PLANE_URL: url,
+          INTERNAL_TOKEN,
+          OPS_TOKEN,
+        })
+      : undefined;
+  } catch (error) {
+    // A gateway that did not start leaves nothing behind: its control plane and database go too.
+    await controlPlane.close();
+    await database.drop();
+    throw error;
+  }
   return {
     url,
     async admin(method, path, body, allowError = false) {

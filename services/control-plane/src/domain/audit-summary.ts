@@ -5,7 +5,8 @@
  * The table has no index on created_at; its (user_id, id) index serves instead: ids begin with
  * their creation time (ids.ts), so `id >= auditIdFloor(...)` is a range scan of the caller's
  * recent rows. The floor starts `ID_CLOCK_SLACK_MS` earlier than the window, since an id's time
- * comes from the control plane's clock and created_at from the database's; created_at then puts
+ * comes from the control plane's clock and created_at from the database's: a control plane whose
+ * clock is behind the database's makes ids older than their rows' created_at. created_at then puts
  * each row in its minute.
  */
 import type { AuditSummary, AuditSummaryQuery } from '@bindery/contracts';
@@ -14,11 +15,12 @@ import type { Db, Principal } from './context.ts';
 
 const MINUTE_MS = 60_000;
 export const DEFAULT_SUMMARY_MINUTES = 60;
-/** How far an id's clock (a control plane's) may run ahead of created_at's (the database's). */
+/** How far an id's clock (a control plane's) may run behind created_at's (the database's). */
 const ID_CLOCK_SLACK_MS = 5 * MINUTE_MS;
 
 interface MinuteRow {
-  minute: Date;
+  /** Whole minutes since the epoch. */
+  minute: number;
   calls: number;
   errors: number;
 }
@@ -35,17 +37,20 @@ export async function auditSummary(
   const start = end - minutes * MINUTE_MS;
   const from = new Date(start);
   const to = new Date(end);
+  // Minutes as whole minutes since the epoch and bounds as ISO instants (with their "Z"): nothing
+  // here depends on the database session's time zone, which the drivers' Date parameters and
+  // date_trunc on a timestamptz would.
   const rows = await db.$queryRaw<MinuteRow[]>`
-    SELECT date_trunc('minute', "created_at") AS "minute",
+    SELECT floor(extract(epoch FROM "created_at") / 60)::int AS "minute",
            count(*)::int AS "calls",
            (count(*) FILTER (WHERE "status" IN ('error', 'refused')))::int AS "errors"
       FROM "audit_event"
      WHERE "user_id" = ${caller.userId}
        AND "id" >= ${auditIdFloor(start - ID_CLOCK_SLACK_MS)}
-       AND "created_at" >= ${from}
-       AND "created_at" < ${to}
+       AND "created_at" >= ${from.toISOString()}::timestamptz
+       AND "created_at" < ${to.toISOString()}::timestamptz
      GROUP BY 1`;
-  const byMinute = new Map(rows.map((row) => [new Date(row.minute).getTime(), row]));
+  const byMinute = new Map(rows.map((row) => [row.minute * MINUTE_MS, row]));
   const buckets: AuditSummary['buckets'] = [];
   let calls = 0;
   let errors = 0;

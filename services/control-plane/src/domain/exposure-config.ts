@@ -150,6 +150,18 @@ export type KeyLookup =
   | { kind: 'legacy'; config: LegacyConfig }
   | { kind: 'unknown' };
 
+/** An AEI's answer to a key lookup: unchanged for the caller's ETag, else its config (and the playground marker). */
+async function aeiAnswer(
+  db: Db,
+  aei: Parameters<typeof configOf>[1],
+  unchanged: (configVersion: number) => boolean,
+  clashes: ClashLog | undefined,
+  playground?: { expires_at: string },
+): Promise<KeyLookup> {
+  if (unchanged(aei.configVersion)) return { kind: 'aei-unchanged', configVersion: aei.configVersion };
+  return { kind: 'aei', config: await configOf(db, aei, clashes), ...(playground && { playground }) };
+}
+
 /**
  * What an api_key exposes on a URL of this flavour, in one call: an AEI's config v2 (`unchanged`
  * says whether the caller's ETag still names its version), else a legacy instance's v1 config,
@@ -174,23 +186,14 @@ export async function lookupApiKey(
       include: { aei: { include: OWNER_STATUS } },
     });
     if (!key || key.expiresAt.getTime() <= Date.now()) return { kind: 'unknown' };
-    const aei = key.aei;
-    return unchanged(aei.configVersion)
-      ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
-      : {
-          kind: 'aei',
-          config: await configOf(db, aei, clashes),
-          playground: { expires_at: key.expiresAt.toISOString() },
-        };
+    return aeiAnswer(db, key.aei, unchanged, clashes, { expires_at: key.expiresAt.toISOString() });
   }
   const apiKeyHash = hashSecret(apiKey);
   const aei = await db.aei.findUnique({ where: { apiKeyHash }, include: OWNER_STATUS });
   if (aei) {
     // An AEI's key belongs to no legacy instance (a migration moves the hash, never copies it).
     if (flavor === 'v1' && aei.legacyInstanceId === null) return { kind: 'unknown' };
-    return unchanged(aei.configVersion)
-      ? { kind: 'aei-unchanged', configVersion: aei.configVersion }
-      : { kind: 'aei', config: await configOf(db, aei, clashes) };
+    return aeiAnswer(db, aei, unchanged, clashes);
   }
   const legacy = await legacyConfigOf(db, apiKeyHash);
   return legacy ? { kind: 'legacy', config: legacy } : { kind: 'unknown' };

@@ -4,7 +4,7 @@
  * public gateway URL; and the demo exposure, when the caller owns it. Nothing secret: a URL's
  * password is hidden, the demo's api_key is never shown (the key is stored hashed anyway).
  */
-import { MCP_SERVER_PATH, type GatewayList, type GatewayProbe } from '@bindery/contracts';
+import { MCP_SERVER_PATH, redactUrlPassword, type GatewayList, type GatewayProbe } from '@bindery/contracts';
 import type { Db, Principal } from './context.ts';
 import { DEMO_AEI } from './demo.ts';
 
@@ -14,13 +14,15 @@ const MAX_ANSWER_BYTES = 8 * 1024;
 const MAX_DETAIL_CHARS = 200;
 const GATEWAY_STATES = new Set(['ready', 'degraded', 'waiting']);
 
-/** The URL as configured, its password (if any) hidden. */
+/** The URL as configured, without its query, its password and user name (if any) hidden. */
 function shownUrl(url: string): string {
-  if (!URL.canParse(url)) return '(not a URL)';
+  if (!URL.canParse(url)) return redactUrlPassword(url);
   const parsed = new URL(url);
-  if (parsed.password === '') return url;
-  parsed.password = '***';
-  return parsed.toString();
+  if (parsed.username === '' && parsed.password === '' && parsed.search === '') return url;
+  const shown = new URL(redactUrlPassword(url));
+  if (shown.username !== '') shown.username = '***';
+  shown.search = '';
+  return shown.toString();
 }
 
 /** `{url}/readyz`, without the URL's credentials (fetch refuses them; /readyz needs none). */
@@ -129,6 +131,36 @@ export function probeGateways(
   timeoutMs = GATEWAY_PROBE_TIMEOUT_MS,
 ): Promise<GatewayProbe[]> {
   return Promise.all(urls.map((url) => probeGateway(url, timeoutMs)));
+}
+
+/** How long one round of probes answers every request (so a busy overview costs one round). */
+export const GATEWAY_PROBE_REUSE_MS = 5_000;
+
+/**
+ * Probes the gateways at most once per GATEWAY_PROBE_REUSE_MS: requests meanwhile share the round
+ * in flight or just done.
+ */
+export function sharedProbes(urls: readonly string[], timeoutMs: number, now: () => number = Date.now) {
+  let last: { at: number; probes: Promise<GatewayProbe[]> } | undefined;
+  return (): Promise<GatewayProbe[]> => {
+    if (!last || now() - last.at >= GATEWAY_PROBE_REUSE_MS) {
+      last = { at: now(), probes: probeGateways(urls, timeoutMs) };
+    }
+    return last.probes;
+  };
+}
+
+/**
+ * What a user who is not root sees of the probes: each gateway's state, not where it is nor what
+ * it said (the addresses of an installation are its operator's business).
+ */
+export function withoutTopology(probes: GatewayProbe[]): GatewayProbe[] {
+  return probes.map((probe, index) => ({
+    url: `gateway ${index + 1}`,
+    status: probe.status,
+    http_status: probe.http_status,
+    detail: probe.status,
+  }));
 }
 
 /**

@@ -2,15 +2,16 @@
  * Playground keys (`bnd_pg_…`): short-lived keys of one AEI that the admin console makes to call
  * the AEI's tools, read its resources and get its prompts through the real gateway, without ever
  * holding the AEI's api_key (stored hashed, shown once). A gateway serves a live one exactly like
- * the AEI's own key (same config, same ETag), and audits its calls with the caller `console`.
+ * the AEI's own key (same config, same ETag), and audits its calls with the caller `@console`.
  *
  * - Each lives PLAYGROUND_KEY_TTL_SECONDS (an hour) from its creation; an expired key is unknown
  *   to the lookup (404, also when revalidated with If-None-Match, never 304), and a gateway stops
  *   serving it at `expires_at` even from its cache.
  * - An AEI holds at most MAX_PLAYGROUND_KEYS (10): making an 11th removes the oldest, and its
  *   expired keys are deleted whenever a new one is made (no background job). A key pushed out that
- *   way may still be served by a gateway that had it cached, for at most the cache's TTL
- *   (CONFIG_CACHE_TTL_MS): announcing it would drop every cached entry of the AEI, its own key's
+ *   way may still be served by a gateway that had it cached, for up to the cache's TTL
+ *   (CONFIG_CACHE_TTL_MS), or until it expires while that gateway cannot reach a control plane
+ *   (stale-if-error): announcing it would drop every cached entry of the AEI, its own key's
  *   too, for a key that expires within the hour anyway.
  * - The gateways' lookup (`lookupApiKey` in exposure-config.ts) finds them by SHA-256, like api_keys.
  * - Only the SHA-256 is stored; the key is in its creation answer only, in no list.
@@ -19,7 +20,7 @@
  */
 import { MAX_PLAYGROUND_KEYS, PLAYGROUND_KEY_TTL_SECONDS } from '@bindery/contracts';
 import { newCredential, newId } from '../ids.ts';
-import { findOwnAei } from './aeis.ts';
+import { notFound } from '../errors.ts';
 import type { DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 
@@ -42,19 +43,24 @@ export async function createPlaygroundKey(
   now: Date = new Date(),
 ): Promise<CreatedPlaygroundKey> {
   return changeExposure(ctx, async (tx) => {
-    await findOwnAei(tx, principal, aeiId);
-    await tx.$queryRaw`SELECT id FROM "aei" WHERE id = ${aeiId} FOR UPDATE`;
+    // Found and locked in one statement: an AEI deleted meanwhile is a 404, not a foreign-key failure.
+    const locked = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id FROM "aei" WHERE id = ${aeiId} AND user_id = ${principal.userId} FOR UPDATE`;
+    if (locked.length === 0) throw notFound('AEI', aeiId);
     await tx.aeiPlaygroundKey.deleteMany({ where: { aeiId, expiresAt: { lte: now } } });
     const credential = newCredential('playground');
     const expiresAt = new Date(now.getTime() + PLAYGROUND_KEY_TTL_SECONDS * 1000);
+    const id = newId('pgk');
     await tx.aeiPlaygroundKey.create({
-      data: { id: newId('pgk'), aeiId, keyHash: credential.hash, expiresAt, createdAt: now },
+      data: { id, aeiId, keyHash: credential.hash, expiresAt, createdAt: now },
     });
-    // Ids sort by creation time: everything after the newest MAX_PLAYGROUND_KEYS goes.
+    // Ids sort by creation time: beyond the new key and the newest MAX_PLAYGROUND_KEYS - 1 others,
+    // the rest go. The new key is never among them, even if this control plane's clock is behind
+    // the one that made the others.
     const surplus = await tx.aeiPlaygroundKey.findMany({
-      where: { aeiId },
+      where: { aeiId, id: { not: id } },
       orderBy: { id: 'desc' },
-      skip: MAX_PLAYGROUND_KEYS,
+      skip: MAX_PLAYGROUND_KEYS - 1,
       select: { id: true },
     });
     if (surplus.length > 0) {

@@ -23,7 +23,10 @@ import type { ExecutorOptions } from './executor-options.ts';
 import { ToolAnswer } from './tool-kinds/index.ts';
 
 /** What a trial run needs of the executor's options: the parts a custom tool's call reaches. */
-export type TrialRunOptions = Pick<ExecutorOptions, 'outbound' | 'log'>;
+export type TrialRunOptions = Pick<ExecutorOptions, 'outbound'> & {
+  /** The kind's log (a custom tool's console, at debug), and a line per run (info). */
+  log: { debug(details: object, message: string): void; info(details: object, message: string): void };
+};
 
 /** Where a trial run's messages name the tool when its config has no name yet. */
 const UNNAMED = 'the tool';
@@ -54,11 +57,26 @@ export async function trialRun(
   const options = { ...trial, sandbox, contexts } as Partial<ExecutorOptions> as ExecutorOptions;
   const meta: Record<string, JsonValue> = {};
   const started = performance.now();
-  const done = (outcome: Omit<TrialRunResult, 'console' | 'duration_ms'>): TrialRunResult => ({
-    ...outcome,
-    console: (meta[CONSOLE_META_KEY] ?? []) as unknown as TrialRunConsoleLine[],
-    duration_ms: Math.round((performance.now() - started) * 10) / 10,
-  });
+  const done = (outcome: Omit<TrialRunResult, 'console' | 'duration_ms'>): TrialRunResult => {
+    const result: TrialRunResult = {
+      ...outcome,
+      console: (meta[CONSOLE_META_KEY] ?? []) as unknown as TrialRunConsoleLine[],
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    };
+    // No audit row (nothing was saved to audit), but a trace of each run: who, which tool, how it
+    // went; never its arguments nor its answer.
+    trial.log.info(
+      {
+        user_id: caller.userId,
+        tool: toolName,
+        ok: result.ok,
+        code: result.error?.code,
+        duration_ms: result.duration_ms,
+      },
+      'custom tool trial run',
+    );
+    return result;
+  };
   try {
     const answer = await module.run({
       ctx,
@@ -74,6 +92,10 @@ export async function trialRun(
     });
     return done({ ok: true, result: answer instanceof ToolAnswer ? answer.value : answer });
   } catch (error) {
+    // A full sandbox pool, or a failure of the sandbox itself, is not the tool's doing: an HTTP
+    // error (429, 500) as for any other request, not a run that failed.
+    if (error instanceof DomainError && (error.code === 'RATE_LIMITED' || error.code === 'INTERNAL'))
+      throw error;
     if (error instanceof DomainError || error instanceof OpError) {
       const { code, message, details } = error;
       return done({ ok: false, error: { code, message, ...(details && { details }) } });

@@ -31,7 +31,12 @@ export const CORS_ALLOWED_HEADERS = [
   CALLER_HEADER,
 ];
 /** What a browser's script may read of an answer besides the safelisted headers. */
-export const CORS_EXPOSED_HEADERS = ['mcp-session-id', 'mcp-protocol-version', 'www-authenticate'];
+export const CORS_EXPOSED_HEADERS = [
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'www-authenticate',
+  'retry-after',
+];
 const METHODS = ['GET', 'POST', 'DELETE'];
 /** How long a browser may reuse a preflight's answer (browsers cap it lower: Chromium at 2 h). */
 const PREFLIGHT_MAX_AGE_S = 600;

@@ -8,13 +8,25 @@
  * v2 URLs like an api_key; browsers of allowed origins get CORS headers (`http/cors.ts`).
  */
 import { randomUUID } from 'node:crypto';
-import { bearerToken, isCallerName, normaliseCallerName } from '@bindery/contracts';
+import {
+  bearerToken,
+  isCallerName,
+  isWellFormedPlaygroundKey,
+  normaliseCallerName,
+} from '@bindery/contracts';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
-import { MISSING_KEY, SESSION_NOT_FOUND, admitKey, originRefusal, type Flavor } from '../admission.ts';
+import {
+  MISSING_KEY,
+  PLAYGROUND_KEY_IN_PATH,
+  SESSION_NOT_FOUND,
+  admitKey,
+  originRefusal,
+  type Flavor,
+} from '../admission.ts';
 import { directAnswer, writeDirectAnswer } from '../direct-answer.ts';
 import { keepReplyHeaders } from '../http/cors.ts';
 import {
@@ -301,7 +313,9 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     method: [...methods],
     url: MCP_ROUTES.v2,
     handler: (request, reply) =>
-      handle(request, reply, { kind: 'api_key', apiKey: request.params.api_key }, 'v2'),
+      isWellFormedPlaygroundKey(request.params.api_key)
+        ? sendJsonRpcError(reply, PLAYGROUND_KEY_IN_PATH)
+        : handle(request, reply, { kind: 'api_key', apiKey: request.params.api_key }, 'v2'),
   });
   app.route({
     method: [...methods],

@@ -90,3 +90,41 @@ export function resultJson(result: Record<string, unknown>): Json {
 export function unusedApiKey(): string {
   return `${API_KEY_PREFIX}${randomBytes(API_KEY_RANDOM_BYTES).toString('base64url')}`;
 }
+
+/** POSTs an MCP initialize to `url` with these headers (fetch: the answer is not read yet). */
+export function postInitialize(
+  url: string,
+  headers: Record<string, string> = {},
+  client = 'probe',
+): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: client, version: '1' } },
+    }),
+  });
+}
+
+/** A request to the gateway's REST entry (`path` under `/api/v2/rest`): its status and JSON body. */
+export async function restCall(
+  gatewayUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; body: Json }> {
+  const res = await fetch(`${gatewayUrl}/api/v2/rest${path}`, {
+    method,
+    headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
