@@ -237,4 +237,29 @@ describe('a first session in the console', () => {
     await messages.waitFor();
     expect(await messages.textContent()).toContain('Order 12 more of a1.');
   });
+
+  it('fits a 390 px wide screen in the dark theme: playground, exposure, data, logs', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const screens: [string, string][] = [
+      [`/playground?exposure=${ids.aei}`, 'Playground'],
+      [`/exposures/${ids.aei}`, 'Warehouse'],
+      ['/data', 'Data'],
+      ['/logs', 'Live logs'],
+    ];
+    for (const [path, heading] of screens) {
+      await page.goto(`${cp.url}/console${path}`);
+      await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+      if (path.startsWith('/playground')) await page.getByTestId('playground-session').waitFor();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, `${path} is wider than the screen by ${overflow} px`).toBeLessThanOrEqual(0);
+      const background = await page.evaluate(
+        () => getComputedStyle(document.documentElement).backgroundColor,
+      );
+      // The dark theme's --bg (#121418), not the light one's.
+      expect(background, `${path} is not dark`).toBe('rgb(18, 20, 24)');
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
 });

@@ -256,6 +256,16 @@ describe('upstream MCP servers', () => {
     await expect
       .poll(() => panel.getByTestId('log-lines').textContent())
       .toMatch(/test upstream \d+ starting/);
+
+    // The same tail under live logs, next to the audit trail.
+    await page.getByRole('navigation').getByRole('link', { name: 'Logs' }).click();
+    const upstreamLogs = page.getByRole('region', { name: 'Upstream server logs' });
+    expect(await upstreamLogs.getByLabel('Server').inputValue()).toBe(
+      ((await cp.admin('GET', '/api/v2/upstream-servers')).body.items as Json[])[0].id,
+    );
+    await expect
+      .poll(() => upstreamLogs.getByTestId('log-lines').textContent())
+      .toMatch(/test upstream \d+ starting/);
   });
 
   it('adds an HTTP server the guard refuses: listed as failing, its error shown, sync reports it', async () => {

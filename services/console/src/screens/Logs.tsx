@@ -4,10 +4,14 @@
  * (Last-Event-ID), as does every reconnection.
  */
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import type { Aei, AuditEvent, AuditStatus } from '@bindery/contracts';
+import type { Aei, AuditEvent, AuditStatus, UpstreamServer } from '@bindery/contracts';
 import { api, type Page } from '../api.ts';
+import { SelectField } from '../forms.tsx';
+import { listAll } from '../lists.ts';
 import { followAudit, type AuditFilters, type StreamState } from '../live-audit.ts';
+import { Link } from '../router.tsx';
 import { ErrorMessage, useLoad } from '../ui.tsx';
+import { LogTail } from './Upstreams.tsx';
 import './logs.css';
 
 const MAX_ROWS = 500;
@@ -199,6 +203,50 @@ export function Logs() {
           </div>
         )}
       </section>
+      <UpstreamLogs />
     </>
+  );
+}
+
+/** How often the upstream log tail is read again while it is shown. */
+const UPSTREAM_LOG_REFRESH_MS = 5_000;
+
+/** The stderr tail of one upstream server, read again every few seconds. */
+function UpstreamLogs() {
+  const servers = useLoad(() => listAll<UpstreamServer>('/api/v2/upstream-servers'), []);
+  const [id, setId] = useState('');
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const timer = setInterval(() => setTick((count) => count + 1), UPSTREAM_LOG_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, []);
+  const items = servers.data?.items ?? [];
+  const chosen = items.find((server) => server.id === id) ?? items[0];
+  return (
+    <section className="card" aria-labelledby="upstream-logs">
+      <h2 id="upstream-logs">Upstream server logs</h2>
+      <ErrorMessage error={servers.error} />
+      {servers.data && items.length === 0 && (
+        <p>
+          No upstream MCP servers: add one under <Link to="/tools/upstreams">upstream servers</Link>.
+        </p>
+      )}
+      {chosen && (
+        <>
+          <SelectField
+            label="Server"
+            value={chosen.id}
+            onChange={setId}
+            options={items.map((server) => ({ value: server.id, label: server.name }))}
+          />
+          <LogTail
+            key={chosen.id}
+            path={`/api/v2/upstream-servers/${encodeURIComponent(chosen.id)}/logs`}
+            transport={chosen.transport}
+            syncs={tick}
+          />
+        </>
+      )}
+    </section>
   );
 }

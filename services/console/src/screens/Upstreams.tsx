@@ -387,7 +387,8 @@ function SyncOutcome({ report }: { report: SyncReport }) {
   );
 }
 
-function LogTail({
+/** A server's stderr tail (`GET /api/v2/upstream-servers/{id}/logs`), read again when `syncs` changes. */
+export function LogTail({
   path,
   transport,
   syncs,
