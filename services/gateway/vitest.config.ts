@@ -16,6 +16,9 @@ const ON_BOTH_ENGINES = [
 
 export default defineConfig({
   test: {
+    // Test files share their worker's modules (see the control plane's config): each file still
+    // starts its own control plane and gateway.
+    isolate: false,
     testTimeout: 60_000,
     hookTimeout: 90_000,
     projects: [
