@@ -70,12 +70,15 @@ describe('a first session in the console', () => {
     expect(stored.body.data.items).toHaveLength(2);
   });
 
-  it('makes a context tool on it', async () => {
+  it('makes a context tool on it, its path picked from the table’s data', async () => {
     await page.getByRole('navigation').getByRole('link', { name: 'Tools' }).click();
     await page.getByRole('button', { name: 'New context tool' }).click();
     const form = page.getByRole('form', { name: 'New context tool' });
     await form.getByLabel('Operation').selectOption('get_all');
-    await form.getByLabel('JSON path').fill('/items');
+    // The path picked from the table's data, not typed.
+    await form.getByText('Pick the path from the table’s data').click();
+    await form.getByRole('button', { name: 'Use /items', exact: true }).click();
+    expect(await form.getByLabel('JSON path').inputValue()).toBe('/items');
     await form.getByLabel('Tool name').fill('list_items');
     await form.getByRole('button', { name: 'Create tool' }).click();
     await form.getByText('Created').waitFor();

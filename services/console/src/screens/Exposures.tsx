@@ -280,7 +280,9 @@ export function ExposureView({ id }: { id: string }) {
           The tool list this exposure serves over MCP (<code>tools/list</code>), from{' '}
           <code>GET /api/v2/aeis/{'{id}'}/tools</code>.
           {aei.data?.exposure_mode === 'progressive' &&
-            ' This exposure is progressive: agents discover these tools through its catalog tools.'}
+            ' This exposure is progressive: agents discover these tools through its catalog tools.'}{' '}
+          Its exact <code>tools/list</code>, resources and prompts, as the gateway serves them, are in the{' '}
+          <Link to={`/playground?exposure=${encodeURIComponent(id)}`}>playground</Link>.
         </p>
         <ErrorMessage error={tools.error} />
         {tools.data && tools.data.tools.length === 0 && <p>No tools: bind and enable one.</p>}

@@ -16,6 +16,7 @@ import {
   TextField,
 } from '../forms.tsx';
 import { listAll } from '../lists.ts';
+import { PathPicker } from '../path-picker.tsx';
 import { ErrorMessage, Notice, Opener, useAction, useLoad } from '../ui.tsx';
 import './editing.css';
 
@@ -89,6 +90,7 @@ function ContextToolForm({ onCreated, onClose }: { onCreated: (adi: Adi) => void
       />
       <SelectField label="Operation" value={operation} onChange={setOperation} options={OPERATION_TYPES} />
       <JsonPathField value={jsonPath} onChange={setJsonPath} />
+      <PathPicker tableId={table} onPick={setJsonPath} />
       {operation === 'preview' && (
         <TextField
           label="Preview keys"
