@@ -1,6 +1,7 @@
 // The control plane's suites run twice: on a real PostgreSQL server and on embedded PGlite. Suites
 // that open no database (settings, the sandbox, HTTP tool calls against a local server, OpenAPI
-// conversion, the SSRF guard, invalidation delivery) test nothing an engine changes: they run once,
+// conversion, the SSRF guard, invalidation delivery) or test only the query budget test nothing an
+// engine changes: they run once,
 // as do the upstream servers' failure suites (processes and circuits; the happy suites run on both).
 import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
@@ -13,6 +14,9 @@ const ENGINE_INDEPENDENT = [
   'test/config.test.ts',
   'test/upstream-catalog-snapshot.test.ts',
   'test/custom-tool-sandbox.*.test.ts',
+  // Query slices, workers and their heap: the context they read is loaded by the store code every
+  // other suite runs on both engines (this file alone took 106 s on PGlite, building its contexts).
+  'test/executor.budget.test.ts',
   'test/http-tools.*.test.ts',
   'test/invalidation.error.test.ts',
   'test/openapi-conversion.*.test.ts',
