@@ -1,8 +1,8 @@
 // The control plane's suites run twice: on a real PostgreSQL server and on embedded PGlite. Suites
 // that open no database (settings, the sandbox, HTTP tool calls against a local server, OpenAPI
 // conversion, the SSRF guard, invalidation delivery) or test only the query budget test nothing an
-// engine changes: they run once,
-// as do the upstream servers' failure suites (processes and circuits; the happy suites run on both).
+// engine changes: they run once, as do the upstream servers' failure suites (processes and
+// circuits; the happy suites run on both).
 import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
 
