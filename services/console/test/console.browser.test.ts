@@ -6,16 +6,15 @@
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, watchErrors } from './support/browser.ts';
+import { openPage, watchErrors } from './support/browser.ts';
 import { ADMIN_TOKEN, startControlPlane, type ControlPlane, type Json } from './support/control-plane.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/console/', import.meta.url));
 
 let cp: ControlPlane;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 let errors: ReturnType<typeof watchErrors>;
 const ids: { table?: string; adi?: string; aei?: string; binding?: string } = {};
@@ -58,11 +57,7 @@ beforeAll(async () => {
   const binding = await cp.admin('POST', `/api/v2/aeis/${ids.aei}/bindings`, { adi_id: ids.adi });
   ids.binding = binding.body.id;
 
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: cp.url });
-  page = await context.newPage();
-  errors = watchErrors(page);
+  ({ browser, page, errors } = await openPage({ clipboardFor: cp.url }));
 });
 
 afterEach(() => {

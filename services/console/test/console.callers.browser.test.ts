@@ -7,9 +7,9 @@
 // any screen. Screenshots of the callers and connect pages go to docs/console/.
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, watchErrors } from './support/browser.ts';
+import { logIn, openPage, watchErrors } from './support/browser.ts';
 import { ADMIN_TOKEN, startControlPlane, type ControlPlane, type Json } from './support/control-plane.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/console/', import.meta.url));
@@ -18,7 +18,6 @@ const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
 
 let cp: ControlPlane;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 let errors: ReturnType<typeof watchErrors>;
 const ids: { table?: string; support?: string; coding?: string; adi?: string } = {};
@@ -55,15 +54,8 @@ beforeAll(async () => {
   ids.support = (await cp.admin('POST', '/api/v2/aeis', { name: 'Support agent' })).body.id;
   ids.coding = (await cp.admin('POST', '/api/v2/aeis', { name: 'Coding agent' })).body.id;
 
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: cp.url });
-  page = await context.newPage();
-  errors = watchErrors(page);
-  await page.goto(`${cp.url}/console/`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  ({ browser, page, errors } = await openPage({ clipboardFor: cp.url }));
+  await logIn(page, cp.url, ADMIN_TOKEN);
 });
 
 afterEach(() => {

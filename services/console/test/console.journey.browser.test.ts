@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, watchErrors } from './support/browser.ts';
+import { logIn, openPage, watchErrors } from './support/browser.ts';
 import { ADMIN_TOKEN, startControlPlane, type ControlPlane } from './support/control-plane.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/console/', import.meta.url));
@@ -21,22 +21,11 @@ let errors: ReturnType<typeof watchErrors>;
 let logErrors: ReturnType<typeof watchErrors>;
 const ids: { table?: string; aei?: string; binding?: string } = {};
 
-async function logIn(into: Page): Promise<void> {
-  await into.goto(`${cp.url}/console/`);
-  await into.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await into.getByRole('button', { name: 'Log in' }).click();
-  await into.getByRole('heading', { name: 'Overview' }).waitFor();
-}
-
 const agentToolNames = () => page.locator('[data-testid="agent-tools"] .tool-name').allTextContents();
 
 beforeAll(async () => {
   cp = await startControlPlane({ gateway: true });
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: cp.url });
-  page = await context.newPage();
-  errors = watchErrors(page);
+  ({ browser, context, page, errors } = await openPage({ clipboardFor: cp.url }));
   logs = await context.newPage();
   logErrors = watchErrors(logs);
 });
@@ -53,7 +42,7 @@ afterAll(async () => {
 
 describe('a first session in the console', () => {
   it('logs in and makes a table from JSON typed in the page', async () => {
-    await logIn(page);
+    await logIn(page, cp.url, ADMIN_TOKEN);
     await page.getByRole('navigation').getByRole('link', { name: 'Data' }).click();
     await page.getByRole('button', { name: 'New table' }).click();
     const form = page.getByRole('form', { name: 'New table' });
@@ -185,7 +174,7 @@ describe('a first session in the console', () => {
   });
 
   it('runs the tool in the playground through the gateway; live logs in another tab show its row', async () => {
-    await logIn(logs);
+    await logIn(logs, cp.url, ADMIN_TOKEN);
     await logs.getByRole('navigation').getByRole('link', { name: 'Logs' }).click();
     await logs.locator('[data-testid="stream-state"][data-state="live"]').waitFor({ timeout: 10_000 });
     const rows = logs.locator('[data-testid="log-rows"] tbody tr', { hasText: 'list_items' });

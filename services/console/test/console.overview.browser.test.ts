@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { REST_PATH } from '@bindery/contracts';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, watchErrors } from './support/browser.ts';
+import { logIn, openPage, watchErrors } from './support/browser.ts';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
@@ -65,13 +65,6 @@ async function waitForCalls(p: Page, calls: number): Promise<void> {
   await p.locator(`[data-testid="traffic-calls"][data-value="${calls}"]`).waitFor({ timeout: 10_000 });
 }
 
-async function logIn(p: Page): Promise<void> {
-  await p.goto(`${cp.url}/console/`);
-  await p.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.getByRole('heading', { name: 'Overview' }).waitFor();
-}
-
 beforeAll(async () => {
   await mkdir(SCREENSHOTS, { recursive: true });
   cp = await startControlPlane({ gateway: true });
@@ -98,10 +91,7 @@ beforeAll(async () => {
     tool_name: 'count_customers',
   });
   tool = { adiId: adi.body.id, bindingId: binding.body.id };
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  errors = watchErrors(page);
+  ({ browser, context, page, errors } = await openPage());
   page.on('request', (request) => {
     if (new URL(request.url()).pathname === '/api/v2/audit/summary') summaryRequests += 1;
   });
@@ -134,7 +124,7 @@ describe('the overview’s traffic and gateways', () => {
     expect(expected.totals.calls).toBe(4);
     expect(expected.totals.errors).toBe(1);
 
-    await logIn(page);
+    await logIn(page, cp.url, ADMIN_TOKEN);
     await waitForCalls(page, expected.totals.calls);
     expect(await page.getByTestId('traffic-error-rate').textContent()).toBe(
       percent(expected.totals.error_rate),
@@ -197,7 +187,7 @@ describe('the overview’s traffic and gateways', () => {
     try {
       const small = await narrow.newPage();
       const smallErrors = watchErrors(small);
-      await logIn(small);
+      await logIn(small, cp.url, ADMIN_TOKEN);
       await small.getByTestId('gateway').first().waitFor();
       await small.getByTestId('traffic-chart').waitFor();
       await small.getByText('Calls per minute as a table').click();

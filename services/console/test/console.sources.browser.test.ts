@@ -10,9 +10,9 @@
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, watchErrors } from './support/browser.ts';
+import { logIn, openPage, watchErrors } from './support/browser.ts';
 import { ADMIN_TOKEN, startControlPlane, type ControlPlane, type Json } from './support/control-plane.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/console/', import.meta.url));
@@ -62,7 +62,6 @@ delete EDITED.paths['/alerts'].post;
 
 let cp: ControlPlane;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 let errors: ReturnType<typeof watchErrors>;
 let projectId: string;
@@ -94,14 +93,8 @@ beforeAll(async () => {
   await mkdir(SCREENSHOTS, { recursive: true });
   cp = await startControlPlane();
   projectId = (await cp.admin('POST', '/api/v2/projects', { name: 'Weather' })).body.id;
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  errors = watchErrors(page);
-  await page.goto(`${cp.url}/console/`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  ({ browser, page, errors } = await openPage());
+  await logIn(page, cp.url, ADMIN_TOKEN);
 });
 
 afterEach(() => {

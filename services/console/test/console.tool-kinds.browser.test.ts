@@ -8,9 +8,9 @@ import { mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, watchErrors } from './support/browser.ts';
+import { logIn, openPage, watchErrors } from './support/browser.ts';
 import { ADMIN_TOKEN, startControlPlane, type ControlPlane } from './support/control-plane.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/console/', import.meta.url));
@@ -29,7 +29,6 @@ const BAD_CODE = `export default async function (args, ctx) {
 
 let cp: ControlPlane;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 let errors: ReturnType<typeof watchErrors>;
 let api: Server;
@@ -46,10 +45,7 @@ beforeAll(async () => {
   apiPort = (api.address() as AddressInfo).port;
   cp = await startControlPlane();
   await cp.admin('POST', '/api/v2/secrets', { name: 'API_TOKEN', value: 'tok-for-the-console-test' });
-  browser = await launchBrowser();
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  errors = watchErrors(page);
+  ({ browser, page, errors } = await openPage());
 });
 
 afterEach(() => {
@@ -68,10 +64,7 @@ async function toolNames(): Promise<string[]> {
 
 describe('the tool forms', () => {
   it('logs in and opens Tools', async () => {
-    await page.goto(`${cp.url}/console/`);
-    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-    await page.getByRole('button', { name: 'Log in' }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await logIn(page, cp.url, ADMIN_TOKEN);
     await page.getByRole('navigation').getByRole('link', { name: 'Tools' }).click();
     await page.getByRole('heading', { name: 'Tools (ADIs)' }).waitFor();
   });

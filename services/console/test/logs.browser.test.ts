@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, watchErrors } from './support/browser.ts';
+import { logIn, openPage, watchErrors } from './support/browser.ts';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
@@ -78,14 +78,8 @@ beforeAll(async () => {
     });
     tools[name] = { adiId: adi.body.id, bindingId: binding.body.id, args: spec.args };
   }
-  browser = await launchBrowser();
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  errors = watchErrors(page);
-  await page.goto(`${cp.url}/console/`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  ({ browser, page, errors } = await openPage());
+  await logIn(page, cp.url, ADMIN_TOKEN);
 });
 
 afterEach(() => {

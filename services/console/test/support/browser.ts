@@ -40,3 +40,23 @@ export function watchErrors(page: Page) {
     },
   };
 }
+
+/** A browser with one page, 1280 px wide in the light theme, watched for errors. */
+export async function openPage(options: { clipboardFor?: string } = {}) {
+  const browser = await launchBrowser();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+  // Copy buttons are checked by reading the clipboard back.
+  if (options.clipboardFor !== undefined) {
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: options.clipboardFor });
+  }
+  const page = await context.newPage();
+  return { browser, context, page, errors: watchErrors(page) };
+}
+
+/** Logs in through the console's form with `token`, and waits for the overview. */
+export async function logIn(page: Page, consoleUrl: string, token: string): Promise<void> {
+  await page.goto(`${consoleUrl}/console/`);
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+}
