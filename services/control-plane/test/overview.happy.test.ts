@@ -2,15 +2,18 @@
 // the caller's audit rows (written by real tool calls through the internal executor and by the
 // audit writer) counted in their minutes, errors being `error` and `refused`; every minute of the
 // window present, zeros included, oldest first; another user's rows never counted; `minutes` out of
-// 1..1440 refused. `GET /api/v2/gateways`: each of GATEWAY_URLS (loopback servers this test starts,
-// and a loopback port nothing listens on) probed at /readyz concurrently within the timeout,
-// redirects not followed; empty without GATEWAY_URLS; the root user's demo exposure without its key.
+// 1..1440 refused; the same counts in any database session time zone. `GET /api/v2/gateways`: each
+// of GATEWAY_URLS (loopback servers this test starts, and a loopback port nothing listens on)
+// probed at /readyz concurrently within the timeout, redirects not followed; empty without
+// GATEWAY_URLS; the root user's demo exposure without its key.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MCP_SERVER_PATH } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
+import { auditSummary } from '../src/domain/audit-summary.ts';
 import { AuditWriter } from '../src/domain/audit-writer.ts';
+import type { Principal } from '../src/domain/context.ts';
 import type { AuditStatus } from '../src/domain/audit.ts';
 import { DEMO_AEI } from '../src/domain/demo.ts';
 import { createMetrics } from '../src/metrics.ts';
@@ -155,6 +158,20 @@ describe('GET /api/v2/audit/summary', () => {
     expect(longer.status).toBe(200);
     expect(longer.body.buckets).toHaveLength(180);
     expect(longer.body.totals).toEqual({ calls: 8, errors: 4, error_rate: 4 / 8 });
+  });
+
+  it('counts the same minutes whatever the database session’s time zone', async () => {
+    const now = Date.now();
+    const caller = { userId: f.userId } as Principal;
+    const inUtc = await auditSummary(t.database.prisma, caller, { minutes: 180 }, now);
+    expect(inUtc.totals.calls).toBeGreaterThan(0);
+    for (const zone of ['Asia/Kolkata', 'America/Los_Angeles']) {
+      const inZone = await t.database.prisma.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe(`SET LOCAL TimeZone = '${zone}'`);
+        return auditSummary(tx, caller, { minutes: 180 }, now);
+      });
+      expect(inZone, zone).toEqual(inUtc);
+    }
   });
 
   it('never counts another user’s calls', async () => {
