@@ -77,6 +77,7 @@ describe('pnpm start', { timeout: 180_000 }, () => {
 
     const controlPlane = `http://127.0.0.1:${ports.PORT}`;
     expect(bannerValue(output, 'Admin API and docs')).toBe(`${controlPlane}/docs`);
+    expect(bannerValue(output, 'Console')).toBe(`${controlPlane}/console/`);
     expect(bannerValue(output, 'Gateway \\(MCP\\)')).toBe(
       `http://127.0.0.1:${ports.GATEWAY_PORT}/api/v2/mcp/server/<api_key>`,
     );
