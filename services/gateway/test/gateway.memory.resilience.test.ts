@@ -4,18 +4,15 @@
 // dropping the least recently used config first (it is fetched again when asked); a config's pages
 // are built once and go with it; a lookup in flight across an invalidation is not cached; progressive session states are bounded by bytes too, and a state
 // over the whole budget keeps its app but not its catalog answers.
-import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlPlaneClient } from '../src/control-plane-client.ts';
-import { ExposureCache, estimatedBytes, keyHash } from '../src/exposure-cache.ts';
-import { createMetrics } from '../src/metrics.ts';
+import { estimatedBytes, keyHash } from '../src/exposure-cache.ts';
 import { listPage } from '../src/mcp/tools-list.ts';
 import { MemorySessionStore, type SessionState } from '../src/session-state.ts';
+import { standaloneCache } from './support/cache.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
 const keys: string[] = [];
-const log = Fastify({ logger: false }).log;
 
 beforeAll(async () => {
   stack = await startStack();
@@ -46,33 +43,8 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 function cacheWith(maxBytes: number) {
-  const metrics = createMetrics();
-  const client = new ControlPlaneClient({
-    url: stack.controlPlaneUrl,
-    internalToken: INTERNAL_TOKEN,
-    configTimeoutMs: 5_000,
-    toolCallTimeoutMs: 5_000,
-    idleProbeMs: 10_000,
-    breaker: { failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 },
-    metrics,
-    log,
-  });
-  const cache = new ExposureCache(
-    client,
-    {
-      maxEntries: 100,
-      maxBytes,
-      ttlMs: 60_000,
-      negativeTtlMs: 5_000,
-      unknownKeyLookupsPerSecond: 0,
-      unknownKeyLookupsPerAddressPerSecond: 0,
-    },
-    metrics,
-    log,
-  );
-  const gauge = async (name: 'cacheBytes' | 'cacheEntries' | 'configFetches') =>
-    (await metrics[name].get()).values.reduce((sum, v) => sum + v.value, 0);
-  return { cache, client, gauge };
+  const { cache, client, total } = standaloneCache(stack, { maxBytes });
+  return { cache, client, gauge: total };
 }
 
 describe('config cache', () => {

@@ -9,13 +9,11 @@
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from '../src/http/cors.ts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlPlaneClient } from '../src/control-plane-client.ts';
-import { ExposureCache, keyHash } from '../src/exposure-cache.ts';
-import { createMetrics } from '../src/metrics.ts';
+import { keyHash } from '../src/exposure-cache.ts';
 import { postInitialize, resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
-import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
+import { standaloneCache } from './support/cache.ts';
+import { startStack, type Stack } from './support/stack.ts';
 
 /** A page's origin the gateway allows (on an allowed host, any port), as a console would have. */
 const CONSOLE_ORIGIN = 'http://127.0.0.1:4321';
@@ -242,34 +240,8 @@ describe('the gateway’s cache', () => {
   it('stops serving a playground key at its expiry, without asking again and never stale', async () => {
     const key = await playgroundKey();
     let now = Date.now();
-    const metrics = createMetrics();
-    const log = Fastify({ logger: false }).log;
-    const client = new ControlPlaneClient({
-      url: stack.controlPlaneUrl,
-      internalToken: INTERNAL_TOKEN,
-      configTimeoutMs: 5_000,
-      toolCallTimeoutMs: 5_000,
-      idleProbeMs: 10_000,
-      breaker: { failureThreshold: 3, cooldownMs: 500, maxCooldownMs: 5_000 },
-      metrics,
-      log,
-    });
-    const cache = new ExposureCache(
-      client,
-      {
-        maxEntries: 100,
-        maxBytes: 64 * 1024 * 1024,
-        ttlMs: 24 * 3600 * 1000,
-        negativeTtlMs: 5_000,
-        unknownKeyLookupsPerSecond: 0,
-        unknownKeyLookupsPerAddressPerSecond: 0,
-      },
-      metrics,
-      log,
-      () => now,
-    );
-    const fetches = async () =>
-      (await metrics.configFetches.get()).values.reduce((sum, v) => sum + v.value, 0);
+    const { cache, client, total } = standaloneCache(stack, { ttlMs: 24 * 3600 * 1000, now: () => now });
+    const fetches = () => total('configFetches');
     try {
       const live = await cache.resolve(key.api_key);
       expect(live.exposure).toMatchObject({
