@@ -12,7 +12,8 @@
  *   run, the median run kept; the gateway's ratio to the naive server (target ≥ 2x, stretch 3x);
  * - p50/p99 at concurrency 1, the paths taking turns call by call (target ≤ 2 ms on PostgreSQL);
  * - what the control plane looked up during the measured calls: binding and context cache misses
- *   (0 = no database read for them in steady state).
+ *   (0 = no database read for them in steady state) and, on PostgreSQL, where tables' versions came
+ *   from (memory under the control plane's lease, or Redis).
  * On PostgreSQL the control plane runs with REDIS_URL (BENCH_REDIS_URL, default the local Redis).
  * Environment: BENCH_SECONDS (length of one run, default 3), BENCH_ROUNDS (runs per path, default
  * 3), BENCH_CALLS (calls per path at concurrency 1, default 1000), BENCH_WARMUP (rounds, default 500).
@@ -169,6 +170,8 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
       bindingMiss: await metric(cp.url, 'controlplane_binding_cache_total', '{result="miss"}'),
       bindingHit: await metric(cp.url, 'controlplane_binding_cache_total', '{result="hit"}'),
       contextMiss: await metric(cp.url, 'controlplane_context_cache_total', '{result="miss"}'),
+      versionMemory: await metric(cp.url, 'controlplane_table_version_lookups_total', '{source="memory"}'),
+      versionRedis: await metric(cp.url, 'controlplane_table_version_lookups_total', '{source="redis"}'),
     });
     const before = await lookups();
     const rates: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
@@ -219,6 +222,12 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
       `  during ${calls} measured executor calls: binding cache misses ${after.bindingMiss - before.bindingMiss}, ` +
         `context cache misses ${after.contextMiss - before.contextMiss} (0 = read from memory, no database round trip)`,
     );
+    if (engine === 'postgres') {
+      console.log(
+        `  tables' versions: ${after.versionMemory - before.versionMemory} from memory under the lease, ` +
+          `${after.versionRedis - before.versionRedis} asked of Redis (0 = no Redis round trip on reads)`,
+      );
+    }
   } finally {
     await stopChild(proxy.child);
     await stopChild(gw.child);

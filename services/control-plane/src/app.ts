@@ -95,6 +95,7 @@ export interface AppOptions {
         | 'gatewayUrls'
         | 'upstreamStdioCommands'
         | 'upstreamRefreshMs'
+        | 'tableVersionLeaseMs'
         | QuerySettings
         | AuditSettings
         | CustomToolSettings
@@ -432,7 +433,21 @@ function contextStore(
   let versions: TableVersions;
   if (options.engine === 'pglite') versions = new LocalTableVersions();
   else if (options.engine === 'postgres' && options.config.redisUrl !== undefined) {
-    versions = new RedisTableVersions({ url: options.config.redisUrl, log });
+    // Control planes of one database share leases; the database's name and oid say which.
+    const scope = () =>
+      options.domain.prisma.$queryRaw<
+        { scope: string }[]
+      >`SELECT current_database() || '-' || oid::text AS scope
+          FROM pg_database WHERE datname = current_database()`.then((rows) => rows[0]?.scope ?? 'default');
+    versions = new RedisTableVersions({
+      url: options.config.redisUrl,
+      scope,
+      log,
+      meter: metrics.tableVersions,
+      ...(options.config.tableVersionLeaseMs !== undefined && {
+        leaseMs: options.config.tableVersionLeaseMs,
+      }),
+    });
   } else versions = new DatabaseTableVersions();
   return new ContextStore({
     prisma: options.domain.prisma,

@@ -36,6 +36,8 @@ export interface Config {
   opsToken: string | undefined;
   /** Redis for invalidation fan-out (pub/sub on `bindery:config-invalidate`); unset = HTTP only. */
   redisUrl: string | undefined;
+  /** With Redis on PostgreSQL: the length of a table-version lease (table-version-leases.ts). */
+  tableVersionLeaseMs?: number;
   /** Where MCP clients reach a gateway: the demo's printed URL, the URLs answered with new api_keys. */
   gatewayPublicUrl: string;
   /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
@@ -162,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     gatewayUrls: v.GATEWAY_URLS,
     opsToken: v.OPS_TOKEN,
     redisUrl: v.REDIS_URL,
+    tableVersionLeaseMs: v.TABLE_VERSION_LEASE_MS,
     gatewayPublicUrl: v.GATEWAY_PUBLIC_URL,
     seedDemo: v.BINDERY_SEED_DEMO,
     idempotencyTtlMs: v.IDEMPOTENCY_TTL_HOURS * 3_600_000,

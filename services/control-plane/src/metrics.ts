@@ -9,6 +9,7 @@
  */
 import type { AuditStatus } from '@bindery/contracts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { TableVersionMeter } from './domain/table-versions.ts';
 
 /** Whatever a tool kind is called (`context`, `legacy`; later `custom`, `http`, `mcp`). */
 export type ToolKind = string;
@@ -188,6 +189,14 @@ export function createMetrics(options: MetricsOptions = {}) {
     help: 'JSON size of the parsed contexts in the cache (their budget is CONTEXT_CACHE_MB)',
     registers: [registry],
   });
+  const tableVersionLookups = new Counter({
+    name: 'controlplane_table_version_lookups_total',
+    help:
+      "where reads on PostgreSQL with REDIS_URL found tables' versions: memory (known under a running " +
+      'lease, no round trip), redis (asked of Redis) or database (Redis unreachable)',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  });
   const bindingLookups = new Counter({
     name: 'controlplane_binding_cache_total',
     help: 'binding lookups of tool calls: hit (served from memory), miss (read from the database) or shared (waited for a read in flight)',
@@ -332,6 +341,11 @@ export function createMetrics(options: MetricsOptions = {}) {
       entries: cacheEntries,
       bytes: cacheBytes,
     } satisfies ContextCacheMeter,
+    tableVersions: {
+      memory: tableVersionLookups.labels('memory'),
+      redis: tableVersionLookups.labels('redis'),
+      database: tableVersionLookups.labels('database'),
+    } satisfies TableVersionMeter,
     bindingCache: {
       hit: bindingLookups.labels('hit'),
       miss: bindingLookups.labels('miss'),

@@ -1,9 +1,12 @@
 // Pins that two control-plane processes on one PostgreSQL database, sharing tables' versions
 // through Redis, never serve a stale read: a write acknowledged by either one is seen by the very
-// next read on the other, every time (their reads come from their context caches otherwise), and
-// so are a replacement of the whole data and the deletion of the table.
+// next read on the other, every time (their reads come from their context caches otherwise, and
+// take the table's version from memory under their lease, asking Redis nothing), and so are a
+// replacement of the whole data and the deletion of the table. Also when the other one's Redis
+// connection drops, or it hangs (SIGSTOP) while the write is made: the write waits for its lease
+// to end, and it reads the write once it is back. One that stops leaves: writes no longer wait for it.
 import { createClient } from 'redis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { INTERNAL_TOKEN } from './support/app.ts';
 import {
   PROCESS_TEST,
@@ -90,12 +93,49 @@ async function call(server: ServerProcess, name: string, args: Record<string, un
   return { isError: body.isError === true, value: JSON.parse(body.content[0]!.text) };
 }
 
-async function metric(server: ServerProcess, result: string): Promise<number> {
+async function series(server: ServerProcess, name: string): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith(`controlplane_context_cache_total{result="${result}"}`));
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
+const metric = (server: ServerProcess, result: string) =>
+  series(server, `controlplane_context_cache_total{result="${result}"}`);
+const versionLookups = (server: ServerProcess, source: 'memory' | 'redis' | 'database') =>
+  series(server, `controlplane_table_version_lookups_total{source="${source}"}`);
+
+/** The member id a control plane's table-version lease is held under (from its log). */
+function leaseMember(server: ServerProcess): string {
+  const match = /"member":"([0-9a-f]{16})"[^\n]*table-version lease taken/.exec(server.output());
+  if (!match?.[1]) throw new Error(`no lease taken:\n${server.output()}`);
+  return match[1];
+}
+
+/** The Redis key of the members' leases (from a control plane's log). */
+function membersKey(server: ServerProcess): string {
+  const key = /"members":"([^"]+)"/.exec(server.output())?.[1];
+  if (!key) throw new Error(`no lease taken:\n${server.output()}`);
+  return key;
+}
+
+/** Warnings of `server` that it waited out the lease of `member`. */
+function waitedOut(server: ServerProcess, member: string): number {
+  return server
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('did not confirm a table version') && l.includes(member)).length;
+}
+
+const redisClient = () => createClient({ url: REDIS_URL });
+
+async function withRedis<T>(fn: (redis: ReturnType<typeof redisClient>) => Promise<T>): Promise<T> {
+  const redis = redisClient();
+  await redis.connect();
+  try {
+    return await fn(redis);
+  } finally {
+    await redis.close();
+  }
 }
 
 describe('two control planes sharing versions through Redis', PROCESS_TEST, () => {
@@ -104,6 +144,11 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
     expect((await call(first, 'read')).value).toEqual([]);
     expect((await call(second, 'read')).value).toEqual([]);
     const hitsBefore = (await metric(first, 'hit')) + (await metric(second, 'hit'));
+    const fromMemory = async () =>
+      (await versionLookups(first, 'memory')) + (await versionLookups(second, 'memory'));
+    const fromRedis = async () =>
+      (await versionLookups(first, 'redis')) + (await versionLookups(second, 'redis'));
+    const [memoryBefore, redisBefore] = [await fromMemory(), await fromRedis()];
     for (let i = 0; i < ROUNDS; i += 1) {
       const [writer, reader] = i % 2 === 0 ? [first, second] : [second, first];
       const written = await call(writer, 'add', { value: i });
@@ -114,14 +159,18 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
       // And the writer's own next read, from its cache.
       expect((await call(writer, 'read')).value).toHaveLength(i + 1);
     }
-    // The version every read checked is Redis's, raised by each write before it was acknowledged.
-    const redis = createClient({ url: REDIS_URL });
-    await redis.connect();
-    try {
-      expect(await redis.get(`bindery:table-version:${tableId}`)).toBe(String(1 + ROUNDS));
-    } finally {
-      await redis.close();
-    }
+    // Every read took its table's version from memory: announced by the other's write before it
+    // was acknowledged, or its own. Redis holds it too, raised by each write (for readers without
+    // a lease).
+    const [memory, redis] = [(await fromMemory()) - memoryBefore, (await fromRedis()) - redisBefore];
+    expect(memory + redis).toBeGreaterThanOrEqual(2 * ROUNDS);
+    // All of them, unless a process stalled past its lease (then it asks Redis, rightly).
+    expect(redis).toBeLessThan(ROUNDS / 10);
+    // Each write was confirmed by the other one: none waited for a lease to end.
+    expect(waitedOut(first, leaseMember(second)) + waitedOut(second, leaseMember(first))).toBe(0);
+    await withRedis(async (redis) =>
+      expect(await redis.get(`bindery:table-version:${tableId}`)).toBe(String(1 + ROUNDS)),
+    );
     // The reads were served from the caches (brought forward by the patches), not read again.
     const forwarded = (await metric(first, 'forward')) + (await metric(second, 'forward'));
     expect(forwarded).toBeGreaterThanOrEqual(ROUNDS);
@@ -145,6 +194,60 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
     }
   });
 
+  it('one that misses a write while its connection is down forgets what it knew once it leases again', async () => {
+    const member = leaseMember(second);
+    const key = membersKey(first);
+    expect((await call(second, 'counter')).isError).toBe(false);
+    // Stopped, so it cannot connect again before the write is announced: the announcement is lost.
+    process.kill(second.pid, 'SIGSTOP');
+    let endBefore = 0;
+    try {
+      await withRedis(async (redis) => {
+        const clients = String(await redis.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub']));
+        const line = clients.split('\n').find((l) => l.includes(`name=bindery-versions-${member}`));
+        const id = /\bid=(\d+)/.exec(line ?? '')?.[1];
+        expect(id, clients).toBeDefined();
+        await redis.sendCommand(['CLIENT', 'KILL', 'ID', id!]);
+      });
+      expect((await call(first, 'bump', { path: '/n', value: 7001 })).isError).toBe(false);
+      endBefore = Number(await withRedis((redis) => redis.hGet(key, member)));
+    } finally {
+      process.kill(second.pid, 'SIGCONT');
+    }
+    // No read until its lease is renewed on the new connection: then what it knew must be gone.
+    await vi.waitFor(
+      async () =>
+        expect(Number(await withRedis((redis) => redis.hGet(key, member)))).toBeGreaterThan(endBefore),
+      { timeout: 15_000, interval: 50 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const before = await versionLookups(second, 'memory');
+    expect((await call(second, 'counter')).value).toEqual({ n: 7001 });
+    expect((await call(second, 'counter')).value).toEqual({ n: 7001 });
+    expect(await versionLookups(second, 'memory')).toBeGreaterThan(before);
+    expect((await call(first, 'bump', { path: '/n', value: 7002 })).isError).toBe(false);
+    expect((await call(second, 'counter')).value).toEqual({ n: 7002 });
+  });
+
+  it('one that hangs holds a write up until its lease ends, and reads the write once it wakes', async () => {
+    const member = leaseMember(second);
+    expect((await call(second, 'counter')).value).toEqual({ n: 7002 });
+    const waitedBefore = waitedOut(first, member);
+    process.kill(second.pid, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      expect((await call(first, 'bump', { path: '/n', value: 8001 })).isError).toBe(false);
+      // Not before the hung one could have stopped answering from memory: three quarters of a
+      // lease (2 s) after its last renewal, which was before it hung.
+      expect(performance.now() - started).toBeGreaterThanOrEqual(1_500);
+      // Acknowledged only once the hung one's lease ended: the writer says it waited it out.
+      expect(waitedOut(first, member)).toBe(waitedBefore + 1);
+    } finally {
+      process.kill(second.pid, 'SIGCONT');
+    }
+    expect((await call(second, 'counter')).value).toEqual({ n: 8001 });
+  });
+
   it("a deleted table is gone for the other one's next read", async () => {
     expect((await call(second, 'read')).isError).toBe(false);
     const deleted = await adminCall(first.url, ADMIN, 'DELETE', `/api/v2/tables/${tableId}?force=true`);
@@ -152,5 +255,35 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
     const read = await call(second, 'read');
     expect(read.isError).toBe(true);
     expect(read.value.error.code).toBe('NOT_FOUND');
+  });
+
+  it("one that stops leaves: the other one's writes wait for nobody", async () => {
+    const member = leaseMember(second);
+    const waitedBefore = waitedOut(first, member);
+    await second.stop();
+    const table = await adminCall(first.url, ADMIN, 'POST', '/api/v2/tables', {
+      name: 'after',
+      data: { n: 0 },
+    });
+    expect(table.status).toBe(201);
+    for (let n = 1; n <= 3; n += 1) {
+      const written = await adminCall(
+        first.url,
+        ADMIN,
+        'PUT',
+        `/api/v2/tables/${String(table.body.id)}/data`,
+        { n },
+      );
+      expect(written.status).toBe(200);
+    }
+    expect(waitedOut(first, member)).toBe(waitedBefore);
+    // Its lease is gone from the members' set (only the first one's is left).
+    const key = membersKey(first);
+    expect(key).toMatch(/^bindery:table-versions:.+:members$/);
+    await withRedis(async (redis) =>
+      expect((await redis.hKeys(key)).filter((field) => !field.startsWith('~'))).toEqual([
+        leaseMember(first),
+      ]),
+    );
   });
 });

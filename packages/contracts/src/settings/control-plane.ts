@@ -90,10 +90,21 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       ...REDIS_URL,
       doc:
         'Redis for exposure-change and table-change fan-out (channel `bindery:config-invalidate`) and, on PostgreSQL, for tables’ ' +
-        'latest versions shared by every control plane (a read served from the context cache then asks no ' +
-        'database; a write is refused while Redis is unreachable); unset = HTTP only, and on PostgreSQL every ' +
-        'read asks the database for its table’s version',
+        'latest versions shared by every control plane: each write announces its version to the others and waits until each ' +
+        'applied it or its lease ended, so reads served from the context cache ask neither the database nor Redis; a write is ' +
+        'refused while Redis is unreachable; unset = HTTP only, and on PostgreSQL every read asks the database for its table’s version',
     },
+    TABLE_VERSION_LEASE_MS: integer({
+      min: 200,
+      // A write waits up to a lease inside its transaction; a table's deletion runs in one of 30 s.
+      max: 10_000,
+      unit: 'ms',
+      default: 2_000,
+      doc:
+        'with REDIS_URL on PostgreSQL: how long a control plane’s lease on the table versions it knows lasts (renewed every quarter ' +
+        'of it); while a control plane hangs or after it dies without leaving, each write of the others waits this long (and for ' +
+        'one lease after the members’ set in Redis is made)',
+    }),
     GATEWAY_PUBLIC_URL: url({
       base: true,
       default: derived('`http://127.0.0.1:$GATEWAY_PORT`', (v) =>

@@ -113,17 +113,23 @@ export class ContextStore {
 
   /** The context node at the table's latest version. */
   async read(at: ContextLocation): Promise<CachedContext> {
+    const mark = this.#versions.mark();
     let version = await this.#versions.latest(at.tableId);
     if (version === undefined) {
       version = await tableVersion(this.#prisma, at.tableId);
       if (version === undefined) throw tableMissing(at);
-      this.#versions.observed(at.tableId, version);
+      this.#versions.observed(at.tableId, version, mark);
     }
-    return this.#nodeAt(this.#prisma, at, version);
+    return this.#nodeAt(this.#prisma, at, version, mark);
   }
 
   /** The node at `version` or later (a newer node is a committed one too), read through `db`. */
-  async #nodeAt(db: Db, at: ContextLocation, version: number): Promise<CachedContext> {
+  async #nodeAt(
+    db: Db,
+    at: ContextLocation,
+    version: number,
+    mark = this.#versions.mark(),
+  ): Promise<CachedContext> {
     const cached = this.#cache.get(at.tableId, at.pointer);
     if (cached !== undefined) {
       if (cached.version >= version) {
@@ -139,7 +145,7 @@ export class ContextStore {
     this.#cache.counted('miss');
     const stored = await readNode(db, at.tableId, at.tokens);
     if (stored === undefined) throw tableMissing(at);
-    this.#versions.observed(at.tableId, stored.version);
+    this.#versions.observed(at.tableId, stored.version, mark);
     if (stored.node === undefined) throw contextMissing(at, stored.name);
     return this.#cache.set(at.tableId, at.pointer, stored.version, stored.node, stored.text);
   }

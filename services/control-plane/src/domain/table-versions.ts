@@ -8,8 +8,11 @@
  * - `redis` (PostgreSQL with REDIS_URL, any number of control planes): Redis holds each table's
  *   latest version. A writer raises it (set-if-greater) before its transaction commits, and a
  *   write that cannot raise it is refused, so no acknowledged write is ever missing from Redis.
- *   A reader GETs it: one Redis round trip. When Redis has no value or cannot answer, the version
- *   comes from the database.
+ *   The same step announces the version to the other control planes and waits until each has
+ *   applied it or its lease has ended (table-version-leases.ts). So while its lease runs, a
+ *   control plane answers reads from the versions it knows, with no round trip; a table it does
+ *   not know yet, or any table while its lease has lapsed, it GETs from Redis (one round trip).
+ *   When Redis has no value or cannot answer, the version comes from the database.
  * - `database` (PostgreSQL without REDIS_URL): every read asks the database for the version (one
  *   indexed query), which is right with any number of control planes.
  * A version above the committed one (a write raised it, then rolled back) is harmless: readers
@@ -18,6 +21,7 @@
 import { createClient } from 'redis';
 import { LRUCache } from 'lru-cache';
 import { DomainError } from '../errors.ts';
+import { VersionLeases } from './table-version-leases.ts';
 
 export type TableVersionSource = 'local' | 'redis' | 'database';
 
@@ -28,8 +32,13 @@ export interface TableVersions {
    * (then tell `observed`).
    */
   latest(tableId: string): Promise<number | undefined>;
+  /**
+   * Taken before a read of the database; `observed` keeps what that read found only if nothing
+   * was missed since (a version announced while the process could not hear it).
+   */
+  mark(): number;
   /** A version read from the database (monotonic: an older one changes nothing). */
-  observed(tableId: string, version: number): void;
+  observed(tableId: string, version: number, mark: number): void;
   /**
    * Before the commit of the write that makes `version`: throws (and the write must roll back)
    * when the version cannot be made known to every reader.
@@ -61,6 +70,10 @@ class KnownVersions {
     return this.#versions.get(tableId);
   }
 
+  clear(): void {
+    this.#versions.clear();
+  }
+
   raise(tableId: string, version: number): void {
     const known = this.#versions.get(tableId);
     if (known === undefined || version > known) this.#versions.set(tableId, version);
@@ -74,6 +87,10 @@ export class LocalTableVersions implements TableVersions {
 
   async latest(tableId: string): Promise<number | undefined> {
     return this.#known.get(tableId);
+  }
+
+  mark(): number {
+    return 0;
   }
 
   observed(tableId: string, version: number): void {
@@ -100,6 +117,9 @@ export class DatabaseTableVersions implements TableVersions {
   readonly source = 'database';
   async latest(): Promise<undefined> {
     return undefined;
+  }
+  mark(): number {
+    return 0;
   }
   observed(): void {}
   async announce(): Promise<void> {}
@@ -132,6 +152,12 @@ export interface RedisTableVersionsOptions {
   url: string;
   /** Budget of one Redis command; a read falls back to the database after it (default 500 ms). */
   timeoutMs?: number;
+  /** The database's identity: control planes of one database share leases (table-version-leases.ts). */
+  scope: () => Promise<string>;
+  /** Length of a table-version lease in ms (default 2,000). */
+  leaseMs?: number;
+  /** Counts where reads found tables' versions. */
+  meter?: TableVersionMeter;
   log: { warn(details: object, message: string): void; info(details: object, message: string): void };
 }
 
@@ -149,18 +175,40 @@ function createVersionsClient(url: string, timeoutMs: number) {
   });
 }
 
-/** `redis`: Redis holds every table's latest version for all control planes. */
+/** Where reads found tables' versions (the controlplane_table_version_lookups_total series). */
+export interface TableVersionMeter {
+  /** Known in memory under a running lease: no round trip. */
+  memory: { inc(): void };
+  /** Asked of Redis. */
+  redis: { inc(): void };
+  /** Left to the database. */
+  database: { inc(): void };
+}
+
+/** `redis`: Redis holds every table's latest version for all control planes; leases spare the reads. */
 export class RedisTableVersions implements TableVersions {
   readonly source = 'redis';
   readonly #client: ReturnType<typeof createVersionsClient>;
   readonly #log: RedisTableVersionsOptions['log'];
   readonly #known = new KnownVersions();
   readonly #timeoutMs: number;
+  readonly #leases: VersionLeases;
+  readonly #meter: TableVersionMeter | undefined;
   #warned = false;
 
   constructor(options: RedisTableVersionsOptions) {
     this.#log = options.log;
     this.#timeoutMs = options.timeoutMs ?? 500;
+    this.#meter = options.meter;
+    this.#leases = new VersionLeases({
+      url: options.url,
+      scope: options.scope,
+      timeoutMs: this.#timeoutMs,
+      ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }),
+      log: options.log,
+      onVersion: (tableId, version) => this.#known.raise(tableId, version),
+      onLapse: () => this.#known.clear(),
+    });
     this.#client = createVersionsClient(options.url, this.#timeoutMs);
     this.#client.on('ready', () => {
       if (this.#warned) this.#log.info({}, 'redis reachable again; table versions come from it');
@@ -172,11 +220,24 @@ export class RedisTableVersions implements TableVersions {
   }
 
   async latest(tableId: string): Promise<number | undefined> {
-    if (!this.#client.isReady) return undefined;
+    if (this.#leases.valid) {
+      const known = this.#known.get(tableId);
+      if (known !== undefined) {
+        this.#meter?.memory.inc();
+        return known;
+      }
+    }
+    if (!this.#client.isReady) {
+      this.#meter?.database.inc();
+      return undefined;
+    }
+    const generation = this.#leases.generation;
     let value: string | null;
     try {
       value = await this.#client.get(KEY_PREFIX + tableId);
+      this.#meter?.redis.inc();
     } catch (error) {
+      this.#meter?.database.inc();
       this.#outage(error);
       return undefined;
     }
@@ -186,11 +247,17 @@ export class RedisTableVersions implements TableVersions {
     // the database knows, and `observed` puts the right version back.
     const known = this.#known.get(tableId);
     if (!Number.isSafeInteger(version) || (known !== undefined && version < known)) return undefined;
+    // Kept for the next reads unless announcements may have been missed since it was asked.
+    if (generation === this.#leases.generation) this.#known.raise(tableId, version);
     return version;
   }
 
-  observed(tableId: string, version: number): void {
-    this.#known.raise(tableId, version);
+  mark(): number {
+    return this.#leases.generation;
+  }
+
+  observed(tableId: string, version: number, mark: number): void {
+    if (mark === this.#leases.generation) this.#known.raise(tableId, version);
     if (!this.#client.isReady) return;
     // Best effort: a reader that finds no value puts the database's back, never lowering one.
     this.#raise(tableId, version).catch((error: unknown) => this.#outage(error));
@@ -199,9 +266,7 @@ export class RedisTableVersions implements TableVersions {
   async announce(tableId: string, version: number): Promise<void> {
     try {
       // Just started, or reconnecting: worth a short wait rather than refusing the write.
-      if (!this.#client.isReady && !(await this.#readyWithin(this.#timeoutMs)))
-        throw new Error('not connected');
-      await this.#raise(tableId, version);
+      await this.#leases.announce(tableId, version, KEY_PREFIX + tableId, KEY_TTL_MS);
     } catch (error) {
       this.#outage(error);
       // Redis is what this write depends on here: refused (nothing written) rather than
@@ -228,24 +293,10 @@ export class RedisTableVersions implements TableVersions {
   }
 
   async close(): Promise<void> {
+    await this.#leases.close();
     if (!this.#client.isOpen) return;
     if (this.#client.isReady) await this.#client.close();
     else this.#client.destroy();
-  }
-
-  /** Whether the client is (or becomes) connected within `ms`. */
-  async #readyWithin(ms: number): Promise<boolean> {
-    if (!this.#client.isOpen) return false;
-    return new Promise((resolve) => {
-      const done = (ready: boolean) => {
-        clearTimeout(timer);
-        this.#client.off('ready', onReady);
-        resolve(ready);
-      };
-      const onReady = () => done(true);
-      const timer = setTimeout(() => done(this.#client.isReady), ms);
-      this.#client.on('ready', onReady);
-    });
   }
 
   async #raise(tableId: string, version: number): Promise<void> {
