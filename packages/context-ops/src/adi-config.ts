@@ -8,12 +8,27 @@ import { isJsonObject, type JsonSchema } from './json.ts';
 import { OPERATIONS } from './operations.ts';
 import { PatternRefused } from './schema-pattern.ts';
 import { compileUserSchema, describeSchemaError, schemaErrors } from './schema-validation.ts';
+import { deepFreeze } from './freeze.ts';
 
 /**
  * The config for `op`, normalised (null/undefined become `{}`); throws VALIDATION_FAILED naming the
  * bad field for unknown keys, wrong shapes, or an `item_schema` that is not a valid JSON Schema.
  */
 export function validateAdiConfig(op: OperationType, config: unknown): Record<string, unknown> {
+  // A frozen config cannot change (freeze.ts): checked once, its checked copy serves every call.
+  if (typeof config !== 'object' || config === null || !Object.isFrozen(config))
+    return checkConfig(op, config);
+  const known = checkedConfigs.get(config);
+  if (known?.op === op) return known.checked;
+  const checked = deepFreeze(checkConfig(op, config));
+  checkedConfigs.set(config, { op, checked });
+  return checked;
+}
+
+/** Checked copies of frozen configs, by object. */
+const checkedConfigs = new WeakMap<object, { op: OperationType; checked: Record<string, unknown> }>();
+
+function checkConfig(op: OperationType, config: unknown): Record<string, unknown> {
   const definition = OPERATIONS[op];
   if (definition === undefined) {
     throw new OpError('VALIDATION_FAILED', `Unknown operation "${String(op)}"`, { field: 'operation_type' });

@@ -23,6 +23,7 @@ export type { JsonSchema, JsonValue } from './json.ts';
 export { DEFAULT_LIMITS, DEFAULT_QUERY_BUDGET, type Limits, type QueryBudget } from './limits.ts';
 export type { OperationDefinition } from './operation.ts';
 export { OPERATIONS } from './operations.ts';
+export { deepFreeze } from './freeze.ts';
 export { formatPointer, parsePointer, parsePointerArgument } from './pointer.ts';
 export { resolveTokens } from './resolve.ts';
 export { inferSchema } from './schema-inference.ts';

@@ -13,6 +13,7 @@ import { preview } from './ops/preview.ts';
 import { query } from './ops/query.ts';
 import { select } from './ops/select.ts';
 import { update } from './ops/update.ts';
+import { deepFreeze } from './freeze.ts';
 
 // Each operation is typed by its own arguments and config. The registry forgets them (`never`: no
 // caller can build them by accident); the engine checks both against the operation's schemas and
@@ -42,11 +43,4 @@ export const OPERATIONS: Record<OperationType, OperationDefinition> = deepFreeze
 );
 
 // Frozen because every service shares these objects: a caller decorating a schema in place would
-// silently change the canonical contract for everyone else.
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
+// silently change the canonical contract for everyone else (deepFreeze, freeze.ts).

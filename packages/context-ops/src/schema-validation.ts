@@ -72,7 +72,7 @@ function instance(useDefaults: boolean): Ajv2020 {
  */
 export function compileUserSchema(schema: JsonSchema, options: UserSchemaOptions = {}): SchemaValidator {
   const useDefaults = options.useDefaults === true;
-  const key = `${useDefaults ? 'defaults' : 'plain'}:${JSON.stringify(schema)}`;
+  const key = keyOf(schema, useDefaults);
   const hit = compiled.get(key);
   if (hit !== undefined) {
     // Re-inserting keeps the Map in least-recently-used order for eviction.
@@ -89,6 +89,25 @@ export function compileUserSchema(schema: JsonSchema, options: UserSchemaOptions
   }
   return validator;
 }
+
+/**
+ * The cache key of `schema`: its JSON text. A frozen schema cannot change (freeze.ts: frozen all
+ * the way down), so its key is made once and remembered by the object: a hot path then skips
+ * serialising it per call. Only the key is remembered, not the validator, so the cache above
+ * still decides what is kept.
+ */
+function keyOf(schema: JsonSchema, useDefaults: boolean): string {
+  const frozen = Object.isFrozen(schema);
+  const keys = keysByObject[useDefaults ? 'defaults' : 'plain'];
+  const known = frozen ? keys.get(schema) : undefined;
+  if (known !== undefined) return known;
+  const key = `${useDefaults ? 'defaults' : 'plain'}:${JSON.stringify(schema)}`;
+  if (frozen) keys.set(schema, key);
+  return key;
+}
+
+// The same string each time: its hash is computed once, so the Map lookup is cheap as well.
+const keysByObject = { plain: new WeakMap<object, string>(), defaults: new WeakMap<object, string>() };
 
 // A string too long for a pattern answers "no match" inside ajv (which may then be hidden by
 // `not` or `anyOf`), so any such string fails the whole validation, with a message saying why.

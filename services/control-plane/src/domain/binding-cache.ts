@@ -16,6 +16,7 @@ import type { BindingCacheMeter } from '../metrics.ts';
 import type { Db } from './context.ts';
 import { OWNER_STATUS } from './exposure-config.ts';
 import { columnsOf, registeredKind, type KindColumns, type ToolKindModule } from './tool-kinds/index.ts';
+import { deepFreeze } from '@bindery/context-ops';
 
 /** How long an entry is trusted without news of a change. */
 const ENTRY_TTL_MS = 60_000;
@@ -58,8 +59,10 @@ async function loadBinding(db: Db, id: string): Promise<ExecutableBinding | unde
     adiId: row.adiId,
     toolName: row.toolName,
     enabled: row.enabled,
-    inputSchema: (row.inputSchema as Record<string, unknown> | null) ?? null,
-    outputSchema: (row.outputSchema as Record<string, unknown> | null) ?? null,
+    // Frozen: shared by every call while cached, and validators and checked configs are then
+    // found by the object, not by serialising it per call (context-ops freeze.ts).
+    inputSchema: deepFreeze((row.inputSchema as Record<string, unknown> | null) ?? null),
+    outputSchema: deepFreeze((row.outputSchema as Record<string, unknown> | null) ?? null),
     aei: {
       name: row.aei.name,
       userId: row.aei.userId,
@@ -69,7 +72,7 @@ async function loadBinding(db: Db, id: string): Promise<ExecutableBinding | unde
     adi: {
       id: row.adi.id,
       kind: row.adi.kind,
-      columns: columnsOf(row.adi),
+      columns: deepFreeze(columnsOf(row.adi)),
       module: registeredKind(row.adi.kind),
     },
   };
