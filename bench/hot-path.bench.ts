@@ -11,6 +11,9 @@
  *   McpServer and transport per request, an echo tool, no database), the paths taking turns run by
  *   run, the median run kept; the gateway's ratio to the naive server (target ≥ 2x, stretch 3x);
  * - p50/p99 at concurrency 1, the paths taking turns call by call (target ≤ 2 ms on PostgreSQL);
+ * - CPU time per call at concurrency 32 of each process on each path (from /proc: the benchmark
+ *   client, gateway or proxy, control plane, and on PostgreSQL the database's and Redis' processes),
+ *   steadier than calls per second on a noisy host;
  * - what the control plane looked up during the measured calls: binding and context cache misses
  *   (0 = no database read for them in steady state) and, on PostgreSQL, where tables' versions came
  *   from (memory under the control plane's lease, or Redis).
@@ -31,6 +34,7 @@ import {
 } from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
 import { benchArgs } from './support/args.ts';
+import { addCpu, cpuReading, type CpuParts } from './support/cpu-time.ts';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -71,7 +75,7 @@ const initialize = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
 };
 
-/** Calls per second of `workers` loops calling `call` for `seconds`. */
+/** Calls per second of `workers` loops calling `call` for `seconds`, and how many calls. */
 async function throughput(workers: number, seconds: number, call: (w: number) => Promise<void>) {
   let calls = 0;
   const until = performance.now() + seconds * 1000;
@@ -84,7 +88,7 @@ async function throughput(workers: number, seconds: number, call: (w: number) =>
       }
     }),
   );
-  return calls / ((performance.now() - started) / 1000);
+  return { rate: calls / ((performance.now() - started) / 1000), calls };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -175,8 +179,24 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
     });
     const before = await lookups();
     const rates: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+    // CPU time each process spent on each path's calls (gateway, control plane, database, Redis,
+    // this benchmark), over all its runs.
+    const cpu: Record<string, { calls: number; parts: CpuParts }> = Object.fromEntries(
+      names.map((n) => [n, { calls: 0, parts: {} }]),
+    );
+    const reading = () =>
+      cpuReading(
+        { gateway: gw.child.pid, 'control plane': cp.pid, proxy: proxy.child.pid, naive: naive.child.pid },
+        engine === 'postgres' ? { database: 'postgres', redis: 'redis-server' } : {},
+      );
     for (let r = 0; r < ROUNDS; r++) {
-      for (const name of names) rates[name]!.push(await throughput(CONCURRENCY, SECONDS, paths[name]!));
+      for (const name of names) {
+        const before = reading();
+        const run = await throughput(CONCURRENCY, SECONDS, paths[name]!);
+        addCpu(cpu[name]!.parts, before, reading());
+        cpu[name]!.calls += run.calls;
+        rates[name]!.push(run.rate);
+      }
     }
     const c1: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
     for (let i = 0; i < CALLS_C1; i++) {
@@ -205,6 +225,18 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
         ratio >= 3 ? 'stretch met' : ratio >= 2 ? 'met' : 'NOT met'
       })`,
     );
+    for (const name of names) {
+      const { calls, parts } = cpu[name]!;
+      // The processes on the path (the others only idle meanwhile).
+      const onPath = name.startsWith('naive')
+        ? ['client', 'naive']
+        : ['client', name.startsWith('gateway') ? 'gateway' : 'proxy', 'control plane', 'database', 'redis'];
+      const spent = onPath
+        .filter((part) => parts[part] !== undefined)
+        .map((part) => `${part} ${((parts[part]! * 1e6) / calls).toFixed(0)}`);
+      if (spent.length > 0)
+        console.log(`  c=${CONCURRENCY} ${name.padEnd(30)} CPU µs per call: ${spent.join(', ')}`);
+    }
     for (const name of names) {
       const s = summarize(c1[name]!);
       console.log(
