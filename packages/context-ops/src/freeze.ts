@@ -1,7 +1,9 @@
 /**
  * Deep freezing, for values shared by every caller and never changed once made. A frozen object is
  * also a promise to schema-validation.ts and adi-config.ts: they remember what they made of a frozen
- * schema or config by the object itself, without serialising it again.
+ * schema or config by the object itself, without serialising it again. So freeze shared schemas and
+ * configs with deepFreeze only: a shallow Object.freeze over children that still change would let
+ * them answer for the object as it was.
  */
 
 /**

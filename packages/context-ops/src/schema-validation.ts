@@ -91,13 +91,14 @@ export function compileUserSchema(schema: JsonSchema, options: UserSchemaOptions
 }
 
 /**
- * The cache key of `schema`: its JSON text. A frozen schema cannot change (freeze.ts: frozen all
- * the way down), so its key is made once and remembered by the object: a hot path then skips
+ * The cache key of `schema`: its JSON text. A frozen schema is taken as frozen all the way down
+ * (deepFreeze, freeze.ts: callers freeze with it, never with a shallow Object.freeze), so its key is made once and remembered by the object: a hot path then skips
  * serialising it per call. Only the key is remembered, not the validator, so the cache above
  * still decides what is kept.
  */
 function keyOf(schema: JsonSchema, useDefaults: boolean): string {
-  const frozen = Object.isFrozen(schema);
+  // Only objects can be keys of the WeakMap (a boolean schema is frozen too, and cheap to serialise).
+  const frozen = typeof schema === 'object' && schema !== null && Object.isFrozen(schema);
   const keys = keysByObject[useDefaults ? 'defaults' : 'plain'];
   const known = frozen ? keys.get(schema) : undefined;
   if (known !== undefined) return known;

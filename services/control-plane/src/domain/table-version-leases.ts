@@ -28,8 +28,12 @@
  * An announced version above the committed one (the write then rolled back) is harmless: readers
  * find no cached node at that version and read the database, which has the committed one.
  *
- * Members are scoped (`scope`: the database's identity), so control planes of other databases on
- * the same Redis neither wait for nor hear each other.
+ * Members are scoped (`scope`: the database's name and oid), so control planes of other databases
+ * on the same Redis neither wait for nor hear each other (databases of the same name and oid on
+ * different servers would share a scope: they only wait for each other's confirmations).
+ * Limits: a forward step of Redis's clock by more than three quarters of a lease can leave a
+ * running lease out of a writer's list; the Redis user needs the `bindery:table-versions:*`
+ * channels (PUBLISH, SUBSCRIBE) besides its keys, or every write is refused.
  */
 import { randomBytes } from 'node:crypto';
 import { createClient } from 'redis';
@@ -191,6 +195,8 @@ export class VersionLeases {
         keys: [versionKey, keys.members],
         arguments: [String(version), String(keyTtlMs), keys.channel, message, String(this.#leaseMs)],
       })) as (string | number)[];
+      // Stopping meanwhile: refused rather than committed after a wait nobody will see through.
+      if (this.#closed) throw new Error('the control plane is stopping');
       const age = Number(reply[0]);
       const waiting = new Set<string>();
       for (const member of reply.slice(1).map(String)) {
@@ -266,6 +272,7 @@ export class VersionLeases {
         this.#waiters.delete(done);
         resolve(check());
       }, this.#timeoutMs);
+      timer.unref();
       this.#waiters.add(done);
     });
   }
@@ -292,7 +299,7 @@ export class VersionLeases {
             'the database could not be named yet: writes are refused and reads ask Redis until it can',
           );
         }
-        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5_000)));
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5_000)).unref());
       }
     }
     if (this.#closed) return;
