@@ -77,8 +77,12 @@ const TERMINATE_AFTER_MS = 250;
 // The V8 heap of a worker holds what crosses the boundary (arguments, results, console lines, host
 // answers); the tool's own memory is the engine's WebAssembly memory, outside this heap.
 const WORKER_HEAP_MB = 128;
-// Checking a source runs its module's top level once; it gets the default time limit.
+// Checking a source runs its module's top level once.
 const CHECK_ARGS = '{}';
+// ...within at least this much time: a worker's first run (the engine's start) on a loaded host
+// can take longer than a call's budget, and a save must not fail for that. A top level slower than
+// a call's budget is saved, and its calls then end with TIMEOUT, naming the call's limit.
+const CHECK_MIN_TIME_MS = 5_000;
 
 export class CustomToolSandbox {
   readonly #options: CustomToolSandboxOptions;
@@ -191,7 +195,7 @@ export class CustomToolSandbox {
   async checkCustomToolSource(code: string, tenant: string): Promise<SourceCheck> {
     const tooLarge = sourceTooLarge(code);
     if (tooLarge) return { ok: false, ...tooLarge };
-    const limits = this.#limits;
+    const limits = { ...this.#limits, timeoutMs: Math.max(this.#limits.timeoutMs, CHECK_MIN_TIME_MS) };
     let outcome: SandboxOutcome;
     try {
       const run = await this.#workers.run(tenant, limits.timeoutMs, (clock) => ({
