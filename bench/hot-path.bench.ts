@@ -176,6 +176,8 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
       contextMiss: await metric(cp.url, 'controlplane_context_cache_total', '{result="miss"}'),
       versionMemory: await metric(cp.url, 'controlplane_table_version_lookups_total', '{source="memory"}'),
       versionRedis: await metric(cp.url, 'controlplane_table_version_lookups_total', '{source="redis"}'),
+      batches: await metric(gw.url, 'gateway_execute_batch_calls_count'),
+      batched: await metric(gw.url, 'gateway_execute_batch_calls_sum'),
     });
     const before = await lookups();
     const rates: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
@@ -253,6 +255,13 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
     console.log(
       `  during ${calls} measured executor calls: binding cache misses ${after.bindingMiss - before.bindingMiss}, ` +
         `context cache misses ${after.contextMiss - before.contextMiss} (0 = read from memory, no database round trip)`,
+    );
+    const gatewayCalls = cpu['gateway (JSON-RPC over HTTP)']!.calls + CALLS_C1;
+    const batches = after.batches - before.batches;
+    const batched = after.batched - before.batched;
+    console.log(
+      `  gateway -> control plane: ${batched} of the gateway's ${gatewayCalls} calls went in ${batches} shared exchanges ` +
+        `(${batches > 0 ? (batched / batches).toFixed(1) : '0'} calls each); the others alone`,
     );
     if (engine === 'postgres') {
       console.log(

@@ -234,6 +234,30 @@ export const ExecuteRequest = Type.Object(
 );
 export type ExecuteRequest = Static<typeof ExecuteRequest>;
 
+/**
+ * `POST /internal/execute-batch`: several executions in one exchange. The body is text of this
+ * media type, one call per line: the ADI id, a tab, then the call's `ExecuteRequest` as JSON,
+ * exactly the body `/internal/adi/{adi_id}/execute` takes (the id is kept out of the JSON so a
+ * call nests no deeper than it would alone). Each line is parsed and checked on its own, so what
+ * one call sends can only ever fail that call. The answer is NDJSON, one `ExecuteBatchAnswer` per
+ * call, in the order the calls end. Progress reports are not carried: such calls go alone.
+ */
+export const EXECUTE_BATCH_MEDIA_TYPE = 'application/x-ndjson';
+/** Calls in one batch at most (more: 400 for the whole batch). */
+export const EXECUTE_BATCH_MAX_CALLS = 64;
+/** What an ADI id on a batch line looks like. */
+export const EXECUTE_BATCH_ADI_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * One call's answer in a batch: `i` is the call's line (from 0); `status` and `body` are what the
+ * single route would have answered it (200 and a ToolResult, or an error status and ErrorBody).
+ */
+export interface ExecuteBatchAnswer {
+  i: number;
+  status: number;
+  body: unknown;
+}
+
 export const LegacyExecuteRequest = Type.Object(
   {
     tool_name: Type.String({ maxLength: 64 }),

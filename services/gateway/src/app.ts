@@ -126,6 +126,7 @@ export async function buildGateway(
     internalToken: config.internalToken,
     configTimeoutMs: config.configTimeoutMs,
     toolCallTimeoutMs: config.toolCallTimeoutMs,
+    batchMax: config.toolCallBatchMax,
     idleProbeMs: config.controlPlaneIdleProbeMs,
     breaker: config.breaker,
     metrics,

@@ -47,6 +47,8 @@ export interface GatewayConfig {
   /** Per api_key: sustained requests per second and burst; 0 turns the limit off. */
   rateLimit: { perSecond: number; burst: number };
   toolCallTimeoutMs: number;
+  /** Context tool calls sent together in one exchange at most (0 or 1: each alone). */
+  toolCallBatchMax: number;
   configTimeoutMs: number;
   /** A health check of the control plane after this long without any answer from it (readiness). */
   controlPlaneIdleProbeMs: number;
@@ -109,6 +111,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     },
     rateLimit: { perSecond: v.RATE_LIMIT_PER_SECOND, burst: v.RATE_LIMIT_BURST },
     toolCallTimeoutMs: v.TOOL_CALL_TIMEOUT_MS,
+    toolCallBatchMax: v.TOOL_CALL_BATCH_MAX,
     configTimeoutMs: v.CONFIG_TIMEOUT_MS,
     controlPlaneIdleProbeMs: v.CONTROL_PLANE_IDLE_PROBE_MS,
     toolsPageSize: v.TOOLS_PAGE_SIZE,

@@ -6,10 +6,12 @@
  */
 import {
   ERROR_CODES,
+  EXECUTE_BATCH_MEDIA_TYPE,
   PERSONAL_KEY_HEADER,
   type CallerIdentity,
   type ConfigV2,
   type ErrorBody,
+  type ExecuteBatchAnswer,
   type ExecuteRequest,
   type KeyFlavor,
   type LegacyConfig,
@@ -25,6 +27,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { FastifyBaseLogger } from 'fastify';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { GatewayMetrics } from './metrics.ts';
+import { ExecuteBatcher } from './execute-batcher.ts';
 import { CircuitBreaker, type BreakerState } from './upstream/circuit-breaker.ts';
 
 /**
@@ -93,6 +96,8 @@ export interface ControlPlaneClientOptions {
   internalToken: string;
   configTimeoutMs: number;
   toolCallTimeoutMs: number;
+  /** Context tool calls sent together in one exchange at most (0 or 1: each alone). */
+  batchMax?: number;
   /** After this long without an answer from the control plane, `watch` sends a health check. */
   idleProbeMs: number;
   breaker: { failureThreshold: number; cooldownMs: number; maxCooldownMs: number };
@@ -132,6 +137,27 @@ function refusedCall(status: number, body: unknown): ToolResult | undefined {
   return { content: [{ type: 'text', text: JSON.stringify(refusal) }], isError: true };
 }
 
+/** A tool call's answer from its status and body (the single route's, or a batch line's). */
+function executeAnswer(status: number, body: unknown): ToolResult {
+  const refused = refusedCall(status, body);
+  if (refused) return refused;
+  if (status >= 500) {
+    throw new UpstreamError(`control plane answered ${status} to the call`, 'error-answer', false, status);
+  }
+  if (status !== 200) {
+    // A 4xx is about the request itself (token, route, media type): the control plane refused
+    // it before running anything. (A 1xx-3xx other than 200 is no answer the route gives.)
+    const message = (body as { error?: { message?: string } } | undefined)?.error?.message;
+    throw new UpstreamError(
+      `the control plane refused the call (HTTP ${status}${message ? `: ${message}` : ''})`,
+      status >= 400 ? 'refused' : 'error-answer',
+      false,
+      status,
+    );
+  }
+  return body as ToolResult;
+}
+
 export class ControlPlaneClient {
   readonly #pool: Pool;
   readonly #options: ControlPlaneClientOptions;
@@ -148,6 +174,8 @@ export class ControlPlaneClient {
   #checkingHealth = false;
   /** The latency histogram's children, bound once: a labelled observe looks its labels up each time. */
   readonly #latency: Record<Kind, { observe(v: number): void }>;
+  /** Sends context tool calls that arrive together in shared exchanges; undefined when off. */
+  readonly #batcher: ExecuteBatcher | undefined;
 
   constructor(options: ControlPlaneClientOptions) {
     this.#options = options;
@@ -158,6 +186,20 @@ export class ControlPlaneClient {
       health: latency.labels('health'),
     };
     this.#auth = `Bearer ${options.internalToken}`;
+    if ((options.batchMax ?? 0) >= 2) {
+      this.#batcher = new ExecuteBatcher({
+        maxCalls: options.batchMax!,
+        timeoutMs: options.toolCallTimeoutMs,
+        alone: (adiId, request, signal) => this.#executeAlone(adiId, request, signal),
+        exchange: (text, onAnswer, signal) => this.#exchangeBatch(text, onAnswer, signal),
+        answer: executeAnswer,
+        record: (ok) => this.#breaker.record(ok),
+        timedOut: () => this.#checkAfterSlowCall(),
+        observe: (seconds) => this.#latency.execute.observe(seconds),
+        batchSize: (calls) => options.metrics.executeBatches.observe(calls),
+        log: options.log,
+      });
+    }
     this.#pool = new Pool(options.url, { connections: 128, keepAliveTimeout: 30_000, pipelining: 1 });
     const gauge = options.metrics.breakerState;
     const show = (state: BreakerState) => {
@@ -267,6 +309,10 @@ export class ControlPlaneClient {
       signal?: AbortSignal | undefined;
       /** An NDJSON answer: each line but the last is handed over as it arrives; the last is the body. */
       lines?: LineReader;
+      /** With `lines`: every line is an answer the reader takes, and the body is whatever is left. */
+      allLines?: boolean;
+      /** A body already serialised (its Content-Type in `headers`), instead of `body` as JSON. */
+      text?: string;
     },
   ): Promise<{ status: number; headers: IncomingHttpHeaders; body: unknown; bytes: number }> {
     if (!options.probe && !this.#breaker.allows()) {
@@ -276,7 +322,7 @@ export class ControlPlaneClient {
     const started = performance.now();
     const headers: Record<string, string> = { authorization: this.#auth, ...options.headers };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const body = options.text ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
     for (let attempt = 0; ; attempt++) {
       if (kind === 'config') this.#options.metrics.configFetches.inc();
       try {
@@ -289,7 +335,8 @@ export class ControlPlaneClient {
           options.signal,
           options.lines,
         );
-        this.#latency[kind].observe((performance.now() - started) / 1000);
+        // A batch's calls are observed one by one, as their answers arrive (execute-batcher.ts).
+        if (!options.allLines) this.#latency[kind].observe((performance.now() - started) / 1000);
         if (response.status >= 500) {
           if (!options.probe) this.#breaker.record(false);
           throw new UpstreamError(
@@ -299,7 +346,8 @@ export class ControlPlaneClient {
             response.status,
           );
         }
-        if (!options.probe) this.#breaker.record(true);
+        // A batch's calls count one by one, as their answers arrive (execute-batcher.ts).
+        if (!options.probe && !options.allLines) this.#breaker.record(true);
         this.#reached = true;
         this.#lastContact = performance.now();
         const streamed = options.lines !== undefined && isNdjson(response.headers);
@@ -313,7 +361,7 @@ export class ControlPlaneClient {
             'error-answer',
           );
         }
-        if (streamed) parsed = resultLine(parsed);
+        if (streamed && !options.allLines) parsed = resultLine(parsed);
         return { status: response.status, headers: response.headers, body: parsed, bytes: response.bytes };
       } catch (error) {
         if (error instanceof UpstreamError) throw error;
@@ -393,8 +441,46 @@ export class ControlPlaneClient {
     request: ExecuteRequest,
     signal?: AbortSignal,
     progress?: (report: ToolProgress) => void,
+    batchable = false,
+  ): Promise<ToolResult> {
+    if (batchable && !progress && this.#batcher) return this.#batcher.execute(adiId, request, signal);
+    return this.#executeAlone(adiId, request, signal, progress);
+  }
+
+  #executeAlone(
+    adiId: string,
+    request: ExecuteRequest,
+    signal?: AbortSignal,
+    progress?: (report: ToolProgress) => void,
   ): Promise<ToolResult> {
     return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request, signal, progress);
+  }
+
+  /**
+   * One exchange of `POST /internal/execute-batch`: `onAnswer` gets each call's answer as it
+   * arrives. Resolves with the status and body once the answer ended (200: every line was handed
+   * over); rejects as any request does (breaker open, connection lost, a server error).
+   */
+  async #exchangeBatch(
+    text: string,
+    onAnswer: (answer: ExecuteBatchAnswer) => void,
+    signal: AbortSignal,
+  ): Promise<{ status: number; body: unknown }> {
+    const res = await this.#request(
+      'execute',
+      'POST',
+      '/internal/execute-batch',
+      this.#options.toolCallTimeoutMs,
+      {
+        text,
+        headers: { 'content-type': EXECUTE_BATCH_MEDIA_TYPE },
+        retry: false,
+        signal,
+        lines: answerLines(onAnswer),
+        allLines: true,
+      },
+    );
+    return { status: res.status, body: res.body };
   }
 
   /**
@@ -443,20 +529,7 @@ export class ControlPlaneClient {
       signal,
       ...(progress && { lines: progressLines(progress) }),
     });
-    const refused = refusedCall(res.status, res.body);
-    if (refused) return refused;
-    if (res.status !== 200) {
-      // A 4xx is about the request itself (token, route, media type): the control plane refused
-      // it before running anything. (A 1xx-3xx other than 200 is no answer the route gives.)
-      const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
-      throw new UpstreamError(
-        `the control plane refused the call (HTTP ${res.status}${message ? `: ${message}` : ''})`,
-        res.status >= 400 ? 'refused' : 'error-answer',
-        false,
-        res.status,
-      );
-    }
-    return res.body as ToolResult;
+    return executeAnswer(res.status, res.body);
   }
 
   /**
@@ -593,6 +666,41 @@ function configAnswer(
 
 function isNdjson(headers: IncomingHttpHeaders): boolean {
   return String(headers['content-type'] ?? '').startsWith('application/x-ndjson');
+}
+
+/** The reader of a batch's answer: each complete line, parsed, goes to `onAnswer` as it arrives. */
+function answerLines(onAnswer: (answer: ExecuteBatchAnswer) => void): LineReader {
+  let pending = '';
+  const decoder = new StringDecoder('utf8');
+  const take = (line: string) => {
+    if (line === '') return;
+    let parsed: ExecuteBatchAnswer;
+    try {
+      parsed = JSON.parse(line) as ExecuteBatchAnswer;
+    } catch {
+      // A line that is not JSON answers nothing: its call ends unanswered with the batch.
+      return;
+    }
+    onAnswer(parsed);
+  };
+  return {
+    push(chunk) {
+      const text = decoder.write(chunk);
+      let from = pending.length;
+      pending += text;
+      let at: number;
+      while ((at = pending.indexOf('\n', from)) >= 0) {
+        take(pending.slice(0, at));
+        pending = pending.slice(at + 1);
+        from = 0;
+      }
+    },
+    rest() {
+      take(pending + decoder.end());
+      pending = '';
+      return '';
+    },
+  };
 }
 
 /**

@@ -67,6 +67,12 @@ export function createMetrics() {
       help: 'control-plane requests not sent because the circuit breaker was open',
       registers: [registry],
     }),
+    executeBatches: new Histogram({
+      name: 'gateway_execute_batch_calls',
+      help: 'tool calls sent to the control plane together in one exchange (POST /internal/execute-batch), per exchange',
+      buckets: [2, 4, 8, 16, 32, 64],
+      registers: [registry],
+    }),
     upstreamLatency: new Histogram({
       name: 'gateway_upstream_latency_seconds',
       help: 'latency of control-plane calls by kind',

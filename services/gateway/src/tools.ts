@@ -163,6 +163,8 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
             },
             extra.signal,
             extra.progress,
+            // Cancelling a context call never stopped it: such calls may share an exchange.
+            b.adi_ref.kind === 'context',
           ),
       };
     });

@@ -154,6 +154,12 @@ export const GATEWAY_SETTINGS = defineSettings(
       default: 30_000,
       doc: 'a tool call slower than this answers `TIMEOUT`',
     }),
+    TOOL_CALL_BATCH_MAX: integer({
+      min: 0,
+      max: 64,
+      default: 32,
+      doc: 'context tool calls sent to the control plane together in one exchange at most, when several arrive at once (0 or 1 = each alone)',
+    }),
     CONFIG_TIMEOUT_MS: integer({
       min: 100,
       max: 60_000,

@@ -6,13 +6,13 @@ import { ERROR_STATUS, type ErrorBody, type ErrorCode } from '@bindery/contracts
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../errors.ts';
 
-interface Mapped {
+export interface Mapped {
   code: ErrorCode;
   message: string;
   details?: Record<string, unknown>;
 }
 
-function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped | undefined {
+export function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped | undefined {
   if (error instanceof DomainError) {
     return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
   }

@@ -11,16 +11,18 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../errors.ts';
 import { unstorableError } from './unstorable-input.ts';
 
-export function registerJsonBody(app: FastifyInstance): void {
+/** Parses one JSON text as a body is parsed: `done` gets the value, or the refusal to answer. */
+export type JsonTextParser = (
+  request: FastifyRequest,
+  text: string,
+  done: (error: Error | null, value?: unknown) => void,
+) => void;
+
+/** The checks and the parser every JSON body goes through, for a body or for a part of one. */
+export function jsonTextParser(app: FastifyInstance): JsonTextParser {
   // Fastify's own parser is callback-style (its type is a union with the promise form).
-  const parse = app.getDefaultJsonParser('error', 'error') as (
-    request: FastifyRequest,
-    body: string,
-    done: (error: Error | null, value?: unknown) => void,
-  ) => void;
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    const body = text as string;
+  const parse = app.getDefaultJsonParser('error', 'error') as JsonTextParser;
+  return (request, body, done) => {
     if (body.length === 0) {
       done(new DomainError('VALIDATION_FAILED', 'the request body is empty: send JSON, or no Content-Type'));
       return;
@@ -39,5 +41,13 @@ export function registerJsonBody(app: FastifyInstance): void {
       if (found) return done(unstorableError('body', found));
       done(null, value);
     });
-  });
+  };
+}
+
+export function registerJsonBody(app: FastifyInstance): void {
+  const parse = jsonTextParser(app);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) =>
+    parse(request, text as string, done),
+  );
 }

@@ -35,6 +35,7 @@ import {
 } from '../domain/exposure-config.ts';
 import { ClashLog, upstreamRequest } from '../domain/upstream-catalog.ts';
 import { DomainError } from '../errors.ts';
+import { executeBatchRoute } from './execute-batch.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { errorResponses } from '../http/schemas.ts';
 
@@ -237,6 +238,8 @@ export function internalRoutes(executor: ExecutorOptions) {
         );
       },
     );
+    // In a scope of its own: its text body parser is for this route alone.
+    await app.register(async (scope: AdminApp) => executeBatchRoute(scope, executor));
     app.post(
       '/aei/:aei_id/upstream-request',
       {

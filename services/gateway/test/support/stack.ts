@@ -106,6 +106,8 @@ export interface StackOptions {
   /** Where the gateway's log lines go (JSON lines); none by default. */
   gatewayLogTo?: NodeJS.WritableStream;
   controlPlaneEnv?: Record<string, string>;
+  /** The URL the gateway reaches the control plane at, given the control plane's own (a proxy's, say). */
+  gatewayControlPlaneUrl?: (controlPlaneUrl: string) => string;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -195,7 +197,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const gateway = await buildGateway(
     loadGatewayConfig({
       GATEWAY_PORT: String(gwPort),
-      CONTROL_PLANE_URL: controlPlaneUrl,
+      CONTROL_PLANE_URL: options.gatewayControlPlaneUrl?.(controlPlaneUrl) ?? controlPlaneUrl,
       INTERNAL_TOKEN,
       OPS_TOKEN,
       LOG_REQUESTS: 'false',

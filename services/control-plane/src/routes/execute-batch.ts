@@ -1,0 +1,193 @@
+/**
+ * `POST /internal/execute-batch`: the calls a gateway received at about the same time, in one
+ * HTTP exchange. Per call, an exchange costs the gateway and this server a request and an answer
+ * to write and read, and a pass through the framework; at many calls at once that was a large
+ * share of a call's CPU on both sides (docs/decisions.md, "Batched executions").
+ *
+ * Each line of the body is one call, `<adi_id>\t<ExecuteRequest JSON>`, and is parsed, checked and
+ * validated on its own, by the same parser and schema as the single route's body: a line that
+ * route would refuse gets that refusal (status and error body) as its own answer, and the other
+ * calls run. Answers are NDJSON lines `{"i", "status", "body"}`, written as calls end; those ending
+ * in the same turn of the event loop (the calls of one audit commit, most often) leave in one
+ * write. The batch's connection closing cancels its calls where their kind can pass that on.
+ */
+import {
+  ERROR_STATUS,
+  EXECUTE_BATCH_ADI_ID_RE,
+  EXECUTE_BATCH_MAX_CALLS,
+  EXECUTE_BATCH_MEDIA_TYPE,
+  ExecuteRequest,
+  ToolResult,
+  type ExecuteBatchAnswer,
+} from '@bindery/contracts';
+import type { FastifyError, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { executeBinding, type ExecutorOptions } from '../domain/executor.ts';
+import { DomainError } from '../errors.ts';
+import type { AdminApp } from '../http/admin-app.ts';
+import { errorBody, mapError } from '../http/error-handler.ts';
+import { jsonTextParser } from '../http/json-body.ts';
+import { errorResponses } from '../http/schemas.ts';
+
+const CALLER_GONE = 'the gateway closed the batch';
+
+/** A line's call, or the answer refusing it. */
+type Line = { adiId: string; body: ExecuteRequest } | { refused: ExecuteBatchAnswer['body']; status: number };
+
+export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): void {
+  const ctx = app.domain;
+  const parseJson = jsonTextParser(app);
+  // Once the server is stopping, an answer closes its connection (as every other answer does,
+  // app.ts), so the gateway sends its next batch elsewhere or on a new connection.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  // Only this route takes the body as text; its lines are parsed below.
+  app.addContentTypeParser(EXECUTE_BATCH_MEDIA_TYPE, { parseAs: 'string' }, (_request, text, done) =>
+    done(null, text),
+  );
+
+  /** The call on line `text`, checked as the single route checks its body. */
+  function readLine(request: FastifyRequest, text: string): Line {
+    const tab = text.indexOf('\t');
+    const adiId = tab === -1 ? '' : text.slice(0, tab);
+    const refuse = (error: Error): Line => {
+      const mapped = mapError(error, request) ?? {
+        code: 'VALIDATION_FAILED' as const,
+        message: 'invalid call',
+      };
+      return { status: ERROR_STATUS[mapped.code], refused: errorBody(request, mapped) };
+    };
+    if (!EXECUTE_BATCH_ADI_ID_RE.test(adiId)) {
+      return refuse(
+        new DomainError('VALIDATION_FAILED', 'a batch line starts with an ADI id and a tab', {
+          field: 'adi_id',
+        }),
+      );
+    }
+    let parsed: { error: Error | null; value?: unknown } | undefined;
+    // The parser answers at once (it is synchronous, callback-style).
+    parseJson(request, text.slice(tab + 1), (error, value) => {
+      parsed = { error, value };
+    });
+    if (!parsed) throw new Error('the JSON parser did not answer synchronously');
+    if (parsed.error) return refuse(parsed.error);
+    // The single route's validator (same compiler, same options, so the same coercions and errors).
+    const validate = request.compileValidationSchema(ExecuteRequest, 'body');
+    if (!validate(parsed.value)) {
+      const failure = Object.assign(new Error('invalid call'), {
+        validation: validate.errors ?? [],
+        validationContext: 'body',
+      }) as unknown as FastifyError;
+      return refuse(failure);
+    }
+    return { adiId, body: parsed.value as ExecuteRequest };
+  }
+
+  function internalError() {
+    return { error: { code: 'INTERNAL', message: 'internal error; quote the request_id when reporting it' } };
+  }
+
+  app.post(
+    '/execute-batch',
+    {
+      schema: {
+        tags: ['internal'],
+        summary:
+          'Run several bound tools in one exchange: a text body of lines `<adi_id>\\t<ExecuteRequest JSON>`; ' +
+          `the answer is NDJSON, one {"i", "status", "body"} per call as it ends (at most ${EXECUTE_BATCH_MAX_CALLS} calls)`,
+        security: [{ internalToken: [] }],
+        consumes: [EXECUTE_BATCH_MEDIA_TYPE],
+        body: Type.String({ description: 'one call per line: ADI id, tab, ExecuteRequest as JSON' }),
+        response: { ...errorResponses(413) },
+      },
+    },
+    async (request, reply) => {
+      const texts = (request.body as string).split('\n');
+      if (texts.at(-1) === '') texts.pop();
+      if (texts.length === 0 || texts.length > EXECUTE_BATCH_MAX_CALLS) {
+        throw new DomainError(
+          'VALIDATION_FAILED',
+          `a batch holds 1 to ${EXECUTE_BATCH_MAX_CALLS} calls, one per line; this one has ${texts.length}`,
+          { max_calls: EXECUTE_BATCH_MAX_CALLS },
+        );
+      }
+      const lines = texts.map((text) => readLine(request, text));
+      const cancel = new AbortController();
+      reply.hijack();
+      const raw = reply.raw;
+      raw.once('close', () => {
+        if (!raw.writableFinished) cancel.abort(CALLER_GONE);
+      });
+      raw.writeHead(200, {
+        'content-type': EXECUTE_BATCH_MEDIA_TYPE,
+        'cache-control': 'no-store',
+        ...(closing && { connection: 'close' }),
+      });
+      // Sends the head now: the gateway's time limit on the head is not its calls' business.
+      raw.flushHeaders();
+      // The single route's serializer of its answer (fields outside ToolResult dropped alike).
+      const serialize = reply.compileSerializationSchema(
+        ToolResult as unknown as Record<string, unknown>,
+        '200',
+      ) as (result: unknown) => string;
+      let out = '';
+      let scheduled = false;
+      let left = lines.length;
+      const flush = () => {
+        scheduled = false;
+        if (out === '' || raw.writableEnded) return;
+        const chunk = out;
+        out = '';
+        if (left === 0) raw.end(chunk);
+        else raw.write(chunk);
+      };
+      const answered = new Set<number>();
+      // Each line is answered exactly once; one that cannot be written becomes its own 500.
+      const answer = (line: ExecuteBatchAnswer, json?: () => string) => {
+        if (answered.has(line.i)) return;
+        answered.add(line.i);
+        let text: string;
+        try {
+          text = json ? json() : JSON.stringify(line);
+        } catch (error) {
+          request.log.error({ err: error, line: line.i }, 'a batched call’s answer could not be serialised');
+          text = JSON.stringify({ i: line.i, status: 500, body: internalError() });
+        }
+        out += `${text}\n`;
+        left--;
+        if (left === 0) flush();
+        else if (!scheduled) {
+          scheduled = true;
+          setImmediate(flush);
+        }
+      };
+      lines.forEach((line, i) => {
+        if ('refused' in line) return answer({ i, status: line.status, body: line.refused });
+        executeBinding(ctx, line.adiId, line.body, executor, cancel.signal).then(
+          (result) =>
+            answer(
+              { i, status: 200, body: result },
+              () => `{"i":${i},"status":200,"body":${serialize(result)}}`,
+            ),
+          (error: unknown) => {
+            // What the single route's error handler would have answered.
+            const mapped = error instanceof Error ? mapError(error, request) : undefined;
+            if (!mapped) {
+              request.log.error(
+                { err: error, line: i, adi_id: line.adiId },
+                'unhandled error in a batched call',
+              );
+            }
+            answer({
+              i,
+              status: mapped ? ERROR_STATUS[mapped.code] : 500,
+              body: mapped ? errorBody(request, mapped) : internalError(),
+            });
+          },
+        );
+      });
+    },
+  );
+}

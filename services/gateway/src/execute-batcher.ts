@@ -1,0 +1,259 @@
+/**
+ * Context tool calls that arrive at about the same time go to the control plane in one exchange
+ * (`POST /internal/execute-batch`) instead of one each. At many calls at once, the per-exchange
+ * work (writing and reading a request and an answer on both sides, the framework's pass on the
+ * control plane) was a large share of a call's CPU (docs/decisions.md, "Batched executions").
+ *
+ * A call is queued; the queue is sent at the end of the event loop's turn in which its first call
+ * came (a `setImmediate`), so calls read from the network in one turn share an exchange, and a
+ * lone call waits no longer than that turn. A queue of one goes alone, by the single route, as do
+ * calls that must: progress reports, a kind that can be cancelled (only context calls are
+ * batched: cancelling one of those never stopped it), an ADI id a batch line cannot carry, or a
+ * large request.
+ *
+ * What each call sees is what it would see alone:
+ * - its own answer, status and body as the single route gives them, read as they arrive;
+ * - its own time limit (`TOOL_CALL_TIMEOUT_MS`) and its own cancellation, from when it was queued;
+ * - a batch the control plane refuses as a whole (a control plane without the route, a body
+ *   over its limit) runs nothing, so its calls are sent again alone, and no batch is sent for a
+ *   minute;
+ * - a batch whose exchange fails (breaker open, connection lost, a server error) fails its
+ *   unanswered calls with that failure, which says how far the exchange got.
+ */
+import {
+  EXECUTE_BATCH_ADI_ID_RE,
+  type ExecuteBatchAnswer,
+  type ExecuteRequest,
+  type ToolResult,
+} from '@bindery/contracts';
+import type { FastifyBaseLogger } from 'fastify';
+import { UpstreamError } from './control-plane-client.ts';
+
+/** A call larger than this (its request's JSON) goes alone: a batch carries small calls. */
+const MAX_LINE_BYTES = 64 * 1024;
+/** A batch's body at most; the control plane's body limit is larger by default (10 MiB). */
+const MAX_BATCH_BYTES = 512 * 1024;
+/** How long a control plane that refused a batch whole (no route, a lower body limit) is sent none. */
+const UNSUPPORTED_RETRY_MS = 60_000;
+/**
+ * Statuses of a batch refused whole by the control plane itself, before running anything: no
+ * such route (an older version), a body over its limit, a batch it cannot read. Its calls go
+ * again alone. Any other status is what each call would have got alone.
+ */
+const REFUSED_WHOLE = new Set([400, 404, 413, 415]);
+
+export interface ExecuteBatcherOptions {
+  maxCalls: number;
+  timeoutMs: number;
+  /** Runs one call by the single route. */
+  alone(adiId: string, request: ExecuteRequest, signal?: AbortSignal): Promise<ToolResult>;
+  /** One batch exchange: each answer to `onAnswer` as it arrives; then the status and body. */
+  exchange(
+    text: string,
+    onAnswer: (answer: ExecuteBatchAnswer) => void,
+    signal: AbortSignal,
+  ): Promise<{ status: number; body: unknown }>;
+  /** A call's answer from its line's status and body (throws UpstreamError as the single route's would). */
+  answer(status: number, body: unknown): ToolResult;
+  /** A call's answer, for the circuit breaker: false for a server error, as alone. */
+  record(ok: boolean): void;
+  /** A call ran past its time limit (the client checks the control plane's health). */
+  timedOut(): void;
+  /** A call's latency, in seconds, from when it was queued to its answer. */
+  observe(seconds: number): void;
+  /** The calls of a batch that was sent. */
+  batchSize(calls: number): void;
+  log: FastifyBaseLogger;
+}
+
+interface Queued {
+  adiId: string;
+  request: ExecuteRequest;
+  line: string;
+  bytes: number;
+  signal: AbortSignal | undefined;
+  queuedAt: number;
+  timer: NodeJS.Timeout | undefined;
+  settled: boolean;
+  stopListening(): void;
+  resolve(result: ToolResult): void;
+  reject(error: unknown): void;
+}
+
+export class ExecuteBatcher {
+  readonly #options: ExecuteBatcherOptions;
+  #queue: Queued[] = [];
+  #scheduled = false;
+  /** Until when (`performance.now()`) batches are not sent: the control plane had no route for them. */
+  #unsupportedUntil = 0;
+
+  constructor(options: ExecuteBatcherOptions) {
+    this.#options = options;
+  }
+
+  execute(adiId: string, request: ExecuteRequest, signal?: AbortSignal): Promise<ToolResult> {
+    if (
+      signal?.aborted ||
+      !EXECUTE_BATCH_ADI_ID_RE.test(adiId) ||
+      performance.now() < this.#unsupportedUntil
+    ) {
+      return this.#options.alone(adiId, request, signal);
+    }
+    const line = `${adiId}\t${JSON.stringify(request)}\n`;
+    const bytes = Buffer.byteLength(line);
+    if (bytes > MAX_LINE_BYTES) return this.#options.alone(adiId, request, signal);
+    return new Promise<ToolResult>((resolve, reject) => {
+      const call: Queued = {
+        adiId,
+        request,
+        line,
+        bytes,
+        signal,
+        queuedAt: performance.now(),
+        timer: undefined,
+        settled: false,
+        stopListening: () => {},
+        resolve,
+        reject,
+      };
+      this.#queue.push(call);
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    // A call cancelled while queued is not sent at all (alone, it would not have been either).
+    const queue = this.#queue.filter((call) => {
+      if (!call.signal?.aborted) return true;
+      call.reject(cancelled());
+      return false;
+    });
+    this.#queue = [];
+    let at = 0;
+    while (at < queue.length) {
+      let bytes = 0;
+      let end = at;
+      while (
+        end < queue.length &&
+        end - at < this.#options.maxCalls &&
+        (end === at || bytes + queue[end]!.bytes <= MAX_BATCH_BYTES)
+      ) {
+        bytes += queue[end]!.bytes;
+        end++;
+      }
+      const calls = queue.slice(at, end);
+      at = end;
+      if (calls.length === 1) this.#alone(calls[0]!);
+      else this.#send(calls);
+    }
+  }
+
+  /** Sends `call` by the single route, its answer or failure its own. */
+  #alone(call: Queued): void {
+    this.#options.alone(call.adiId, call.request, call.signal).then(call.resolve, call.reject);
+  }
+
+  #send(calls: Queued[]): void {
+    const { timeoutMs } = this.#options;
+    // Ends the exchange once no call waits for it any more because the last one timed out or was
+    // cancelled. (After the last answer the control plane ends it: aborting then would cost the
+    // connection.)
+    const done = new AbortController();
+    let open = calls.length;
+    const settle = (call: Queued, outcome: () => ToolResult, answered = false) => {
+      if (call.settled) return;
+      call.settled = true;
+      clearTimeout(call.timer);
+      call.stopListening();
+      try {
+        call.resolve(outcome());
+      } catch (error) {
+        call.reject(error);
+      }
+      if (--open === 0 && !answered) done.abort();
+    };
+    for (const call of calls) {
+      call.timer = setTimeout(() => {
+        this.#options.timedOut();
+        settle(call, () => {
+          throw new UpstreamError(
+            `control plane did not answer execute within ${timeoutMs} ms`,
+            'no-answer',
+            true,
+          );
+        });
+      }, timeoutMs);
+      const { signal } = call;
+      if (signal) {
+        const onAbort = () =>
+          settle(call, () => {
+            throw cancelled();
+          });
+        signal.addEventListener('abort', onAbort, { once: true });
+        call.stopListening = () => signal.removeEventListener('abort', onAbort);
+      }
+    }
+    this.#options.batchSize(calls.length);
+    const onAnswer = (line: ExecuteBatchAnswer) => {
+      const call = Number.isInteger(line.i) ? calls[line.i] : undefined;
+      if (!call || call.settled) return;
+      this.#options.observe((performance.now() - call.queuedAt) / 1000);
+      this.#options.record(line.status < 500);
+      settle(call, () => this.#options.answer(line.status, line.body), true);
+    };
+    this.#options.exchange(calls.map((c) => c.line).join(''), onAnswer, done.signal).then(
+      ({ status, body }) => {
+        if (status === 200) {
+          for (const call of calls) {
+            settle(call, () => {
+              throw new UpstreamError(
+                'the control plane ended the batch without answering the call',
+                'error-answer',
+              );
+            });
+          }
+          return;
+        }
+        if (!REFUSED_WHOLE.has(status)) {
+          // What each call would have got alone (401: a token the control plane does not take).
+          for (const call of calls) {
+            this.#options.record(true);
+            settle(call, () => this.#options.answer(status, body));
+          }
+          return;
+        }
+        // Refused as a whole: nothing ran. Each call goes again, alone, and batches wait a while.
+        this.#unsupportedUntil = performance.now() + UNSUPPORTED_RETRY_MS;
+        const message = (body as { error?: { message?: string } } | undefined)?.error?.message;
+        this.#options.log.warn(
+          { status, message },
+          status === 404
+            ? 'the control plane has no /internal/execute-batch route (an older version): tool calls go one by one for a minute'
+            : 'the control plane refused a batch of tool calls as a whole: tool calls go one by one for a minute',
+        );
+        for (const call of calls) {
+          if (call.settled) continue;
+          call.settled = true;
+          clearTimeout(call.timer);
+          call.stopListening();
+          this.#alone(call);
+        }
+      },
+      (error: unknown) => {
+        for (const call of calls) {
+          settle(call, () => {
+            throw error;
+          });
+        }
+      },
+    );
+  }
+}
+
+function cancelled(): UpstreamError {
+  return new UpstreamError('the client cancelled the execute request', 'no-answer', false);
+}

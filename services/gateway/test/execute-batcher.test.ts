@@ -1,0 +1,214 @@
+// Pins the batcher's own rules, with the exchange played by functions the test controls (the
+// end-to-end behaviour, against a real control plane, is gateway.execute-batch.happy.test.ts):
+// calls of one turn share an exchange and a lone call goes alone; each call gets its own line's
+// answer; a call cancelled while queued is never sent; a call past its time limit or cancelled
+// while its batch runs ends alone, the others still get theirs; a failed exchange fails only the
+// unanswered calls and never sends them again; a batch refused whole is sent again call by call
+// and no batch goes for a while; every answer counts for the breaker, a server error as a failure.
+import type { ExecuteBatchAnswer, ExecuteRequest, ToolResult } from '@bindery/contracts';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { UpstreamError } from '../src/control-plane-client.ts';
+import { ExecuteBatcher, type ExecuteBatcherOptions } from '../src/execute-batcher.ts';
+
+const ADI = 'adi_1';
+const request = (n: number): ExecuteRequest => ({
+  aei_id: 'aei_1',
+  binding_id: `bnd_${n}`,
+  arguments: { n },
+});
+const result = (text: string): ToolResult => ({ content: [{ type: 'text', text }] });
+
+interface Exchange {
+  lines: { adiId: string; request: ExecuteRequest }[];
+  onAnswer(answer: ExecuteBatchAnswer): void;
+  signal: AbortSignal;
+  end(outcome: { status: number; body: unknown } | Error): void;
+}
+
+function harness(options: Partial<ExecuteBatcherOptions> = {}) {
+  const exchanges: Exchange[] = [];
+  const alone: { adiId: string; request: ExecuteRequest }[] = [];
+  const records: boolean[] = [];
+  let timeouts = 0;
+  const batcher = new ExecuteBatcher({
+    maxCalls: 32,
+    timeoutMs: 10_000,
+    alone: async (adiId, req) => {
+      alone.push({ adiId, request: req });
+      return result(`alone ${req.binding_id}`);
+    },
+    exchange: (text, onAnswer, signal) =>
+      new Promise((resolve, reject) => {
+        const lines = text
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => {
+            const tab = l.indexOf('\t');
+            return { adiId: l.slice(0, tab), request: JSON.parse(l.slice(tab + 1)) as ExecuteRequest };
+          });
+        exchanges.push({
+          lines,
+          onAnswer,
+          signal,
+          end: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)),
+        });
+      }),
+    answer: (status, body) => {
+      if (status >= 500) throw new UpstreamError(`answered ${status}`, 'error-answer', false, status);
+      if (status !== 200) throw new UpstreamError(`refused ${status}`, 'refused', false, status);
+      return body as ToolResult;
+    },
+    record: (ok) => records.push(ok),
+    timedOut: () => timeouts++,
+    observe: () => {},
+    batchSize: () => {},
+    log: Fastify({ logger: { level: 'silent' } }).log,
+    ...options,
+  });
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  return { batcher, exchanges, alone, records, turn, timeouts: () => timeouts };
+}
+
+/** The outcome of a call, as data: its text, or its error's message and delivery. */
+const outcome = (p: Promise<ToolResult>) =>
+  p.then(
+    (r) => ({ text: (r.content[0] as { text: string }).text }),
+    (e: UpstreamError) => ({ error: e.message, delivery: e.delivery }),
+  );
+
+describe('ExecuteBatcher', () => {
+  it('sends the calls of one turn in one exchange, and each gets its own line’s answer', async () => {
+    const h = harness();
+    const calls = [0, 1, 2].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+    await h.turn();
+    expect(h.exchanges).toHaveLength(1);
+    const ex = h.exchanges[0]!;
+    expect(ex.lines.map((l) => l.request.binding_id)).toEqual(['bnd_0', 'bnd_1', 'bnd_2']);
+    // Answered out of order: each still gets its own.
+    ex.onAnswer({ i: 2, status: 200, body: result('two') });
+    ex.onAnswer({ i: 0, status: 200, body: result('zero') });
+    ex.onAnswer({ i: 1, status: 500, body: {} });
+    ex.end({ status: 200, body: undefined });
+    expect(await Promise.all(calls)).toEqual([
+      { text: 'zero' },
+      { error: 'answered 500', delivery: 'error-answer' },
+      { text: 'two' },
+    ]);
+    expect(h.records).toEqual([true, true, false]);
+    expect(ex.signal.aborted).toBe(false);
+  });
+
+  it('a lone call goes alone, as does a call too large for a batch', async () => {
+    const h = harness();
+    expect(await outcome(h.batcher.execute(ADI, request(0)))).toEqual({ text: 'alone bnd_0' });
+    const big = { ...request(1), arguments: { blob: 'x'.repeat(70 * 1024) } };
+    const both = [outcome(h.batcher.execute(ADI, big)), outcome(h.batcher.execute(ADI, request(2)))];
+    expect(await Promise.all(both)).toEqual([{ text: 'alone bnd_1' }, { text: 'alone bnd_2' }]);
+    expect(h.exchanges).toHaveLength(0);
+  });
+
+  it('a call cancelled while queued is never sent', async () => {
+    const h = harness();
+    const cancel = new AbortController();
+    const gone = outcome(h.batcher.execute(ADI, request(0), cancel.signal));
+    const kept = [1, 2].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+    cancel.abort();
+    await h.turn();
+    expect(await gone).toMatchObject({ delivery: 'no-answer', error: expect.stringMatching(/cancelled/) });
+    expect(h.exchanges).toHaveLength(1);
+    expect(h.exchanges[0]!.lines.map((l) => l.request.binding_id)).toEqual(['bnd_1', 'bnd_2']);
+    h.exchanges[0]!.onAnswer({ i: 0, status: 200, body: result('one') });
+    h.exchanges[0]!.onAnswer({ i: 1, status: 200, body: result('two') });
+    h.exchanges[0]!.end({ status: 200, body: undefined });
+    expect(await Promise.all(kept)).toEqual([{ text: 'one' }, { text: 'two' }]);
+  });
+
+  it('a call past its time limit, or cancelled in flight, ends alone; the exchange ends once none waits', async () => {
+    const h = harness({ timeoutMs: 50 });
+    const cancel = new AbortController();
+    const slow = outcome(h.batcher.execute(ADI, request(0)));
+    const cancelled = outcome(h.batcher.execute(ADI, request(1), cancel.signal));
+    const answered = outcome(h.batcher.execute(ADI, request(2)));
+    await h.turn();
+    const ex = h.exchanges[0]!;
+    ex.onAnswer({ i: 2, status: 200, body: result('two') });
+    cancel.abort();
+    expect(await cancelled).toMatchObject({
+      delivery: 'no-answer',
+      error: expect.stringMatching(/cancelled/),
+    });
+    expect(ex.signal.aborted).toBe(false);
+    expect(await slow).toEqual({
+      error: 'control plane did not answer execute within 50 ms',
+      delivery: 'no-answer',
+    });
+    expect(h.timeouts()).toBe(1);
+    // Nothing waits for it any more: the exchange is closed.
+    expect(ex.signal.aborted).toBe(true);
+    expect(await answered).toEqual({ text: 'two' });
+    // A late answer changes nothing.
+    ex.onAnswer({ i: 0, status: 200, body: result('late') });
+    ex.end(new Error('aborted'));
+  });
+
+  it('a failed exchange fails the calls it did not answer, with its failure, and sends nothing again', async () => {
+    const h = harness();
+    const calls = [0, 1, 2].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+    await h.turn();
+    h.exchanges[0]!.onAnswer({ i: 1, status: 200, body: result('one') });
+    h.exchanges[0]!.end(new UpstreamError('control plane unreachable (ECONNRESET)', 'no-answer', false));
+    expect(await Promise.all(calls)).toEqual([
+      { error: 'control plane unreachable (ECONNRESET)', delivery: 'no-answer' },
+      { text: 'one' },
+      { error: 'control plane unreachable (ECONNRESET)', delivery: 'no-answer' },
+    ]);
+    expect(h.alone).toHaveLength(0);
+    expect(h.exchanges).toHaveLength(1);
+  });
+
+  it('an answer that ends without a call’s line fails that call as an error answer', async () => {
+    const h = harness();
+    const calls = [0, 1].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+    await h.turn();
+    h.exchanges[0]!.onAnswer({ i: 0, status: 200, body: result('zero') });
+    h.exchanges[0]!.end({ status: 200, body: undefined });
+    expect(await Promise.all(calls)).toEqual([
+      { text: 'zero' },
+      { error: 'the control plane ended the batch without answering the call', delivery: 'error-answer' },
+    ]);
+  });
+
+  for (const status of [404, 413]) {
+    it(`a batch refused whole (${status}) is sent again call by call, and no batch goes for a while`, async () => {
+      const h = harness();
+      const calls = [0, 1].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+      await h.turn();
+      h.exchanges[0]!.end({ status, body: { error: { code: 'NOT_FOUND', message: 'no route' } } });
+      expect(await Promise.all(calls)).toEqual([{ text: 'alone bnd_0' }, { text: 'alone bnd_1' }]);
+      const later = [2, 3].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+      expect(await Promise.all(later)).toEqual([{ text: 'alone bnd_2' }, { text: 'alone bnd_3' }]);
+      expect(h.exchanges).toHaveLength(1);
+    });
+  }
+
+  it('any other refusal of the whole batch is each call’s own refusal, as alone', async () => {
+    const h = harness();
+    const calls = [0, 1].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+    await h.turn();
+    h.exchanges[0]!.end({ status: 401, body: { error: { code: 'UNAUTHORIZED', message: 'bad token' } } });
+    expect(await Promise.all(calls)).toEqual([
+      { error: 'refused 401', delivery: 'refused' },
+      { error: 'refused 401', delivery: 'refused' },
+    ]);
+    expect(h.alone).toHaveLength(0);
+  });
+
+  it('an ADI id a line cannot carry goes alone', async () => {
+    const h = harness();
+    const both = ['bad id', 'ok_id'].map((id) => outcome(h.batcher.execute(id, request(0))));
+    await h.turn();
+    expect(h.alone.map((a) => a.adiId)).toEqual(['bad id', 'ok_id']);
+    expect(await Promise.all(both)).toEqual([{ text: 'alone bnd_0' }, { text: 'alone bnd_0' }]);
+  });
+});
