@@ -668,48 +668,12 @@ function isNdjson(headers: IncomingHttpHeaders): boolean {
   return String(headers['content-type'] ?? '').startsWith('application/x-ndjson');
 }
 
-/** The reader of a batch's answer: each complete line, parsed, goes to `onAnswer` as it arrives. */
-function answerLines(onAnswer: (answer: ExecuteBatchAnswer) => void): LineReader {
-  let pending = '';
-  const decoder = new StringDecoder('utf8');
-  const take = (line: string) => {
-    if (line === '') return;
-    let parsed: ExecuteBatchAnswer;
-    try {
-      parsed = JSON.parse(line) as ExecuteBatchAnswer;
-    } catch {
-      // A line that is not JSON answers nothing: its call ends unanswered with the batch.
-      return;
-    }
-    onAnswer(parsed);
-  };
-  return {
-    push(chunk) {
-      const text = decoder.write(chunk);
-      let from = pending.length;
-      pending += text;
-      let at: number;
-      while ((at = pending.indexOf('\n', from)) >= 0) {
-        take(pending.slice(0, at));
-        pending = pending.slice(at + 1);
-        from = 0;
-      }
-    },
-    rest() {
-      take(pending + decoder.end());
-      pending = '';
-      return '';
-    },
-  };
-}
-
 /**
- * The reader of an execute answer with progress: each `{"progress": ...}` line is handed to
- * `progress` at once; the last line, `{"result": ...}` (or `{"error": ...}`), is the answer.
+ * Splits an NDJSON answer into lines as its chunks arrive: each complete, non-empty line goes to
+ * `onLine`; `end()` answers what is left after the last newline.
  */
-function progressLines(progress: (report: ToolProgress) => void): LineReader {
+function lineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): void; end(): string } {
   let pending = '';
-  let last = '';
   // A character may be split between two chunks: the decoder keeps its first bytes for the next.
   const decoder = new StringDecoder('utf8');
   return {
@@ -723,20 +687,61 @@ function progressLines(progress: (report: ToolProgress) => void): LineReader {
         const line = pending.slice(0, at);
         pending = pending.slice(at + 1);
         from = 0;
-        if (line === '') continue;
-        last = line;
-        let parsed: { progress?: ToolProgress };
-        try {
-          parsed = JSON.parse(line) as { progress?: ToolProgress };
-        } catch {
-          continue;
-        }
-        if (parsed.progress) progress(parsed.progress);
+        if (line !== '') onLine(line);
       }
     },
+    end() {
+      const rest = pending + decoder.end();
+      pending = '';
+      return rest;
+    },
+  };
+}
+
+/** The reader of a batch's answer: each complete line, parsed, goes to `onAnswer` as it arrives. */
+function answerLines(onAnswer: (answer: ExecuteBatchAnswer) => void): LineReader {
+  const take = (line: string) => {
+    let parsed: ExecuteBatchAnswer;
+    try {
+      parsed = JSON.parse(line) as ExecuteBatchAnswer;
+    } catch {
+      // A line that is not JSON answers nothing: its call ends unanswered with the batch.
+      return;
+    }
+    onAnswer(parsed);
+  };
+  const lines = lineSplitter(take);
+  return {
+    push: (chunk) => lines.push(chunk),
+    rest() {
+      const rest = lines.end();
+      if (rest.trim() !== '') take(rest);
+      return '';
+    },
+  };
+}
+
+/**
+ * The reader of an execute answer with progress: each `{"progress": ...}` line is handed to
+ * `progress` at once; the last line, `{"result": ...}` (or `{"error": ...}`), is the answer.
+ */
+function progressLines(progress: (report: ToolProgress) => void): LineReader {
+  let last = '';
+  const lines = lineSplitter((line) => {
+    last = line;
+    let parsed: { progress?: ToolProgress };
+    try {
+      parsed = JSON.parse(line) as { progress?: ToolProgress };
+    } catch {
+      return;
+    }
+    if (parsed.progress) progress(parsed.progress);
+  });
+  return {
+    push: (chunk) => lines.push(chunk),
     rest: () => {
-      pending += decoder.end();
-      return pending.trim() === '' ? last : pending;
+      const rest = lines.end();
+      return rest.trim() === '' ? last : rest;
     },
   };
 }

@@ -8,7 +8,7 @@
 // the fast lane, Fastify's route, the SDK transport on a held session and without one.
 import { MAX_BODY_DEPTH, MAX_JSON_DEPTH } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { bindAddOrder, type Exposed, type Json, resultJson, twoTableExposure } from './support/fixtures.ts';
 import { LANES, lanesFor, responseTo, servedByLane, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
@@ -28,15 +28,10 @@ beforeAll(async () => {
   });
   exposed = await twoTableExposure(stack);
   const as = (method: string, p: string, body?: unknown) => stack.admin(method, p, body, exposed.token);
-  const add = await as('POST', '/api/v2/adis', {
-    table_id: exposed.tables.orders,
-    json_path: '',
-    operation_type: 'create',
-  });
-  await as('POST', `/api/v2/aeis/${exposed.aeiId}/bindings`, { adi_id: add.id, tool_name: 'add_order' });
+  const addId = await bindAddOrder(stack, exposed);
   direct = await lanesFor(stack.gatewayUrl, path());
   const catalog = await as('POST', '/api/v2/aeis', { name: 'catalog', exposure_mode: 'progressive' });
-  await as('POST', `/api/v2/aeis/${catalog.id}/bindings`, { adi_id: add.id, tool_name: 'add_order' });
+  await as('POST', `/api/v2/aeis/${catalog.id}/bindings`, { adi_id: addId, tool_name: 'add_order' });
   progressive = await lanesFor(stack.gatewayUrl, `/api/v2/mcp/server/${catalog.api_key}`);
 });
 afterAll(() => stack.close());

@@ -8,7 +8,7 @@ import { request as httpRequest, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { bindAddOrder, type Exposed, type Json, resultJson, twoTableExposure } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const BATCH_ROUTE = '/internal/execute-batch';
@@ -75,13 +75,7 @@ beforeAll(async () => {
     },
   });
   exposed = await twoTableExposure(stack);
-  const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, exposed.token);
-  const add = await as('POST', '/api/v2/adis', {
-    table_id: exposed.tables.orders,
-    json_path: '',
-    operation_type: 'create',
-  });
-  await as('POST', `/api/v2/aeis/${exposed.aeiId}/bindings`, { adi_id: add.id, tool_name: 'add_order' });
+  await bindAddOrder(stack, exposed);
   clients = await Promise.all(
     Array.from({ length: 8 }, () => stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`)),
   );

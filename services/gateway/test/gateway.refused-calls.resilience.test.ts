@@ -6,7 +6,7 @@
 // which would have the agent check data or retry a write that never happened; no token in it.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { bindAddOrder, type Exposed, type Json, resultJson, twoTableExposure } from './support/fixtures.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 const ROTATED_TOKEN = 'e2e-internal-token-rotated-0002';
@@ -20,14 +20,9 @@ beforeAll(async () => {
   stack = await startStack({ gatewayEnv: { CONFIG_CACHE_TTL_MS: '600000' } });
   exposed = await twoTableExposure(stack);
   const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, exposed.token);
-  const add = await as('POST', '/api/v2/adis', {
-    table_id: exposed.tables.orders,
-    json_path: '',
-    operation_type: 'create',
-  });
-  await as('POST', `/api/v2/aeis/${exposed.aeiId}/bindings`, { adi_id: add.id, tool_name: 'add_order' });
+  const addId = await bindAddOrder(stack, exposed);
   const progressive = await as('POST', '/api/v2/aeis', { name: 'catalog', exposure_mode: 'progressive' });
-  await as('POST', `/api/v2/aeis/${progressive.id}/bindings`, { adi_id: add.id, tool_name: 'add_order' });
+  await as('POST', `/api/v2/aeis/${progressive.id}/bindings`, { adi_id: addId, tool_name: 'add_order' });
   direct = await stack.connect(`/api/v2/mcp/server/${exposed.apiKey}`);
   catalog = await stack.connect(`/api/v2/mcp/server/${progressive.api_key}`);
   // Both configs cached, the catalog session set up, while the tokens still agree.

@@ -9,7 +9,7 @@
 // shrunk request that reproduces it.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { bindAddOrder, type Exposed, type Json, twoTableExposure } from './support/fixtures.ts';
 import { LANES, lanesFor, readAnswer, type Lane, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
@@ -28,19 +28,14 @@ beforeAll(async () => {
   });
   exposed = await twoTableExposure(stack);
   const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, exposed.token);
-  const add = await as('POST', '/api/v2/adis', {
-    table_id: exposed.tables.orders,
-    json_path: '',
-    operation_type: 'create',
-  });
-  await as('POST', `/api/v2/aeis/${exposed.aeiId}/bindings`, { adi_id: add.id, tool_name: 'add_order' });
+  const addId = await bindAddOrder(stack, exposed);
   entries.push({
     name: 'direct',
     lanes: await lanesFor(stack.gatewayUrl, `/api/v2/mcp/server/${exposed.apiKey}`),
     tools: ['find_customers', 'peek_orders', 'add_order'],
   });
   const catalog = await as('POST', '/api/v2/aeis', { name: 'catalog', exposure_mode: 'progressive' });
-  await as('POST', `/api/v2/aeis/${catalog.id}/bindings`, { adi_id: add.id, tool_name: 'add_order' });
+  await as('POST', `/api/v2/aeis/${catalog.id}/bindings`, { adi_id: addId, tool_name: 'add_order' });
   entries.push({
     name: 'progressive',
     lanes: await lanesFor(stack.gatewayUrl, `/api/v2/mcp/server/${catalog.api_key}`),

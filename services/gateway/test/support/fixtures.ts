@@ -80,6 +80,23 @@ export async function twoTableExposure(stack: Stack): Promise<Exposed> {
   };
 }
 
+/** Binds `add_order` (a `create` on the whole `orders` table) to the exposure; answers the ADI's id. */
+export async function bindAddOrder(stack: Stack, exposed: Exposed): Promise<string> {
+  const adi = await stack.admin(
+    'POST',
+    '/api/v2/adis',
+    { table_id: exposed.tables.orders, json_path: '', operation_type: 'create' },
+    exposed.token,
+  );
+  await stack.admin(
+    'POST',
+    `/api/v2/aeis/${exposed.aeiId}/bindings`,
+    { adi_id: adi.id, tool_name: 'add_order' },
+    exposed.token,
+  );
+  return adi.id as string;
+}
+
 /** The JSON inside a tool result's first text content. */
 export function resultJson(result: Record<string, unknown>): Json {
   const content = result.content as { type: string; text: string }[];
