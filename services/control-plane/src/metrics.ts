@@ -124,6 +124,11 @@ export function createMetrics(options: MetricsOptions = {}) {
     help: 'HTTP requests received and not yet answered (what a shutdown waits for)',
     registers: [registry],
   });
+  const executionsInFlight = new Gauge({
+    name: 'controlplane_tool_executions_in_flight',
+    help: 'tool calls received (alone or in a batch) and not yet answered',
+    registers: [registry],
+  });
   const auditInFlight = new Gauge({
     name: 'controlplane_audit_writes_in_flight',
     help: 'audit rows queued or being written, not yet committed (their calls wait)',
@@ -353,6 +358,7 @@ export function createMetrics(options: MetricsOptions = {}) {
       entries: bindingEntries,
     } satisfies BindingCacheMeter,
     requestsInFlight,
+    executionsInFlight,
     queryPool: {
       running: queryRunning,
       queued: queryQueued,

@@ -42,11 +42,11 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.close());
 
-/** Requests the control plane has received and not answered, besides the poll itself. */
+/** Tool calls the control plane has received and not answered (alone or in the gateway's batches). */
 async function controlPlaneInFlight(): Promise<number> {
   const text = await (await fetch(`${stack.controlPlaneUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('controlplane_http_requests_in_flight '));
-  return Number(line?.split(' ')[1] ?? 0) - 1;
+  const line = text.split('\n').find((l) => l.startsWith('controlplane_tool_executions_in_flight '));
+  return Number(line?.split(' ')[1] ?? 0);
 }
 
 describe('gateway shutdown', { timeout: 120_000 }, () => {

@@ -19,7 +19,7 @@ export interface ExecutorOptions {
   bindings: BindingCache;
   /** Reads and writes contexts (the context cache, the patch log, table versions). */
   contexts: ContextStore;
-  metrics: Pick<ControlPlaneMetrics, 'execution' | 'writes'>;
+  metrics: Pick<ControlPlaneMetrics, 'execution' | 'writes' | 'executionsInFlight'>;
   /** Writes each call's audit row, batched with other calls' (group commit); settles once committed. */
   audit: AuditWriter;
   /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */

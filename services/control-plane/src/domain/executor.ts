@@ -132,6 +132,24 @@ export async function executeBinding(
   signal?: AbortSignal,
   progress?: (report: ToolProgress) => void,
 ): Promise<ToolResult> {
+  // Counted per call, not per HTTP request: a gateway's batch carries many.
+  const inFlight = options.metrics.executionsInFlight;
+  inFlight.inc();
+  try {
+    return await runBinding(ctx, adiId, request, options, signal, progress);
+  } finally {
+    inFlight.dec();
+  }
+}
+
+async function runBinding(
+  ctx: DomainContext,
+  adiId: string,
+  request: ExecuteRequest,
+  options: ExecutorOptions,
+  signal?: AbortSignal,
+  progress?: (report: ToolProgress) => void,
+): Promise<ToolResult> {
   const resource = request.resource;
   // A resource read ignores the arguments: its trail records the pointer it read.
   const args = resource ? { pointer: resource.pointer } : (request.arguments ?? {});
