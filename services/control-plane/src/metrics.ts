@@ -126,7 +126,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const executionsInFlight = new Gauge({
     name: 'controlplane_tool_executions_in_flight',
-    help: 'tool calls received (alone or in a batch) and not yet answered',
+    help: 'calls of bound tools received (alone or in a gateway batch) and not yet answered',
     registers: [registry],
   });
   const auditInFlight = new Gauge({

@@ -43,13 +43,22 @@ async function oneTool(url: string, data: Json, path: string, operation: string)
   const adi = await admin('/api/v2/adis', { table_id: table.id, json_path: path, operation_type: operation });
   const aei = await admin('/api/v2/aeis', { name: 'shutdown' });
   const binding = await admin(`/api/v2/aeis/${aei.id}/bindings`, { adi_id: adi.id });
+  /** A gateway's batch of `calls` calls with these arguments (POST /internal/execute-batch). */
+  const batch = (args: Json, calls: number) =>
+    fetch(`${url}/internal/execute-batch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INTERNAL}`, 'content-type': 'application/x-ndjson' },
+      body: `${adi.id}\t${JSON.stringify({ aei_id: aei.id, binding_id: binding.id, arguments: args })}\n`.repeat(
+        calls,
+      ),
+    });
   const execute = (args: Json) =>
     fetch(`${url}/internal/adi/${adi.id}/execute`, {
       method: 'POST',
       headers: { authorization: `Bearer ${INTERNAL}`, 'content-type': 'application/json' },
       body: JSON.stringify({ aei_id: aei.id, binding_id: binding.id, arguments: args }),
     });
-  return { table, aei, execute };
+  return { table, aei, execute, batch };
 }
 
 /** Polls /metrics until `count` requests besides the poll itself are received and unanswered. */
@@ -113,6 +122,45 @@ describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
     expect(audit.items).toHaveLength(CALLS);
     expect(audit.items.map((row: Json) => row.error_code).sort()).toEqual([...codes].sort());
     expect(await server.stop()).toBe(0);
+  });
+
+  it('answers every call of a gateway batch in flight at SIGTERM, then exits 0', async () => {
+    const env = await environment({
+      QUERY_TIMEOUT_MS: '1000',
+      QUERY_WORKERS: '4',
+      QUERY_TENANT_ESCALATIONS: '20',
+    });
+    const server = await startServer(env);
+    const tool = await oneTool(
+      server.url,
+      { items: Array.from({ length: 1_000 }, (_, i) => i) },
+      '/items',
+      'query',
+    );
+    const answer = tool.batch({ query: SLOW_QUERY }, 4).then(async (res) => ({
+      status: res.status,
+      lines: (await res.text())
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Json),
+    }));
+    // The batch's four calls are running (the HTTP request in flight counts once).
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      if ((sample(text, 'controlplane_tool_executions_in_flight') ?? 0) >= 4) break;
+      if (Date.now() > deadline) throw new Error('the batch never ran');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const code = await server.stop();
+    const { status, lines } = await answer;
+    expect(status).toBe(200);
+    expect(lines.map((l) => l.i).sort()).toEqual([0, 1, 2, 3]);
+    for (const line of lines) {
+      expect(line.status).toBe(200);
+      expect(JSON.parse(line.body.content[0].text).error.code).toBe('LIMIT_EXCEEDED');
+    }
+    expect(code).toBe(0);
   });
 
   it('cuts a request that outlives SHUTDOWN_GRACE_MS and exits 1, saying so', async () => {

@@ -13,7 +13,8 @@
  *
  * What each call sees is what it would see alone:
  * - its own answer, status and body as the single route gives them, read as they arrive;
- * - its own time limit (`TOOL_CALL_TIMEOUT_MS`) and its own cancellation, from when it was queued;
+ * - its own time limit (`TOOL_CALL_TIMEOUT_MS`, from when its batch is sent) and its own
+ *   cancellation (a call cancelled while queued is not sent);
  * - a batch the control plane refuses as a whole (a control plane without the route, a body
  *   over its limit) runs nothing, so its calls are sent again alone, and no batch is sent for a
  *   minute;

@@ -39,7 +39,9 @@ class VersionProxy {
       `${this.target}${req.url}`,
       { method: req.method, headers: req.headers },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        // The proxy's own connection rules, not the control plane's keep-alive hint.
+        const { connection: _c, 'keep-alive': _k, ...headers } = answer.headers;
+        res.writeHead(answer.statusCode ?? 502, headers);
         answer.pipe(res);
       },
     );
@@ -133,7 +135,9 @@ describe('calls that arrive together', () => {
   it('share exchanges, and each gets its own answer; every write lands once, audited once', async () => {
     const before = await batchMetric();
     const forwarded = proxy.batches;
-    await burst(6);
+    // Calls share an exchange when two reach the gateway in one turn of its event loop: all but
+    // certain for 48 at once, and a loaded host gets a few more tries.
+    for (let tries = 0; tries < 5 && proxy.batches === forwarded; tries++) await burst(6);
     const after = await batchMetric();
     expect(after.batches).toBeGreaterThan(before.batches);
     expect(after.calls - before.calls).toBeGreaterThanOrEqual(2 * (after.batches - before.batches));
@@ -155,7 +159,7 @@ describe('calls that arrive together', () => {
 describe('a control plane without the batch route', () => {
   it('gets the calls again one by one, with the same answers, and no more batches for a while', async () => {
     proxy.refuseBatches = true;
-    await burst(3);
+    for (let tries = 0; tries < 5 && proxy.refused === 0; tries++) await burst(3);
     expect(proxy.refused).toBeGreaterThan(0);
     const refused = proxy.refused;
     await burst(3);

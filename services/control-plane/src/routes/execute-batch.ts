@@ -114,7 +114,14 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         );
       }
       const lines = texts.map((text) => readLine(request, text));
+      // The single route's serializer of its answer (fields outside ToolResult dropped alike);
+      // compiled once per route, before anything is sent.
+      const serialize = reply.compileSerializationSchema(
+        ToolResult as unknown as Record<string, unknown>,
+        '200',
+      ) as (result: unknown) => string;
       const cancel = new AbortController();
+      const socket = request.raw.socket;
       reply.hijack();
       const raw = reply.raw;
       raw.once('close', () => {
@@ -127,11 +134,6 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
       });
       // Sends the head now: the gateway's time limit on the head is not its calls' business.
       raw.flushHeaders();
-      // The single route's serializer of its answer (fields outside ToolResult dropped alike).
-      const serialize = reply.compileSerializationSchema(
-        ToolResult as unknown as Record<string, unknown>,
-        '200',
-      ) as (result: unknown) => string;
       let out = '';
       let scheduled = false;
       let left = lines.length;
@@ -140,8 +142,13 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         if (out === '' || raw.writableEnded) return;
         const chunk = out;
         out = '';
-        if (left === 0) raw.end(chunk);
-        else raw.write(chunk);
+        if (left === 0) {
+          // A batch that began before the server started stopping still holds a keep-alive
+          // connection: it is closed once answered, so the shutdown does not wait for it.
+          raw.end(chunk, () => {
+            if (closing) socket.end();
+          });
+        } else raw.write(chunk);
       };
       const answered = new Set<number>();
       // Each line is answered exactly once; one that cannot be written becomes its own 500.
