@@ -61,6 +61,10 @@ async function oneTool(url: string, data: Json, path: string, operation: string)
   return { table, aei, execute, batch };
 }
 
+/** A query tool on 1,000 items, where SLOW_QUERY runs out any budget. */
+const queryTool = (url: string) =>
+  oneTool(url, { items: Array.from({ length: 1_000 }, (_, i) => i) }, '/items', 'query');
+
 /** Polls /metrics until `count` requests besides the poll itself are received and unanswered. */
 async function untilInFlight(url: string, count: number): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -85,12 +89,7 @@ describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
       QUERY_TENANT_ESCALATIONS: '20',
     });
     let server = await startServer(env);
-    const tool = await oneTool(
-      server.url,
-      { items: Array.from({ length: 1_000 }, (_, i) => i) },
-      '/items',
-      'query',
-    );
+    const tool = await queryTool(server.url);
     let answered = 0;
     const calls = Array.from({ length: CALLS }, () =>
       tool.execute({ query: SLOW_QUERY }).then(async (res) => {
@@ -131,12 +130,7 @@ describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
       QUERY_TENANT_ESCALATIONS: '20',
     });
     const server = await startServer(env);
-    const tool = await oneTool(
-      server.url,
-      { items: Array.from({ length: 1_000 }, (_, i) => i) },
-      '/items',
-      'query',
-    );
+    const tool = await queryTool(server.url);
     const answer = tool.batch({ query: SLOW_QUERY }, 4).then(async (res) => ({
       status: res.status,
       lines: (await res.text())

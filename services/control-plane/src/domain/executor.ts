@@ -124,19 +124,12 @@ class RefusedError extends DomainError {}
  * resources/read, audited as a `get_all`). Unknown bindings, bindings of another AEI or ADI,
  * disabled bindings and disabled AEIs are refused (FORBIDDEN / NOT_FOUND) before anything runs.
  */
-export async function executeBinding(
-  ctx: DomainContext,
-  adiId: string,
-  request: ExecuteRequest,
-  options: ExecutorOptions,
-  signal?: AbortSignal,
-  progress?: (report: ToolProgress) => void,
-): Promise<ToolResult> {
+export async function executeBinding(...call: Parameters<typeof runBinding>): Promise<ToolResult> {
   // Counted per call, not per HTTP request: a gateway's batch carries many.
-  const inFlight = options.metrics.executionsInFlight;
+  const inFlight = call[3].metrics.executionsInFlight;
   inFlight.inc();
   try {
-    return await runBinding(ctx, adiId, request, options, signal, progress);
+    return await runBinding(...call);
   } finally {
     inFlight.dec();
   }
