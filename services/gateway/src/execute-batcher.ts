@@ -166,10 +166,7 @@ export class ExecuteBatcher {
     const done = new AbortController();
     let open = calls.length;
     const settle = (call: Queued, outcome: () => ToolResult, answered = false) => {
-      if (call.settled) return;
-      call.settled = true;
-      clearTimeout(call.timer);
-      call.stopListening();
+      if (!release(call)) return;
       try {
         call.resolve(outcome());
       } catch (error) {
@@ -236,13 +233,7 @@ export class ExecuteBatcher {
             ? 'the control plane has no /internal/execute-batch route (an older version): tool calls go one by one for a minute'
             : 'the control plane refused a batch of tool calls as a whole: tool calls go one by one for a minute',
         );
-        for (const call of calls) {
-          if (call.settled) continue;
-          call.settled = true;
-          clearTimeout(call.timer);
-          call.stopListening();
-          this.#alone(call);
-        }
+        for (const call of calls) if (release(call)) this.#alone(call);
       },
       (error: unknown) => {
         for (const call of calls) {
@@ -253,6 +244,15 @@ export class ExecuteBatcher {
       },
     );
   }
+}
+
+/** Takes `call` off its batch (its timer and cancellation listener); false if it already was. */
+function release(call: Queued): boolean {
+  if (call.settled) return false;
+  call.settled = true;
+  clearTimeout(call.timer);
+  call.stopListening();
+  return true;
 }
 
 function cancelled(): UpstreamError {

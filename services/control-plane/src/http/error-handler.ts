@@ -12,6 +12,12 @@ export interface Mapped {
   details?: Record<string, unknown>;
 }
 
+/** What a failure nothing maps answers: no text of the error itself leaves. */
+export const INTERNAL_ERROR: Mapped = {
+  code: 'INTERNAL',
+  message: 'internal error; quote the request_id when reporting it',
+};
+
 export function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped | undefined {
   if (error instanceof DomainError) {
     return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
@@ -127,12 +133,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
     const mapped = mapError(error, request);
     if (!mapped) {
       request.log.error({ err: error }, 'unhandled error');
-      return reply.status(500).send(
-        errorBody(request, {
-          code: 'INTERNAL',
-          message: 'internal error; quote the request_id when reporting it',
-        }),
-      );
+      return reply.status(500).send(errorBody(request, INTERNAL_ERROR));
     }
     return reply.status(ERROR_STATUS[mapped.code]).send(errorBody(request, mapped));
   });

@@ -25,7 +25,7 @@ import { Type } from 'typebox';
 import { executeBinding, type ExecutorOptions } from '../domain/executor.ts';
 import { DomainError } from '../errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
-import { errorBody, mapError } from '../http/error-handler.ts';
+import { INTERNAL_ERROR, errorBody, mapError } from '../http/error-handler.ts';
 import { jsonTextParser } from '../http/json-body.ts';
 import { errorResponses } from '../http/schemas.ts';
 
@@ -83,10 +83,6 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
       return refuse(failure);
     }
     return { adiId, body: parsed.value as ExecuteRequest };
-  }
-
-  function internalError() {
-    return { error: { code: 'INTERNAL', message: 'internal error; quote the request_id when reporting it' } };
   }
 
   app.post(
@@ -150,17 +146,20 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
           });
         } else raw.write(chunk);
       };
-      const answered = new Set<number>();
-      // Each line is answered exactly once; one that cannot be written becomes its own 500.
-      const answer = (line: ExecuteBatchAnswer, json?: () => string) => {
-        if (answered.has(line.i)) return;
-        answered.add(line.i);
+      const line500 = (i: number): ExecuteBatchAnswer => ({
+        i,
+        status: 500,
+        body: errorBody(request, INTERNAL_ERROR),
+      });
+      // Each line is answered once (a refusal at once, a call when it settles); one whose answer
+      // cannot be serialised becomes its own 500.
+      const answer = (i: number, serialized: () => string) => {
         let text: string;
         try {
-          text = json ? json() : JSON.stringify(line);
+          text = serialized();
         } catch (error) {
-          request.log.error({ err: error, line: line.i }, 'a batched call’s answer could not be serialised');
-          text = JSON.stringify({ i: line.i, status: 500, body: internalError() });
+          request.log.error({ err: error, line: i }, 'a batched call’s answer could not be serialised');
+          text = JSON.stringify(line500(i));
         }
         out += `${text}\n`;
         left--;
@@ -171,13 +170,11 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         }
       };
       lines.forEach((line, i) => {
-        if ('refused' in line) return answer({ i, status: line.status, body: line.refused });
+        if ('refused' in line) {
+          return answer(i, () => JSON.stringify({ i, status: line.status, body: line.refused }));
+        }
         executeBinding(ctx, line.adiId, line.body, executor, cancel.signal).then(
-          (result) =>
-            answer(
-              { i, status: 200, body: result },
-              () => `{"i":${i},"status":200,"body":${serialize(result)}}`,
-            ),
+          (result) => answer(i, () => `{"i":${i},"status":200,"body":${serialize(result)}}`),
           (error: unknown) => {
             // What the single route's error handler would have answered.
             const mapped = error instanceof Error ? mapError(error, request) : undefined;
@@ -187,11 +184,10 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
                 'unhandled error in a batched call',
               );
             }
-            answer({
-              i,
-              status: mapped ? ERROR_STATUS[mapped.code] : 500,
-              body: mapped ? errorBody(request, mapped) : internalError(),
-            });
+            const failed: ExecuteBatchAnswer = mapped
+              ? { i, status: ERROR_STATUS[mapped.code], body: errorBody(request, mapped) }
+              : line500(i);
+            answer(i, () => JSON.stringify(failed));
           },
         );
       });
