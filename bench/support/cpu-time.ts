@@ -4,17 +4,12 @@
  * process.cpuUsage(). Seconds of user plus system time; undefined where /proc is not there.
  */
 import { readFileSync, readdirSync } from 'node:fs';
-
-const TICKS_PER_SECOND = 100;
+import { cpuMs } from './stats.ts';
 
 /** User plus system CPU seconds of `pid`, or 0 when it is gone. */
 function cpuOf(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
+  const ms = cpuMs(pid);
+  return Number.isNaN(ms) ? 0 : ms / 1000;
 }
 
 /** CPU seconds of every process whose command name is `name` (postgres: all its backends). */
