@@ -18,6 +18,7 @@ import {
   startGateway,
 } from './support/control-plane.ts';
 import { cpuMs, ms, summarize } from './support/stats.ts';
+import { executorResult, toolCallResult } from './support/answers.ts';
 
 const CALLS_C1 = Number(process.env.BENCH_CALLS ?? 1500);
 const CALLS_PER_WORKER_C32 = 40;
@@ -102,7 +103,9 @@ try {
       method: 'POST',
       headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ aei_id: aei.id, binding_id: binding.id, arguments: args }),
-    }).then((r) => r.text());
+    })
+      .then((r) => r.text())
+      .then((text) => void executorResult(text, base));
   const direct = executeAt(cp.url);
   const viaReference = executeAt(reference.url);
 
@@ -142,7 +145,9 @@ try {
         method: 'tools/call',
         params: { name: 'q', arguments: args },
       }),
-    }).then((r) => r.text());
+    })
+      .then((r) => r.text())
+      .then((text) => void toolCallResult(text, 'gateway'));
 
   // Through the gateway with the SDK Client: what an agent sees end to end.
   const clients: Client[] = [];
@@ -151,7 +156,10 @@ try {
     await client.connect(new StreamableHTTPClientTransport(mcpUrl));
     clients.push(client);
   }
-  const viaSdk = (w: number) => clients[w]!.callTool({ name: 'q', arguments: args }).then(() => undefined);
+  const viaSdk = (w: number) =>
+    clients[w]!.callTool({ name: 'q', arguments: args }).then((result) => {
+      if (result.isError) throw new Error(`SDK call: ${JSON.stringify(result.content)}`);
+    });
 
   // Warm everything (pools, caches, JIT): a gateway serves for hours, so the figures are of warm
   // processes. With 50 rounds the first third of the c=1 run still came out 0.3-0.5 ms slower
@@ -167,9 +175,9 @@ try {
   console.log('gateway benchmark: tools/call of a query tool on a small context (PostgreSQL)');
   console.log('  (the paths take turns call by call, so they see the same machine load)');
   const paths = {
-    direct: () => direct().then(() => undefined),
-    reference: () => viaReference().then(() => undefined),
-    gateway: (w: number) => viaGateway(w).then(() => undefined),
+    direct,
+    reference: viaReference,
+    gateway: viaGateway,
     sdk: viaSdk,
   };
   const interleaved = async (workers: number, perWorker: number) => {

@@ -35,6 +35,7 @@ import {
 import { ms, summarize } from './support/stats.ts';
 import { benchArgs } from './support/args.ts';
 import { addCpu, cpuReading, type CpuParts } from './support/cpu-time.ts';
+import { executorResult, toolCallResult } from './support/answers.ts';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -106,7 +107,7 @@ try {
       naive.url,
       { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { query: 'x' } } },
       MCP_HEADERS,
-    ).then(() => undefined);
+    ).then((text) => void toolCallResult(text, 'naive SDK server'));
   for (const engine of engines) await benchEngine(engine, naiveCall);
 } finally {
   await stopChild(naive.child);
@@ -158,13 +159,13 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
           mcpUrl,
           { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'q', arguments: args } },
           { ...MCP_HEADERS, 'mcp-session-id': sessions[w]! },
-        ).then(() => undefined),
+        ).then((text) => void toolCallResult(text, 'gateway')),
       'bare Node proxy -> executor': () =>
         post(
           `${proxy.url}/internal/adi/${adi.id}/execute`,
           { aei_id: aei.id, binding_id: binding.id, arguments: args },
           { authorization: `Bearer ${INTERNAL_TOKEN}` },
-        ).then(() => undefined),
+        ).then((text) => void executorResult(text, 'bare Node proxy')),
     };
     const names = Object.keys(paths);
     for (let i = 0; i < WARMUP; i++) for (const name of names) await paths[name]!(0);

@@ -24,6 +24,8 @@ import {
   stopChild,
   startGateway,
 } from './support/control-plane.ts';
+import { toolCallResult } from './support/answers.ts';
+import { addCpu, cpuReading, type CpuParts } from './support/cpu-time.ts';
 import { ms, throughput as measure } from './support/stats.ts';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -96,6 +98,20 @@ try {
           throw new Error(`direct call answered ${res.statusCode}`);
       };
 
+      // The same path with a context `query` tool (no outgoing request): what the gateway and the
+      // executor cost without the HTTP kind. Bound before the sessions start, so the gateway's
+      // cached config of the key has both tools.
+      const table = await admin('POST', '/api/v2/tables', {
+        name: `ref ${delay}`,
+        data: { items: [1, 2, 3] },
+      });
+      const query = await admin('POST', '/api/v2/adis', {
+        table_id: table.id,
+        json_path: '/items',
+        operation_type: 'query',
+        name: `count_${delay}`,
+      });
+      await admin('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: query.id, tool_name: 'count' });
       const sessions: string[] = [];
       for (let w = 0; w < WORKERS; w++) {
         const init = await request(mcpUrl, {
@@ -134,24 +150,12 @@ try {
           }),
           dispatcher: agent,
         });
-        const text = await res.body.text();
-        if (res.statusCode !== 200 || text.includes('"isError":true'))
-          throw new Error(`gateway call: ${text}`);
+        const result = toolCallResult(await res.body.text(), 'gateway call');
+        if ((result.structuredContent as { q?: unknown } | undefined)?.q !== 'x') {
+          throw new Error(`gateway call: the API's answer is not in the result: ${JSON.stringify(result)}`);
+        }
       };
 
-      // The same path with a context `query` tool (no outgoing request): what the gateway and the
-      // executor cost without the HTTP kind.
-      const table = await admin('POST', '/api/v2/tables', {
-        name: `ref ${delay}`,
-        data: { items: [1, 2, 3] },
-      });
-      const query = await admin('POST', '/api/v2/adis', {
-        table_id: table.id,
-        json_path: '/items',
-        operation_type: 'query',
-        name: `count_${delay}`,
-      });
-      await admin('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: query.id, tool_name: 'count' });
       const viaGatewayContext = async (w: number) => {
         const res = await request(mcpUrl, {
           method: 'POST',
@@ -169,9 +173,10 @@ try {
           }),
           dispatcher: agent,
         });
-        const text = await res.body.text();
-        if (res.statusCode !== 200 || text.includes('"isError":true'))
-          throw new Error(`context call: ${text}`);
+        const result = toolCallResult(await res.body.text(), 'context call');
+        if ((result.structuredContent as { result?: unknown } | undefined)?.result !== 3) {
+          throw new Error(`context call: unexpected result ${JSON.stringify(result)}`);
+        }
       };
 
       const clients: Client[] = [];
@@ -198,9 +203,18 @@ try {
         sdk: [],
         context: [],
       };
+      // CPU time each process spent on each path's calls, over all its runs.
+      const cpu: Record<keyof typeof paths, CpuParts> = { direct: {}, gateway: {}, sdk: {}, context: {} };
+      const reading = () =>
+        cpuReading(
+          { gateway: gw.child.pid, 'control plane': cp.pid, API: apiProcess.child.pid },
+          { database: 'postgres' },
+        );
       for (let r = 0; r < ROUNDS; r++) {
         for (const name of ['direct', 'gateway', 'sdk', 'context'] as const) {
+          const before = reading();
           runs[name].push(await throughput(paths[name]));
+          addCpu(cpu[name], before, reading());
         }
       }
       // The run with the median throughput of each path.
@@ -218,6 +232,24 @@ try {
       for (const [label, run] of rows) {
         console.log(
           `    ${label.padEnd(42)} ${run.perSecond.toFixed(0).padStart(6)} calls/s  p50 ${ms(run.p50).padStart(10)}  p99 ${ms(run.p99).padStart(10)}`,
+        );
+      }
+      // Where each path's calls spend CPU: what the direct calls cost (this process and the API)
+      // against what every hop of the gateway path adds.
+      const calls = ROUNDS * WORKERS * PER_WORKER;
+      for (const [name, label] of [
+        ['direct', 'direct'],
+        ['gateway', 'HTTP tool, JSON-RPC'],
+        ['context', 'context tool, JSON-RPC'],
+      ] as const) {
+        const parts = Object.entries(cpu[name]).filter(
+          ([part, seconds]) => part === 'client' || seconds * 1e6 >= calls,
+        );
+        if (parts.length === 0) continue;
+        const total = parts.reduce((sum, [, seconds]) => sum + seconds, 0);
+        const each = parts.map(([part, seconds]) => `${part} ${((seconds * 1e6) / calls).toFixed(0)}`);
+        console.log(
+          `    CPU µs per call, ${label.padEnd(24)} ${((total * 1e6) / calls).toFixed(0).padStart(5)}: ${each.join(', ')}`,
         );
       }
       const ratio = (name: 'gateway' | 'sdk') => (best(name).perSecond / best('direct').perSecond).toFixed(2);
