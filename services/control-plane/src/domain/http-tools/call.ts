@@ -39,7 +39,7 @@ import {
   mediaType,
   readBounded,
 } from './response-body.ts';
-import { parseUrlTemplate } from './url-template.ts';
+import { urlTemplateOf } from './url-template.ts';
 
 export interface HttpCallLimits {
   /** Ceiling over a tool's `timeout_ms` (the operator's bound). */
@@ -106,7 +106,7 @@ export async function callHttpTool(
     config.max_response_bytes ?? HTTP_TOOL_LIMITS.defaultResponseBytes,
     limits.maxResponseBytes,
   );
-  const template = parseUrlTemplate(config.url);
+  const template = urlTemplateOf(config);
   // Messages name the endpoint as configured: filled URLs may carry a secret in their query.
   const endpoint = `${config.method} ${template.origin}${template.path}`;
   const fail = (code: DomainError['code'], message: string, details: Record<string, unknown> = {}) =>

@@ -18,6 +18,7 @@ import { DomainError } from '../../errors.ts';
 import { checkSecretReferenceSyntax, secretReferences } from '../secret-references.ts';
 import { headerNameProblem, isSendableHeaderValue } from './http-headers.ts';
 import type { JsonSchemaObject } from './input-schema.ts';
+import { perConfig } from './per-config.ts';
 import { parseUrlTemplate, type UrlTemplate } from './url-template.ts';
 
 /** A config as stored: checked, with `params`, `timeout_ms` and `max_response_bytes` filled in. */
@@ -52,14 +53,16 @@ export function validateHttpToolConfig(input: unknown): CheckedHttpToolConfig {
   });
 }
 
-/** The names of the secrets the config references, sorted, each once. */
-export function httpToolSecretNames(config: Pick<HttpToolConfig, 'headers' | 'query'>): string[] {
-  const names = new Set<string>();
-  for (const value of [...Object.values(config.headers ?? {}), ...Object.values(config.query ?? {})]) {
-    for (const name of secretReferences(value)) names.add(name);
-  }
-  return [...names].sort();
-}
+/** The names of the secrets the config references, sorted, each once (once per frozen config). */
+export const httpToolSecretNames = perConfig(
+  (config: Pick<HttpToolConfig, 'headers' | 'query'>): readonly string[] => {
+    const names = new Set<string>();
+    for (const value of [...Object.values(config.headers ?? {}), ...Object.values(config.query ?? {})]) {
+      for (const name of secretReferences(value)) names.add(name);
+    }
+    return [...names].sort();
+  },
+);
 
 function checkShape(input: unknown): HttpToolConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {

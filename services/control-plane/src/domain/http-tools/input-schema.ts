@@ -3,6 +3,7 @@
  * (path parameters required, the declared type or string, an object for a whole JSON body).
  */
 import type { HttpToolConfig, HttpToolParam } from '@bindery/contracts';
+import { perConfig } from './per-config.ts';
 
 export type JsonSchemaObject = Record<string, unknown>;
 
@@ -27,7 +28,10 @@ export function deriveInputSchema(params: readonly HttpToolParam[]): JsonSchemaO
   };
 }
 
-/** The schema a call's arguments are checked against: the author's, else the derived one. */
-export function httpToolInputSchema(config: HttpToolConfig): JsonSchemaObject {
-  return config.input_schema ?? deriveInputSchema(config.params ?? []);
-}
+/**
+ * The schema a call's arguments are checked against: the author's, else the derived one (derived
+ * once per frozen config, so the validator compiled for it is found by the object).
+ */
+export const httpToolInputSchema = perConfig(
+  (config: HttpToolConfig): JsonSchemaObject => config.input_schema ?? deriveInputSchema(config.params ?? []),
+);

@@ -7,7 +7,7 @@
 import type { HttpMethod, HttpToolConfig, HttpToolParam } from '@bindery/contracts';
 import { DomainError } from '../../errors.ts';
 import { isSendableHeaderValue } from './http-headers.ts';
-import { fillPath, parseUrlTemplate } from './url-template.ts';
+import { fillPath, urlTemplateOf } from './url-template.ts';
 
 export interface OutgoingRequest {
   method: HttpMethod;
@@ -74,7 +74,7 @@ export async function outgoingRequest(
   args: Record<string, unknown>,
   resolveSecrets: ResolveSecrets,
 ): Promise<OutgoingRequest> {
-  const template = parseUrlTemplate(config.url);
+  const template = urlTemplateOf(config);
   const params = config.params ?? [];
   const pathValues = new Map<string, { argument: string; text: string }>();
   const query: string[] = template.query === '' ? [] : [template.query];

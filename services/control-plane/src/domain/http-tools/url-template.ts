@@ -4,7 +4,9 @@
  * argument can never choose the host, the port or the scheme; filled values are percent-encoded, so
  * an argument can never add a path segment, a query or a fragment.
  */
+import type { HttpToolConfig } from '@bindery/contracts';
 import { DomainError } from '../../errors.ts';
+import { perConfig } from './per-config.ts';
 
 export interface UrlTemplate {
   /** Everything before the path: `https://api.example.com:8443`. */
@@ -73,6 +75,9 @@ export function parseUrlTemplate(template: string): UrlTemplate {
     placeholders,
   };
 }
+
+/** The parsed template of a config's `url`, parsed once per frozen config (per-config.ts). */
+export const urlTemplateOf = perConfig((config: Pick<HttpToolConfig, 'url'>) => parseUrlTemplate(config.url));
 
 // A segment that is "." or ".." after filling (also spelled %2e, which URL parsers read as a dot)
 // would move the request to another path of the API.
