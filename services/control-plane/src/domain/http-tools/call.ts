@@ -77,6 +77,11 @@ export interface HttpCallDeps {
    * honours it applies a retried request once.
    */
   idempotencyKey?: string | undefined;
+  /**
+   * Aborted when the caller gave up (the gateway closed its request): the request is not sent, or
+   * is cut where it is, and the call fails (OUTCOME_UNKNOWN once a method that may write was sent).
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** What a successful call answers: a JSON value (structured result) or text. */
@@ -87,13 +92,14 @@ export type HttpToolAnswer =
 const REPORTED_HEADERS = ['content-type', 'content-length', 'etag', 'last-modified', 'location'];
 
 class DeadlinePassed extends Error {}
+class CallerGone extends Error {}
 
 /**
  * Sends the tool's request for `args` (already checked against its input schema) and answers the
  * result; throws DomainError: VALIDATION_FAILED (an argument that cannot be sent), UPSTREAM_FAILED
- * (unreachable, non-2xx, invalid JSON, binary answer), TIMEOUT (GET/HEAD past `timeout_ms`),
- * OUTCOME_UNKNOWN (another method past it: the API may have acted), RESULT_TOO_LARGE (answer over
- * `max_response_bytes`), or what `result_path` raises.
+ * (unreachable, non-2xx, invalid JSON, binary answer, cancelled by the caller), TIMEOUT (GET/HEAD
+ * past `timeout_ms`), OUTCOME_UNKNOWN (another method past it, or cancelled once sent: the API may
+ * have acted), RESULT_TOO_LARGE (answer over `max_response_bytes`), or what `result_path` raises.
  */
 export async function callHttpTool(
   config: HttpToolConfig,
@@ -114,16 +120,33 @@ export async function callHttpTool(
 
   const outgoing = await outgoingRequest(config, args, deps.resolveSecrets);
   if (deps.idempotencyKey !== undefined) outgoing.headers['idempotency-key'] ??= deps.idempotencyKey;
+  const reads = config.method === 'GET' || config.method === 'HEAD';
+  const cancelled = (sent: boolean) =>
+    sent && !reads
+      ? fail(
+          'OUTCOME_UNKNOWN',
+          `the call of ${endpoint} was cancelled by its caller before the API answered; the request may have been applied, check before retrying`,
+          { cancelled: true },
+        )
+      : fail('UPSTREAM_FAILED', `the call of ${endpoint} was cancelled by its caller`, { cancelled: true });
+  if (deps.signal?.aborted) throw cancelled(false);
+  // One signal for the request, aborted by the deadline or by the caller (cheaper than
+  // AbortSignal.any, which every call would pay).
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(new DeadlinePassed()), timeoutMs);
-  const timedOut = () =>
-    config.method === 'GET' || config.method === 'HEAD'
-      ? fail('TIMEOUT', `${endpoint} did not answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs })
-      : fail(
-          'OUTCOME_UNKNOWN',
-          `${endpoint} did not answer within ${timeoutMs} ms; the request may have been applied, check before retrying`,
-          { timeout_ms: timeoutMs },
-        );
+  const onCancel = () => deadline.abort(new CallerGone());
+  deps.signal?.addEventListener('abort', onCancel, { once: true });
+  // Why the request was cut: the caller gave up, or the deadline passed.
+  const stopped = () =>
+    deadline.signal.reason instanceof CallerGone
+      ? cancelled(true)
+      : reads
+        ? fail('TIMEOUT', `${endpoint} did not answer within ${timeoutMs} ms`, { timeout_ms: timeoutMs })
+        : fail(
+            'OUTCOME_UNKNOWN',
+            `${endpoint} did not answer within ${timeoutMs} ms; the request may have been applied, check before retrying`,
+            { timeout_ms: timeoutMs },
+          );
   try {
     let response: Dispatcher.ResponseData;
     try {
@@ -139,7 +162,7 @@ export async function callHttpTool(
         limits.maxRedirects,
       );
     } catch (error) {
-      if (deadline.signal.aborted) throw timedOut();
+      if (deadline.signal.aborted) throw stopped();
       // The dispatcher (an address guard, say) may refuse with a domain error of its own.
       if (error instanceof DomainError) throw fail(error.code, error.message, error.details);
       throw fail('UPSTREAM_FAILED', `could not reach ${endpoint}: ${describe(error)}`, causeCode(error));
@@ -171,11 +194,12 @@ export async function callHttpTool(
       if (!body.readableEnded) body.destroy();
     }
   } catch (error) {
-    // The deadline also cuts a body that is still arriving.
-    if (deadline.signal.aborted && !(error instanceof DomainError)) throw timedOut();
+    // The deadline (or the caller) also cuts a body that is still arriving.
+    if (deadline.signal.aborted && !(error instanceof DomainError)) throw stopped();
     throw error;
   } finally {
     clearTimeout(timer);
+    deps.signal?.removeEventListener('abort', onCancel);
   }
 }
 

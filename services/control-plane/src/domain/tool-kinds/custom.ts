@@ -145,7 +145,12 @@ async function run(call: ToolCall): Promise<JsonValue> {
   const secrets = await resolveSecrets(call.ctx, call.userId, config.secrets);
   const effects: CallEffects = { changed: false };
   const outcome = await call.options.sandbox.runCustomTool(
-    { code: config.code, args: call.args as Record<string, JsonValue>, tenant: call.userId },
+    {
+      code: config.code,
+      args: call.args as Record<string, JsonValue>,
+      tenant: call.userId,
+      signal: call.signal,
+    },
     customToolHost(call, config, secrets, effects),
   );
   const lines = secrets.redactJson(outcome.console);

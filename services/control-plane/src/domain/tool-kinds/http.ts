@@ -3,7 +3,8 @@
  * checked whole (method, URL template, where each argument goes, headers, bounds) and every secret
  * it references must be one of the caller's; run, it resolves those secrets for the tool's owner,
  * sends the request through the executor's outbound dispatcher (the SSRF guard) and takes every
- * secret value out of whatever comes back, answers and errors alike.
+ * secret value out of whatever comes back, answers and errors alike. A caller that gives up cuts
+ * the request (call.signal).
  */
 import {
   CreateHttpAdiBody,
@@ -165,6 +166,7 @@ async function send(call: ToolCall, config: CheckedHttpToolConfig): Promise<Tool
   try {
     const answer = await callHttpTool(config, call.args, {
       idempotencyKey: keyed && forwardedKey(keyed),
+      signal: call.signal,
       dispatcher: call.options.outbound,
       resolveSecrets: (text) => secrets.fill(text),
       redact: (text) => secrets.redact(text),

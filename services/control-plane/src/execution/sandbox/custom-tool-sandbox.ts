@@ -52,6 +52,11 @@ export interface CustomToolCall {
   tenant: string;
   /** Limits narrower than the sandbox's for this call. */
   limits?: Partial<SandboxLimits>;
+  /**
+   * Aborted when the caller gave up: host calls in flight are stopped and later ones refused, so
+   * code awaiting them ends; code that only computes runs on to its end or its time limit.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -135,6 +140,15 @@ export class CustomToolSandbox {
    * threw, or the code it chose).
    */
   async runCustomTool(call: CustomToolCall, host: ToolHost = {}): Promise<SandboxOutcome> {
+    if (call.signal?.aborted) {
+      return {
+        ok: false,
+        code: 'UPSTREAM_FAILED',
+        message: 'The call was cancelled by its caller before it ran.',
+        details: { cancelled: true },
+        console: [],
+      };
+    }
     const limits = narrow(this.#limits, call.limits);
     const tooLarge = sourceTooLarge(call.code);
     if (tooLarge) return { ok: false, code: 'UPSTREAM_FAILED', ...tooLarge, console: [] };
@@ -153,14 +167,21 @@ export class CustomToolSandbox {
       // The error is logged by name and message only, with the call's secrets taken out: a failed
       // fetch, say, may quote a URL that carries one.
       const redaction = new SecretRedaction(host.secrets ?? {});
-      answerHostCalls(channel.port1, host, limits, ended.signal, (fn, error) => {
-        const { name, message } =
-          error instanceof Error ? error : { name: typeof error, message: String(error) };
-        this.#options.log?.warn(
-          { host_function: fn, error: { name, message: redaction.text(message) } },
-          'a custom tool host function failed',
-        );
-      });
+      answerHostCalls(
+        channel.port1,
+        host,
+        limits,
+        ended.signal,
+        (fn, error) => {
+          const { name, message } =
+            error instanceof Error ? error : { name: typeof error, message: String(error) };
+          this.#options.log?.warn(
+            { host_function: fn, error: { name, message: redaction.text(message) } },
+            'a custom tool host function failed',
+          );
+        },
+        call.signal,
+      );
     }
     try {
       const run = await this.#workers.run(

@@ -65,6 +65,9 @@ export function hostFunctions(host: ToolHost): HostFunction[] {
 /**
  * Answers the host calls arriving on `port` until `signal` aborts (the call ended); `onUnexpected`
  * is told of host function errors that carry no code (they are bugs or outages, worth a log line).
+ * `cancelled` aborts when the caller gave up: the host work in flight is stopped (a fetch is cut)
+ * and every host call is answered UPSTREAM_FAILED from then on, so code awaiting one ends soon
+ * instead of waiting out its deadline.
  */
 export function answerHostCalls(
   port: MessagePort,
@@ -72,7 +75,10 @@ export function answerHostCalls(
   limits: Pick<SandboxLimits, 'maxHostRequestBytes' | 'maxHostAnswerBytes'>,
   signal: AbortSignal,
   onUnexpected: (fn: HostFunction, error: unknown) => void,
+  cancelled?: AbortSignal,
 ): void {
+  // What host functions are given: stops their work when the call ends or is cancelled.
+  const work = cancelled ? AbortSignal.any([signal, cancelled]) : signal;
   const answer = (message: HostAnswer) => {
     if (!signal.aborted) port.postMessage(message);
   };
@@ -82,6 +88,9 @@ export function answerHostCalls(
   signal.addEventListener('abort', () => port.close(), { once: true });
 
   async function respond({ id, fn, payload }: HostRequest): Promise<HostAnswer> {
+    if (cancelled?.aborted) {
+      return refuse(id, 'UPSTREAM_FAILED', `ctx.${fn}: the call was cancelled by its caller.`);
+    }
     try {
       if (Buffer.byteLength(payload) > limits.maxHostRequestBytes) {
         return refuse(id, 'PAYLOAD_TOO_LARGE', `ctx.${fn}: the arguments are too large.`);
@@ -113,15 +122,15 @@ export function answerHostCalls(
       case 'context.read':
         if (!host.readContext) throw unavailable(fn);
         if (typeof fields.path !== 'string') throw invalid(fn, 'path is a JSON pointer string');
-        return host.readContext(fields.path, signal);
+        return host.readContext(fields.path, work);
       case 'context.write':
         if (!host.writeContext) throw unavailable(fn);
         if (typeof fields.op !== 'string') throw invalid(fn, 'op is the name of an operation');
         if (!isObject(fields.args)) throw invalid(fn, 'args is an object');
-        return host.writeContext(fields.op, fields.args, signal);
+        return host.writeContext(fields.op, fields.args, work);
       case 'fetch': {
         if (!host.fetch) throw unavailable(fn);
-        return host.fetch(fetchRequest(fields), signal).then(fetchAnswer);
+        return host.fetch(fetchRequest(fields), work).then(fetchAnswer);
       }
       default:
         throw unavailable(fn);
