@@ -356,10 +356,17 @@ export class ControlPlaneClient {
           const text = streamed ? options.lines!.rest() : response.text;
           parsed = text ? JSON.parse(text) : undefined;
         } catch {
-          throw new UpstreamError(
-            `control plane answered ${kind} with a body that is not JSON`,
-            'error-answer',
-          );
+          // A call refused with a body that is not JSON was refused by something in between (a
+          // proxy's HTML 413, say): its status still says what happened (a batch refused whole is
+          // sent again call by call), so it is answered without a body. A config lookup keeps
+          // failing: a 400 or 404 there is a verdict on the key only in the control plane's words.
+          if (response.status < 300 || kind !== 'execute') {
+            throw new UpstreamError(
+              `control plane answered ${kind} with a body that is not JSON`,
+              'error-answer',
+            );
+          }
+          parsed = undefined;
         }
         if (streamed && !options.allLines) parsed = resultLine(parsed);
         return { status: response.status, headers: response.headers, body: parsed, bytes: response.bytes };

@@ -4,12 +4,16 @@
 // answer; a call cancelled while queued is never sent; a call past its time limit or cancelled
 // while its batch runs ends alone, the others still get theirs; a failed exchange fails only the
 // unanswered calls and never sends them again; a batch refused whole is sent again call by call
-// and no batch goes for a while; every answer counts for the breaker, a server error as a failure.
+// and no batch goes for a while (also when a proxy refuses it in HTML, through the real client);
+// every answer counts for the breaker, a server error as a failure.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { ExecuteBatchAnswer, ExecuteRequest, ToolResult } from '@bindery/contracts';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { UpstreamError } from '../src/control-plane-client.ts';
+import { ControlPlaneClient, UpstreamError } from '../src/control-plane-client.ts';
 import { ExecuteBatcher, type ExecuteBatcherOptions } from '../src/execute-batcher.ts';
+import { createMetrics } from '../src/metrics.ts';
 
 const ADI = 'adi_1';
 const request = (n: number): ExecuteRequest => ({
@@ -210,5 +214,52 @@ describe('ExecuteBatcher', () => {
     await h.turn();
     expect(h.alone.map((a) => a.adiId)).toEqual(['bad id', 'ok_id']);
     expect(await Promise.all(both)).toEqual([{ text: 'alone bnd_0' }, { text: 'alone bnd_0' }]);
+  });
+});
+
+// With the real client over HTTP: a proxy in front of the control plane (nginx with a small
+// client_max_body_size, say) refuses a batch with its own HTML page. The status still says nothing
+// ran, so the calls go again one by one and get their answers.
+describe('a batch refused whole by a proxy, in its own words', () => {
+  it('is sent again call by call, each call answered', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        if (req.url === '/internal/execute-batch') {
+          res.writeHead(413, { 'content-type': 'text/html' });
+          return void res.end('<html><body><h1>413 Request Entity Too Large</h1></body></html>');
+        }
+        const { binding_id: binding } = JSON.parse(body) as ExecuteRequest;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(result(`alone ${binding}`)));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const client = new ControlPlaneClient({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      internalToken: 'token',
+      configTimeoutMs: 5_000,
+      toolCallTimeoutMs: 5_000,
+      batchMax: 32,
+      idleProbeMs: 60_000,
+      breaker: { failureThreshold: 5, cooldownMs: 1_000, maxCooldownMs: 10_000 },
+      metrics: createMetrics(),
+      log: Fastify({ logger: false }).log,
+    });
+    try {
+      // Three calls in one turn: one batch, refused, then three calls alone.
+      const answers = await Promise.all(
+        [1, 2, 3].map((n) => client.execute(ADI, request(n), undefined, undefined, true)),
+      );
+      expect(answers).toEqual([1, 2, 3].map((n) => result(`alone bnd_${n}`)));
+      expect(seen.filter((url) => url === '/internal/execute-batch')).toHaveLength(1);
+      expect(seen.filter((url) => url === `/internal/adi/${ADI}/execute`)).toHaveLength(3);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
