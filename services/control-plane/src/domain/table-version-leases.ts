@@ -74,18 +74,26 @@ redis.call('HSET', KEYS[1], ARGV[1], now + lease)
 redis.call('PEXPIRE', KEYS[1], lease * 4)
 return now`;
 
-// KEYS[1]: the table's version key; KEYS[2]: the members' hash. ARGV[1]: the version; ARGV[2]: the
-// version key's time to live; ARGV[3]: the channel; ARGV[4]: the announcement; ARGV[5]: lease in
-// ms. Raises the version (never lowers it), publishes, and answers how long ago the hash was born
-// (-1: it is not there) followed by the members whose lease may still run.
-const ANNOUNCE_SCRIPT = `
+/**
+ * Lua raising a table's version in Redis, never lowering it (a write announced late keeps the
+ * larger version), and renewing the key's time to live either way. KEYS[1]: the version key;
+ * ARGV[1]: a version; ARGV[2]: the key's time to live in ms. Part of every script that writes a
+ * version (here and in table-versions.ts), so there is one rule for it.
+ */
+export const RAISE_VERSION_LUA = `
 local known = tonumber(redis.call('GET', KEYS[1]))
 local version = tonumber(ARGV[1])
 if known == nil or version > known then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
+end`;
+
+// KEYS[1]: the table's version key; KEYS[2]: the members' hash. ARGV[1]: the version; ARGV[2]: the
+// version key's time to live; ARGV[3]: the channel; ARGV[4]: the announcement; ARGV[5]: lease in
+// ms. Raises the version (never lowers it), publishes, and answers how long ago the hash was born
+// (-1: it is not there) followed by the members whose lease may still run.
+const ANNOUNCE_SCRIPT = `${RAISE_VERSION_LUA}
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

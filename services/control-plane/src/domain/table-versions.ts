@@ -21,7 +21,7 @@
 import { createClient } from 'redis';
 import { LRUCache } from 'lru-cache';
 import { DomainError } from '../errors.ts';
-import { VersionLeases } from './table-version-leases.ts';
+import { RAISE_VERSION_LUA, VersionLeases } from './table-version-leases.ts';
 
 export type TableVersionSource = 'local' | 'redis' | 'database';
 
@@ -135,18 +135,6 @@ const KEY_PREFIX = 'bindery:table-version:';
  * unused that long is read from the database once, then remembered again).
  */
 const KEY_TTL_MS = 7 * 24 * 3_600_000;
-
-// KEYS[1]: the table's key; ARGV[1]: a version; ARGV[2]: the key's time to live in ms. Keeps the
-// larger version (a write announced late never lowers it) and answers the version kept.
-const RAISE_SCRIPT = `
-local known = tonumber(redis.call('GET', KEYS[1]))
-local version = tonumber(ARGV[1])
-if known == nil or version > known then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return version
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return known`;
 
 export interface RedisTableVersionsOptions {
   url: string;
@@ -300,7 +288,7 @@ export class RedisTableVersions implements TableVersions {
   }
 
   async #raise(tableId: string, version: number): Promise<void> {
-    await this.#client.eval(RAISE_SCRIPT, {
+    await this.#client.eval(RAISE_VERSION_LUA, {
       keys: [KEY_PREFIX + tableId],
       arguments: [String(version), String(KEY_TTL_MS)],
     });
