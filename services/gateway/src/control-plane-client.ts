@@ -27,7 +27,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { FastifyBaseLogger } from 'fastify';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { GatewayMetrics } from './metrics.ts';
-import { ExecuteBatcher } from './execute-batcher.ts';
+import { ExecuteBatcher, REFUSED_WHOLE } from './execute-batcher.ts';
 import { CircuitBreaker, type BreakerState } from './upstream/circuit-breaker.ts';
 
 /**
@@ -356,11 +356,13 @@ export class ControlPlaneClient {
           const text = streamed ? options.lines!.rest() : response.text;
           parsed = text ? JSON.parse(text) : undefined;
         } catch {
-          // A call refused with a body that is not JSON was refused by something in between (a
-          // proxy's HTML 413, say): its status still says what happened (a batch refused whole is
-          // sent again call by call), so it is answered without a body. A config lookup keeps
-          // failing: a 400 or 404 there is a verdict on the key only in the control plane's words.
-          if (response.status < 300 || kind !== 'execute') {
+          // A call refused with a body that is not JSON, with a status that says nothing ran (400,
+          // 404, 413, 415), was refused by something in between (a proxy's HTML 413, say): its
+          // status says what happened (a batch refused whole is sent again call by call), so it
+          // is answered without a body. Anything else keeps failing as an answer that makes no
+          // sense; so does a config lookup (a 400 or 404 there is a verdict on the key only in
+          // the control plane's own words).
+          if (kind !== 'execute' || !REFUSED_WHOLE.has(response.status)) {
             throw new UpstreamError(
               `control plane answered ${kind} with a body that is not JSON`,
               'error-answer',

@@ -37,11 +37,11 @@ const MAX_BATCH_BYTES = 512 * 1024;
 /** How long a control plane that refused a batch whole (no route, a lower body limit) is sent none. */
 const UNSUPPORTED_RETRY_MS = 60_000;
 /**
- * Statuses of a batch refused whole by the control plane itself, before running anything: no
- * such route (an older version), a body over its limit, a batch it cannot read. Its calls go
- * again alone. Any other status is what each call would have got alone.
+ * Statuses of a batch refused whole before anything ran, by the control plane (no such route in
+ * an older version, a body over its limit, a batch it cannot read) or by a proxy in between. Its
+ * calls go again alone. Any other status is what each call would have got alone.
  */
-const REFUSED_WHOLE = new Set([400, 404, 413, 415]);
+export const REFUSED_WHOLE: ReadonlySet<number> = new Set([400, 404, 413, 415]);
 
 export interface ExecuteBatcherOptions {
   maxCalls: number;

@@ -2,7 +2,8 @@
 // API on 127.0.0.1, allowed by HTTP_TOOLS_ALLOWED_NETWORKS): a client cancelling a call of an HTTP
 // tool, or of a custom tool awaiting ctx.fetch, makes the API see its request closed within a
 // moment, not at the tool's time limit (20 s here), and the audit trail records the call as
-// failed with UPSTREAM_FAILED. A custom tool's neighbour call on the same tool still answers.
+// failed: UPSTREAM_FAILED, or OUTCOME_UNKNOWN once a request that may write had gone out. The
+// custom tool's next call still answers.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +84,17 @@ beforeAll(async () => {
       input_schema: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } },
       allowed_hosts: [`127.0.0.1:${api.port}`],
     }),
+    await as('POST', '/api/v2/adis', {
+      kind: 'custom',
+      name: 'post_slow',
+      code:
+        'export default async function (args, ctx) {\n' +
+        "  const answer = await ctx.fetch(args.url, { method: 'POST', body: 'x' });\n" +
+        '  return { status: answer.status };\n' +
+        '}\n',
+      input_schema: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } },
+      allowed_hosts: [`127.0.0.1:${api.port}`],
+    }),
   ];
   const aei = await as('POST', '/api/v2/aeis', { name: 'cancellation' });
   await as(
@@ -157,5 +169,12 @@ describe('a cancelled call stops what its tool is doing', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('a custom tool cut while its POST was out: OUTCOME_UNKNOWN, since the API may have acted', async () => {
+    const url = `http://127.0.0.1:${api.port}/slow?tag=custom-2`;
+    const waited = await cancelAfterArrival('post_slow', { url }, 'custom-2');
+    expect(waited).toBeLessThan(TOOL_LIMIT_MS / 4);
+    expect(await auditRow('post_slow')).toMatchObject({ status: 'error', error_code: 'OUTCOME_UNKNOWN' });
   });
 });

@@ -164,12 +164,14 @@ async function run(call: ToolCall): Promise<JsonValue> {
   if (!outcome.ok) {
     const message = secrets.redact(outcome.message);
     const details = outcome.details && secrets.redactJson(outcome.details);
-    // Stopped mid-way after it began changing data: what it changed is unknown (DESIGN.md §8).
-    if (effects.changed && (outcome.code === 'TIMEOUT' || outcome.code === 'INTERNAL')) {
+    // Stopped mid-way after it began changing data (its time ran out, or its caller cancelled and
+    // its host calls were cut): what it changed is unknown (DESIGN.md §8).
+    const cancelled = call.signal?.aborted === true;
+    if (effects.changed && (outcome.code === 'TIMEOUT' || outcome.code === 'INTERNAL' || cancelled)) {
       throw new DomainError(
         'OUTCOME_UNKNOWN',
         `${message} It had started writing or sending requests, so some of that may have been applied; check before calling it again, or call it with the same idempotency key.`,
-        { ...details, cause: outcome.code },
+        { ...details, cause: outcome.code, ...(cancelled && { cancelled: true }) },
       );
     }
     throw new DomainError(outcome.code, message, details);
