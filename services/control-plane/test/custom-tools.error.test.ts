@@ -188,22 +188,26 @@ describe('calling', () => {
   });
 
   it('an allocation bomb ends with a clear memory error', async () => {
-    await u.add(
-      'bomb',
-      customTool(
-        // 8 MB buffers reach the 32 MB limit in five steps, each small enough to need the memory
-        // to grow: a few ms of CPU, so the time limit cannot come first even on a loaded host (a
-        // bomb of small objects may meet the deadline first there; the sandbox's own tests pin
-        // those with a long deadline).
-        'export default () => { const a = []; while (true) a.push(new ArrayBuffer(8e6)); }',
-      ),
-    );
-    const answer = await u.call('bomb');
-    expect(answer).toMatchObject({
-      isError: true,
-      value: { error: { code: 'LIMIT_EXCEEDED', details: { limit: 'memory', memory_mb: 32 } } },
-    });
-    expect(answer.value.error.message).toMatch(/^The tool ran out of memory/);
+    // On an app of its own with a 60 s time limit, so memory is what ends it on any host: the
+    // sandbox's workers run at a lower CPU priority, and on a host loaded with other processes
+    // even a few ms of their work can take past the 1 s default (CI saw TIMEOUT that way).
+    const roomy = await startTestApp({ customTool: { customToolTimeoutMs: 60_000 } });
+    try {
+      const v = await customToolUser(roomy, { notes: [] });
+      await v.add(
+        'bomb',
+        // 8 MB buffers reach the 32 MB limit in five steps, each needing the memory to grow.
+        customTool('export default () => { const a = []; while (true) a.push(new ArrayBuffer(8e6)); }'),
+      );
+      const answer = await v.call('bomb');
+      expect(answer).toMatchObject({
+        isError: true,
+        value: { error: { code: 'LIMIT_EXCEEDED', details: { limit: 'memory', memory_mb: 32 } } },
+      });
+      expect(answer.value.error.message).toMatch(/^The tool ran out of memory/);
+    } finally {
+      await roomy.close();
+    }
   });
 
   it('arguments outside the input schema: VALIDATION_FAILED before the code runs', async () => {
