@@ -25,6 +25,7 @@ import { Type } from 'typebox';
 import { executeBinding, type ExecutorOptions } from '../domain/executor.ts';
 import { DomainError } from '../errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
+import { abortedOnClose } from '../http/caller-gone.ts';
 import { INTERNAL_ERROR, errorBody, mapError } from '../http/error-handler.ts';
 import { jsonTextParser } from '../http/json-body.ts';
 import { errorResponses } from '../http/schemas.ts';
@@ -116,13 +117,10 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         ToolResult as unknown as Record<string, unknown>,
         '200',
       ) as (result: unknown) => string;
-      const cancel = new AbortController();
       const socket = request.raw.socket;
       reply.hijack();
       const raw = reply.raw;
-      raw.once('close', () => {
-        if (!raw.writableFinished) cancel.abort(CALLER_GONE);
-      });
+      const cancelled = abortedOnClose(raw, CALLER_GONE);
       raw.writeHead(200, {
         'content-type': EXECUTE_BATCH_MEDIA_TYPE,
         'cache-control': 'no-store',
@@ -173,7 +171,7 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         if ('refused' in line) {
           return answer(i, () => JSON.stringify({ i, status: line.status, body: line.refused }));
         }
-        executeBinding(ctx, line.adiId, line.body, executor, cancel.signal).then(
+        executeBinding(ctx, line.adiId, line.body, executor, cancelled).then(
           (result) => answer(i, () => `{"i":${i},"status":200,"body":${serialize(result)}}`),
           (error: unknown) => {
             // What the single route's error handler would have answered.

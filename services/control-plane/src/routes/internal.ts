@@ -36,6 +36,7 @@ import {
 import { ClashLog, upstreamRequest } from '../domain/upstream-catalog.ts';
 import { DomainError } from '../errors.ts';
 import { executeBatchRoute } from './execute-batch.ts';
+import { abortedOnClose } from '../http/caller-gone.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { errorResponses } from '../http/schemas.ts';
 
@@ -225,16 +226,13 @@ export function internalRoutes(executor: ExecutorOptions) {
       },
       async (request, reply) => {
         // The gateway closing its request (its client cancelled, or went away) cancels the call
-        // where a kind can pass that on (an upstream MCP server gets notifications/cancelled).
-        const cancel = new AbortController();
-        reply.raw.once('close', () => {
-          if (!reply.raw.writableFinished) cancel.abort(CALLER_GONE);
-        });
+        // where a kind can pass that on.
+        const signal = abortedOnClose(reply.raw, CALLER_GONE);
         if (request.body.progress !== true) {
-          return executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal);
+          return executeBinding(ctx, request.params.adi_id, request.body, executor, signal);
         }
         return streamWithProgress(reply, request.log, (progress) =>
-          executeBinding(ctx, request.params.adi_id, request.body, executor, cancel.signal, progress),
+          executeBinding(ctx, request.params.adi_id, request.body, executor, signal, progress),
         );
       },
     );
@@ -256,11 +254,8 @@ export function internalRoutes(executor: ExecutorOptions) {
       },
       async (request, reply) => {
         // The gateway closing its request cancels the upstream's request (notifications/cancelled).
-        const cancel = new AbortController();
-        reply.raw.once('close', () => {
-          if (!reply.raw.writableFinished) cancel.abort(CALLER_GONE);
-        });
-        return upstreamRequest(ctx, request.params.aei_id, request.body, executor, cancel.signal);
+        const signal = abortedOnClose(reply.raw, CALLER_GONE);
+        return upstreamRequest(ctx, request.params.aei_id, request.body, executor, signal);
       },
     );
     app.post(
