@@ -56,46 +56,35 @@ beforeAll(async () => {
   token = (await stack.admin('POST', '/api/v2/users', { name: 'cancel' })).token;
   const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, token);
   const base = `http://127.0.0.1:${api.port}`;
-  const adis: Json[] = [
-    await as('POST', '/api/v2/adis', {
-      kind: 'http',
-      name: 'slow_get',
-      method: 'GET',
-      url: `${base}/slow`,
-      params: [{ name: 'tag', in: 'query' }],
-      timeout_ms: TOOL_LIMIT_MS,
-    }),
-    await as('POST', '/api/v2/adis', {
-      kind: 'http',
-      name: 'slow_post',
-      method: 'POST',
-      url: `${base}/slow`,
-      params: [{ name: 'tag', in: 'query' }],
-      timeout_ms: TOOL_LIMIT_MS,
-    }),
-    await as('POST', '/api/v2/adis', {
-      kind: 'custom',
-      name: 'fetch_slow',
-      code:
-        'export default async function (args, ctx) {\n' +
-        '  const answer = await ctx.fetch(args.url);\n' +
-        '  return { status: answer.status };\n' +
-        '}\n',
-      input_schema: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } },
-      allowed_hosts: [`127.0.0.1:${api.port}`],
-    }),
-    await as('POST', '/api/v2/adis', {
-      kind: 'custom',
-      name: 'post_slow',
-      code:
-        'export default async function (args, ctx) {\n' +
-        "  const answer = await ctx.fetch(args.url, { method: 'POST', body: 'x' });\n" +
-        '  return { status: answer.status };\n' +
-        '}\n',
-      input_schema: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } },
-      allowed_hosts: [`127.0.0.1:${api.port}`],
-    }),
-  ];
+  // An HTTP tool calling /slow, and a custom tool fetching a URL it is given, by `method`.
+  const slowHttp = (name: string, method: string) => ({
+    kind: 'http',
+    name,
+    method,
+    url: `${base}/slow`,
+    params: [{ name: 'tag', in: 'query' }],
+    timeout_ms: TOOL_LIMIT_MS,
+  });
+  const fetching = (name: string, init: string) => ({
+    kind: 'custom',
+    name,
+    code:
+      'export default async function (args, ctx) {\n' +
+      `  const answer = await ctx.fetch(args.url${init});\n` +
+      '  return { status: answer.status };\n' +
+      '}\n',
+    input_schema: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } },
+    allowed_hosts: [`127.0.0.1:${api.port}`],
+  });
+  const adis: Json[] = [];
+  for (const body of [
+    slowHttp('slow_get', 'GET'),
+    slowHttp('slow_post', 'POST'),
+    fetching('fetch_slow', ''),
+    fetching('post_slow', ", { method: 'POST', body: 'x' }"),
+  ]) {
+    adis.push(await as('POST', '/api/v2/adis', body));
+  }
   const aei = await as('POST', '/api/v2/aeis', { name: 'cancellation' });
   await as(
     'POST',
