@@ -7,7 +7,10 @@
  * called straight with undici from this process (the in-run reference) and through the gateway
  * (raw JSON-RPC over HTTP, and the SDK Client). Once against an API that answers at once (what the
  * path itself costs) and once against one that takes API_DELAY_MS like a real API. Target: the
- * gateway path at 0.5x the direct calls or better.
+ * gateway path at 0.5x the direct calls or better. A second in-run reference bounds what any path
+ * through a service can reach on the machine at hand: the same calls through a bare Node.js proxy
+ * (support/reference-proxy.ts: one HTTP hop, no parsing, no checks), which is one hop where the
+ * gateway path has two (gateway, then the control plane's executor) plus MCP and an audit row.
  * Environment: BENCH_CALLS (calls per worker and run, default 60), BENCH_DELAYS (API latencies in
  * ms, default "0,50"), BENCH_ROUNDS (runs per path, alternating, median kept; default 3).
  */
@@ -72,6 +75,12 @@ try {
       profileArgs('api'),
       'support/json-api.ts',
     );
+    const proxyProcess = await spawnService(
+      BENCH_DIR,
+      { UPSTREAM_URL: apiProcess.url },
+      profileArgs('proxy'),
+      'support/reference-proxy.ts',
+    );
     try {
       const adi = await admin('POST', '/api/v2/adis', {
         kind: 'http',
@@ -88,15 +97,16 @@ try {
       await admin('POST', `/api/v2/aeis/${aei.id}/bindings`, { adi_id: adi.id, tool_name: 'get_item' });
       const mcpUrl = new URL(`${gw.url}/api/v2/mcp/server/${String(aei.api_key)}`);
 
-      const direct = async (w: number, i: number) => {
-        const res = await request(`${apiProcess.url}/items/${w}-${i}?q=x`, {
+      const straightTo = (base: string, what: string) => async (w: number, i: number) => {
+        const res = await request(`${base}/items/${w}-${i}?q=x`, {
           headers: { 'x-api-key': API_KEY, accept: 'application/json' },
           dispatcher: agent,
         });
         const body = (await res.body.json()) as { q?: string };
-        if (res.statusCode !== 200 || body.q !== 'x')
-          throw new Error(`direct call answered ${res.statusCode}`);
+        if (res.statusCode !== 200 || body.q !== 'x') throw new Error(`${what} answered ${res.statusCode}`);
       };
+      const direct = straightTo(apiProcess.url, 'direct call');
+      const viaProxy = straightTo(proxyProcess.url, 'call through the bare proxy');
 
       // The same path with a context `query` tool (no outgoing request): what the gateway and the
       // executor cost without the HTTP kind. Bound before the sessions start, so the gateway's
@@ -194,24 +204,28 @@ try {
       };
 
       // Warm-up: connection pools, the gateway's config cache, JIT.
-      for (const path of [direct, viaGateway, viaSdk, viaGatewayContext]) await throughput(path);
+      for (const path of [direct, viaProxy, viaGateway, viaSdk, viaGatewayContext]) await throughput(path);
 
-      const paths = { direct, gateway: viaGateway, sdk: viaSdk, context: viaGatewayContext };
-      const runs: Record<keyof typeof paths, Awaited<ReturnType<typeof throughput>>[]> = {
-        direct: [],
-        gateway: [],
-        sdk: [],
-        context: [],
-      };
+      const paths = { direct, proxy: viaProxy, gateway: viaGateway, sdk: viaSdk, context: viaGatewayContext };
+      const names = Object.keys(paths) as (keyof typeof paths)[];
+      const runs = Object.fromEntries(names.map((name) => [name, []])) as unknown as Record<
+        keyof typeof paths,
+        Awaited<ReturnType<typeof throughput>>[]
+      >;
       // CPU time each process spent on each path's calls, over all its runs.
-      const cpu: Record<keyof typeof paths, CpuParts> = { direct: {}, gateway: {}, sdk: {}, context: {} };
+      const cpu = Object.fromEntries(names.map((name) => [name, {}])) as Record<keyof typeof paths, CpuParts>;
       const reading = () =>
         cpuReading(
-          { gateway: gw.child.pid, 'control plane': cp.pid, API: apiProcess.child.pid },
+          {
+            gateway: gw.child.pid,
+            'control plane': cp.pid,
+            API: apiProcess.child.pid,
+            proxy: proxyProcess.child.pid,
+          },
           { database: 'postgres' },
         );
       for (let r = 0; r < ROUNDS; r++) {
-        for (const name of ['direct', 'gateway', 'sdk', 'context'] as const) {
+        for (const name of names) {
           const before = reading();
           runs[name].push(await throughput(paths[name]));
           addCpu(cpu[name], before, reading());
@@ -225,6 +239,7 @@ try {
       console.log(`  API answering after ${delay} ms:`);
       const rows = [
         ['direct (undici, this process)', best('direct')],
+        ['reference: a bare Node.js proxy hop', best('proxy')],
         ['via gateway (JSON-RPC over HTTP)', best('gateway')],
         ['via gateway (SDK Client)', best('sdk')],
         ['reference: a context query tool, JSON-RPC', best('context')],
@@ -239,6 +254,7 @@ try {
       const calls = ROUNDS * WORKERS * PER_WORKER;
       for (const [name, label, onPath] of [
         ['direct', 'direct', ['client', 'API']],
+        ['proxy', 'bare proxy hop', ['client', 'proxy', 'API']],
         ['gateway', 'HTTP tool, JSON-RPC', ['client', 'gateway', 'control plane', 'API', 'database']],
         ['context', 'context tool, JSON-RPC', ['client', 'gateway', 'control plane', 'database']],
       ] as const) {
@@ -247,20 +263,29 @@ try {
           (onPath as readonly string[]).includes(part),
         );
         if (parts.length === 0) continue;
-        const total = parts.reduce((sum, [, seconds]) => sum + seconds, 0);
-        const each = parts.map(([part, seconds]) => `${part} ${((seconds * 1e6) / calls).toFixed(0)}`);
+        // A PostgreSQL backend that exited during the runs takes its CPU time with it: a negative
+        // figure says only that, so it is shown as unknown and left out of the total.
+        const total = parts.reduce((sum, [, seconds]) => sum + Math.max(0, seconds), 0);
+        const each = parts.map(
+          ([part, seconds]) => `${part} ${seconds < 0 ? 'n/a' : ((seconds * 1e6) / calls).toFixed(0)}`,
+        );
         console.log(
           `    CPU µs per call, ${label.padEnd(24)} ${((total * 1e6) / calls).toFixed(0).padStart(5)}: ${each.join(', ')}`,
         );
       }
-      const ratio = (name: 'gateway' | 'sdk') => (best(name).perSecond / best('direct').perSecond).toFixed(2);
+      const ratio = (name: 'gateway' | 'sdk' | 'proxy') =>
+        (best(name).perSecond / best('direct').perSecond).toFixed(2);
       const ofContext = (best('gateway').perSecond / best('context').perSecond).toFixed(2);
       console.log(
         `    throughput vs direct: ${ratio('gateway')}x (JSON-RPC), ${ratio('sdk')}x (SDK Client); target >= 0.5x; ` +
           `the HTTP tool at ${ofContext}x the context tool's throughput on the same path`,
       );
+      console.log(
+        `    the bare proxy hop alone: ${ratio('proxy')}x of direct (what one HTTP hop that does nothing reaches here)`,
+      );
       for (const client of clients) await client.close();
     } finally {
+      await stopChild(proxyProcess.child);
       await stopChild(apiProcess.child);
     }
   }

@@ -1,6 +1,7 @@
 /**
- * A reference point for the gateway benchmark: the least a Node.js HTTP hop can do. It forwards
- * every request (method, path, authorization, body) to `UPSTREAM_URL` over an undici keep-alive
+ * A reference point for the gateway and HTTP tool benchmarks: the least a Node.js HTTP hop can do.
+ * It forwards every request (method, path, authorization, an API key header, body) to
+ * `UPSTREAM_URL` over an undici keep-alive
  * pool and sends the answer back, with no parsing, checks, cache or metrics. What it adds to a
  * call is the floor any Node.js proxy pays on the machine at hand; what the gateway adds above it
  * is the gateway's own work.
@@ -26,6 +27,7 @@ const server = createServer((req, res) => {
         headers: {
           ...(req.headers.authorization && { authorization: req.headers.authorization }),
           ...(req.headers['content-type'] && { 'content-type': req.headers['content-type'] }),
+          ...(req.headers['x-api-key'] && { 'x-api-key': req.headers['x-api-key'] }),
         },
         body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
       })

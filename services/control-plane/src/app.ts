@@ -121,7 +121,7 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Where the app's own logger writes (stdout otherwise); tests read what it logs. */
   logStream?: { write(line: string): void };
-  /** Start the query worker pool (and its warm worker) at once; otherwise at the first long query. */
+  /** Start the query worker pool (all its threads) at once; otherwise at the first long query. */
   warmQueryWorkers?: boolean;
   /** Start the custom tool sandbox's threads at once; otherwise at the first custom tool call or save. */
   warmCustomToolWorkers?: boolean;

@@ -162,7 +162,7 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       min: 1,
       max: 64,
       default: 2,
-      doc: 'worker threads for long queries (one is kept warm)',
+      doc: 'worker threads for long queries (all started with the server and kept running)',
     }),
     QUERY_QUEUE: integer({
       min: 0,

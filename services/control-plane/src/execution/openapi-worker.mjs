@@ -1,11 +1,13 @@
-// The entry of an OpenAPI conversion thread (see openapi-conversion.ts). As for query workers, tsx's
-// loader is registered here, scoped to this one import, since a worker thread does not always
-// inherit the parent's loader; the TypeScript module does the work and answers plain data. A
-// thread serves one conversion at a time, for as many as its owner sends it.
+// The entry of an OpenAPI conversion thread (see openapi-conversion.ts): openapi-worker.ts does the
+// work and answers plain data, loaded as ts-worker-module.cjs says. A thread serves one conversion
+// at a time, for as many as its owner sends it.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parentPort } from 'node:worker_threads';
-import { tsImport } from 'tsx/esm/api';
+import workerModule from './ts-worker-module.cjs';
 
-const { convertTask } = await tsImport('./openapi-worker.ts', import.meta.url);
+const here = dirname(fileURLToPath(import.meta.url));
+const { convertTask } = await workerModule.importTypeScript(join(here, 'openapi-worker.ts'));
 
 parentPort.on('message', (task) => parentPort.postMessage(convertTask(task)));
 parentPort.postMessage({ ready: true });

@@ -33,7 +33,7 @@ export interface QueryPoolOptions {
   timeoutMs: number;
   /** The in-process slice, in milliseconds (QUERY_INLINE_MS); 0 sends every query to a worker. */
   inlineMs: number;
-  /** Worker threads at most (QUERY_WORKERS); one is kept warm. */
+  /** Worker threads (QUERY_WORKERS), all started by `warm()` and kept running. */
   threads: number;
   /** Queries waiting for a thread at most (QUERY_QUEUE); more answer RATE_LIMITED. */
   queue: number;
@@ -58,7 +58,7 @@ export interface QueryContext {
   place: string;
 }
 
-const WORKER = new URL('./query-worker.mjs', import.meta.url).href;
+const WORKER = new URL('./query-worker.cjs', import.meta.url).href;
 const MIB = 1024 * 1024;
 // The interpreter does roughly this many steps a millisecond on the machines measured, so the slice
 // ends at about the same point by steps (deterministic) or by time (under load).
@@ -133,8 +133,9 @@ export class QueryPool {
   }
 
   /**
-   * Starts the worker threads' pool (and its one warm worker, about 0.5 s of CPU) now rather than at
-   * the first long query; a server calls it at start, an app in a test never needs to.
+   * Starts the worker threads' pool (every thread, each about 2 s of CPU on a 2-core host with its
+   * TypeScript loader) now rather than at the first long query; a server calls it at start, an app
+   * in a test never needs to.
    */
   warm(): void {
     this.#workers.warm();

@@ -51,12 +51,16 @@ function refusingNonFinite(validate: ValidateFunction): ValidateFunction {
   return checked;
 }
 
+// One Ajv for text parts and one for bodies per process, not per app: Ajv keeps each schema object's
+// compiled validator, and route schemas are module constants, so an app built again in the same
+// process (tests build one per file) reuses them instead of compiling them all again.
+const text = new Ajv({ ...BASE, coerceTypes: 'array' });
+// `discriminator`: a body that is one of several shapes (an ADI of some kind) is checked against
+// the shape its tag names only, so an error names a field of that shape, not of every shape.
+const body = new Ajv({ ...BASE, coerceTypes: false, discriminator: true });
+
 /** A validator compiler for `app.setValidatorCompiler`: one Ajv for bodies, one for text parts. */
 export function requestValidatorCompiler(): FastifySchemaCompiler<unknown> {
-  const text = new Ajv({ ...BASE, coerceTypes: 'array' });
-  // `discriminator`: a body that is one of several shapes (an ADI of some kind) is checked against
-  // the shape its tag names only, so an error names a field of that shape, not of every shape.
-  const body = new Ajv({ ...BASE, coerceTypes: false, discriminator: true });
   return ({ schema, httpPart }) =>
     httpPart === 'body' ? body.compile(schema as object) : refusingNonFinite(text.compile(schema as object));
 }

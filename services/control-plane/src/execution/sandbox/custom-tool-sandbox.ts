@@ -74,7 +74,7 @@ export type SourceCheck =
     };
 
 const MIB = 1024 * 1024;
-const WORKER = new URL('./sandbox-worker.mjs', import.meta.url).href;
+const WORKER = new URL('./sandbox-worker.cjs', import.meta.url).href;
 // A worker checks its deadline between bytecode steps; a single native step (sorting a large
 // array, say) runs on until it ends. Terminating the thread this long after the deadline bounds
 // that, at the price of a replacement thread (about 0.5 s of CPU).
