@@ -52,8 +52,9 @@ function refusingNonFinite(validate: ValidateFunction): ValidateFunction {
 }
 
 // One Ajv for text parts and one for bodies per process, not per app: Ajv keeps each schema object's
-// compiled validator, and route schemas are module constants, so an app built again in the same
-// process (tests build one per file) reuses them instead of compiling them all again.
+// compiled validator, and most route schemas are module constants, so an app built again in the
+// same process (tests build one per file) reuses them instead of compiling them all again. The few
+// built per app (they carry the app's limits) are compiled, and kept, once per app.
 const text = new Ajv({ ...BASE, coerceTypes: 'array' });
 // `discriminator`: a body that is one of several shapes (an ADI of some kind) is checked against
 // the shape its tag names only, so an error names a field of that shape, not of every shape.
