@@ -75,13 +75,14 @@ try {
       profileArgs('api'),
       'support/json-api.ts',
     );
-    const proxyProcess = await spawnService(
-      BENCH_DIR,
-      { UPSTREAM_URL: apiProcess.url },
-      profileArgs('proxy'),
-      'support/reference-proxy.ts',
-    );
+    let proxyProcess: Awaited<ReturnType<typeof spawnService>> | undefined;
     try {
+      proxyProcess = await spawnService(
+        BENCH_DIR,
+        { UPSTREAM_URL: apiProcess.url },
+        profileArgs('proxy'),
+        'support/reference-proxy.ts',
+      );
       const adi = await admin('POST', '/api/v2/adis', {
         kind: 'http',
         name: `get_item_${delay}`,
@@ -220,7 +221,7 @@ try {
             gateway: gw.child.pid,
             'control plane': cp.pid,
             API: apiProcess.child.pid,
-            proxy: proxyProcess.child.pid,
+            proxy: proxyProcess?.child.pid,
           },
           { database: 'postgres' },
         );
@@ -285,7 +286,7 @@ try {
       );
       for (const client of clients) await client.close();
     } finally {
-      await stopChild(proxyProcess.child);
+      if (proxyProcess) await stopChild(proxyProcess.child);
       await stopChild(apiProcess.child);
     }
   }

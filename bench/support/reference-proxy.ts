@@ -1,10 +1,9 @@
 /**
  * A reference point for the gateway and HTTP tool benchmarks: the least a Node.js HTTP hop can do.
  * It forwards every request (method, path, authorization, an API key header, body) to
- * `UPSTREAM_URL` over an undici keep-alive
- * pool and sends the answer back, with no parsing, checks, cache or metrics. What it adds to a
- * call is the floor any Node.js proxy pays on the machine at hand; what the gateway adds above it
- * is the gateway's own work.
+ * `UPSTREAM_URL` over an undici keep-alive pool and sends the answer back, with no parsing,
+ * checks, cache or metrics. What it adds to a call is the floor any Node.js proxy pays on the
+ * machine at hand; what the gateway adds above it is the gateway's own work.
  *
  *   UPSTREAM_URL=http://127.0.0.1:4000 tsx support/reference-proxy.ts
  */
