@@ -23,7 +23,7 @@ async function importTypeScript(path) {
  * piscina's wait loop once ready, so an import left running would stall until then).
  */
 function taskOf(path) {
-  return importTypeScript(path).then((module) => module.default);
+  return importTypeScript(path).then((loaded) => loaded.default);
 }
 
 module.exports = { importTypeScript, taskOf };

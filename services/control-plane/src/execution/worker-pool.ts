@@ -38,7 +38,8 @@ export interface FairWorkerPoolOptions {
   maxWaitMs: number;
   /**
    * A worker checks its own deadline; terminating it this long after the deadline is the backstop
-   * for a single step that runs on (a replacement thread costs about half a second of CPU).
+   * for a single step that runs on (a replacement thread costs about 2 s of CPU with its
+   * TypeScript loader).
    */
   terminateAfterMs: number;
   /** The error a refused task rejects with (the caller counts and words it). */
@@ -73,8 +74,8 @@ export type WorkerRun<Outcome> =
 // @napi-rs/nice): with every core busy with long tasks, the event loop (and the database) still
 // gets the CPU first, so cheap calls keep answering at once.
 const WORKER_NICE = 10;
-// How long a task may wait for a worker thread to start (a replacement takes about 0.5 s; more under
-// load) before the pool is reported unavailable.
+// How long a task may wait for a worker thread to start (a replacement takes 0.4-0.7 s on a quiet
+// host; much more under load) before the pool is reported unavailable.
 const MAX_START_WAIT_MS = 30_000;
 
 interface Waiter {

@@ -77,7 +77,7 @@ const MIB = 1024 * 1024;
 const WORKER = new URL('./sandbox-worker.cjs', import.meta.url).href;
 // A worker checks its deadline between bytecode steps; a single native step (sorting a large
 // array, say) runs on until it ends. Terminating the thread this long after the deadline bounds
-// that, at the price of a replacement thread (about 0.5 s of CPU).
+// that, at the price of a replacement thread (about 2 s of CPU with its TypeScript loader).
 const TERMINATE_AFTER_MS = 250;
 // The V8 heap of a worker holds what crosses the boundary (arguments, results, console lines, host
 // answers); the tool's own memory is the engine's WebAssembly memory, outside this heap.
@@ -103,7 +103,7 @@ export class CustomToolSandbox {
       filename: WORKER,
       threads: options.threads,
       // Every call runs in a worker, so every thread is kept: a call never waits for one to start
-      // (about 0.5 s) while another runs.
+      // (0.4-0.7 s on a quiet host) while another runs.
       warmThreads: options.threads,
       queue: options.queue,
       perTenant: options.perTenant,
