@@ -9,8 +9,13 @@ import { adminCall, processDatabase, reapAll, startServer, PROCESS_TEST } from '
 const ADMIN = 'bnd_admin_shutdown-test-root-token';
 const INTERNAL = 'internal-token-for-shutdown-tests';
 const CALLS = 20;
-/** Runs far longer than any budget of these tests over a 1,000-item array. */
+/** Runs out the memory budget of a query over a 1,000-item array (64 MiB built, 0.4 s here). */
 const SLOW_QUERY = 'map(&map(&map(&map(&map(&map(&map(&@, $), $), $), $), $), $), $)';
+/**
+ * Builds almost nothing and runs to the step budget (100 million steps, about a second on a quiet
+ * 2-core host): a query that is still running when a short grace period ends.
+ */
+const LONG_QUERY = 'map(&map(&$[?@ == `-1`], $), $)';
 
 // Answers are arbitrary JSON; the test reads the fields it needs.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -158,17 +163,23 @@ describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
   });
 
   it('cuts a request that outlives SHUTDOWN_GRACE_MS and exits 1, saying so', async () => {
-    // A query allowed to run for a minute, and half a second of grace.
-    const env = await environment({ SHUTDOWN_GRACE_MS: '500', QUERY_TIMEOUT_MS: '60000' });
+    // A query allowed to run for a minute, and a fifth of a second of grace.
+    const env = await environment({ SHUTDOWN_GRACE_MS: '200', QUERY_TIMEOUT_MS: '60000' });
     const server = await startServer(env);
     const items = Array.from({ length: 1_000 }, (_, i) => i);
     const tool = await oneTool(server.url, { items }, '/items', 'query');
-    const slow = tool.execute({ query: SLOW_QUERY }).then(
-      (res) => `answered ${res.status}`,
+    const slow = tool.execute({ query: LONG_QUERY }).then(
+      async (res) => `answered ${res.status}: ${await res.text()}`,
       () => 'cut',
     );
-    // The query is running (in its worker thread) once the in-process slice is over.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Once the in-process slice is over, the query runs in a worker thread.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      if ((sample(text, 'controlplane_query_pool_running') ?? 0) >= 1) break;
+      if (Date.now() > deadline) throw new Error('the query never reached a worker');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     const stopping = performance.now();
     const code = await server.stop();
     const took = performance.now() - stopping;

@@ -11,6 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { DomainError } from '../errors.ts';
 import type { OpenApiConversion, OpenApiImportOptions } from '../domain/openapi/index.ts';
 import type { ConversionOutcome, ConversionTask } from './openapi-worker.ts';
+import { workerDataFor } from './worker-module.ts';
 
 export interface ConversionLimits {
   /** Wall time of one conversion, a thread's start included (TIMEOUT above). */
@@ -45,6 +46,7 @@ export const CONVERSION_LIMITS: ConversionLimits = Object.freeze({
 });
 
 const ENTRY = new URL('./openapi-worker.mjs', import.meta.url);
+const MODULE = new URL('./openapi-worker.ts', import.meta.url);
 
 interface Thread {
   worker: Worker;
@@ -91,7 +93,10 @@ export class OpenApiConverter {
   }
 
   private spawn(): Thread {
-    const worker = new Worker(ENTRY, { resourceLimits: { maxOldGenerationSizeMb: this.limits.memoryMb } });
+    const worker = new Worker(ENTRY, {
+      resourceLimits: { maxOldGenerationSizeMb: this.limits.memoryMb },
+      workerData: workerDataFor(MODULE),
+    });
     // An idle thread must not keep the process alive.
     worker.unref();
     const ready = new Promise<void>((resolve, reject) => {

@@ -58,7 +58,7 @@ export interface QueryContext {
   place: string;
 }
 
-const WORKER = new URL('./query-worker.cjs', import.meta.url).href;
+const WORKER = new URL('./query-worker.ts', import.meta.url);
 const MIB = 1024 * 1024;
 // The interpreter does roughly this many steps a millisecond on the machines measured, so the slice
 // ends at about the same point by steps (deterministic) or by time (under load).
@@ -114,7 +114,7 @@ export class QueryPool {
       // Every thread up from the start: one started on demand at nice +10 on a saturated host took
       // tens of seconds to come up.
       warmThreads: options.threads,
-      filename: WORKER,
+      module: WORKER,
       threads: options.threads,
       queue: options.queue,
       perTenant: options.perTenant,

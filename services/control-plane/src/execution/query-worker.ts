@@ -8,7 +8,7 @@
 import { executeRead, OpError, type JsonValue, type Limits } from '@bindery/context-ops';
 import type { ErrorCode } from '@bindery/contracts';
 import { LRUCache } from 'lru-cache';
-import { startTask } from './worker-pool.ts';
+import { startTask } from './task-clock.ts';
 
 export interface QueryTask {
   /** Table, pointer and version of the context: the same key always names the same text. */

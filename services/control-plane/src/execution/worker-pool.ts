@@ -13,6 +13,8 @@
  */
 import type { ResourceLimits, TransferListItem } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import type { TaskClock } from './task-clock.ts';
+import { workerDataFor } from './worker-module.ts';
 
 /** Why a task was refused a thread (the `reason` of its RATE_LIMITED answer, a /metrics label). */
 export type PoolRefusal = 'tenant_limit' | 'queue_full' | 'wait_timeout' | 'closing';
@@ -20,8 +22,8 @@ export type PoolRefusal = 'tenant_limit' | 'queue_full' | 'wait_timeout' | 'clos
 export interface FairWorkerPoolOptions {
   /** Names the pool in log lines ("query worker", "custom tool worker"). */
   name: string;
-  /** The worker's entry module (a file URL). */
-  filename: string;
+  /** The module a worker runs (a TypeScript file): its default export takes each task. */
+  module: URL;
   /** Worker threads at most. */
   threads: number;
   /** Worker threads kept running even when idle (default 1). */
@@ -33,7 +35,7 @@ export interface FairWorkerPoolOptions {
   /** Heap and stack caps of each worker thread. */
   resourceLimits: ResourceLimits;
   /** Given to every worker thread as its `workerData` (settings it needs before its first task). */
-  workerData?: unknown;
+  workerData?: object;
   /** How long a task may wait for a thread before it is refused (`wait_timeout`). */
   maxWaitMs: number;
   /**
@@ -49,17 +51,6 @@ export interface FairWorkerPoolOptions {
   log?: { warn(details: object, message: string): void };
 }
 
-/**
- * Given to each task so the deadline counts from when a thread starts it, not from when it was
- * handed over: a worker that is still starting (after a replacement) must not eat the task's time.
- * The worker writes when it started (milliseconds after `dispatchedAt`, at least 1) into the cell.
- */
-export interface TaskClock {
-  startedAfter: Int32Array;
-  /** When the task was handed over, as `performance.timeOrigin + performance.now()`. */
-  dispatchedAt: number;
-}
-
 /** How a task that got a thread ended. */
 export type WorkerRun<Outcome> =
   | { status: 'done'; outcome: Outcome }
@@ -70,6 +61,8 @@ export type WorkerRun<Outcome> =
   /** Its worker failed otherwise (a bug, or a thread that could not start). */
   | { status: 'failed'; error: unknown };
 
+// Every pool's threads start here, with the pool's module in their workerData (worker-module.ts).
+const ENTRY = new URL('./worker-entry.cjs', import.meta.url).href;
 // Worker threads run at a lower CPU priority (nice +10; Linux and macOS, through piscina's optional
 // @napi-rs/nice): with every core busy with long tasks, the event loop (and the database) still
 // gets the CPU first, so cheap calls keep answering at once.
@@ -166,14 +159,14 @@ export class FairWorkerPool<Task, Outcome> {
     if (this.#pool !== undefined) return this.#pool;
     const options = this.#options;
     const pool = new Piscina<Task, Outcome>({
-      filename: options.filename,
+      filename: ENTRY,
       minThreads: Math.min(options.warmThreads ?? 1, options.threads),
       maxThreads: options.threads,
       idleTimeout: 60_000,
       maxQueue: options.threads,
       niceIncrement: WORKER_NICE,
       resourceLimits: options.resourceLimits,
-      workerData: options.workerData,
+      workerData: workerDataFor(options.module, options.workerData),
     });
     // A worker failing with no task on it (at start, say) is reported here; without a listener the
     // event would crash the process.
@@ -286,15 +279,4 @@ function watchDeadline(abort: AbortController, timeMs: number, terminateAfterMs:
   };
   timer = setTimeout(check, timeMs + terminateAfterMs);
   return { startedAfter, dispatchedAt, stop: () => clearTimeout(timer) };
-}
-
-/**
- * The worker side of TaskClock: records that the task starts now and answers when that was, as
- * `performance.now()` of this thread.
- */
-export function startTask(clock: TaskClock): number {
-  const started = performance.now();
-  const after = Math.ceil(performance.timeOrigin + started - clock.dispatchedAt);
-  Atomics.store(clock.startedAfter, 0, Math.max(1, after));
-  return started;
 }

@@ -74,7 +74,7 @@ export type SourceCheck =
     };
 
 const MIB = 1024 * 1024;
-const WORKER = new URL('./sandbox-worker.cjs', import.meta.url).href;
+const WORKER = new URL('./sandbox-worker.ts', import.meta.url);
 // A worker checks its deadline between bytecode steps; a single native step (sorting a large
 // array, say) runs on until it ends. Terminating the thread this long after the deadline bounds
 // that, at the price of a replacement thread (about 2 s of CPU with its TypeScript loader).
@@ -100,7 +100,7 @@ export class CustomToolSandbox {
     const workerData: SandboxWorkerData = { memoryBytes: options.memoryMb * MIB };
     this.#workers = new FairWorkerPool({
       name: 'custom tool worker',
-      filename: WORKER,
+      module: WORKER,
       threads: options.threads,
       // Every call runs in a worker, so every thread is kept: a call never waits for one to start
       // (0.4-0.7 s on a quiet host) while another runs.

@@ -9,7 +9,7 @@
 import type { JsonValue } from '@bindery/context-ops';
 import type { ErrorCode } from '@bindery/contracts';
 import type { MessagePort } from 'node:worker_threads';
-import type { TaskClock } from '../worker-pool.ts';
+import type { TaskClock } from '../task-clock.ts';
 
 /** The bounds of one call; memory is the pool's (it sizes each worker's WebAssembly memory). */
 export interface SandboxLimits {

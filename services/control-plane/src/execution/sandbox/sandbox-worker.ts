@@ -5,7 +5,7 @@
  * thread load a fresh engine for its next call.
  */
 import { workerData } from 'node:worker_threads';
-import { startTask } from '../worker-pool.ts';
+import { startTask } from '../task-clock.ts';
 import { discardEngine, quickjsEngine } from './engine.ts';
 import type { SandboxOutcome, SandboxTask, SandboxWorkerData } from './protocol.ts';
 import { runInVm } from './tool-vm.ts';
