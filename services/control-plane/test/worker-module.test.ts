@@ -1,0 +1,48 @@
+// Pins how worker threads load their module (worker-module.ts, ts-worker-module.cjs): each pool's
+// module bundles without a warning (a warning, such as `import.meta` in a worker's graph, would
+// silently send every thread back to its slow TypeScript loader); a thread runs the text it was
+// given, not its sources; without one it loads the TypeScript itself; a pool's threads answer tasks.
+import { Piscina } from 'piscina';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WORKER_MODULE_KEY, workerModule } from '../src/execution/worker-module.ts';
+
+const ENTRY = new URL('../src/execution/worker-entry.cjs', import.meta.url).href;
+const TASK = new URL('./fixtures/worker-task.ts', import.meta.url);
+
+let pool: Piscina | undefined;
+afterEach(async () => {
+  await pool?.destroy();
+  pool = undefined;
+});
+
+function run(module: { path: string; code?: string }, task: unknown): Promise<unknown> {
+  pool = new Piscina({ filename: ENTRY, maxThreads: 1, workerData: { [WORKER_MODULE_KEY]: module } });
+  return pool.run(task);
+}
+
+describe('worker modules', () => {
+  it.each([
+    './execution/query-worker.ts',
+    './execution/sandbox/sandbox-worker.ts',
+    './execution/openapi-worker.ts',
+  ])('%s bundles without a warning', (path) => {
+    const bundled = workerModule(new URL(`../src/${path.slice(2)}`, import.meta.url));
+    expect(bundled.code).toEqual(expect.any(String));
+    expect(bundled.code!.length).toBeGreaterThan(1_000);
+  });
+
+  it('a thread runs the bundle it is given', async () => {
+    const bundled = workerModule(TASK);
+    expect(await run(bundled, { x: 41 })).toEqual({ sum: 42, by: 'worker-task.ts' });
+    // The text given is what runs, not the file it names.
+    const other = {
+      path: bundled.path,
+      code: 'module.exports = { default: (task) => ({ given: task.x }) };',
+    };
+    expect(await run(other, { x: 7 })).toEqual({ given: 7 });
+  });
+
+  it('a thread given no bundle loads the TypeScript itself', async () => {
+    expect(await run({ path: workerModule(TASK).path }, { x: 1 })).toEqual({ sum: 2, by: 'worker-task.ts' });
+  });
+});
