@@ -70,17 +70,21 @@ async function oneTool(url: string, data: Json, path: string, operation: string)
 const queryTool = (url: string) =>
   oneTool(url, { items: Array.from({ length: 1_000 }, (_, i) => i) }, '/items', 'query');
 
-/** Polls /metrics until `count` requests besides the poll itself are received and unanswered. */
-async function untilInFlight(url: string, count: number): Promise<void> {
+/** Polls /metrics until the gauge `name` (less `less`) reaches `count`; `what` words a failure. */
+async function untilGauge(url: string, name: string, count: number, what: string, less = 0): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const text = await (await fetch(`${url}/metrics`)).text();
-    const inFlight = (sample(text, 'controlplane_http_requests_in_flight') ?? 0) - 1;
-    if (inFlight >= count) return;
-    if (Date.now() > deadline) throw new Error(`only ${inFlight} of ${count} requests received`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    const value = (sample(text, name) ?? 0) - less;
+    if (value >= count) return;
+    if (Date.now() > deadline) throw new Error(`only ${value} of ${count} ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/** Until `count` requests besides the poll itself are received and unanswered. */
+const untilInFlight = (url: string, count: number) =>
+  untilGauge(url, 'controlplane_http_requests_in_flight', count, 'requests received', 1);
 
 describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
   it('answers and audits twenty slow tool calls in flight at SIGTERM, then exits 0', async () => {
@@ -144,13 +148,7 @@ describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
         .map((l) => JSON.parse(l) as Json),
     }));
     // The batch's four calls are running (the HTTP request in flight counts once).
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const text = await (await fetch(`${server.url}/metrics`)).text();
-      if ((sample(text, 'controlplane_tool_executions_in_flight') ?? 0) >= 4) break;
-      if (Date.now() > deadline) throw new Error('the batch never ran');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await untilGauge(server.url, 'controlplane_tool_executions_in_flight', 4, 'calls of the batch running');
     const code = await server.stop();
     const { status, lines } = await answer;
     expect(status).toBe(200);
@@ -173,13 +171,7 @@ describe('graceful shutdown of the control plane', PROCESS_TEST, () => {
       () => 'cut',
     );
     // Once the in-process slice is over, the query runs in a worker thread.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const text = await (await fetch(`${server.url}/metrics`)).text();
-      if ((sample(text, 'controlplane_query_pool_running') ?? 0) >= 1) break;
-      if (Date.now() > deadline) throw new Error('the query never reached a worker');
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await untilGauge(server.url, 'controlplane_query_pool_running', 1, 'queries in a worker');
     const stopping = performance.now();
     const code = await server.stop();
     const took = performance.now() - stopping;
