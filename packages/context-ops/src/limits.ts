@@ -2,7 +2,9 @@
  * The size limits every operation runs under (DESIGN.md §5 "Limits with clear errors"), and the
  * budget one JMESPath evaluation runs under.
  */
-import { MAX_JSON_DEPTH } from '@bindery/contracts';
+// The subpath, not the package's index: a worker thread's bundle (query-worker.ts) then takes no
+// typebox (docs/decisions.md, "Workers load one bundled module").
+import { MAX_JSON_DEPTH } from '@bindery/contracts/json-depth';
 
 /**
  * What one JMESPath evaluation may spend. Passing any of these stops the evaluation with

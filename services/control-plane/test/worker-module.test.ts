@@ -4,19 +4,19 @@
 // given, not its sources; without one it loads the TypeScript itself; a pool's threads answer tasks.
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WORKER_MODULE_KEY, workerModule } from '../src/execution/worker-module.ts';
+import { WORKER_MODULE_KEY, workerModule, workerModuleLater } from '../src/execution/worker-module.ts';
 
 const ENTRY = new URL('../src/execution/worker-entry.cjs', import.meta.url).href;
 const TASK = new URL('./fixtures/worker-task.ts', import.meta.url);
 
-let pool: Piscina | undefined;
+const pools: Piscina[] = [];
 afterEach(async () => {
-  await pool?.destroy();
-  pool = undefined;
+  await Promise.all(pools.splice(0).map((pool) => pool.destroy()));
 });
 
 function run(module: { path: string; code?: string }, task: unknown): Promise<unknown> {
-  pool = new Piscina({ filename: ENTRY, maxThreads: 1, workerData: { [WORKER_MODULE_KEY]: module } });
+  const pool = new Piscina({ filename: ENTRY, maxThreads: 1, workerData: { [WORKER_MODULE_KEY]: module } });
+  pools.push(pool);
   return pool.run(task);
 }
 
@@ -29,6 +29,16 @@ describe('worker modules', () => {
     const bundled = workerModule(new URL(`../src/${path.slice(2)}`, import.meta.url));
     expect(bundled.code).toEqual(expect.any(String));
     expect(bundled.code!.length).toBeGreaterThan(1_000);
+  });
+
+  it('the query worker takes no typebox; bundling off the event loop gives the same text', async () => {
+    const url = new URL('../src/execution/query-worker.ts', import.meta.url);
+    expect(workerModule(url).code).not.toContain('typebox');
+    expect(await workerModuleLater(url)).toBe(workerModule(url));
+    // The fixture's first bundling in this file (the tests below reuse it): an async build.
+    const later = await workerModuleLater(TASK);
+    expect(later.code).toEqual(expect.any(String));
+    expect(workerModule(TASK)).toBe(later);
   });
 
   it('a thread runs the bundle it is given', async () => {

@@ -1,6 +1,6 @@
-// The entry of an OpenAPI conversion thread (see openapi-conversion.ts): openapi-worker.ts does the
-// work and answers plain data, loaded as ts-worker-module.cjs says (bundled by the main thread). A thread serves one conversion
-// at a time, for as many as its owner sends it.
+// The entry of an OpenAPI conversion thread (see openapi-conversion.ts): openapi-worker.ts does
+// the work and answers plain data, loaded as ts-worker-module.cjs says (bundled by the main
+// thread). A thread serves one conversion at a time, for as many as its owner sends it.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parentPort } from 'node:worker_threads';

@@ -10,7 +10,7 @@
  * made from the sources at hand when the pool is made, so a thread never runs older code than its
  * process; should the bundling fail, the thread loads the TypeScript itself, as before.
  */
-import { buildSync } from 'esbuild';
+import { build, buildSync, stop, type BuildOptions, type BuildResult } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 
 /** The `workerData` key of the bundled module; ts-worker-module.cjs reads the same literal. */
@@ -30,36 +30,74 @@ export interface WorkerModule {
 const EXTERNAL = ['piscina', 'quickjs-emscripten-core', '@jitl/*'];
 
 const bundles = new Map<string, WorkerModule>();
+const pending = new Map<string, Promise<WorkerModule>>();
 
-/** The worker module at `url` (a TypeScript file), bundled on first use in this process. */
+/**
+ * The worker module at `url` (a TypeScript file), bundled on first use in this process. It blocks
+ * the event loop while esbuild works (0.1-0.3 s): for pools made at start; see workerModuleLater.
+ */
 export function workerModule(url: URL): WorkerModule {
   const path = fileURLToPath(url);
   let bundled = bundles.get(path);
   if (bundled === undefined) {
-    bundled = { path, code: bundle(path) };
+    bundled = { path, code: textOf(path, () => buildSync(options(path))) };
     bundles.set(path, bundled);
   }
   return bundled;
 }
 
-/** `workerData` for a thread of the module at `url`: the thread's own data and the module. */
-export function workerDataFor(url: URL, data: object = {}): Record<string, unknown> {
-  return { ...data, [WORKER_MODULE_KEY]: workerModule(url) };
+/** workerModule without blocking the event loop: for a thread made while requests are served. */
+export function workerModuleLater(url: URL): Promise<WorkerModule> {
+  const path = fileURLToPath(url);
+  const done = bundles.get(path);
+  if (done !== undefined) return Promise.resolve(done);
+  let waiting = pending.get(path);
+  if (waiting === undefined) {
+    waiting = build(options(path)).then(
+      (built) => ({ path, code: textOf(path, () => built) }),
+      (error: unknown) => ({
+        path,
+        code: textOf(path, () => {
+          throw error;
+        }),
+      }),
+    );
+    waiting = waiting.then((bundled) => {
+      bundles.set(path, bundled);
+      pending.delete(path);
+      return bundled;
+    });
+    pending.set(path, waiting);
+  }
+  return waiting;
 }
 
-function bundle(path: string): string | undefined {
+/** `workerData` for a thread of `module`: the thread's own data and the module. */
+export function workerDataWith(module: WorkerModule, data: object = {}): Record<string, unknown> {
+  return { ...data, [WORKER_MODULE_KEY]: module };
+}
+
+function options(path: string): BuildOptions & { write: false } {
+  return {
+    entryPoints: [path],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: EXTERNAL,
+    write: false,
+    logLevel: 'silent',
+    // esbuild hides this warning for files under node_modules; an empty `import.meta` is wrong
+    // wherever it is.
+    logOverride: { 'empty-import-meta': 'error' },
+  };
+}
+
+/** The text of a finished build, or undefined (and a process warning) for a failed one. */
+function textOf(path: string, result: () => BuildResult<{ write: false }>): string | undefined {
   try {
-    const built = buildSync({
-      entryPoints: [path],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      external: EXTERNAL,
-      write: false,
-      logLevel: 'silent',
-    });
-    // A warning is a bundle that may not run as its sources do (`import.meta` is empty in CommonJS).
+    const built = result();
+    // A warning is a bundle that may not run as its sources do.
     if (built.warnings.length > 0) throw new Error(built.warnings.map((w) => w.text).join('; '));
     return built.outputFiles[0]?.text;
   } catch (error) {
@@ -68,5 +106,10 @@ function bundle(path: string): string | undefined {
       `could not bundle the worker module ${path}, so its threads load it themselves: ${String(error)}`,
     );
     return undefined;
+  } finally {
+    // esbuild keeps a service process (and, for buildSync, a thread) for further builds: about
+    // 70 MB for the life of the process. A process bundles two or three modules, once each. (A build
+    // still running when another ends is cut by this; its threads then load the TypeScript.)
+    void stop();
   }
 }

@@ -14,7 +14,7 @@
 import type { ResourceLimits, TransferListItem } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { TaskClock } from './task-clock.ts';
-import { workerDataFor } from './worker-module.ts';
+import { workerDataWith, workerModule } from './worker-module.ts';
 
 /** Why a task was refused a thread (the `reason` of its RATE_LIMITED answer, a /metrics label). */
 export type PoolRefusal = 'tenant_limit' | 'queue_full' | 'wait_timeout' | 'closing';
@@ -67,8 +67,8 @@ const ENTRY = new URL('./worker-entry.cjs', import.meta.url).href;
 // @napi-rs/nice): with every core busy with long tasks, the event loop (and the database) still
 // gets the CPU first, so cheap calls keep answering at once.
 const WORKER_NICE = 10;
-// How long a task may wait for a worker thread to start (a replacement takes 0.4-0.7 s on a quiet
-// host; much more under load) before the pool is reported unavailable.
+// How long a task may wait for a worker thread to start (a fraction of a second on a quiet host;
+// much more under load) before the pool is reported unavailable.
 const MAX_START_WAIT_MS = 30_000;
 
 interface Waiter {
@@ -166,7 +166,7 @@ export class FairWorkerPool<Task, Outcome> {
       maxQueue: options.threads,
       niceIncrement: WORKER_NICE,
       resourceLimits: options.resourceLimits,
-      workerData: workerDataFor(options.module, options.workerData),
+      workerData: workerDataWith(workerModule(options.module), options.workerData),
     });
     // A worker failing with no task on it (at start, say) is reported here; without a listener the
     // event would crash the process.

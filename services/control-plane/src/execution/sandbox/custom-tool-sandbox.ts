@@ -103,7 +103,7 @@ export class CustomToolSandbox {
       module: WORKER,
       threads: options.threads,
       // Every call runs in a worker, so every thread is kept: a call never waits for one to start
-      // (0.4-0.7 s on a quiet host) while another runs.
+      // (about 0.2 s of CPU on a quiet host, much longer under load) while another runs.
       warmThreads: options.threads,
       queue: options.queue,
       perTenant: options.perTenant,
