@@ -53,20 +53,20 @@ export function workerModuleLater(url: URL): Promise<WorkerModule> {
   if (done !== undefined) return Promise.resolve(done);
   let waiting = pending.get(path);
   if (waiting === undefined) {
-    waiting = build(options(path)).then(
-      (built) => ({ path, code: textOf(path, () => built) }),
-      (error: unknown) => ({
-        path,
-        code: textOf(path, () => {
-          throw error;
-        }),
-      }),
-    );
-    waiting = waiting.then((bundled) => {
-      bundles.set(path, bundled);
-      pending.delete(path);
-      return bundled;
-    });
+    waiting = build(options(path))
+      .then(
+        (built) => textOf(path, () => built),
+        (error: unknown) =>
+          textOf(path, () => {
+            throw error;
+          }),
+      )
+      .then((code) => {
+        const bundled = { path, code };
+        bundles.set(path, bundled);
+        pending.delete(path);
+        return bundled;
+      });
     pending.set(path, waiting);
   }
   return waiting;
