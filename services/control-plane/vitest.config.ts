@@ -25,6 +25,7 @@ const ENGINE_INDEPENDENT = [
   'test/ssrf-guard.*.test.ts',
   'test/upstream-catalog.error.test.ts',
   'test/upstream-servers.error.test.ts',
+  'test/upstream-answers.error.test.ts',
   'test/worker-module.test.ts',
 ];
 

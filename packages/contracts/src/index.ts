@@ -134,6 +134,7 @@ export {
   CreateHttpUpstreamBody,
   CreateStdioUpstreamBody,
   CreateUpstreamServerBody,
+  UPSTREAM_CAPS,
   UPSTREAM_DEFAULTS,
   UPSTREAM_LIMITS,
   UpdateUpstreamServerBody,

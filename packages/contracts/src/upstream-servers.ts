@@ -27,6 +27,15 @@ export const UPSTREAM_LIMITS = Object.freeze({
   maxSchemaBytes: 256 * 1024,
 });
 
+/**
+ * What one upstream server may send the control plane at most, by default (the operator's
+ * UPSTREAM_MESSAGE_MAX_BYTES and UPSTREAM_CALL_MAX_BYTES): bytes past them are cut as they arrive.
+ */
+export const UPSTREAM_CAPS = Object.freeze({
+  messageMaxBytes: 8 * 1024 * 1024,
+  callMaxBytes: 32 * 1024 * 1024,
+});
+
 export const UPSTREAM_DEFAULTS = Object.freeze({
   maxInstances: 1,
   concurrentCalls: 16,

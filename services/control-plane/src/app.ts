@@ -31,6 +31,7 @@ import { registerJsonBody } from './http/json-body.ts';
 import { requestValidatorCompiler } from './http/request-validation.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
+import { UPSTREAM_CAPS } from '@bindery/contracts';
 import { BindingCache } from './domain/binding-cache.ts';
 import { AuditWriter, type AuditSql } from './domain/audit-writer.ts';
 import { AuditStreamHub, type AuditStreamOptions } from './domain/audit-stream.ts';
@@ -95,6 +96,8 @@ export interface AppOptions {
         | 'gatewayUrls'
         | 'upstreamStdioCommands'
         | 'upstreamRefreshMs'
+        | 'upstreamMessageMaxBytes'
+        | 'upstreamCallMaxBytes'
         | 'tableVersionLeaseMs'
         | QuerySettings
         | AuditSettings
@@ -359,6 +362,10 @@ function upstreamRegistry(
     log: app.log.child({ component: 'upstream' }),
     stdioCommands: options.config.upstreamStdioCommands ?? [],
     refreshMs: options.config.upstreamRefreshMs ?? DEFAULT_UPSTREAM_REFRESH_MS,
+    caps: {
+      maxMessageBytes: options.config.upstreamMessageMaxBytes ?? UPSTREAM_CAPS.messageMaxBytes,
+      maxCallBytes: options.config.upstreamCallMaxBytes ?? UPSTREAM_CAPS.callMaxBytes,
+    },
     meter: metrics.upstreamPool,
     ...(options.upstreamPingEveryMs !== undefined && { pingEveryMs: options.upstreamPingEveryMs }),
   });

@@ -88,6 +88,10 @@ export interface Config {
   upstreamStdioCommands: string[];
   /** How often running upstream servers' tools are listed again, in ms (0: never). */
   upstreamRefreshMs: number;
+  /** The largest message an upstream server may send (a JSON body, an SSE event, a stdio line). */
+  upstreamMessageMaxBytes: number;
+  /** Everything one request to an upstream server may bring back (its progress and result). */
+  upstreamCallMaxBytes: number;
 }
 
 const settings = CONTROL_PLANE_SETTINGS.settings;
@@ -190,5 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     customToolTenantCalls: v.CUSTOM_TOOL_TENANT_CALLS,
     upstreamStdioCommands: v.UPSTREAM_STDIO_COMMANDS,
     upstreamRefreshMs: v.UPSTREAM_REFRESH_S * 1000,
+    upstreamMessageMaxBytes: v.UPSTREAM_MESSAGE_MAX_BYTES,
+    upstreamCallMaxBytes: v.UPSTREAM_CALL_MAX_BYTES,
   };
 }

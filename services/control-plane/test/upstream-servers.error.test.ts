@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { deadGatewayUrl } from './support/gateways.ts';
 import {
+  floodingUpstream,
   notMcpServer,
   stdioServerBody,
   upstreamChildren,
@@ -149,6 +150,44 @@ describe('unreachable or not MCP: saved, with a status that says why', () => {
     expect(res.body.status).toBe('failing');
     expect(res.body.last_error).toMatch(/could not be started/);
     expect(await settledChildren(before)).toEqual({ living: before, zombies: [] });
+  });
+});
+
+describe('the handshake', () => {
+  it('is never cancelled: an answered initialize is left alone, an unanswered one ends by closing the connection', async () => {
+    const answering = await floodingUpstream('call-sse-line');
+    const silent = await floodingUpstream('init-silent');
+    try {
+      const started = Date.now();
+      // A call timeout of 1 s: a start may take the least there is, 5 s.
+      const [ok, stuck] = await Promise.all([
+        createServer({
+          name: 'answers initialize',
+          transport: 'http',
+          url: answering.url,
+          limits: { call_timeout_ms: 1_000 },
+        }),
+        createServer({
+          name: 'never answers initialize',
+          transport: 'http',
+          url: silent.url,
+          limits: { call_timeout_ms: 1_000 },
+        }),
+      ]);
+      expect(ok.body.status).toBe('ok');
+      expect(stuck.body.status).toBe('failing');
+      expect(stuck.body.last_error).toContain('the MCP handshake did not complete within 5000 ms');
+      // The SDK's timer or signal would have cancelled initialize by now (5 s after the start).
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 6_000 - Date.now())));
+      expect(answering.methods()).toContain('initialize');
+      expect(answering.methods()).not.toContain('notifications/cancelled');
+      expect(silent.methods()).toContain('initialize');
+      expect(silent.methods()).not.toContain('notifications/cancelled');
+      // The unanswered initialize's connection was closed by the control plane.
+      expect(silent.floods().started).toBe(0);
+    } finally {
+      await Promise.all([answering.close(), silent.close()]);
+    }
   });
 });
 

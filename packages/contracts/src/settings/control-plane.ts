@@ -13,6 +13,7 @@ import {
   string,
   url,
 } from './schema.ts';
+import { UPSTREAM_CAPS } from '../upstream-servers.ts';
 import {
   LOG_FORMAT,
   LOG_LEVEL,
@@ -247,6 +248,23 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       unit: 's',
       default: 300,
       doc: 'how often the tools of upstream servers with a running instance are listed again (0 = only on create, `sync` and the upstream’s `tools/list_changed`)',
+    }),
+    UPSTREAM_MESSAGE_MAX_BYTES: integer({
+      min: 64 * 1024,
+      max: 256 * MiB,
+      unit: 'bytes',
+      default: UPSTREAM_CAPS.messageMaxBytes,
+      doc:
+        'the largest message an upstream MCP server may send (a JSON body, one SSE event, one stdio line), counted as it arrives: ' +
+        'past it the message is cut and the request fails with `RESULT_TOO_LARGE` (a stream that answers no one request, and ' +
+        'a stdio server, lose their connection); keep it above `RESULT_LIMIT_BYTES`',
+    }),
+    UPSTREAM_CALL_MAX_BYTES: integer({
+      min: 64 * 1024,
+      max: 1024 * MiB,
+      unit: 'bytes',
+      default: UPSTREAM_CAPS.callMaxBytes,
+      doc: 'everything one request to an upstream MCP server may bring back (its progress reports, logs and result): past it the request is cut and fails with `RESULT_TOO_LARGE`',
     }),
   },
   [

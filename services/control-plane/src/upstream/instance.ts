@@ -24,7 +24,8 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolProgress } from '@bindery/contracts';
-import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { AnswerTooLarge, boundedFetch } from './bounded-fetch.ts';
 import type { TransportSpec } from './spec.ts';
 
 /** Lines of a child's stderr kept per pool, and the longest line kept whole. */
@@ -70,11 +71,23 @@ export interface InstanceHooks {
   stderr(line: string): void;
 }
 
+/** What one upstream may send at most (UPSTREAM_MESSAGE_MAX_BYTES, UPSTREAM_CALL_MAX_BYTES). */
+export interface AnswerCaps {
+  /** One message: a JSON body, an SSE event, a stdio line. */
+  maxMessageBytes: number;
+  /** Everything one request brings back: its progress reports and its result. */
+  maxCallBytes: number;
+}
+
 export interface ConnectOptions {
   transport: TransportSpec;
   /** The guarded dispatcher HTTP upstreams are reached through (the SSRF guard). */
   outbound: Dispatcher;
+  /** How long the handshake may take. */
   timeoutMs: number;
+  /** The longest a request on this instance may take (the answer to a POST is cut after it). */
+  requestTimeoutMs: number;
+  caps: AnswerCaps;
   hooks: InstanceHooks;
 }
 
@@ -109,11 +122,18 @@ export class UpstreamInstance {
   /** Told each stderr line of this instance (the calls of its one session in flight). */
   readonly stderrListeners = new Set<(line: string) => void>();
   private closing = false;
+  /**
+   * Set when the connection was closed because the upstream sent more than a cap allows (a stdio
+   * line, an SSE event of a stream that answers no one request): what the requests it carried
+   * fail with, instead of "connection closed".
+   */
+  cutBy: AnswerTooLarge | undefined;
 
   private constructor(
     private readonly client: Client,
     private readonly transport: Transport,
     readonly pid: number | null,
+    private readonly caps: AnswerCaps,
   ) {}
 
   /** Starts the instance and completes the MCP handshake within `timeoutMs`. */
@@ -126,27 +146,33 @@ export class UpstreamInstance {
         env: spec.env,
         ...(spec.cwd !== null && { cwd: spec.cwd }),
         stderr: 'pipe',
+        // The SDK's read buffer refuses a line past it, and closes the transport (see cutBy).
+        maxBufferSize: options.caps.maxMessageBytes,
       });
       const stderr = transport.stderr;
       if (stderr) eachLine(stderr as unknown as NodeJS.ReadableStream, (line) => options.hooks.stderr(line));
-      return UpstreamInstance.handshake(transport, options, () => transport.pid);
+      return UpstreamInstance.handshake(transport, options, () => transport.pid, new CutRelay());
     }
-    const fetch = guardedFetch(options.outbound);
     const url = new URL(spec.url);
     const requestInit = { headers: spec.headers };
+    const streamable = new CutRelay();
     try {
       return await UpstreamInstance.handshake(
-        new StreamableHTTPClientTransport(url, { requestInit, fetch }),
+        new StreamableHTTPClientTransport(url, { requestInit, fetch: streamable.fetch(options) }),
         options,
         () => null,
+        streamable,
       );
     } catch (error) {
       // A server of the older protocol answers the Streamable POST with 4xx (404, 405): try SSE.
       if (!refusedAsOldProtocol(error)) throw error;
+      const legacy = new CutRelay();
+      const fetch = legacy.fetch(options);
       return UpstreamInstance.handshake(
         new SSEClientTransport(url, { requestInit, fetch, eventSourceInit: { fetch } }),
         options,
         () => null,
+        legacy,
       );
     }
   }
@@ -155,8 +181,10 @@ export class UpstreamInstance {
     transport: Transport,
     options: ConnectOptions,
     pidOf: () => number | null,
+    cuts: CutRelay,
   ): Promise<UpstreamInstance> {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
+    cuts.transport = transport;
     // Set once connected: a close before that is the failed start's, reported by connect itself.
     const connected: { instance?: UpstreamInstance } = {};
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.hooks.toolsChanged());
@@ -170,17 +198,48 @@ export class UpstreamInstance {
       const instance = connected.instance;
       if (instance && !instance.closing) options.hooks.closed(instance);
     };
-    // Errors of the transport also end up closing it; requests in flight fail with them.
-    client.onerror = () => {};
-    const deadline = AbortSignal.timeout(options.timeoutMs);
+    // Errors of the transport also end up closing it; requests in flight fail with them. The
+    // one that says a stdio line passed the read buffer's cap comes just before that close.
+    client.onerror = (error) => {
+      if (STDIO_LINE_TOO_LONG.test(error.message)) {
+        cuts.record(new AnswerTooLarge(options.caps.maxMessageBytes, 'message'));
+      }
+    };
+    // The deadline closes the transport: `initialize` must not be cancelled (the spec forbids it),
+    // and the SDK's own timeout or signal would send notifications/cancelled for it (the signal
+    // even after the answer came). The SDK's timeout is set past ours, so ours always ends it.
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void transport.close().catch(() => {});
+    }, options.timeoutMs);
     try {
-      await client.connect(transport, { timeout: options.timeoutMs, signal: deadline });
+      await client.connect(transport, { timeout: options.timeoutMs + HANDSHAKE_SDK_SLACK_MS });
     } catch (error) {
       await transport.close().catch(() => {});
-      throw error;
+      if (timedOut) throw new HandshakeTimeout(options.timeoutMs);
+      throw cuts.errorOf(error);
+    } finally {
+      clearTimeout(timer);
     }
-    connected.instance = new UpstreamInstance(client, transport, pidOf());
+    if (timedOut) {
+      await transport.close().catch(() => {});
+      throw new HandshakeTimeout(options.timeoutMs);
+    }
+    connected.instance = new UpstreamInstance(client, transport, pidOf(), options.caps);
+    cuts.instance = connected.instance;
     return connected.instance;
+  }
+
+  /**
+   * What a request on this instance failed with: a cut (of its own answer, or of the connection
+   * it was on) is told as the cap it passed, not as a closed connection.
+   */
+  failureOf(error: unknown): unknown {
+    const cut = answerTooLargeIn(error);
+    if (cut) return cut;
+    if (this.cutBy && (error as { code?: unknown } | null)?.code === CONNECTION_CLOSED) return this.cutBy;
+    return error;
   }
 
   get alive(): boolean {
@@ -197,17 +256,28 @@ export class UpstreamInstance {
     },
   ): Promise<CallToolResult> {
     const progress = options.progress;
+    // Progress reports count against the call's byte cap (on stdio nothing else counts them): past
+    // it the call is cancelled and fails with the cap.
+    const overrun = new AbortController();
+    let reported = 0;
+    const signal = options.signal ? AbortSignal.any([options.signal, overrun.signal]) : overrun.signal;
     const result = await this.client.callTool({ name, arguments: args }, undefined, {
       timeout: options.timeoutMs,
-      ...(options.signal && { signal: options.signal }),
+      signal,
       // With it the SDK sends a progress token and hands each report over; the timeout stays whole.
       ...(progress && {
-        onprogress: (p: { progress: number; total?: number; message?: string }) =>
+        onprogress: (p: { progress: number; total?: number; message?: string }) => {
+          reported += PROGRESS_OVERHEAD_BYTES + (typeof p.message === 'string' ? p.message.length : 0);
+          if (reported > this.caps.maxCallBytes) {
+            overrun.abort(new AnswerTooLarge(this.caps.maxCallBytes, 'call'));
+            return;
+          }
           progress({
             progress: p.progress,
             ...(p.total !== undefined && { total: p.total }),
             ...(p.message !== undefined && { message: p.message }),
-          }),
+          });
+        },
       }),
     });
     return result as CallToolResult;
@@ -306,12 +376,77 @@ async function listAll<T>(
   return { items, truncated: false };
 }
 
-/** fetch through the guarded dispatcher: every HTTP upstream request passes the SSRF guard. */
-function guardedFetch(dispatcher: Dispatcher) {
-  return ((url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, { ...(init as object), dispatcher } as Parameters<
-      typeof undiciFetch
-    >[1])) as unknown as (url: string | URL, init?: RequestInit) => Promise<Response>;
+/** The SDK's code of a request failed by a closed connection, and of a timed-out one. */
+const CONNECTION_CLOSED = -32000;
+/** What the SDK's stdio read buffer says when a line passes its cap. */
+const STDIO_LINE_TOO_LONG = /^ReadBuffer exceeded maximum size/;
+/** The SDK's handshake timeout is this much past ours, so ours (which closes) always comes first. */
+const HANDSHAKE_SDK_SLACK_MS = 60_000;
+/** What a progress report costs in a call's byte budget besides its message (its JSON-RPC frame). */
+const PROGRESS_OVERHEAD_BYTES = 128;
+/** An answer to a POST may take this much longer than the request's own timeout before it is cut. */
+const POST_DEADLINE_SLACK_MS = 2_000;
+
+/** The handshake did not complete in time; the transport was closed (nothing was cancelled). */
+export class HandshakeTimeout extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`the MCP handshake did not complete within ${timeoutMs} ms`);
+    this.name = 'HandshakeTimeout';
+  }
+}
+
+/** The cap a request's failure carries: a cut of its own answer (see CutRelay), or none. */
+function answerTooLargeIn(error: unknown): AnswerTooLarge | undefined {
+  if (error instanceof AnswerTooLarge) return error;
+  const data = (error as { data?: unknown } | null)?.data;
+  return data instanceof AnswerTooLarge ? data : undefined;
+}
+
+/**
+ * Takes the bounded fetch's cuts to the request they concern. A cut of one request's answer fails
+ * that request at once (an error response handed to the client as if the upstream had sent it,
+ * carrying the cap in its data: no upstream can forge that object); a cut of a stream that
+ * answers no one request closes the whole connection, and its requests fail with the cap.
+ */
+class CutRelay {
+  transport: Transport | undefined;
+  instance: UpstreamInstance | undefined;
+  cutBy: AnswerTooLarge | undefined;
+
+  fetch(options: ConnectOptions) {
+    return boundedFetch({
+      dispatcher: options.outbound,
+      maxMessageBytes: options.caps.maxMessageBytes,
+      maxCallBytes: options.caps.maxCallBytes,
+      postDeadlineMs: Math.max(options.timeoutMs, options.requestTimeoutMs) + POST_DEADLINE_SLACK_MS,
+      onCut: (error, requestId) => this.cut(error, requestId),
+    }) as unknown as (url: string | URL, init?: RequestInit) => Promise<Response>;
+  }
+
+  private cut(error: AnswerTooLarge, requestId: string | number | undefined): void {
+    const transport = this.transport;
+    if (requestId !== undefined && transport?.onmessage) {
+      transport.onmessage({
+        jsonrpc: '2.0',
+        id: requestId,
+        error: { code: -32603, message: error.message, data: error },
+      });
+      return;
+    }
+    this.record(error);
+    void transport?.close().catch(() => {});
+  }
+
+  /** The connection is (being) closed for a cut: its requests fail with it. */
+  record(error: AnswerTooLarge): void {
+    this.cutBy ??= error;
+    if (this.instance) this.instance.cutBy ??= error;
+  }
+
+  /** A failed handshake's error: the cap when a cut caused it. */
+  errorOf(error: unknown): unknown {
+    return answerTooLargeIn(error) ?? this.cutBy ?? error;
+  }
 }
 
 function refusedAsOldProtocol(error: unknown): boolean {

@@ -19,7 +19,8 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
 import { DomainError } from '../errors.ts';
-import { StderrRing, UpstreamInstance } from './instance.ts';
+import { AnswerTooLarge } from './bounded-fetch.ts';
+import { StderrRing, UpstreamInstance, type AnswerCaps } from './instance.ts';
 import type { ResolvedLimits, TransportSpec } from './spec.ts';
 
 export const PING_EVERY_MS = 30_000;
@@ -93,6 +94,8 @@ export interface PoolOptions {
   /** Resolves the spec with its secrets filled in, when an instance starts. */
   transport: () => Promise<ResolvedTransport>;
   limits: ResolvedLimits;
+  /** What an instance may be sent at most, per message and per request (UPSTREAM_*_MAX_BYTES). */
+  caps: AnswerCaps;
   /** session_mode per_session: each MCP session gets an instance (an upstream session) of its own. */
   perSession?: boolean;
   /** How often running instances are pinged (PING_EVERY_MS unless a test sets it). */
@@ -214,7 +217,7 @@ export class UpstreamPool {
       if (listens) await new Promise((resolve) => setImmediate(resolve));
       return this.secrets.redactJson(result);
     } catch (error) {
-      throw this.callFailed(server, tool, error, signal, timeoutMs);
+      throw this.callFailed(server, tool, instance.failureOf(error), signal, timeoutMs);
     } finally {
       if (listens) instance.stderrListeners.delete(stderr);
       this.release(instance);
@@ -295,7 +298,7 @@ export class UpstreamPool {
       this.succeeded();
       return listed;
     } catch (error) {
-      throw this.callFailed(server, what, error, undefined, timeoutMs);
+      throw this.callFailed(server, what, instance.failureOf(error), undefined, timeoutMs);
     } finally {
       this.release(instance);
     }
@@ -339,7 +342,7 @@ export class UpstreamPool {
       this.options.events.meter?.call('ok');
       return this.secrets.redactJson(result);
     } catch (error) {
-      throw this.callFailed(server, what, error, signal, timeoutMs);
+      throw this.callFailed(server, what, instance.failureOf(error), signal, timeoutMs);
     } finally {
       this.release(instance);
     }
@@ -524,6 +527,8 @@ export class UpstreamPool {
           START_TIMEOUT_MAX_MS,
           Math.max(START_TIMEOUT_MIN_MS, this.options.limits.callTimeoutMs),
         ),
+        requestTimeoutMs: this.options.limits.callTimeoutMs,
+        caps: this.options.caps,
         hooks: {
           toolsChanged: () => this.options.events.toolsChanged(),
           catalogChanged: (list) => this.options.events.catalogChanged?.(list),
@@ -565,14 +570,19 @@ export class UpstreamPool {
     }
   }
 
-  /** An instance ended on its own (a child exited, a stream broke): dropped, restarted later. */
+  /**
+   * An instance ended on its own (a child exited, a stream broke): dropped, restarted later. One
+   * closed for sending more than a cap allows is not a failure of the server's health (it
+   * answered): the next call starts another at once, and the circuit is left alone.
+   */
   private lost(instance: UpstreamInstance): void {
     if (!this.instances.delete(instance)) return;
     void instance.close();
     this.restarts += 1;
     this.options.events.meter?.restart();
     this.options.events.meter?.instances(this.instances.size);
-    this.failed('the upstream server exited or closed the connection');
+    if (instance.cutBy) this.lastError = instance.cutBy.message;
+    else this.failed('the upstream server exited or closed the connection');
   }
 
   private succeeded(): void {
@@ -617,6 +627,19 @@ export class UpstreamPool {
     timeoutMs: number,
   ): DomainError {
     if (error instanceof DomainError) return error;
+    if (error instanceof AnswerTooLarge) {
+      // The upstream answered, too much: a refusal of this request, not a failure of the server.
+      this.options.events.meter?.call('refused');
+      return new DomainError(
+        'RESULT_TOO_LARGE',
+        `upstream server "${server}" answered ${tool}: ${error.message}`,
+        {
+          upstream: server,
+          limit_bytes: error.limitBytes,
+          cap: error.what === 'message' ? 'UPSTREAM_MESSAGE_MAX_BYTES' : 'UPSTREAM_CALL_MAX_BYTES',
+        },
+      );
+    }
     if (signal?.aborted) {
       this.options.events.meter?.call('error');
       return new DomainError('UPSTREAM_FAILED', `the call of ${tool} on "${server}" was cancelled`, {

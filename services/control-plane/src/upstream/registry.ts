@@ -18,6 +18,7 @@ import {
   type PoolState,
   type ResolvedTransport,
 } from './pool.ts';
+import type { AnswerCaps } from './instance.ts';
 import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
 import type { UpstreamLimits } from '@bindery/contracts';
 
@@ -34,6 +35,8 @@ export interface RegistryOptions {
   stdioCommands: readonly string[];
   /** How often running servers' tools are listed again, in ms (0: never). */
   refreshMs: number;
+  /** What an upstream may send at most, per message and per request. */
+  caps: AnswerCaps;
   /** How long tools/list_changed notifications are gathered before one sync. */
   debounceMs?: number;
   meter?: (fingerprint: string) => PoolMeter;
@@ -291,6 +294,7 @@ export class UpstreamRegistry {
     const pool: UpstreamPool = new UpstreamPool({
       fingerprint,
       limits: server.spec.limits,
+      caps: this.options.caps,
       perSession: server.spec.sessionMode === 'per_session',
       ...(this.options.pingEveryMs !== undefined && { pingEveryMs: this.options.pingEveryMs }),
       outbound: this.options.outbound,

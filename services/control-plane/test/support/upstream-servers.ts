@@ -4,7 +4,7 @@
  * does not speak MCP, and the count of a process's children from the OS (/proc), not from metrics.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -195,4 +195,149 @@ export async function notMcpServer(): Promise<{ url: string; close(): Promise<vo
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** How a flooding server misbehaves: what it answers without end. */
+export type FloodMode =
+  /** `tools/call` answers an event stream whose one line never ends. */
+  | 'call-sse-line'
+  /** `tools/call` answers an event stream of small, well-formed log notifications without end. */
+  | 'call-sse-events'
+  /** `initialize` answers an event stream whose one line never ends. */
+  | 'init-sse-line'
+  /** `initialize` answers a JSON body that never ends (chunked, no length). */
+  | 'init-json'
+  /** `initialize` answers a JSON body whose Content-Length says 2 GB. */
+  | 'init-json-length'
+  /** `initialize` is never answered (the request stays open). */
+  | 'init-silent';
+
+export interface FloodingUpstream {
+  url: string;
+  /** Bytes written to flooding answers so far. */
+  sent(): number;
+  /** Flooding answers started, and those whose connection the client closed. */
+  floods(): { started: number; closed: number };
+  /** The method of every JSON-RPC message received, in order. */
+  methods(): string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A loopback HTTP server speaking just enough MCP (JSON-RPC over POST, JSON answers) to complete
+ * the handshake and list one tool, `flood`, then answering the request `mode` names without end,
+ * as fast as the connection takes it, until the client closes the connection.
+ */
+export async function floodingUpstream(mode: FloodMode): Promise<FloodingUpstream> {
+  let sent = 0;
+  let started = 0;
+  let closed = 0;
+  const methods: string[] = [];
+  const line = Buffer.alloc(64 * 1024, 'x');
+  const event = Buffer.from(
+    `event: message\ndata: ${JSON.stringify({
+      jsonrpc: '2.0',
+      method: 'notifications/message',
+      params: { level: 'info', data: 'y'.repeat(1000) },
+    })}\n\n`,
+  );
+  /** Writes `head`, then `chunk` again and again while the connection lasts (waiting for drain). */
+  const flood = (
+    res: ServerResponse,
+    status: number,
+    headers: Record<string, string>,
+    head: string,
+    chunk: Buffer,
+  ) => {
+    started += 1;
+    res.on('close', () => (closed += 1));
+    res.writeHead(status, headers);
+    res.write(head);
+    const pump = () => {
+      while (!res.destroyed && !res.writableEnded) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+    };
+    pump();
+  };
+  const json = (res: ServerResponse, body: unknown) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method?: string };
+      methods.push(message.method ?? '(response)');
+      if (message.id === undefined) return void res.writeHead(202).end();
+      const sse = { 'content-type': 'text/event-stream' };
+      switch (message.method) {
+        case 'initialize':
+          if (mode === 'init-silent') return;
+          if (mode === 'init-sse-line') return flood(res, 200, sse, 'event: message\ndata: ', line);
+          if (mode === 'init-json') {
+            return flood(
+              res,
+              200,
+              { 'content-type': 'application/json' },
+              '{"jsonrpc":"2.0","id":0,"result":"',
+              line,
+            );
+          }
+          if (mode === 'init-json-length') {
+            const headers = { 'content-type': 'application/json', 'content-length': String(2 * 1024 ** 3) };
+            return flood(res, 200, headers, '{"jsonrpc":"2.0","id":0,"result":"', line);
+          }
+          return json(res, {
+            jsonrpc: '2.0',
+            id: message.id,
+            result: {
+              protocolVersion: '2025-06-18',
+              capabilities: { tools: {}, logging: {} },
+              serverInfo: { name: 'flooding-upstream', version: '1.0.0' },
+            },
+          });
+        case 'tools/list':
+          return json(res, {
+            jsonrpc: '2.0',
+            id: message.id,
+            result: {
+              tools: [
+                { name: 'flood', description: 'Answers without end.', inputSchema: { type: 'object' } },
+              ],
+            },
+          });
+        case 'tools/call':
+          if (mode === 'call-sse-events') return flood(res, 200, sse, '', event);
+          return flood(res, 200, sse, 'event: message\ndata: ', line);
+        default:
+          return json(res, { jsonrpc: '2.0', id: message.id, result: {} });
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    sent: () => sent,
+    floods: () => ({ started, closed }),
+    methods: () => [...methods],
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A process's resident memory now and at its peak since the last reset, in bytes (from /proc). */
+export function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
+
+/** Resets a process's peak resident memory to what it holds now (`/proc/PID/clear_refs`). */
+export function resetPeakMemory(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
