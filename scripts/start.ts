@@ -2,6 +2,9 @@
  * `pnpm start`: runs the control plane and the gateway for one person on one machine, and prints
  * one banner once both listen (where the docs, the gateway, the demo and the data are, and the
  * secrets shown once). Both services share the terminal; Ctrl+C stops them gracefully and exits 0.
+ * A service that dies after it started listening is started again after a backoff (1 s, doubling
+ * to 30 s while it keeps dying), saying so, while the other goes on; one that fails its first start
+ * (a bad setting, a port in use) stops both, since a restart would fail the same way.
  *
  * A small launcher rather than a task runner: it passes the whole environment to both services
  * (no list of variables to keep in step), forwards signals and waits for both, and exits with a
@@ -53,13 +56,24 @@ const style = (format: Parameters<typeof styleText>[0], text: string) =>
 
 type Service = 'control-plane' | 'gateway';
 const started: { 'control-plane'?: ControlPlaneStarted; gateway?: GatewayStarted } = {};
+/** The running process of each service (none while it waits for a restart). */
 const children = new Map<Service, ChildProcess>();
+/** The last exit code of each service, once one exited. */
 const exits = new Map<Service, number>();
+/** Restarts waiting for their backoff, by service. */
+const restarts = new Map<Service, NodeJS.Timeout>();
+/** How often each service was restarted, and the backoff its next restart waits. */
+const restarted = new Map<Service, { count: number; backoffMs: number }>();
 let stopping = false;
 /** When the first stop signal came: copies of it (the terminal's and the package manager's) are not a second Ctrl+C. */
 let firstSignalAt: number | undefined;
 /** Signals this close to the first are copies of the same Ctrl+C. */
 const SAME_PRESS_MS = 1_000;
+/** A service that dies is restarted after this, doubling to RESTART_MAX_MS while it keeps dying. */
+const RESTART_FIRST_MS = 1_000;
+const RESTART_MAX_MS = 30_000;
+/** A service that ran this long before it died starts its backoff again from RESTART_FIRST_MS. */
+const HEALTHY_AFTER_MS = 60_000;
 
 function run(service: Service): void {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
@@ -69,37 +83,76 @@ function run(service: Service): void {
     // their "listening" message.
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   });
+  const startedAt = performance.now();
   children.set(service, child);
   child.on('message', (message) => {
     if (!isStartedMessage(message)) return;
+    const again = started[service] !== undefined;
     if (message.service === 'control-plane') started['control-plane'] = message;
     else started.gateway = message;
+    if (again) {
+      process.stdout.write(
+        `bindery: the ${service} is back (restart ${restarted.get(service)?.count ?? 0})\n`,
+      );
+      return;
+    }
     // The gateway starts once the control plane answers, so its first config lookups find it.
     if (service === 'control-plane' && !stopping) run('gateway');
     if (started['control-plane'] && started.gateway) printBanner(started['control-plane'], started.gateway);
   });
   child.on('exit', (code, signal) => {
+    children.delete(service);
     exits.set(service, code ?? (signal === null ? 1 : 128));
-    if (!stopping) {
-      // One service gone (a bad setting, a port in use, a crash): the other is of no use alone.
-      process.stderr.write(`bindery: the ${service} stopped (${signal ?? `exit code ${code}`}); stopping.\n`);
+    const how = signal ?? `exit code ${code}`;
+    if (!stopping && started[service] === undefined) {
+      // It never listened (a bad setting, a port in use): starting it again would fail the same way.
+      process.stderr.write(`bindery: the ${service} stopped (${how}); stopping.\n`);
       stop('SIGTERM');
+    } else if (!stopping) {
+      // It crashed after it served: the other service goes on (the gateway answers from its cache
+      // while the control plane is away), and this one is started again.
+      scheduleRestart(service, how, performance.now() - startedAt);
     }
-    if (exits.size === children.size) {
+    if (stopping && children.size === 0) {
       const clean = !stoppedByItself && [...exits.values()].every((exit) => exit === 0);
       process.exit(clean ? 0 : 1);
     }
   });
 }
 
-/** Set when a service stopped without being asked: the start failed, whatever the exit codes. */
+function scheduleRestart(service: Service, how: string, ranMs: number): void {
+  const previous = restarted.get(service);
+  const backoffMs =
+    previous === undefined || ranMs >= HEALTHY_AFTER_MS
+      ? RESTART_FIRST_MS
+      : Math.min(RESTART_MAX_MS, previous.backoffMs * 2);
+  const count = (previous?.count ?? 0) + 1;
+  restarted.set(service, { count, backoffMs });
+  process.stderr.write(
+    `bindery: the ${service} stopped (${how}); restarting it in ${backoffMs / 1000} s (restart ${count})\n`,
+  );
+  restarts.set(
+    service,
+    setTimeout(() => {
+      restarts.delete(service);
+      if (!stopping) run(service);
+    }, backoffMs),
+  );
+}
+
+/** Set when a service stopped before it ever listened: the start failed, whatever the exit codes. */
 let stoppedByItself = false;
 
 function stop(signal: NodeJS.Signals): void {
-  if (!stopping && exits.size > 0) stoppedByItself = true;
+  if (!stopping && [...exits.keys()].some((service) => started[service] === undefined))
+    stoppedByItself = true;
   stopping = true;
-  for (const [service, child] of children) {
-    if (!exits.has(service)) child.kill(signal);
+  for (const timer of restarts.values()) clearTimeout(timer);
+  restarts.clear();
+  for (const child of children.values()) child.kill(signal);
+  if (children.size === 0) {
+    const clean = !stoppedByItself && [...exits.values()].every((exit) => exit === 0);
+    process.exit(clean ? 0 : 1);
   }
 }
 

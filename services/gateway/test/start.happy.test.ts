@@ -3,8 +3,10 @@
 // once, at the ports asked for), readable log lines without the probes, and a Ctrl+C (SIGINT to
 // the whole process group, as a terminal sends it) that stops both services and exits 0 with no
 // package-manager noise. A second start on the same data says where the demo is without its key
-// and logs JSON lines when its output is not a terminal; a bad setting stops the start with exit 1.
+// and logs JSON lines when its output is not a terminal; a service that dies is restarted with a
+// backoff while the other goes on; a bad setting stops the start with exit 1.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +48,23 @@ async function until(check: () => boolean, what: string, output: () => string): 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** The pid of the launcher's child running `service` (told apart by its working directory). */
+function serviceProcess(launcher: number, service: 'control-plane' | 'gateway'): number {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === launcher && readlinkSync(`/proc/${entry}/cwd`).endsWith(`/services/${service}`)) {
+        return Number(entry);
+      }
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  throw new Error(`no ${service} process under ${launcher}`);
 }
 
 const bannerValue = (output: string, label: string) =>
@@ -152,6 +171,62 @@ describe('pnpm start', { timeout: 180_000 }, () => {
     const names = lines.map((line) => (JSON.parse(line) as { name: string; msg: string }).name);
     expect(new Set(names)).toEqual(new Set(['control-plane', 'gateway']));
     expect(lines.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
+  });
+
+  it('a service that dies is restarted with a backoff, saying so, while the other goes on', async () => {
+    const start = launch(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+      ...ports,
+      BINDERY_DATA_DIR: dataDir,
+    });
+    await until(() => start.output().includes('Bindery is running'), 'the banner', start.output);
+    const controlPlane = `http://127.0.0.1:${ports.PORT}`;
+    const gateway = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
+
+    // A crash of the control plane (as the out-of-memory abort was): the gateway keeps serving.
+    process.kill(serviceProcess(start.child.pid!, 'control-plane'), 'SIGKILL');
+    await until(
+      () =>
+        start
+          .output()
+          .includes('bindery: the control-plane stopped (SIGKILL); restarting it in 1 s (restart 1)'),
+      'the restart notice',
+      start.output,
+    );
+    expect((await fetch(`${gateway}/healthz`)).status).toBe(200);
+    await until(
+      () => start.output().includes('bindery: the control-plane is back (restart 1)'),
+      'the control plane back',
+      start.output,
+    );
+    expect((await fetch(`${controlPlane}/healthz`)).status).toBe(200);
+
+    // The gateway is supervised the same way; dying twice in a row doubles its backoff.
+    process.kill(serviceProcess(start.child.pid!, 'gateway'), 'SIGKILL');
+    await until(
+      () => start.output().includes('the gateway is back (restart 1)'),
+      'the gateway back',
+      start.output,
+    );
+    process.kill(serviceProcess(start.child.pid!, 'gateway'), 'SIGKILL');
+    await until(
+      () =>
+        start.output().includes('bindery: the gateway stopped (SIGKILL); restarting it in 2 s (restart 2)'),
+      'the second restart notice',
+      start.output,
+    );
+    await until(() => start.output().includes('the gateway is back (restart 2)'), 'back again', start.output);
+    // It finds the control plane again.
+    let readiness = '';
+    for (const end = Date.now() + 30_000; readiness !== 'ready' && Date.now() < end;) {
+      readiness = ((await (await fetch(`${gateway}/readyz`)).json()) as { status: string }).status;
+      if (readiness !== 'ready') await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(readiness).toBe('ready');
+    // The banner (and anything shown once) is not printed again.
+    expect(start.output().split('Bindery is running').length - 1).toBe(1);
+
+    start.child.kill('SIGTERM');
+    expect(await start.exited).toBe(0);
   });
 
   it('a bad setting stops the start with its message and exit code 1', async () => {
