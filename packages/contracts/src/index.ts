@@ -177,6 +177,7 @@ export {
   findUnstorable,
   mayHoldUnstorable,
   printable,
+  storableText,
   unstorableMessage,
   type Unstorable,
 } from './unstorable-json.ts';
