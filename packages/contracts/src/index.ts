@@ -178,6 +178,7 @@ export {
   findUnstorable,
   mayHoldUnstorable,
   printable,
+  storableText,
   unstorableMessage,
   type Unstorable,
 } from './unstorable-json.ts';

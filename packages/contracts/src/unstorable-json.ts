@@ -35,6 +35,19 @@ export function mayHoldUnstorable(jsonText: string): boolean {
 // eslint-disable-next-line no-control-regex
 const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** BAD_TEXT for every match, to replace them. */
+const ALL_BAD_TEXT = new RegExp(BAD_TEXT.source, 'g');
+
+/**
+ * `text` with its NULs and unpaired surrogates replaced by U+FFFD: how text the platform did not
+ * write itself (an upstream's descriptions, its error messages) is stored when a refusal is not the
+ * answer. A name or a key must not be rewritten (it is how the thing is asked for): check those
+ * with findUnstorable and skip what holds such text.
+ */
+export function storableText(text: string): string {
+  return BAD_TEXT.test(text) ? text.replace(ALL_BAD_TEXT, '\uFFFD') : text;
+}
+
 function textProblem(text: string): Unstorable['problem'] | undefined {
   if (!BAD_TEXT.test(text)) return undefined;
   return text.includes('\u0000') ? 'NUL' : 'lone surrogate';

@@ -212,7 +212,10 @@ export const UpstreamServer = Type.Object({
     in_flight: Type.Integer(),
     restarts: Type.Integer(),
   }),
-  warnings: Type.Array(Type.String(), { description: 'what the last sync could not take (clashes, limits)' }),
+  warnings: Type.Array(Type.String(), {
+    description:
+      'what the last sync could not take or had to change, each named (clashes, limits, entries MCP does not allow, text a database cannot store)',
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -11,6 +11,7 @@
  */
 import {
   UPSTREAM_CATALOG_LIMITS,
+  storableText,
   type ConfigUpstreamPrompt,
   type ConfigUpstreamResource,
   type ErrorCode,
@@ -24,7 +25,8 @@ import type { Db, DomainContext, Principal } from './context.ts';
 import type { ExecutorOptions } from './executor-options.ts';
 import { findOwnAei } from './aeis.ts';
 import { OWNER_STATUS } from './exposure-config.ts';
-import { prefixedToolName, TOOL_NAME_MAX } from './upstream-servers.ts';
+import type { SkippedEntry } from '../upstream/instance.ts';
+import { prefixedToolName, skippedWarnings, TOOL_NAME_MAX } from './upstream-servers.ts';
 
 /** One resource of a server's snapshot (`upstream_server.resources`). */
 export interface ResourceEntry {
@@ -63,7 +65,7 @@ const SHOWN_MAX = 200;
  */
 function cut(text: string): string {
   const max = UPSTREAM_CATALOG_LIMITS.maxTextChars;
-  const clean = storable(text);
+  const clean = storableText(text);
   if (clean.length <= max) return clean;
   let end = max - 1;
   // Never end on the first half of a pair.
@@ -71,22 +73,22 @@ function cut(text: string): string {
   return `${clean.slice(0, end)}…`;
 }
 
-/** `text` with NULs and unpaired surrogates replaced by U+FFFD. */
-function storable(text: string): string {
-  return text.replace(
-    // eslint-disable-next-line no-control-regex -- the NUL is what is replaced
-    /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
-    '\uFFFD',
-  );
-}
-
 /** True when `text` can be stored and named as it is (a URI or a name: it cannot be rewritten). */
 function storableAsIs(text: string): boolean {
-  return storable(text) === text;
+  return storableText(text) === text;
 }
 
 function shown(text: string): string {
   return text.length > SHOWN_MAX ? `${text.slice(0, SHOWN_MAX - 1)}…` : text;
+}
+
+/** A listing of the pool's (upstream/pool.ts), as far as a snapshot needs it. */
+interface Listed<T> {
+  items: T[];
+  truncated: boolean;
+  withheld?: number;
+  skipped?: SkippedEntry[];
+  moreSkipped?: number;
 }
 
 const optionalText = (key: string, value: unknown) =>
@@ -96,11 +98,9 @@ const optionalText = (key: string, value: unknown) =>
  * A server's resources as the snapshot keeps them: URIs over maxUriChars or listed twice skipped,
  * names, titles and descriptions cut to maxTextChars; what was left out is said in `warnings`.
  */
-export function resourceSnapshot(
-  listed: { items: Resource[]; truncated: boolean; withheld?: number },
-  warnings: string[],
-): ResourceEntry[] {
+export function resourceSnapshot(listed: Listed<Resource>, warnings: string[]): ResourceEntry[] {
   const { maxResources, maxUriChars } = UPSTREAM_CATALOG_LIMITS;
+  skippedWarnings('resource', listed, warnings);
   if (listed.truncated)
     warnings.push(`the server lists more than ${maxResources} resources; the rest were skipped`);
   if (listed.withheld)
@@ -169,11 +169,9 @@ class SnapshotBudget {
  * A server's prompts as the snapshot keeps them: names empty, over 256 characters or listed twice
  * skipped, at most maxPromptArguments arguments each, texts cut; what was left out is in `warnings`.
  */
-export function promptSnapshot(
-  listed: { items: Prompt[]; truncated: boolean; withheld?: number },
-  warnings: string[],
-): PromptEntry[] {
+export function promptSnapshot(listed: Listed<Prompt>, warnings: string[]): PromptEntry[] {
   const { maxPrompts, maxPromptArguments } = UPSTREAM_CATALOG_LIMITS;
+  skippedWarnings('prompt', listed, warnings);
   if (listed.truncated)
     warnings.push(`the server lists more than ${maxPrompts} prompts; the rest were skipped`);
   if (listed.withheld)
@@ -219,7 +217,7 @@ export function promptSnapshot(
     // A required argument no client could send would make the prompt unusable: it is not served.
     if (requiredDropped) {
       warnings.push(
-        `prompt "${shown(storable(name))}" was skipped: a required argument of it is unnamed, named twice, over ${PROMPT_NAME_MAX} characters or past the first ${maxPromptArguments}`,
+        `prompt "${shown(storableText(name))}" was skipped: a required argument of it is unnamed, named twice, over ${PROMPT_NAME_MAX} characters or past the first ${maxPromptArguments}`,
       );
       continue;
     }

@@ -13,6 +13,10 @@ import {
   TOOL_NAME_RE,
   UPSTREAM_CATALOG_LIMITS,
   UPSTREAM_LIMITS,
+  findUnstorable,
+  printable,
+  storableText,
+  unstorableMessage,
   type CreateUpstreamServerBody,
   type UpdateUpstreamServerBody,
   type UpstreamServer as UpstreamServerBody,
@@ -23,7 +27,8 @@ import picomatch from 'picomatch';
 import type { Prisma, UpstreamServer as Row } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { UpstreamPool } from '../upstream/pool.ts';
+import type { SkippedEntry } from '../upstream/instance.ts';
+import type { UpstreamListing, UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamRegistry } from '../upstream/registry.ts';
 import { knownServer, specOfRow, transportSecretNames } from '../upstream/registry.ts';
 import {
@@ -373,17 +378,91 @@ function toolConfig(serverId: string, tool: Tool): Record<string, unknown> {
   };
 }
 
-/** The tools to take: expose_tools filters by name or glob; bad schemas and names are reported. */
-function takenTools(tools: Tool[], exposeTools: string[], warnings: string[]): Tool[] {
+/** Characters of a name quoted in a warning, at most. */
+const QUOTED_MAX = 200;
+
+/** A name as a warning quotes it: cut, with NULs, half characters and quotes escaped (storable). */
+function quoted(name: string): string {
+  return `"${printable(name.length > QUOTED_MAX ? `${name.slice(0, QUOTED_MAX - 1)}…` : name)}"`;
+}
+
+/**
+ * What a listing left out because MCP does not allow it (`what`: tool, resource, prompt), as
+ * warnings naming each: `tool "stringy" was skipped: it is not a tool MCP allows (inputSchema/type: ...)`.
+ */
+export function skippedWarnings(
+  what: string,
+  listed: { skipped?: SkippedEntry[]; moreSkipped?: number },
+  warnings: string[],
+): void {
+  for (const entry of listed.skipped ?? []) {
+    const which =
+      entry.name === undefined
+        ? `the ${what} at position ${entry.position} of the list`
+        : `${what} ${quoted(entry.name)}`;
+    warnings.push(`${which} was skipped: it is not a ${what} MCP allows (${entry.problem})`);
+  }
+  if (listed.moreSkipped)
+    warnings.push(`${listed.moreSkipped} more ${what}(s) that MCP does not allow were skipped`);
+}
+
+/**
+ * The tool as it can be stored, or why it cannot (see takenTools): its title and description are
+ * the upstream's prose, so text a database cannot store is replaced there (said in `warnings`);
+ * its annotations are hints, left out when they hold such text; its name and schemas are how it is
+ * called, so they are never rewritten.
+ */
+function storableTool(tool: Tool, warnings: string[]): Tool | string {
+  const name = findUnstorable(tool.name);
+  if (name) return unstorableMessage('its name', name);
+  for (const [part, schema] of [
+    ['input_schema', tool.inputSchema],
+    ['output_schema', tool.outputSchema],
+  ] as const) {
+    const found = findUnstorable(schema);
+    if (found) return unstorableMessage(`its ${part}`, found);
+  }
+  let stored = tool;
+  for (const field of ['title', 'description'] as const) {
+    const text = stored[field];
+    const found = text === undefined ? undefined : findUnstorable(text);
+    if (text === undefined || !found) continue;
+    warnings.push(
+      `tool ${quoted(tool.name)}: ${unstorableMessage(`its ${field}`, found)}; it is stored with U+FFFD in its place`,
+    );
+    stored = { ...stored, [field]: storableText(text) };
+  }
+  const annotations = stored.annotations === undefined ? undefined : findUnstorable(stored.annotations);
+  if (annotations) {
+    warnings.push(
+      `tool ${quoted(tool.name)}: ${unstorableMessage('its annotations', annotations)}; they were left out`,
+    );
+    const { annotations: _left, ...rest } = stored;
+    stored = rest;
+  }
+  return stored;
+}
+
+/**
+ * The tools to take: expose_tools filters by name or glob; tools MCP does not allow, bad names,
+ * names or schemas a database cannot store and schemas too large are skipped and reported.
+ */
+function takenTools(listed: UpstreamListing<Tool>, exposeTools: string[], warnings: string[]): Tool[] {
   const wanted = exposeTools.length > 0 ? picomatch(exposeTools, { nobrace: true, dot: true }) : () => true;
+  skippedWarnings('tool', listed, warnings);
   const seen = new Set<string>();
   const taken: Tool[] = [];
-  for (const tool of tools) {
-    if (typeof tool.name !== 'string' || tool.name === '' || tool.name.length > 128) {
+  for (const listedTool of listed.items) {
+    if (listedTool.name === '' || listedTool.name.length > 128) {
       warnings.push(`a tool with a name that is empty or over 128 characters was skipped`);
       continue;
     }
-    if (!wanted(tool.name)) continue;
+    if (!wanted(listedTool.name)) continue;
+    const tool = storableTool(listedTool, warnings);
+    if (typeof tool === 'string') {
+      warnings.push(`tool ${quoted(listedTool.name)} was skipped: ${tool}`);
+      continue;
+    }
     if (seen.has(tool.name)) {
       warnings.push(`tool "${tool.name}" is listed twice; the first is kept`);
       continue;
@@ -461,14 +540,17 @@ async function syncNow(
   const row = await ctx.prisma.upstreamServer.findUnique({ where: { id: serverId } });
   if (!row) throw notFound('upstream server', serverId);
   const pool = deps.registry.remember(knownServer(row));
-  let listed: { tools: Tool[]; truncated: boolean; withheld: number };
+  let listed: UpstreamListing<Tool>;
   try {
     listed = await pool.listTools(server.name, UPSTREAM_LIMITS.maxTools);
   } catch (error) {
     await deps.registry.statusWritten();
-    // What the pool recorded (the same text its own state change writes), else the error's.
+    // What the pool recorded (the same text its own state change writes), else the error's. A
+    // malformed answer is not recorded by the pool (the server is up): its own words say what happened.
     const { state, lastError } = pool.status;
-    const message = lastError ?? (error instanceof Error ? error.message : String(error));
+    const malformed = error instanceof DomainError && error.details?.malformed === true;
+    const message =
+      (malformed ? null : lastError) ?? (error instanceof Error ? error.message : String(error));
     await ctx.prisma.upstreamServer.update({
       where: { id: serverId },
       data: { status: state === 'circuit_open' ? 'circuit_open' : 'failing', lastError: message },
@@ -480,7 +562,7 @@ async function syncNow(
     warnings.push(`the server lists more than ${UPSTREAM_LIMITS.maxTools} tools; the rest were skipped`);
   if (listed.withheld > 0)
     warnings.push(`${listed.withheld} tool(s) whose name holds one of the server's secrets were left out`);
-  const tools = takenTools(listed.tools, row.exposeTools, warnings);
+  const tools = takenTools(listed, row.exposeTools, warnings);
   const catalog = await listCatalog(pool, server.name, warnings);
   await deps.registry.statusWritten();
   const report: SyncReport = { added: [], updated: [], missing: [], warnings };

@@ -13,8 +13,12 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   PromptListChangedNotificationSchema,
+  PromptSchema,
   ResourceListChangedNotificationSchema,
+  ResourceSchema,
+  ResultSchema,
   ToolListChangedNotificationSchema,
+  ToolSchema,
   type CallToolResult,
   type GetPromptResult,
   type Prompt,
@@ -23,7 +27,7 @@ import {
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolProgress } from '@bindery/contracts';
+import { printable, type ToolProgress } from '@bindery/contracts';
 import type { Dispatcher } from 'undici';
 import { AnswerTooLarge, boundedFetch } from './bounded-fetch.ts';
 import type { TransportSpec } from './spec.ts';
@@ -261,25 +265,28 @@ export class UpstreamInstance {
     const overrun = new AbortController();
     let reported = 0;
     const signal = options.signal ? AbortSignal.any([options.signal, overrun.signal]) : overrun.signal;
-    const result = await this.client.callTool({ name, arguments: args }, undefined, {
-      timeout: options.timeoutMs,
-      signal,
-      // With it the SDK sends a progress token and hands each report over; the timeout stays whole.
-      ...(progress && {
-        onprogress: (p: { progress: number; total?: number; message?: string }) => {
-          reported += PROGRESS_OVERHEAD_BYTES + (typeof p.message === 'string' ? p.message.length : 0);
-          if (reported > this.caps.maxCallBytes) {
-            overrun.abort(new AnswerTooLarge(this.caps.maxCallBytes, 'call'));
-            return;
-          }
-          progress({
-            progress: p.progress,
-            ...(p.total !== undefined && { total: p.total }),
-            ...(p.message !== undefined && { message: p.message }),
-          });
-        },
+    const result = await answered(
+      `tools/call of ${name}`,
+      this.client.callTool({ name, arguments: args }, undefined, {
+        timeout: options.timeoutMs,
+        signal,
+        // With it the SDK sends a progress token and hands each report over; the timeout stays whole.
+        ...(progress && {
+          onprogress: (p: { progress: number; total?: number; message?: string }) => {
+            reported += PROGRESS_OVERHEAD_BYTES + (typeof p.message === 'string' ? p.message.length : 0);
+            if (reported > this.caps.maxCallBytes) {
+              overrun.abort(new AnswerTooLarge(this.caps.maxCallBytes, 'call'));
+              return;
+            }
+            progress({
+              progress: p.progress,
+              ...(p.total !== undefined && { total: p.total }),
+              ...(p.message !== undefined && { message: p.message }),
+            });
+          },
+        }),
       }),
-    });
+    );
     return result as CallToolResult;
   }
 
@@ -288,37 +295,64 @@ export class UpstreamInstance {
     return this.client.getServerCapabilities() ?? {};
   }
 
-  /** Every tool the upstream lists (all pages), at most `max` (more: `truncated`). */
-  async listTools(timeoutMs: number, max: number): Promise<{ items: Tool[]; truncated: boolean }> {
-    return listAll(max, async (params) => {
-      const page = await this.client.listTools(params, { timeout: timeoutMs });
-      return { items: page.tools, nextCursor: page.nextCursor };
-    });
+  /**
+   * Every tool the upstream lists (all pages), at most `max` (more: `truncated`); a tool MCP does
+   * not allow is left out and said in `skipped`, a list that is no list fails with MalformedAnswer.
+   */
+  async listTools(timeoutMs: number, max: number): Promise<Listing<Tool>> {
+    return listAll(max, ToolSchema, 'name', (cursor) =>
+      this.listPage('tools/list', 'tools', cursor, timeoutMs),
+    );
   }
 
-  /** Every resource the upstream lists (all pages), at most `max` (more: `truncated`). */
-  async listResources(timeoutMs: number, max: number): Promise<{ items: Resource[]; truncated: boolean }> {
-    return listAll(max, async (params) => {
-      const page = await this.client.listResources(params, { timeout: timeoutMs });
-      return { items: page.resources, nextCursor: page.nextCursor };
-    });
+  /** Every resource the upstream lists (all pages), as listTools. */
+  async listResources(timeoutMs: number, max: number): Promise<Listing<Resource>> {
+    return listAll(max, ResourceSchema, 'uri', (cursor) =>
+      this.listPage('resources/list', 'resources', cursor, timeoutMs),
+    );
   }
 
-  /** Every prompt the upstream lists (all pages), at most `max` (more: `truncated`). */
-  async listPrompts(timeoutMs: number, max: number): Promise<{ items: Prompt[]; truncated: boolean }> {
-    return listAll(max, async (params) => {
-      const page = await this.client.listPrompts(params, { timeout: timeoutMs });
-      return { items: page.prompts, nextCursor: page.nextCursor };
-    });
+  /** Every prompt the upstream lists (all pages), as listTools. */
+  async listPrompts(timeoutMs: number, max: number): Promise<Listing<Prompt>> {
+    return listAll(max, PromptSchema, 'name', (cursor) =>
+      this.listPage('prompts/list', 'prompts', cursor, timeoutMs),
+    );
+  }
+
+  /**
+   * One page of a list, its entries unchecked: the SDK's own list methods refuse a whole page for
+   * one entry they do not allow (and say so in a dump of parser issues), listAll checks each.
+   */
+  private async listPage(
+    method: 'tools/list' | 'resources/list' | 'prompts/list',
+    key: string,
+    cursor: string | undefined,
+    timeoutMs: number,
+  ): Promise<{ entries: unknown[]; nextCursor: string | undefined }> {
+    const params = cursor === undefined ? {} : { cursor };
+    const page: Record<string, unknown> = await answered(
+      method,
+      this.client.request({ method, params }, ResultSchema, { timeout: timeoutMs }),
+    );
+    const entries = page[key];
+    if (!Array.isArray(entries))
+      throw new MalformedAnswer(method, `${key}: ${kindOf(entries)} where a list was expected`);
+    const next = page.nextCursor;
+    if (next !== undefined && typeof next !== 'string')
+      throw new MalformedAnswer(method, `nextCursor: ${kindOf(next)} where a string was expected`);
+    return { entries, nextCursor: next };
   }
 
   async readResource(
     uri: string,
     options: { timeoutMs: number; signal?: AbortSignal | undefined },
   ): Promise<ReadResourceResult> {
-    return this.client.readResource(
-      { uri },
-      { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+    return answered(
+      'resources/read',
+      this.client.readResource(
+        { uri },
+        { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+      ),
     );
   }
 
@@ -327,9 +361,12 @@ export class UpstreamInstance {
     args: Record<string, string>,
     options: { timeoutMs: number; signal?: AbortSignal | undefined },
   ): Promise<GetPromptResult> {
-    return this.client.getPrompt(
-      { name, arguments: args },
-      { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+    return answered(
+      'prompts/get',
+      this.client.getPrompt(
+        { name, arguments: args },
+        { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+      ),
     );
   }
 
@@ -347,33 +384,137 @@ export class UpstreamInstance {
 
 /** Pages of one list at most (whatever they hold). */
 const MAX_LIST_PAGES = 200;
+/** Entries of one list left out that are described one by one; the others are counted. */
+const SKIPPED_KEPT = 20;
+
+/** An entry of a list that MCP does not allow, left out. */
+export interface SkippedEntry {
+  /** Its place in the listing, from 1 (all pages counted). */
+  position: number;
+  /** Its name, when it has a string one (a URI for a resource). */
+  name: string | undefined;
+  /** What is wrong with it, in words (where in it, and what MCP expects there). */
+  problem: string;
+}
+
+/** A list as listed: what MCP allows of it, and what was left out. */
+export interface Listing<T> {
+  items: T[];
+  truncated: boolean;
+  /** The first SKIPPED_KEPT entries left out; `moreSkipped` counts the rest. */
+  skipped: SkippedEntry[];
+  moreSkipped: number;
+}
 
 /**
- * Every item of a paginated list (all pages), at most `max` items and MAX_LIST_PAGES pages (more:
- * `truncated`). A server handing
+ * An answer of the upstream that MCP does not allow: the server answered (it is up), but with a
+ * result that cannot be used. The message names what was wrong, in words.
+ */
+export class MalformedAnswer extends Error {
+  constructor(
+    readonly request: string,
+    readonly problem: string,
+  ) {
+    super(`the answer to ${request} is not what MCP allows: ${problem}`);
+    this.name = 'MalformedAnswer';
+  }
+}
+
+interface Issue {
+  path: PropertyKey[];
+  message: string;
+}
+
+/** The checker of one entry: the SDK's schema for it. */
+interface EntrySchema<T> {
+  safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: Issue[] } };
+}
+
+/** Issues of the SDK's schema checks, in words: `inputSchema/type: Invalid input: expected "object"`. */
+function issuesText(issues: readonly Issue[]): string {
+  const shown = issues.slice(0, 3).map((issue) => {
+    const at = issue.path.map((key) => printable(String(key))).join('/');
+    return at === '' ? issue.message : `${at}: ${issue.message}`;
+  });
+  const more = issues.length > 3 ? `; and ${issues.length - 3} more` : '';
+  return `${shown.join('; ')}${more}`;
+}
+
+/**
+ * The issues of a failed check of the SDK's schemas: it rejects a result with the parser's own
+ * error (zod's, named `$ZodError` or `ZodError` by the build it comes from).
+ */
+function issuesOf(error: unknown): Issue[] | undefined {
+  if (!(error instanceof Error) || !/^\$?ZodError$/.test(error.name)) return undefined;
+  const issues = (error as { issues?: unknown }).issues;
+  return Array.isArray(issues) ? (issues as Issue[]) : undefined;
+}
+
+/** `request`'s result, a result the SDK's schema refused as a MalformedAnswer in words. */
+async function answered<T>(request: string, result: Promise<T>): Promise<T> {
+  try {
+    return await result;
+  } catch (error) {
+    const issues = issuesOf(error);
+    throw issues ? new MalformedAnswer(request, issuesText(issues)) : error;
+  }
+}
+
+function kindOf(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * Every entry of a paginated list (all pages) that `schema` allows, at most `max` of them and
+ * MAX_LIST_PAGES pages (more: `truncated`); the others are left out, in `skipped` (named by their
+ * `nameKey`). A server handing
  * back a cursor it gave before would be listed forever: the listing stops there.
  */
 async function listAll<T>(
   max: number,
-  page: (params: { cursor?: string }) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
-): Promise<{ items: T[]; truncated: boolean }> {
-  const items: T[] = [];
+  schema: EntrySchema<T>,
+  nameKey: 'name' | 'uri',
+  page: (cursor: string | undefined) => Promise<{ entries: unknown[]; nextCursor: string | undefined }>,
+): Promise<Listing<T>> {
+  const listing: Listing<T> = { items: [], truncated: false, skipped: [], moreSkipped: 0 };
   let cursor: string | undefined;
   const seen = new Set<string>();
   let pages = 0;
+  let position = 0;
   do {
     // A server handing out empty pages with new cursors would be listed forever, too.
-    if (++pages > MAX_LIST_PAGES) return { items, truncated: true };
-    const listed = await page(cursor === undefined ? {} : { cursor });
-    items.push(...listed.items);
-    if (items.length > max) return { items: items.slice(0, max), truncated: true };
+    if (++pages > MAX_LIST_PAGES) return { ...listing, truncated: true };
+    const listed = await page(cursor);
+    for (const entry of listed.entries) {
+      position += 1;
+      const checked = schema.safeParse(entry);
+      if (checked.success) {
+        listing.items.push(checked.data);
+        if (listing.items.length > max)
+          return { ...listing, items: listing.items.slice(0, max), truncated: true };
+        continue;
+      }
+      if (listing.skipped.length >= SKIPPED_KEPT) {
+        listing.moreSkipped += 1;
+        continue;
+      }
+      const name = (entry as Record<string, unknown> | null)?.[nameKey];
+      listing.skipped.push({
+        position,
+        name: typeof name === 'string' ? name : undefined,
+        problem: issuesText(checked.error.issues),
+      });
+    }
     cursor = listed.nextCursor;
     if (cursor !== undefined) {
       if (seen.has(cursor)) break;
       seen.add(cursor);
     }
   } while (cursor !== undefined);
-  return { items, truncated: false };
+  return listing;
 }
 
 /** The SDK's code of a request failed by a closed connection, and of a timed-out one. */

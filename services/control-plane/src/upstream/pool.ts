@@ -8,7 +8,7 @@
  * UPSTREAM_FAILED naming the server and the last error, until a probe (the first call after the
  * backoff, or a ping) succeeds.
  */
-import type { ToolProgress } from '@bindery/contracts';
+import { storableText, type ToolProgress } from '@bindery/contracts';
 import type {
   CallToolResult,
   GetPromptResult,
@@ -20,7 +20,7 @@ import type {
 import type { Dispatcher } from 'undici';
 import { DomainError } from '../errors.ts';
 import { AnswerTooLarge } from './bounded-fetch.ts';
-import { StderrRing, UpstreamInstance, type AnswerCaps } from './instance.ts';
+import { MalformedAnswer, StderrRing, UpstreamInstance, type AnswerCaps, type Listing } from './instance.ts';
 import type { ResolvedLimits, TransportSpec } from './spec.ts';
 
 export const PING_EVERY_MS = 30_000;
@@ -89,6 +89,11 @@ const NO_SECRETS: Omit<ResolvedTransport, 'transport'> = {
   redactJson: (value) => value,
 };
 
+/** A listing of the upstream's, without its secrets: `withheld` counts the entries left out for them. */
+export interface UpstreamListing<T> extends Listing<T> {
+  withheld: number;
+}
+
 export interface PoolOptions {
   fingerprint: string;
   /** Resolves the spec with its secrets filled in, when an instance starts. */
@@ -113,7 +118,10 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/** How a failure reads in messages: the first line, bounded, never a stack. */
+/**
+ * How a failure reads in messages: the first line, bounded, never a stack, and storable (an
+ * upstream's message may hold a NUL, and it ends up in the server's `last_error`).
+ */
 function describe(error: unknown): string {
   const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
   let text = messageOf(error);
@@ -125,7 +133,8 @@ function describe(error: unknown): string {
     cause = (cause as { cause?: unknown }).cause;
   }
   const line = text.split('\n')[0] ?? '';
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+  // After the cut, which may split a pair.
+  return storableText(line.length > 300 ? `${line.slice(0, 300)}…` : line);
 }
 
 function mcpCode(error: unknown): number | undefined {
@@ -224,27 +233,23 @@ export class UpstreamPool {
     }
   }
 
-  /** Lists the upstream's tools (all pages) on an instance, started when none runs. */
-  async listTools(
-    server: string,
-    max: number,
-  ): Promise<{ tools: Tool[]; truncated: boolean; withheld: number }> {
+  /**
+   * Lists the upstream's tools (all pages) on an instance, started when none runs; the tools MCP
+   * does not allow are left out (`skipped`).
+   */
+  async listTools(server: string, max: number): Promise<UpstreamListing<Tool>> {
     const listed = await this.list(server, 'tools/list', (instance, timeoutMs) =>
       instance.listTools(timeoutMs, max),
     );
     // Tools are shown to every client of the AEIs they are bound to: no secret of the server's in them.
-    const clean = this.withoutSecrets(listed, (t) => t.name);
-    return { tools: clean.items, truncated: clean.truncated, withheld: clean.withheld };
+    return this.withoutSecrets(listed, (t) => t.name);
   }
 
   /**
    * Lists the upstream's resources (all pages), or null when it did not declare the `resources`
    * capability (it serves none).
    */
-  async listResources(
-    server: string,
-    max: number,
-  ): Promise<{ items: Resource[]; truncated: boolean; withheld: number } | null> {
+  async listResources(server: string, max: number): Promise<UpstreamListing<Resource> | null> {
     const listed = await this.list(server, 'resources/list', (instance, timeoutMs) =>
       instance.capabilities().resources ? instance.listResources(timeoutMs, max) : null,
     );
@@ -252,10 +257,7 @@ export class UpstreamPool {
   }
 
   /** Lists the upstream's prompts (all pages), or null when it did not declare the `prompts` capability. */
-  async listPrompts(
-    server: string,
-    max: number,
-  ): Promise<{ items: Prompt[]; truncated: boolean; withheld: number } | null> {
+  async listPrompts(server: string, max: number): Promise<UpstreamListing<Prompt> | null> {
     const listed = await this.list(server, 'prompts/list', (instance, timeoutMs) =>
       instance.capabilities().prompts ? instance.listPrompts(timeoutMs, max) : null,
     );
@@ -266,12 +268,10 @@ export class UpstreamPool {
   /**
    * A listing as every client of the AEIs the server is attached to may see it: no secret of the
    * server's in it. An entry whose keys (a URI, a name: how it is asked for, so they cannot be
-   * rewritten) hold one is left out and counted in `withheld`; the others are redacted.
+   * rewritten) hold one is left out and counted in `withheld`; the others are redacted, and so is
+   * what is said of the entries left out.
    */
-  private withoutSecrets<T>(
-    listed: { items: T[]; truncated: boolean },
-    keys: (item: T) => unknown,
-  ): { items: T[]; truncated: boolean; withheld: number } {
+  private withoutSecrets<T>(listed: Listing<T>, keys: (item: T) => unknown): UpstreamListing<T> {
     const items = listed.items.filter((item) => {
       const found = keys(item);
       return (Array.isArray(found) ? found : [found]).every(
@@ -282,6 +282,8 @@ export class UpstreamPool {
       items: items.map((item) => this.secrets.redactJson(item)),
       truncated: listed.truncated,
       withheld: listed.items.length - items.length,
+      skipped: listed.skipped.map((entry) => this.secrets.redactJson(entry)),
+      moreSkipped: listed.moreSkipped,
     };
   }
 
@@ -646,6 +648,15 @@ export class UpstreamPool {
         upstream: server,
         cancelled: true,
       });
+    }
+    // The upstream answered, wrongly: it is up, so one such answer is not counted against its circuit.
+    if (error instanceof MalformedAnswer) {
+      this.options.events.meter?.call('error');
+      return new DomainError(
+        'UPSTREAM_FAILED',
+        `upstream server "${server}" answered ${this.secrets.redact(error.request)} with a result MCP does not allow: ${this.describe(error.problem)}`,
+        { upstream: server, malformed: true },
+      );
     }
     const code = mcpCode(error);
     if (code === REQUEST_TIMEOUT) {

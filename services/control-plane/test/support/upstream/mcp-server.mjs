@@ -23,6 +23,12 @@
 // prompts/list.
 // With UPSTREAM_TEST_MODE=not-mcp the script writes junk to stdout instead of speaking MCP; with
 // UPSTREAM_TEST_MODE=exit it exits at once (a crashing server). It writes a line to stderr at start.
+// UPSTREAM_TEST_BAD (comma-separated) makes it list or answer what a careless server might, beside
+// its good tools: nul-name, surrogate-name (a tool named with a NUL, with an unpaired surrogate),
+// nul-description, nul-annotation (`nul_description`, `nul_annotation`: callable), nul-schema-key
+// (`nul_key`: a property named with a NUL), string-schema (`stringy`: input schema {type: string}), tools-nope (`tools: "nope"`),
+// malformed-result (`malformed`: answers `content: "nope"`), resources-nope, prompts-nope, and
+// bad-resource, bad-prompt (one more resource or prompt that MCP does not allow).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
@@ -35,6 +41,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { setInterval, setTimeout } from 'node:timers';
 import { pathToFileURL } from 'node:url';
 
@@ -130,6 +137,40 @@ const extraResources = new Set(listOf(process.env.UPSTREAM_TEST_EXTRA_RESOURCES)
 const extraPrompts = new Set(listOf(process.env.UPSTREAM_TEST_EXTRA_PROMPTS));
 const servers = new Set();
 
+/** What this server gets wrong on purpose (UPSTREAM_TEST_BAD). */
+const bad = new Set(listOf(process.env.UPSTREAM_TEST_BAD));
+const BAD_TOOLS = {
+  'nul-name': { name: 'nul\u0000name', description: 'A NUL in its name.', inputSchema: { type: 'object' } },
+  'surrogate-name': {
+    name: 'lone\ud800name',
+    description: 'Half a character in its name.',
+    inputSchema: { type: 'object' },
+  },
+  'nul-description': {
+    name: 'nul_description',
+    description: 'before\u0000after',
+    inputSchema: { type: 'object' },
+  },
+  'nul-annotation': {
+    name: 'nul_annotation',
+    description: 'A NUL in its annotations.',
+    inputSchema: { type: 'object' },
+    annotations: { title: 'x\u0000y', readOnlyHint: true },
+  },
+  'nul-schema-key': {
+    name: 'nul_key',
+    description: 'A NUL in a property name.',
+    inputSchema: { type: 'object', properties: { 'a\u0000b': { type: 'string' } } },
+  },
+  'string-schema': { name: 'stringy', description: 'Not an object schema.', inputSchema: { type: 'string' } },
+  'malformed-result': {
+    name: 'malformed',
+    description: 'Answers a result MCP does not allow.',
+    inputSchema: { type: 'object' },
+  },
+};
+const badTools = () => Object.entries(BAD_TOOLS).flatMap(([key, tool]) => (bad.has(key) ? [tool] : []));
+
 const text = (value) => ({
   content: [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value) }],
 });
@@ -147,22 +188,30 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
   );
   servers.add(server);
   server.onclose = () => servers.delete(server);
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      ...BASE_TOOLS,
-      ...[...extraTools].map((name) => ({
-        name,
-        description: `Extra tool ${name}.`,
-        inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
-      })),
-    ],
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    if (bad.has('tools-error-nul')) throw new McpError(ErrorCode.InternalError, 'broken\u0000list');
+    return {
+      tools: bad.has('tools-nope')
+        ? 'nope'
+        : [
+            ...BASE_TOOLS,
+            ...badTools(),
+            ...[...extraTools].map((name) => ({
+              name,
+              description: `Extra tool ${name}.`,
+              inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
+            })),
+          ],
+    };
+  });
   if (!toolsOnly) {
     server.setRequestHandler(ListResourcesRequestSchema, async () => {
       countListing('resources');
+      if (bad.has('resources-nope')) return { resources: 'nope' };
       return {
         resources: [
           ...BASE_RESOURCES,
+          ...(bad.has('bad-resource') ? [{ uri: 42, name: 'numbered' }] : []),
           ...[...extraResources].map((uri) => ({ uri, name: uri, mimeType: 'text/plain' })),
         ],
       };
@@ -185,7 +234,14 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
     });
     server.setRequestHandler(ListPromptsRequestSchema, async () => {
       countListing('prompts');
-      return { prompts: [...BASE_PROMPTS, ...[...extraPrompts].map((name) => ({ name, arguments: [] }))] };
+      if (bad.has('prompts-nope')) return { prompts: 'nope' };
+      return {
+        prompts: [
+          ...BASE_PROMPTS,
+          ...(bad.has('bad-prompt') ? [{ name: 'broken', arguments: 'x' }] : []),
+          ...[...extraPrompts].map((name) => ({ name, arguments: [] })),
+        ],
+      };
     });
     server.setRequestHandler(GetPromptRequestSchema, async (request) => {
       const args = request.params.arguments ?? {};
@@ -203,7 +259,7 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
       }
     });
   }
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  const callTool = async (request, extra) => {
     const args = request.params.arguments ?? {};
     switch (request.params.name) {
       case 'echo':
@@ -249,6 +305,11 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
       }
       case 'fail':
         return { ...text('this tool always fails'), isError: true };
+      case 'nul_description':
+      case 'nul_annotation':
+        return text(`${request.params.name} answered`);
+      case 'malformed':
+        return { content: 'nope' };
       case 'set_tools': {
         for (const name of args.extra ?? []) extraTools.add(String(name));
         for (const uri of args.resources ?? []) extraResources.add(String(uri));
@@ -264,7 +325,13 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
         if (extraTools.has(request.params.name)) return text(`${request.params.name}: ${args.text ?? ''}`);
         throw new Error(`unknown tool ${request.params.name}`);
     }
-  });
+  };
+  // The SDK's Server checks a tools/call result before sending it: a server that answers one it
+  // does not allow is registered past that check.
+  const register = bad.has('malformed-result')
+    ? Protocol.prototype.setRequestHandler
+    : Server.prototype.setRequestHandler;
+  register.call(server, CallToolRequestSchema, callTool);
   return server;
 }
 
