@@ -4,6 +4,7 @@
  */
 import { ERROR_STATUS, type ErrorBody, type ErrorCode } from '@bindery/contracts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { constraintRefusal } from '../domain/prisma-errors.ts';
 import { DomainError } from '../errors.ts';
 
 export interface Mapped {
@@ -19,9 +20,11 @@ export const INTERNAL_ERROR: Mapped = {
 };
 
 export function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped | undefined {
-  if (error instanceof DomainError) {
-    return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
-  }
+  if (error instanceof DomainError) return fromDomainError(error);
+  // A constraint no check before the statement caught (an id that names nothing, a race on a
+  // unique name): the caller's 4xx naming the field, like the checks' own.
+  const refusal = constraintRefusal(error);
+  if (refusal) return fromDomainError(refusal);
   const fastify = error as FastifyError;
   if (fastify.validation) {
     const first = fastify.validation[0];
@@ -100,6 +103,10 @@ export function mapError(error: FastifyError | Error, request?: FastifyRequest):
     if (status >= 400 && status < 500) return { code: 'VALIDATION_FAILED', message: fastify.message };
   }
   return undefined;
+}
+
+function fromDomainError(error: DomainError): Mapped {
+  return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
 }
 
 /** The tag of a discriminated body whose value names no shape, from Ajv's error parameters. */
