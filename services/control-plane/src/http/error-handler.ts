@@ -102,6 +102,23 @@ export function mapError(error: FastifyError | Error, request?: FastifyRequest):
     if (status === 413) return { code: 'PAYLOAD_TOO_LARGE', message: fastify.message };
     if (status >= 400 && status < 500) return { code: 'VALIDATION_FAILED', message: fastify.message };
   }
+  // The file sender's own refusals under /console/ and /docs/static/ (a path it will not serve, a
+  // Range past the file's end, an If-Match it fails): the caller's, never a 500. A file it refuses
+  // to show is as absent as one that is not there.
+  const sent = error as { status?: unknown; expose?: unknown };
+  if (sent.expose === true && typeof sent.status === 'number' && sent.status >= 400 && sent.status < 500) {
+    const path = request?.url.split('?', 1)[0];
+    if (sent.status === 403 || sent.status === 404) {
+      return { code: 'NOT_FOUND', message: path ? `no file ${path}` : 'no such file' };
+    }
+    if (sent.status === 412) {
+      return {
+        code: 'PRECONDITION_FAILED',
+        message: 'the file does not match If-Match or If-Unmodified-Since',
+      };
+    }
+    return { code: 'VALIDATION_FAILED', message: `${path ? `${path}: ` : ''}${error.message}` };
+  }
   return undefined;
 }
 
