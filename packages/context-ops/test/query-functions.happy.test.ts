@@ -167,6 +167,18 @@ describe('where the bounded functions follow the specification instead of the li
   });
 });
 
+describe('raw string literals, as JEP 12a of the Community specification writes them', () => {
+  // JEP 12, which 12a replaced, kept both backslashes of \\; 12a (and the library) make it one,
+  // so a raw string can end in a backslash.
+  it("\\' is a quote and \\\\ one backslash; any other backslash is kept", () => {
+    expect(budgeted(String.raw`'foo\'bar'`)).toBe("foo'bar");
+    expect(budgeted(String.raw`'foo\\bar'`)).toBe(String.raw`foo\bar`);
+    expect(budgeted(String.raw`'\\'`)).toBe('\\');
+    expect(budgeted(String.raw`'C:\\Users\\'`)).toBe('C:\\Users\\');
+    expect(budgeted(String.raw`'\z\n'`)).toBe(String.raw`\z\n`);
+  });
+});
+
 describe('the function table', () => {
   it('covers every library function: replaced by a bounded version, or reviewed and metered as is', () => {
     const library = getRegisteredFunctions().sort();

@@ -32,6 +32,8 @@ export const PageQuery = Type.Object({
 export type PageQuery = Static<typeof PageQuery>;
 
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+/** A body's reference to another record by id: `""` names nothing and is refused with the schema. */
+const ReferenceId = Type.String({ minLength: 1, maxLength: 64 });
 export const ForceQuery = Type.Object({
   force: Type.Optional(Type.Boolean({ default: false, description: 'also remove what depends on it' })),
 });
@@ -154,7 +156,7 @@ export type Project = Static<typeof Project>;
 export const CreateTableBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    project_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    project_id: Type.Optional(Nullable(ReferenceId)),
     data: Type.Optional(JsonValue),
   },
   { additionalProperties: false },
@@ -163,7 +165,7 @@ export type CreateTableBody = Static<typeof CreateTableBody>;
 export const UpdateTableBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    project_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    project_id: Type.Optional(Nullable(ReferenceId)),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -345,7 +347,7 @@ const OutputSchemaOverride = Type.Record(Type.String(), Type.Unknown(), {
 });
 export const CreateBindingItem = Type.Object(
   {
-    adi_id: Type.String({ maxLength: 64 }),
+    adi_id: ReferenceId,
     tool_name: Type.Optional(ToolName),
     tool_description: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
     input_schema: Type.Optional(Nullable(JsonObject)),
@@ -358,7 +360,7 @@ export type CreateBindingItem = Static<typeof CreateBindingItem>;
 /** Attaches a whole upstream server: each of its tools, now and after every sync, as `{prefix}_{tool}`. */
 export const AttachUpstreamBody = Type.Object(
   {
-    upstream_server_id: Type.String({ maxLength: 64 }),
+    upstream_server_id: ReferenceId,
     prefix: Type.Optional(
       Type.String({
         pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$',
@@ -429,7 +431,7 @@ export const LegacyToolDefinition = Type.Object(
 export type LegacyToolDefinition = Static<typeof LegacyToolDefinition>;
 export const CreateMcpInstanceBody = Type.Object(
   {
-    table_id: Type.String({ maxLength: 64 }),
+    table_id: ReferenceId,
     json_pointer: Type.String({ maxLength: 2048 }),
     tools_definition: Type.Optional(
       Nullable(Type.Array(LegacyToolDefinition, { minItems: 1, maxItems: 50 })),

@@ -2,6 +2,7 @@ export { ERROR_CODES, ERROR_STATUS, ErrorBody, type ErrorCode } from './errors.t
 export {
   CreateSecretBody,
   MAX_SECRET_VALUE_BYTES,
+  MIN_SECRET_VALUE_CHARS,
   SECRET_NAME_PATTERN,
   SECRET_NAME_RE,
   Secret,

@@ -12,16 +12,23 @@ export const SECRET_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
 export const SECRET_NAME_RE = new RegExp(SECRET_NAME_PATTERN);
 /** Largest secret value, in bytes of UTF-8. */
 export const MAX_SECRET_VALUE_BYTES = 64 * 1024;
+/**
+ * Shortest secret value, in characters. Values are taken out of every answer a tool gives; a
+ * shorter one is ordinary text (a letter, a word, a year), and replacing it everywhere would both
+ * garble answers and show, by where the markers fall, what the value is.
+ */
+export const MIN_SECRET_VALUE_CHARS = 8;
 
 export const SecretName = Type.String({
   pattern: SECRET_NAME_PATTERN,
   description: 'letters, digits and underscores, not starting with a digit; at most 64',
 });
 const SecretValue = Type.String({
+  // The schema refuses only "": the domain refuses what is under MIN_SECRET_VALUE_CHARS with a
+  // message saying why. Characters bound the parse; the byte bound is checked after.
   minLength: 1,
-  // Characters bound the parse; the byte bound (a character may take up to 4) is checked after.
   maxLength: MAX_SECRET_VALUE_BYTES,
-  description: `the secret itself, at most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8; never answered back`,
+  description: `the secret itself, at least ${MIN_SECRET_VALUE_CHARS} characters and at most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8; never answered back`,
 });
 
 export const CreateSecretBody = Type.Object(

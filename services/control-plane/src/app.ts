@@ -29,6 +29,7 @@ import { DEFAULT_CONSOLE_DIR, consoleRoutes } from './http/console.ts';
 import { frameworkErrorAnswer, registerErrorHandler } from './http/error-handler.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { requestValidatorCompiler } from './http/request-validation.ts';
+import { refuseDotSegments } from './http/static-paths.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { UPSTREAM_CAPS } from '@bindery/contracts';
@@ -200,6 +201,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   });
   registerJsonBody(app);
   refuseUnstorableInput(app);
+  refuseDotSegments(app);
 
   await app.register(swagger, {
     openapi: {

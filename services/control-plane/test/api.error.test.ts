@@ -1,7 +1,9 @@
 // Pins how the admin API answers bad input: the one error body, the right status, and nothing
 // half-written (duplicate names, bad pointers, unknown ops and ids, bad JSON, oversize bodies,
-// stale If-Match, schema overrides that widen the canonical schema, unknown fields).
+// stale If-Match, schema overrides that widen the canonical schema, unknown fields, empty ids and
+// constraints the database enforces).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mapError } from '../src/http/error-handler.ts';
 import { startTestApp, type CallResult, type TestApp } from './support/app.ts';
 
 let t: TestApp;
@@ -188,5 +190,43 @@ describe('admin API errors', () => {
 
   it('400 on a bad query parameter', async () => {
     expectError(await t.call('GET', '/api/v2/projects?limit=100000'), 400, 'VALIDATION_FAILED');
+  });
+
+  it('400 naming project_id on project_id "" in a table\'s create or update, never a 500', async () => {
+    const create = await t.call('POST', '/api/v2/tables', { body: { name: 'empty-ref', project_id: '' } });
+    expectError(create, 400, 'VALIDATION_FAILED');
+    expect(create.body.error.message).toContain('project_id');
+    const patch = await t.call('PATCH', `/api/v2/tables/${tableId}`, { body: { project_id: '' } });
+    expectError(patch, 400, 'VALIDATION_FAILED');
+    expect(patch.body.error.message).toContain('project_id');
+    expect((await t.call('GET', `/api/v2/tables/${tableId}`)).body.project_id).toBeNull();
+  });
+
+  it('a constraint the checks before a statement miss answers a 4xx naming the field', async () => {
+    const db = t.app.domain.prisma;
+    const refusal = async (statement: Promise<unknown>) => {
+      const error = await statement.then(
+        () => expect.fail('the database took it'),
+        (e: Error) => e,
+      );
+      return mapError(error);
+    };
+    const me = (await db.user.findFirst({ where: { isRoot: true } }))!.id;
+    // An id that names nothing (the 500 of project_id "" before).
+    expect(
+      await refusal(
+        db.table.create({ data: { id: 'tbl_fk', userId: me, name: 'x', projectId: 'prj_none' } }),
+      ),
+    ).toMatchObject({ code: 'NOT_FOUND', details: { field: 'project_id' } });
+    expect(
+      await refusal(db.$executeRaw`UPDATE "table" SET "project_id" = 'prj_none' WHERE "id" = ${tableId}`),
+    ).toMatchObject({ code: 'NOT_FOUND', details: { field: 'project_id' } });
+    // A duplicate a check would race with.
+    await db.project.create({ data: { id: 'prj_dup1', userId: me, name: 'Dup', slug: 'dup' } });
+    const duplicate = await refusal(
+      db.project.create({ data: { id: 'prj_dup2', userId: me, name: 'Dup', slug: 'dup' } }),
+    );
+    expect(duplicate).toMatchObject({ code: 'CONFLICT', details: { field: 'slug' } });
+    expect(duplicate?.message).not.toContain('project_user_id_slug_key');
   });
 });

@@ -3,12 +3,14 @@
 // prototype changes that outlive the call); read or write outside its context, or write a
 // read-only one; fetch a host it does not list, follow a redirect to one, or reach a loopback
 // server without HTTP_TOOLS_ALLOWED_NETWORKS; use another user's secrets. A secret it holds never
-// appears in its result, console, error, the logs or the audit rows, in any of its usual forms.
+// appears in its result, console, error, the logs or the audit rows, in any of its usual forms,
+// nor encoded (base64, hex, percent-encoded) when an API it fetches echoes it so.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { customTool, customToolUser, type CustomToolUser } from './support/custom-tools.ts';
+import { embeddedEncodings, redactedInside, standaloneEncodings } from './support/secret-encodings.ts';
 
 // A value whose JSON-escaped and URL-encoded forms differ from it, as secrets often do.
 const SECRET = 'sk-live/"7Q9+zX4w=kP"';
@@ -25,6 +27,12 @@ const hits: { url: string; authorization: string | undefined }[] = [];
 beforeAll(async () => {
   server = createServer((req, res) => {
     hits.push({ url: req.url ?? '', authorization: req.headers.authorization });
+    if (req.url === '/encoded') {
+      const key = req.headers.authorization ?? '';
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ...standaloneEncodings(key), ...embeddedEncodings(key) }));
+      return;
+    }
     if (req.url === '/redirect') {
       // The same server under another name: a host the tool does not list.
       res.writeHead(302, { location: `http://localhost:${port}/landed` });
@@ -264,6 +272,44 @@ describe('secrets', () => {
     ];
     for (const text of everything) {
       for (const piece of [...SECRET_PIECES, ...ENCODED_PIECES]) expect(text).not.toContain(piece);
+    }
+  });
+
+  it('an API that echoes it encoded (base64, hex, percent-encoded) gives the tool back only markers', async () => {
+    const value = 'enc/"K3y+w=9&Zq~!';
+    const created = await t.call('POST', '/api/v2/secrets', {
+      token: u.token,
+      body: { name: 'ENC_TOKEN', value },
+    });
+    expect(created.status).toBe(201);
+    await u.add(
+      'echoed',
+      customTool(
+        `export default async (args, ctx) => {
+          const res = await ctx.fetch('http://127.0.0.1:${port}/encoded', {
+            headers: { authorization: ctx.secrets.ENC_TOKEN },
+          });
+          const echoed = JSON.parse(await res.text());
+          console.log('base64 ' + echoed.base64);
+          return echoed;
+        }`,
+        { secrets: ['ENC_TOKEN'], allowed_hosts: [`127.0.0.1:${port}`] },
+      ),
+    );
+    const before = hits.length;
+    const answer = await u.call('echoed');
+    expect(hits.slice(before)).toEqual([{ url: '/encoded', authorization: value }]);
+    expect(answer.isError).toBe(false);
+    for (const name of Object.keys(standaloneEncodings(value))) {
+      expect(answer.value[name], name).toBe('[secret ENC_TOKEN]');
+    }
+    for (const name of Object.keys(embeddedEncodings(value))) {
+      expect(answer.value[name], name).toMatch(redactedInside('[secret ENC_TOKEN]'));
+    }
+    expect(answer.meta['bindery/console'][0].message).toBe('base64 [secret ENC_TOKEN]');
+    const everything = JSON.stringify(answer) + logLines.join('\n');
+    for (const encoded of Object.values({ ...standaloneEncodings(value), ...embeddedEncodings(value) })) {
+      expect(everything).not.toContain(encoded);
     }
   });
 });

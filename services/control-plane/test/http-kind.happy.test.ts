@@ -279,7 +279,7 @@ describe('an HTTP ADI', () => {
     ok(
       await t.call('POST', '/api/v2/secrets', {
         token: other.token,
-        body: { name: 'NOTES_TOKEN', value: 'x' },
+        body: { name: 'NOTES_TOKEN', value: 'importer-token' },
       }),
       's',
     );

@@ -4,15 +4,21 @@
 // 127.0.0.1/32 allowed, a redirect to 127.0.0.2 is refused and 127.0.0.2 receives nothing, and a
 // redirect to another origin does not carry the secret header along; a secret's value appears in
 // no REST answer, no log line (level trace), no audit row and no tool result or error, even when
-// the API echoes it back in its JSON, its text or its error body.
+// the API echoes it back in its JSON, its text or its error body, as is or encoded (base64, hex,
+// percent-encoded; inside a longer base64 text too); a value stored shorter than the minimum is not
+// sent at all: the call fails naming the secret, instead of an answer garbled by its redaction.
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/ids.ts';
 import { INTERNAL_TOKEN, startTestApp, type CallResult, type TestApp } from './support/app.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
+import { embeddedEncodings, redactedInside, standaloneEncodings } from './support/secret-encodings.ts';
 
 const VALUE = `sv-${randomBytes(12).toString('hex')}`;
+// A value whose encodings all differ from it and from each other.
+const SPECIAL = `p@ss w0rd/+?&=${randomBytes(6).toString('base64')}~!`;
 const logLines: string[] = [];
 const answers: string[] = [];
 let open: TestApp; // 127.0.0.1/32 allowed
@@ -27,12 +33,14 @@ function ok(res: CallResult, what: string) {
   return res.body;
 }
 
-/** A 6-character piece of the value in `text`: a part leaks as surely as all of it. */
+/** A 6-character piece of a value in `text` (a part leaks as surely as all of it), or an encoding of it. */
 function leakIn(text: string): string | undefined {
-  for (let i = 0; i + 6 <= VALUE.length; i++) {
-    if (text.includes(VALUE.slice(i, i + 6))) return VALUE.slice(i, i + 6);
+  for (const value of [VALUE, SPECIAL]) {
+    for (let i = 0; i + 6 <= value.length; i++) {
+      if (text.includes(value.slice(i, i + 6))) return value.slice(i, i + 6);
+    }
   }
-  return undefined;
+  return Object.values(standaloneEncodings(SPECIAL)).find((encoded) => text.includes(encoded));
 }
 
 beforeAll(async () => {
@@ -46,6 +54,14 @@ beforeAll(async () => {
       return void response.end(`your key is ${key} (url-encoded: ${encodeURIComponent(key)})`);
     }
     if (path === '/echo-error') return sendJson(response, 401, { error: `invalid key ${key}` });
+    if (path === '/echo-encoded') {
+      return sendJson(response, 200, { ...standaloneEncodings(key), ...embeddedEncodings(key) });
+    }
+    if (path === '/echo-encoded-text') {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      const lines = Object.entries({ ...standaloneEncodings(key), ...embeddedEncodings(key) });
+      return void response.end(lines.map(([name, text]) => `${name}=${text}`).join('\n'));
+    }
     if (path === '/to-outside') {
       response.writeHead(302, { location: `${outside.url}/landing` });
       return void response.end();
@@ -82,11 +98,11 @@ afterAll(async () => {
   await new Promise((resolve) => outside.server.close(resolve));
 });
 
-/** A user of `t` with the secret, one tool per path of the API, bound in one AEI. */
-async function toolsOf(t: TestApp, urls: Record<string, string>) {
+/** A user of `t` with the secret (`value`, VALUE unless given), one tool per path of the API, bound in one AEI. */
+async function toolsOf(t: TestApp, urls: Record<string, string>, value = VALUE) {
   const user = await t.newUser('security');
   const as = (body?: unknown) => ({ token: user.token, ...(body !== undefined && { body }) });
-  ok(await t.call('POST', '/api/v2/secrets', as({ name: 'API_KEY', value: VALUE })), 'secret');
+  ok(await t.call('POST', '/api/v2/secrets', as({ name: 'API_KEY', value })), 'secret');
   const aei = ok(await t.call('POST', '/api/v2/aeis', as({ name: 'agent' })), 'aei');
   const tools: Record<string, { adiId: string; bindingId: string }> = {};
   for (const [name, url] of Object.entries(urls)) {
@@ -180,6 +196,87 @@ describe('a secret’s value', () => {
       code: 'UPSTREAM_FAILED',
       details: { status: 401, body_excerpt: '{"error":"invalid key [secret API_KEY]"}' },
     });
+  });
+
+  it('is in no tool result when the API echoes it encoded: base64, hex, percent-encoded', async () => {
+    const { call } = await toolsOf(
+      open,
+      { echo_encoded: `${api.url}/echo-encoded`, echo_encoded_text: `${api.url}/echo-encoded-text` },
+      SPECIAL,
+    );
+    const json = (await call('echo_encoded')).structuredContent as Record<string, string>;
+    expect(api.requests.at(-1)!.headers['x-api-key']).toBe(SPECIAL);
+    for (const name of Object.keys(standaloneEncodings(SPECIAL))) {
+      expect(json[name], name).toBe('[secret API_KEY]');
+    }
+    for (const [name, encoded] of Object.entries(embeddedEncodings(SPECIAL))) {
+      expect(json[name], `${name}: ${encoded}`).toMatch(redactedInside('[secret API_KEY]'));
+    }
+    const text = (await call('echo_encoded_text')).content[0]!.text;
+    for (const [name, encoded] of Object.entries({
+      ...standaloneEncodings(SPECIAL),
+      ...embeddedEncodings(SPECIAL),
+    })) {
+      expect(text, name).toContain(`${name}=`);
+      expect(text, name).not.toContain(encoded);
+    }
+    expect(text).toContain('base64=[secret API_KEY]\nbase64_unpadded=[secret API_KEY]\n');
+  });
+
+  it('stored shorter than the minimum (before there was one) is not sent: the call fails naming it', async () => {
+    const { user, as, aei } = await toolsOf(open, {});
+    const keyring = open.app.domain.keyring!;
+    await open.database.prisma.secret.create({
+      data: {
+        id: newId('sec'),
+        userId: user.id,
+        name: 'SHORT',
+        ...keyring.seal('a', { userId: user.id, name: 'SHORT' }),
+      },
+    });
+    const adi = ok(
+      await open.call(
+        'POST',
+        '/api/v2/adis',
+        as({
+          kind: 'http',
+          name: 'short',
+          method: 'GET',
+          url: `${api.url}/echo-text`,
+          headers: { 'X-Api-Key': '{{secret.SHORT}}' },
+        }),
+      ),
+      'save',
+    );
+    const binding = ok(
+      await open.call('POST', `/api/v2/aeis/${aei.id}/bindings`, as({ adi_id: adi.id })),
+      'bind',
+    );
+    const call = async () => {
+      const res = await open.call('POST', `/internal/adi/${adi.id}/execute`, {
+        token: INTERNAL_TOKEN,
+        body: { aei_id: aei.id, binding_id: binding.id, arguments: {} },
+      });
+      expect(res.status).toBe(200);
+      return res.body as { isError?: boolean; content: { text: string }[] };
+    };
+    const before = api.requests.length;
+    const refused = await call();
+    expect(refused.isError).toBe(true);
+    expect(JSON.parse(refused.content[0]!.text).error).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      message: expect.stringMatching(
+        /secret SHORT, whose value is shorter than the 8 characters .* PUT \/api\/v2\/secrets\/SHORT$/,
+      ),
+      details: { secret: 'SHORT', rule: 'min_length', min_length: 8 },
+    });
+    expect(refused.content[0]!.text).not.toContain('[secret');
+    expect(api.requests.length).toBe(before);
+    // Everything else works with it stored: it is listed, and once replaced the tool runs.
+    const listed = ok(await open.call('GET', '/api/v2/secrets', as()), 'list');
+    expect(listed.items.map((s: { name: string }) => s.name)).toContain('SHORT');
+    ok(await open.call('PUT', '/api/v2/secrets/SHORT', as({ value: 'a-longer-value' })), 'replace');
+    expect((await call()).content[0]!.text).toBe('your key is [secret SHORT] (url-encoded: [secret SHORT])');
   });
 
   it('is in no REST answer, log line or audit row of everything above', async () => {

@@ -199,7 +199,10 @@ describe('secret names and values', () => {
 
   it('accepts names up to 64 characters, underscores first', async () => {
     for (const name of ['_x', 'A'.repeat(64), 'snake_Case_9']) {
-      const res = await t.call('POST', '/api/v2/secrets', { token: user.token, body: { name, value: 'v' } });
+      const res = await t.call('POST', '/api/v2/secrets', {
+        token: user.token,
+        body: { name, value: 'value-of-it' },
+      });
       expect(res.status, name).toBe(201);
     }
   });
@@ -227,18 +230,50 @@ describe('secret names and values', () => {
     expect(exact.status).toBe(201);
   });
 
+  it('refuses a value under 8 characters at create and replace, naming the rule and why', async () => {
+    for (const value of ['Q', 'sEvEn77', '🔑🔑🔑🔑🔑🔑🔑']) {
+      const created = await t.call('POST', '/api/v2/secrets', {
+        token: user.token,
+        body: { name: 'S', value },
+      });
+      expect(created.status, value).toBe(400);
+      expect(created.body.error).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        message: expect.stringMatching(/^body\/value is \d characters?; a secret holds at least 8, since/),
+        details: { pointer: '/value', rule: 'min_length', min_length: 8 },
+      });
+      expect(JSON.stringify(created.body)).not.toContain(value);
+    }
+    const stored = await t.call('POST', '/api/v2/secrets', {
+      token: user.token,
+      body: { name: 'EIGHT', value: '🔑'.repeat(8) },
+    });
+    expect(stored.status).toBe(201);
+    const replaced = await t.call('PUT', '/api/v2/secrets/EIGHT', {
+      token: user.token,
+      body: { value: 'short' },
+    });
+    expect(replaced.status).toBe(400);
+    expect(replaced.body.error.details).toMatchObject({ rule: 'min_length', min_length: 8 });
+    const listed = await t.call('GET', '/api/v2/secrets', { token: user.token });
+    expect(listed.body.items.map((s: { name: string }) => s.name)).not.toContain('S');
+  });
+
   it('refuses a name used twice with CONFLICT, and unknown names with NOT_FOUND', async () => {
-    await t.call('POST', '/api/v2/secrets', { token: user.token, body: { name: 'TWICE', value: 'a' } });
+    await t.call('POST', '/api/v2/secrets', {
+      token: user.token,
+      body: { name: 'TWICE', value: 'first-value' },
+    });
     const again = await t.call('POST', '/api/v2/secrets', {
       token: user.token,
-      body: { name: 'TWICE', value: 'b' },
+      body: { name: 'TWICE', value: 'second-value' },
     });
     expect(again.status).toBe(409);
     expect(again.body.error.message).toContain('PUT /api/v2/secrets/TWICE');
     for (const method of ['PUT', 'DELETE']) {
       const res = await t.call(method, '/api/v2/secrets/NOBODY', {
         token: user.token,
-        ...(method === 'PUT' && { body: { value: 'x' } }),
+        ...(method === 'PUT' && { body: { value: 'some-value' } }),
       });
       expect(res.status).toBe(404);
       expect(res.body.error.message).toBe('you have no secret named NOBODY');

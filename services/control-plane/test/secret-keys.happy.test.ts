@@ -160,7 +160,7 @@ describe('a control plane process', PROCESS_TEST, () => {
         expect(first.output()).toContain('secret key generated');
         const created = await adminCall(first.url, ADMIN, 'POST', '/api/v2/secrets', {
           name: 'S',
-          value: 'v1',
+          value: 'value-v1',
         });
         expect(created.status).toBe(201);
         expect(await first.stop()).toBe(0);
@@ -171,7 +171,7 @@ describe('a control plane process', PROCESS_TEST, () => {
         expect(second.output()).not.toContain('secret key generated');
         const more = await adminCall(second.url, ADMIN, 'POST', '/api/v2/secrets', {
           name: 'T',
-          value: 'v2',
+          value: 'value-v2',
         });
         expect(more.status).toBe(201);
         expect(await second.stop()).toBe(0);
@@ -185,7 +185,7 @@ describe('a control plane process', PROCESS_TEST, () => {
             'S',
             'T',
           ]);
-          expect([resolved.value('S'), resolved.value('T')]).toEqual(['v1', 'v2']);
+          expect([resolved.value('S'), resolved.value('T')]).toEqual(['value-v1', 'value-v2']);
         } finally {
           await database.close();
         }
@@ -202,7 +202,7 @@ describe('a control plane process', PROCESS_TEST, () => {
       const server = await startServer({ ...db.env, BINDERY_ADMIN_TOKEN: ADMIN, BINDERY_SECRET_KEY: key });
       const created = await adminCall(server.url, ADMIN, 'POST', '/api/v2/secrets', {
         name: 'S',
-        value: 'v1',
+        value: 'value-v1',
       });
       expect(created.status).toBe(201);
       expect(await server.stop()).toBe(0);

@@ -62,7 +62,10 @@ describe('the secrets API', () => {
   it('pages a long list by cursor, oldest first', async () => {
     const other = await t.newUser('many secrets');
     for (const name of ['A', 'B', 'C']) {
-      const res = await t.call('POST', '/api/v2/secrets', { ...as(other.token), body: { name, value: 'v' } });
+      const res = await t.call('POST', '/api/v2/secrets', {
+        ...as(other.token),
+        body: { name, value: `value-of-${name}` },
+      });
       expect(res.status).toBe(201);
     }
     const first = await t.call('GET', '/api/v2/secrets?limit=2', as(other.token));
@@ -110,7 +113,10 @@ describe('references in tools', () => {
   });
 
   it('checks at save that every referenced secret exists, naming the missing one', async () => {
-    await t.call('POST', '/api/v2/secrets', { ...as(user.token), body: { name: 'PRESENT', value: 'p' } });
+    await t.call('POST', '/api/v2/secrets', {
+      ...as(user.token),
+      body: { name: 'PRESENT', value: 'present-value' },
+    });
     await expect(checkSecretsExist(t.app.domain.prisma, user.id, ['PRESENT'])).resolves.toBeUndefined();
     await expect(
       checkSecretsExist(t.app.domain.prisma, user.id, ['PRESENT', 'ABSENT'], 'url'),
@@ -128,7 +134,7 @@ describe('references in tools', () => {
     });
     const resolved = await resolveSecrets(t.app.domain, user.id, ['PRESENT', 'WEIRD']);
     expect(resolved.fill('k={{secret.PRESENT}}; w={{ secret.WEIRD }}')).toBe(
-      'k=p; w=a "quoted" & spaced/value',
+      'k=present-value; w=a "quoted" & spaced/value',
     );
     const leaked = [
       'raw a "quoted" & spaced/value',
@@ -143,6 +149,22 @@ describe('references in tools', () => {
     });
   });
 
+  it('redacts a value inside a longer base64 text at every alignment, in both alphabets', async () => {
+    const resolved = await resolveSecrets(t.app.domain, user.id, ['WEIRD']);
+    for (let before = 0; before < 6; before += 1) {
+      for (let after = 0; after < 4; after += 1) {
+        const text = `${'<'.repeat(before)}a "quoted" & spaced/value${'>'.repeat(after)}`;
+        for (const encoding of ['base64', 'base64url'] as const) {
+          const encoded = Buffer.from(text).toString(encoding);
+          const redacted = resolved.redact(`Authorization: Basic ${encoded}`);
+          expect(redacted, `${encoding} ${before}+${after}`).toMatch(
+            /^Authorization: Basic [\w+/=-]{0,9}\[secret WEIRD\][\w+/=-]{0,9}$/,
+          );
+        }
+      }
+    }
+  });
+
   it('a secret deleted after the tool was saved is NOT_FOUND at call, naming it', async () => {
     await expect(resolveSecrets(t.app.domain, user.id, ['GONE'])).rejects.toMatchObject({
       code: 'NOT_FOUND',
@@ -152,7 +174,10 @@ describe('references in tools', () => {
 
   it('marks a secret used when a call resolves it', async () => {
     const other = await t.newUser('user of secrets');
-    await t.call('POST', '/api/v2/secrets', { ...as(other.token), body: { name: 'USED', value: 'u' } });
+    await t.call('POST', '/api/v2/secrets', {
+      ...as(other.token),
+      body: { name: 'USED', value: 'used-value' },
+    });
     await resolveSecrets(t.app.domain, other.id, ['USED']);
     let lastUsed: string | null = null;
     for (let i = 0; i < 50 && lastUsed === null; i++) {
@@ -181,7 +206,10 @@ describe('export and import', () => {
     expect(JSON.stringify(exported.body)).not.toContain('value-of-');
 
     const importer = await t.newUser('importer');
-    await t.call('POST', '/api/v2/secrets', { ...as(importer.token), body: { name: 'TWO', value: 'mine' } });
+    await t.call('POST', '/api/v2/secrets', {
+      ...as(importer.token),
+      body: { name: 'TWO', value: 'my-own-value' },
+    });
     for (const dryRun of [true, false]) {
       const imported = await t.call('POST', `/api/v2/import${dryRun ? '?dry_run=true' : ''}`, {
         ...as(importer.token),

@@ -136,7 +136,7 @@ describe('ownership', () => {
     // The same name is free for each user.
     const same = await t.call('POST', '/api/v2/secrets', {
       token: stranger.token,
-      body: { name: 'MINE', value: 's' },
+      body: { name: 'MINE', value: 'stranger-value' },
     });
     expect(same.status).toBe(201);
     const mine = await resolveSecrets(t.app.domain, owner.id, ['MINE']);

@@ -14,7 +14,7 @@ export const OperationTypeSchema = Type.Enum(OPERATION_TYPES, {
 /** The fields of a context ADI's create body besides the ones every kind has. */
 export const ContextAdiFields = {
   kind: Type.Optional(Type.Literal('context', { description: 'the default: absent means context' })),
-  table_id: Type.String({ maxLength: 64 }),
+  table_id: Type.String({ minLength: 1, maxLength: 64 }),
   json_path: Type.String({
     maxLength: 2048,
     description: 'RFC 6901 JSON Pointer of the context; "" = whole table',

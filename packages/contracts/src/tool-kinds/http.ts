@@ -11,6 +11,7 @@ const config = HttpToolConfig.properties;
 
 /** `project_id` of an ADI without a table: the app it is listed under (null: the default app). */
 export const AdiProjectField = Type.String({
+  minLength: 1,
   maxLength: 64,
   description:
     'the project (app) of a tool without a table; a tool with a table belongs to its table’s project',

@@ -6,11 +6,12 @@
  * line, an upstream's answer) with `[secret NAME]`, so a value never travels further than the
  * request it was meant for.
  */
-import { SECRET_NAME_PATTERN, SECRET_NAME_RE } from '@bindery/contracts';
+import { MIN_SECRET_VALUE_CHARS, SECRET_NAME_PATTERN, SECRET_NAME_RE } from '@bindery/contracts';
 import { LRUCache } from 'lru-cache';
 import { DomainError } from '../errors.ts';
 import type { Db, DomainContext } from './context.ts';
-import { requireKeyring } from './secrets.ts';
+import { secretForms } from './secret-forms.ts';
+import { requireKeyring, valueChars } from './secrets.ts';
 
 /**
  * `{{secret.NAME}}`, spaces inside the braces allowed; NAME as secrets are named (contracts'
@@ -206,20 +207,21 @@ export function forgetAllSecrets(): void {
 
 /** The decrypted secrets of one call, and what fills them in and takes them out again. */
 export class ResolvedSecrets {
-  /** Each value's forms as they may appear in text: as is, JSON-escaped, URL-encoded. */
+  /** Each value's forms as they may appear in text (secret-forms.ts), longest first. */
   private readonly forms: { form: string; name: string }[];
+  /** The shortest form's length: a shorter text holds none (most strings of a JSON answer). */
+  private readonly shortest: number;
 
   constructor(private readonly values: ReadonlyMap<string, string>) {
     const forms = new Map<string, string>();
     for (const [name, value] of values) {
-      for (const form of [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value)]) {
-        if (form !== '' && !forms.has(form)) forms.set(form, name);
-      }
+      for (const form of secretForms(value)) if (!forms.has(form)) forms.set(form, name);
     }
     // Longest first: a value that contains another is replaced whole.
     this.forms = [...forms]
       .map(([form, name]) => ({ form, name }))
       .sort((a, b) => b.form.length - a.form.length);
+    this.shortest = this.forms.at(-1)?.form.length ?? Infinity;
   }
 
   /** Characters this holds: every form of every value (what keeping it costs). */
@@ -245,8 +247,9 @@ export class ResolvedSecrets {
     return text.replace(REFERENCE, (_match, name: string) => this.value(name));
   }
 
-  /** The text with every resolved value (as is, JSON-escaped or URL-encoded) as `[secret NAME]`. */
+  /** The text with every resolved value, in any of its forms, as `[secret NAME]`. */
   redact(text: string): string {
+    if (text.length < this.shortest) return text;
     let out = text;
     for (const { form, name } of this.forms) {
       if (out.includes(form)) out = out.split(form).join(`[secret ${name}]`);
@@ -267,6 +270,20 @@ export class ResolvedSecrets {
     };
     return visit(value) as T;
   }
+}
+
+/**
+ * A value stored before values had a minimum is not used: taken out of answers it would garble
+ * them and show itself (every "a" of an answer replaced), left in them it would leak. The call
+ * fails naming the secret until its owner replaces the value; nothing else (start-up, listing,
+ * deleting) reads values, so nothing else fails.
+ */
+function tooShort(name: string): DomainError {
+  return new DomainError(
+    'VALIDATION_FAILED',
+    `this tool uses secret ${name}, whose value is shorter than the ${MIN_SECRET_VALUE_CHARS} characters a secret needs to be kept out of answers, so it is not used; its owner replaces it with PUT /api/v2/secrets/${name}`,
+    { secret: name, rule: 'min_length', min_length: MIN_SECRET_VALUE_CHARS },
+  );
 }
 
 /**
@@ -302,6 +319,7 @@ export async function resolveSecrets(
     );
   }
   const values = new Map(names.map((name) => [name, keyring.open(byName.get(name)!, { userId, name })]));
+  for (const [name, value] of values) if (valueChars(value) < MIN_SECRET_VALUE_CHARS) throw tooShort(name);
   const ids = rows.map((row) => row.id);
   touchLastUsed(ctx, ids, Date.now());
   const resolved = new ResolvedSecrets(values);

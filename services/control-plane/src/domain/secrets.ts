@@ -3,7 +3,12 @@
  * keyring before they reach the database. Nothing here ever returns a value: the API shows names
  * and timestamps, and only `resolveSecrets` (secret-references.ts) decrypts, for a tool's call.
  */
-import { MAX_SECRET_VALUE_BYTES, type PageQuery, type Secret } from '@bindery/contracts';
+import {
+  MAX_SECRET_VALUE_BYTES,
+  MIN_SECRET_VALUE_CHARS,
+  type PageQuery,
+  type Secret,
+} from '@bindery/contracts';
 import type { Secret as SecretRow } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -40,8 +45,25 @@ function secretBody(row: Pick<SecretRow, 'name' | 'createdAt' | 'updatedAt' | 'l
   };
 }
 
-/** The byte bound of a value (the schema bounds characters, which may take up to 4 bytes each). */
-function checkValueSize(value: string): void {
+/** Characters of a value as a person counts them (code points, as the schema's bounds count). */
+export function valueChars(value: string): number {
+  return [...value].length;
+}
+
+/**
+ * The bounds of a value: at least MIN_SECRET_VALUE_CHARS characters (a shorter one cannot be told
+ * apart from ordinary text in answers), at most MAX_SECRET_VALUE_BYTES bytes of UTF-8 (the schema
+ * bounds characters, which may take up to 4 bytes each).
+ */
+function checkValue(value: string): void {
+  const chars = valueChars(value);
+  if (chars < MIN_SECRET_VALUE_CHARS) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      `body/value is ${chars} character${chars === 1 ? '' : 's'}; a secret holds at least ${MIN_SECRET_VALUE_CHARS}, since its value is taken out of every tool answer and a shorter one is ordinary text (a letter, a word) that could not be taken out without garbling answers and showing what it is`,
+      { location: 'body', pointer: '/value', rule: 'min_length', min_length: MIN_SECRET_VALUE_CHARS },
+    );
+  }
   const bytes = Buffer.byteLength(value, 'utf8');
   if (bytes > MAX_SECRET_VALUE_BYTES) {
     throw new DomainError(
@@ -62,7 +84,7 @@ export async function createSecret(
   input: { name: string; value: string },
 ): Promise<Secret> {
   const keyring = requireKeyring(ctx);
-  checkValueSize(input.value);
+  checkValue(input.value);
   const sealed = keyring.seal(input.value, { userId: caller.userId, name: input.name });
   try {
     const row = await ctx.prisma.secret.create({
@@ -102,7 +124,7 @@ export async function updateSecret(
   value: string,
 ): Promise<Secret> {
   const keyring = requireKeyring(ctx);
-  checkValueSize(value);
+  checkValue(value);
   const sealed = keyring.seal(value, { userId: caller.userId, name });
   const updated = await ctx.prisma.secret.updateMany({
     where: { userId: caller.userId, name },

@@ -56,7 +56,7 @@ export async function findOwnTable(db: Db, caller: Principal, id: string): Promi
 }
 
 export async function createTable(db: Db, caller: Principal, input: CreateTableBody): Promise<TableSummary> {
-  if (input.project_id) await findOwnProject(db, caller, input.project_id);
+  if (input.project_id != null) await findOwnProject(db, caller, input.project_id);
   const data = input.data === undefined ? {} : input.data;
   checkData(data);
   const table = await db.table.create({
@@ -146,7 +146,7 @@ export async function updateTable(
 ): Promise<TableSummary> {
   return changeExposure(ctx, async (tx) => {
     await findOwnTable(tx, caller, id);
-    if (input.project_id) await findOwnProject(tx, caller, input.project_id);
+    if (input.project_id != null) await findOwnProject(tx, caller, input.project_id);
     const table = await tx.table.update({
       where: { id },
       data: {

@@ -4,6 +4,7 @@
  */
 import { ERROR_STATUS, type ErrorBody, type ErrorCode } from '@bindery/contracts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { constraintRefusal } from '../domain/prisma-errors.ts';
 import { DomainError } from '../errors.ts';
 
 export interface Mapped {
@@ -19,9 +20,11 @@ export const INTERNAL_ERROR: Mapped = {
 };
 
 export function mapError(error: FastifyError | Error, request?: FastifyRequest): Mapped | undefined {
-  if (error instanceof DomainError) {
-    return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
-  }
+  if (error instanceof DomainError) return fromDomainError(error);
+  // A constraint no check before the statement caught (an id that names nothing, a race on a
+  // unique name): the caller's 4xx naming the field, like the checks' own.
+  const refusal = constraintRefusal(error);
+  if (refusal) return fromDomainError(refusal);
   const fastify = error as FastifyError;
   if (fastify.validation) {
     const first = fastify.validation[0];
@@ -99,7 +102,28 @@ export function mapError(error: FastifyError | Error, request?: FastifyRequest):
     if (status === 413) return { code: 'PAYLOAD_TOO_LARGE', message: fastify.message };
     if (status >= 400 && status < 500) return { code: 'VALIDATION_FAILED', message: fastify.message };
   }
+  // The file sender's own refusals under /console/ and /docs/static/ (a path it will not serve, a
+  // Range past the file's end, an If-Match it fails): the caller's, never a 500. A file it refuses
+  // to show is as absent as one that is not there.
+  const sent = error as { status?: unknown; expose?: unknown };
+  if (sent.expose === true && typeof sent.status === 'number' && sent.status >= 400 && sent.status < 500) {
+    const path = request?.url.split('?', 1)[0];
+    if (sent.status === 403 || sent.status === 404) {
+      return { code: 'NOT_FOUND', message: path ? `no file ${path}` : 'no such file' };
+    }
+    if (sent.status === 412) {
+      return {
+        code: 'PRECONDITION_FAILED',
+        message: 'the file does not match If-Match or If-Unmodified-Since',
+      };
+    }
+    return { code: 'VALIDATION_FAILED', message: `${path ? `${path}: ` : ''}${error.message}` };
+  }
   return undefined;
+}
+
+function fromDomainError(error: DomainError): Mapped {
+  return { code: error.code, message: error.message, ...(error.details && { details: error.details }) };
 }
 
 /** The tag of a discriminated body whose value names no shape, from Ajv's error parameters. */

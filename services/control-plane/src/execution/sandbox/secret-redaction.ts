@@ -2,7 +2,8 @@
  * Secrets given to a custom tool must not leave it in its answer: every string of the result
  * (keys included), every console line and every error message has each secret value replaced by
  * a marker before it leaves the worker. This catches a tool that returns, logs or throws a secret
- * as is (or inside a longer string); one that encodes it first is beyond any filter.
+ * as is (or inside a longer string); the host then takes out its common encodings too (base64,
+ * hex, percent-encoding: domain/secret-forms.ts). Any other transformation is beyond any filter.
  */
 import type { JsonValue } from '@bindery/context-ops';
 import type { ConsoleEntry } from './protocol.ts';
