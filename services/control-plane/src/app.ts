@@ -477,7 +477,12 @@ function customToolSandbox(
     perTenant: settings.customToolTenantCalls,
     memoryMb: settings.customToolMemoryMb,
     // A custom tool's answer is bounded like every tool answer (RESULT_LIMIT_BYTES).
-    limits: { timeoutMs: settings.customToolTimeoutMs, maxResultBytes: options.config.maxResultBytes },
+    limits: {
+      timeoutMs: settings.customToolTimeoutMs,
+      maxResultBytes: options.config.maxResultBytes,
+      maxWrites: settings.customToolMaxWrites,
+      writesPerSecond: settings.customToolWritesPerSecond,
+    },
     log,
     report: (running, queued) => {
       meter.running.set(running);

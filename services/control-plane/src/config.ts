@@ -84,6 +84,10 @@ export interface Config {
   customToolQueue: number;
   /** Custom tool calls of one tenant running or waiting at once (RATE_LIMITED beyond). */
   customToolTenantCalls: number;
+  /** `ctx.context.write` calls of one custom tool call (LIMIT_EXCEEDED beyond). */
+  customToolMaxWrites: number;
+  /** `ctx.context.write` calls of one custom tool call per second; later ones wait their turn. */
+  customToolWritesPerSecond: number;
   /** Executables stdio upstream servers may run (none: stdio servers refused). */
   upstreamStdioCommands: string[];
   /** How often running upstream servers' tools are listed again, in ms (0: never). */
@@ -129,6 +133,8 @@ export const CUSTOM_TOOL_DEFAULTS = {
   customToolWorkers: settings.CUSTOM_TOOL_WORKERS.fallback({}),
   customToolQueue: settings.CUSTOM_TOOL_QUEUE.fallback({}),
   customToolTenantCalls: settings.CUSTOM_TOOL_TENANT_CALLS.fallback({}),
+  customToolMaxWrites: settings.CUSTOM_TOOL_MAX_WRITES.fallback({}),
+  customToolWritesPerSecond: settings.CUSTOM_TOOL_WRITES_PER_SECOND.fallback({}),
 } as const satisfies Partial<Config>;
 
 /** OPENAPI_IMPORT_MAX_BYTES's default (tests building their own config fall back to it too). */
@@ -188,6 +194,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     customToolWorkers: v.CUSTOM_TOOL_WORKERS,
     customToolQueue: v.CUSTOM_TOOL_QUEUE,
     customToolTenantCalls: v.CUSTOM_TOOL_TENANT_CALLS,
+    customToolMaxWrites: v.CUSTOM_TOOL_MAX_WRITES,
+    customToolWritesPerSecond: v.CUSTOM_TOOL_WRITES_PER_SECOND,
     upstreamStdioCommands: v.UPSTREAM_STDIO_COMMANDS,
     upstreamRefreshMs: v.UPSTREAM_REFRESH_S * 1000,
   };

@@ -238,6 +238,19 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 8,
       doc: 'custom tool calls of one tenant (the user owning the exposure) running or waiting at once (`RATE_LIMITED` beyond)',
     }),
+    CUSTOM_TOOL_MAX_WRITES: integer({
+      min: 1,
+      max: 1_000_000,
+      default: 1_000,
+      doc: '`ctx.context.write` calls one custom tool call may make (`LIMIT_EXCEEDED` past it; the writes before it stand)',
+    }),
+    CUSTOM_TOOL_WRITES_PER_SECOND: integer({
+      min: 1,
+      max: 100_000,
+      unit: 'writes/s',
+      default: 100,
+      doc: '`ctx.context.write` calls one custom tool call makes per second at most, in bursts of up to 16 (its host calls in flight); a write past that waits for its turn, within the call’s time limit',
+    }),
     UPSTREAM_STDIO_COMMANDS: list({
       doc: 'executables stdio upstream MCP servers may run, by name (`node` allows `node` and `/usr/bin/node`); empty = stdio servers refused. They run on this host as this process’s user: allow only what you trust. `pnpm start` allows `npx,node,uvx,python3`',
     }),

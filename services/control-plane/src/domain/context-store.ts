@@ -211,12 +211,13 @@ export class ContextStore {
         tracked: trackWrite(meter),
         settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)),
       };
-      let queue = this.#queues.get(at.tableId);
+      const queue = this.#queues.get(at.tableId);
       if (queue === undefined) {
-        queue = [];
-        this.#queues.set(at.tableId, queue);
-        queue.push(queued as QueuedWrite<unknown>);
-        void this.#drain(at.tableId, queue);
+        const started = [queued as QueuedWrite<unknown>];
+        this.#queues.set(at.tableId, started);
+        // After the current job: writes started in the same turn (a custom tool's round of host
+        // calls) join the first batch instead of waiting for its transaction to end.
+        queueMicrotask(() => void this.#drain(at.tableId, started));
       } else queue.push(queued as QueuedWrite<unknown>);
     });
   }
