@@ -37,6 +37,7 @@ import { AuditStreamHub, type AuditStreamOptions } from './domain/audit-stream.t
 import { ContextCache } from './domain/context-cache.ts';
 import { ContextStore } from './domain/context-store.ts';
 import type { FoldPolicy } from './domain/table-folds.ts';
+import { DEFAULT_TABLE_LIMITS, type TableLimits } from './domain/table-limits.ts';
 import {
   DatabaseTableVersions,
   LocalTableVersions,
@@ -96,6 +97,8 @@ export interface AppOptions {
         | 'upstreamStdioCommands'
         | 'upstreamRefreshMs'
         | 'tableVersionLeaseMs'
+        | 'tableMaxBytes'
+        | 'tableWriteMaxBytes'
         | QuerySettings
         | AuditSettings
         | CustomToolSettings
@@ -178,6 +181,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     ...options.domain,
     sandbox,
     contexts,
+    tableLimits: tableLimits(options),
     listener: {
       configChanged(aeiIds) {
         bindings.invalidate(aeiIds);
@@ -458,9 +462,18 @@ function contextStore(
     versions,
     log,
     ...(options.foldPolicy && { fold: options.foldPolicy }),
+    limits: tableLimits(options),
     // Gateways turn it into resources/updated for the sessions subscribed to the table's contexts.
     changed: (tableId, version) => options.domain.listener.tableChanged?.(tableId, version),
   });
+}
+
+/** TABLE_MAX_BYTES and TABLE_WRITE_MAX_BYTES, their defaults where the config leaves them out. */
+function tableLimits(options: AppOptions): TableLimits {
+  return {
+    maxBytes: options.config.tableMaxBytes ?? DEFAULT_TABLE_LIMITS.maxBytes,
+    maxWriteBytes: options.config.tableWriteMaxBytes ?? DEFAULT_TABLE_LIMITS.maxWriteBytes,
+  };
 }
 
 /** The sandbox custom tools run in, sized by the CUSTOM_TOOL_* settings, reporting to `metrics`. */

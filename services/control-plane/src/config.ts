@@ -27,6 +27,10 @@ export interface Config {
   metricsToken: string | undefined;
   /** Largest tool answer, in bytes of JSON (RESULT_TOO_LARGE above). */
   maxResultBytes: number;
+  /** Largest data of one table, in bytes of its compact JSON (PAYLOAD_TOO_LARGE above). */
+  tableMaxBytes: number;
+  /** Largest change one tool write may store, in bytes of its JSON (PAYLOAD_TOO_LARGE above). */
+  tableWriteMaxBytes: number;
   /** Budget of the parsed-context cache, in bytes of JSON (0 turns it off). */
   contextCacheBytes: number;
   bindingCacheEntries: number;
@@ -165,6 +169,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     internalToken: v.INTERNAL_TOKEN,
     metricsToken: v.METRICS_TOKEN,
     maxResultBytes: v.RESULT_LIMIT_BYTES,
+    tableMaxBytes: v.TABLE_MAX_BYTES,
+    tableWriteMaxBytes: v.TABLE_WRITE_MAX_BYTES,
     contextCacheBytes: v.CONTEXT_CACHE_MB * MiB,
     bindingCacheEntries: v.BINDING_CACHE_ENTRIES,
     gatewayUrls: v.GATEWAY_URLS,

@@ -65,6 +65,20 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 1_000_000,
       doc: 'largest tool answer, in bytes of JSON (`RESULT_TOO_LARGE` above)',
     }),
+    TABLE_MAX_BYTES: integer({
+      min: 1024,
+      max: 1024 * MiB,
+      unit: 'bytes',
+      default: 32 * MiB,
+      doc: 'largest data of one table, in bytes of its compact JSON (UTF-8): a write that would grow a table past it is refused (`PAYLOAD_TOO_LARGE`, `details.limit: "table_bytes"`), by tools and the admin API alike (create, `PUT …/data`, import); writes that shrink a table always pass',
+    }),
+    TABLE_WRITE_MAX_BYTES: integer({
+      min: 1024,
+      max: 1024 * MiB,
+      unit: 'bytes',
+      default: 4 * MiB,
+      doc: 'largest change one tool write (a context tool’s or `ctx.context.write`) may store, in bytes of its JSON (`PAYLOAD_TOO_LARGE`, `details.limit: "write_bytes"`); whole documents from the admin API are bounded by `BODY_LIMIT_BYTES` and `TABLE_MAX_BYTES` instead',
+    }),
     CONTEXT_CACHE_MB: integer({
       min: 0,
       max: 64 * 1024,
