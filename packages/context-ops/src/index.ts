@@ -20,6 +20,7 @@ export { executeRead, executeWrite, type ReadResult, type WriteResult } from './
 export { compileQuery } from './jmespath/compile.ts';
 export { limitExceeded as queryLimitExceeded, type QueryLimit } from './jmespath/meter.ts';
 export type { JsonSchema, JsonValue } from './json.ts';
+export { jsonBytes, jsonBytesDelta } from './json-size.ts';
 export { DEFAULT_LIMITS, DEFAULT_QUERY_BUDGET, type Limits, type QueryBudget } from './limits.ts';
 export type { OperationDefinition } from './operation.ts';
 export { OPERATIONS } from './operations.ts';

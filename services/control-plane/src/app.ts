@@ -39,6 +39,7 @@ import { AuditStreamHub, type AuditStreamOptions } from './domain/audit-stream.t
 import { ContextCache } from './domain/context-cache.ts';
 import { ContextStore } from './domain/context-store.ts';
 import type { FoldPolicy } from './domain/table-folds.ts';
+import { DEFAULT_TABLE_LIMITS, type TableLimits } from './domain/table-limits.ts';
 import {
   DatabaseTableVersions,
   LocalTableVersions,
@@ -100,6 +101,8 @@ export interface AppOptions {
         | 'upstreamMessageMaxBytes'
         | 'upstreamCallMaxBytes'
         | 'tableVersionLeaseMs'
+        | 'tableMaxBytes'
+        | 'tableWriteMaxBytes'
         | QuerySettings
         | AuditSettings
         | CustomToolSettings
@@ -182,6 +185,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     ...options.domain,
     sandbox,
     contexts,
+    tableLimits: tableLimits(options),
     listener: {
       configChanged(aeiIds) {
         bindings.invalidate(aeiIds);
@@ -467,9 +471,18 @@ function contextStore(
     versions,
     log,
     ...(options.foldPolicy && { fold: options.foldPolicy }),
+    limits: tableLimits(options),
     // Gateways turn it into resources/updated for the sessions subscribed to the table's contexts.
     changed: (tableId, version) => options.domain.listener.tableChanged?.(tableId, version),
   });
+}
+
+/** TABLE_MAX_BYTES and TABLE_WRITE_MAX_BYTES, their defaults where the config leaves them out. */
+function tableLimits(options: AppOptions): TableLimits {
+  return {
+    maxBytes: options.config.tableMaxBytes ?? DEFAULT_TABLE_LIMITS.maxBytes,
+    maxWriteBytes: options.config.tableWriteMaxBytes ?? DEFAULT_TABLE_LIMITS.maxWriteBytes,
+  };
 }
 
 /** The sandbox custom tools run in, sized by the CUSTOM_TOOL_* settings, reporting to `metrics`. */
@@ -486,7 +499,12 @@ function customToolSandbox(
     perTenant: settings.customToolTenantCalls,
     memoryMb: settings.customToolMemoryMb,
     // A custom tool's answer is bounded like every tool answer (RESULT_LIMIT_BYTES).
-    limits: { timeoutMs: settings.customToolTimeoutMs, maxResultBytes: options.config.maxResultBytes },
+    limits: {
+      timeoutMs: settings.customToolTimeoutMs,
+      maxResultBytes: options.config.maxResultBytes,
+      maxWrites: settings.customToolMaxWrites,
+      writesPerSecond: settings.customToolWritesPerSecond,
+    },
     log,
     report: (running, queued) => {
       meter.running.set(running);

@@ -27,6 +27,10 @@ export interface Config {
   metricsToken: string | undefined;
   /** Largest tool answer, in bytes of JSON (RESULT_TOO_LARGE above). */
   maxResultBytes: number;
+  /** Largest data of one table, in bytes of its compact JSON (PAYLOAD_TOO_LARGE above). */
+  tableMaxBytes: number;
+  /** Largest change one tool write may store, in bytes of its JSON (PAYLOAD_TOO_LARGE above). */
+  tableWriteMaxBytes: number;
   /** Budget of the parsed-context cache, in bytes of JSON (0 turns it off). */
   contextCacheBytes: number;
   bindingCacheEntries: number;
@@ -84,6 +88,10 @@ export interface Config {
   customToolQueue: number;
   /** Custom tool calls of one tenant running or waiting at once (RATE_LIMITED beyond). */
   customToolTenantCalls: number;
+  /** `ctx.context.write` calls of one custom tool call (LIMIT_EXCEEDED beyond). */
+  customToolMaxWrites: number;
+  /** `ctx.context.write` calls of one custom tool call per second; later ones wait their turn. */
+  customToolWritesPerSecond: number;
   /** Executables stdio upstream servers may run (none: stdio servers refused). */
   upstreamStdioCommands: string[];
   /** How often running upstream servers' tools are listed again, in ms (0: never). */
@@ -133,6 +141,8 @@ export const CUSTOM_TOOL_DEFAULTS = {
   customToolWorkers: settings.CUSTOM_TOOL_WORKERS.fallback({}),
   customToolQueue: settings.CUSTOM_TOOL_QUEUE.fallback({}),
   customToolTenantCalls: settings.CUSTOM_TOOL_TENANT_CALLS.fallback({}),
+  customToolMaxWrites: settings.CUSTOM_TOOL_MAX_WRITES.fallback({}),
+  customToolWritesPerSecond: settings.CUSTOM_TOOL_WRITES_PER_SECOND.fallback({}),
 } as const satisfies Partial<Config>;
 
 /** OPENAPI_IMPORT_MAX_BYTES's default (tests building their own config fall back to it too). */
@@ -163,6 +173,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     internalToken: v.INTERNAL_TOKEN,
     metricsToken: v.METRICS_TOKEN,
     maxResultBytes: v.RESULT_LIMIT_BYTES,
+    tableMaxBytes: v.TABLE_MAX_BYTES,
+    tableWriteMaxBytes: v.TABLE_WRITE_MAX_BYTES,
     contextCacheBytes: v.CONTEXT_CACHE_MB * MiB,
     bindingCacheEntries: v.BINDING_CACHE_ENTRIES,
     gatewayUrls: v.GATEWAY_URLS,
@@ -192,6 +204,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     customToolWorkers: v.CUSTOM_TOOL_WORKERS,
     customToolQueue: v.CUSTOM_TOOL_QUEUE,
     customToolTenantCalls: v.CUSTOM_TOOL_TENANT_CALLS,
+    customToolMaxWrites: v.CUSTOM_TOOL_MAX_WRITES,
+    customToolWritesPerSecond: v.CUSTOM_TOOL_WRITES_PER_SECOND,
     upstreamStdioCommands: v.UPSTREAM_STDIO_COMMANDS,
     upstreamRefreshMs: v.UPSTREAM_REFRESH_S * 1000,
     upstreamMessageMaxBytes: v.UPSTREAM_MESSAGE_MAX_BYTES,

@@ -4,7 +4,9 @@
 // in under 2 s while the control plane keeps answering other calls, an allocation bomb with a
 // memory error, an answer outside the output schema with a tool error, a call stopped after it
 // began writing says the outcome is unknown, and calls past the account's share are RATE_LIMITED
-// and counted in the metrics.
+// and counted in the metrics; a call's writes past CUSTOM_TOOL_MAX_WRITES are LIMIT_EXCEEDED with
+// the earlier ones kept, and writes from 16 loops at once are paced to CUSTOM_TOOL_WRITES_PER_SECOND
+// while another user's calls are answered.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { sample } from './support/metrics.ts';
@@ -319,6 +321,86 @@ describe('calling', () => {
     // Nothing runs or waits any more: the gauges came back down.
     expect(sample(text, 'controlplane_custom_tool_pool_running')).toBe(0);
     expect(sample(text, 'controlplane_custom_tool_pool_queued')).toBe(0);
+  });
+});
+
+describe('bounds on the writes of one call', () => {
+  it('writes past CUSTOM_TOOL_MAX_WRITES: LIMIT_EXCEEDED naming it, the writes before it stand', async () => {
+    const capped = await startTestApp({ customTool: { customToolMaxWrites: 5 } });
+    try {
+      const v = await customToolUser(capped, { notes: [] });
+      await v.add(
+        'eight_notes',
+        customTool(
+          `export default async (args, ctx) => {
+            for (let n = 0; n < 8; n++) await ctx.context.write('create', { value: { n } });
+            return 'all eight written';
+          }`,
+          { context: { table_id: v.tableId, json_path: '/notes', write: true } },
+        ),
+      );
+      const answer = await v.call('eight_notes');
+      expect(answer).toMatchObject({ isError: true, value: { error: { code: 'LIMIT_EXCEEDED' } } });
+      expect(answer.value.error.message).toMatch(
+        /^ctx.context.write: this call has made 5 writes, the most one call may make \(CUSTOM_TOOL_MAX_WRITES\); those stand/,
+      );
+      expect((await v.table()).data.notes).toEqual([0, 1, 2, 3, 4].map((n) => ({ n })));
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('16 write loops at once are paced to CUSTOM_TOOL_WRITES_PER_SECOND; another user’s query answers meanwhile', async () => {
+    const paced = await startTestApp({
+      customTool: { customToolWritesPerSecond: 20, customToolTimeoutMs: 5_000 },
+    });
+    try {
+      const writer = await customToolUser(paced, { slots: Array(16).fill(0) });
+      const reader = await customToolUser(paced, { customers: [{ id: 'c1' }] }, 'reader');
+      await reader.add('customers', { table_id: reader.tableId, json_path: '', operation_type: 'query' });
+      // Each loop writes until a second has passed since the tool started.
+      await writer.add(
+        'sixteen_loops',
+        customTool(
+          `export default async (args, ctx) => {
+            const end = Date.now() + 1000;
+            let writes = 0;
+            const loop = async (k) => {
+              while (Date.now() < end) {
+                await ctx.context.write('update', { path: '/' + k, value: writes });
+                writes++;
+              }
+            };
+            await Promise.all(Array.from({ length: 16 }, (_, k) => loop(k)));
+            return { writes };
+          }`,
+          { context: { table_id: writer.tableId, json_path: '/slots', write: true } },
+        ),
+      );
+      await writer.add('warm', customTool('export default () => 1'));
+      await Promise.all([writer.call('warm'), writer.call('warm')]);
+      const before = (await writer.table()).version;
+
+      const started = performance.now();
+      const writing = writer.call('sixteen_loops');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const query = await reader.call('customers', { query: 'customers[].id' });
+      const queryDone = performance.now() - started;
+      const answer = await writing;
+
+      expect(query).toMatchObject({ isError: false, value: ['c1'] });
+      // Answered while the loops were still writing (they stop a second after the tool starts).
+      expect(queryDone).toBeLessThan(1_000);
+      expect(answer.isError).toBe(false);
+      const { writes } = answer.value as { writes: number };
+      // A full bucket (16) at once, then 20 a second for the loops' second, and the last
+      // round let through together after it: far below what the loops would make unpaced.
+      expect(writes).toBeGreaterThanOrEqual(16);
+      expect(writes).toBeLessThanOrEqual(16 + 20 * 2);
+      expect((await writer.table()).version).toBe(before + writes);
+    } finally {
+      await paced.close();
+    }
   });
 });
 

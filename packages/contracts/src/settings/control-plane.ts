@@ -66,6 +66,20 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 1_000_000,
       doc: 'largest tool answer, in bytes of JSON (`RESULT_TOO_LARGE` above)',
     }),
+    TABLE_MAX_BYTES: integer({
+      min: 1024,
+      max: 1024 * MiB,
+      unit: 'bytes',
+      default: 32 * MiB,
+      doc: 'largest data of one table, in bytes of its compact JSON (UTF-8): a write that would grow a table past it is refused (`PAYLOAD_TOO_LARGE`, `details.limit: "table_bytes"`), by tools and the admin API alike (create, `PUT …/data`, import); writes that shrink a table always pass',
+    }),
+    TABLE_WRITE_MAX_BYTES: integer({
+      min: 1024,
+      max: 1024 * MiB,
+      unit: 'bytes',
+      default: 4 * MiB,
+      doc: 'largest change one tool write (a context tool’s or `ctx.context.write`) may store, in bytes of its JSON (`PAYLOAD_TOO_LARGE`, `details.limit: "write_bytes"`); whole documents from the admin API are bounded by `BODY_LIMIT_BYTES` and `TABLE_MAX_BYTES` instead',
+    }),
     CONTEXT_CACHE_MB: integer({
       min: 0,
       max: 64 * 1024,
@@ -238,6 +252,19 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       max: 10_000,
       default: 8,
       doc: 'custom tool calls of one tenant (the user owning the exposure) running or waiting at once (`RATE_LIMITED` beyond)',
+    }),
+    CUSTOM_TOOL_MAX_WRITES: integer({
+      min: 1,
+      max: 1_000_000,
+      default: 1_000,
+      doc: '`ctx.context.write` calls one custom tool call may make (`LIMIT_EXCEEDED` past it; the writes before it stand)',
+    }),
+    CUSTOM_TOOL_WRITES_PER_SECOND: integer({
+      min: 1,
+      max: 100_000,
+      unit: 'writes/s',
+      default: 100,
+      doc: '`ctx.context.write` calls one custom tool call makes per second at most, in bursts of up to 16 (its host calls in flight); a write past that waits for its turn, within the call’s time limit',
     }),
     UPSTREAM_STDIO_COMMANDS: list({
       doc: 'executables stdio upstream MCP servers may run, by name (`node` allows `node` and `/usr/bin/node`); empty = stdio servers refused. They run on this host as this process’s user: allow only what you trust. `pnpm start` allows `npx,node,uvx,python3`',

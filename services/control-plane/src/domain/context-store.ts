@@ -12,15 +12,30 @@
  * next version's patch (what it changed, not the whole context) and the snapshot is brought up to
  * date in the background (table-folds.ts).
  */
-import { advanceContext, diffChanges, type JsonValue, type VersionChanges } from '@bindery/context-ops';
+import {
+  advanceContext,
+  diffChanges,
+  jsonBytesDelta,
+  type JsonValue,
+  type VersionChanges,
+} from '@bindery/context-ops';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { trackWrite, type WriteMeter } from '../metrics.ts';
 import type { CachedContext, ContextCache } from './context-cache.ts';
 import type { Db } from './context.ts';
 import { RecentChanges } from './recent-changes.ts';
-import { appendPatches, lockTable, patchesAfter, readNode, tableVersion } from './table-data.ts';
+import {
+  appendPatches,
+  dataBytes,
+  lockTable,
+  measureData,
+  patchesAfter,
+  readNode,
+  tableVersion,
+} from './table-data.ts';
 import { TableFolds, type FoldPolicy } from './table-folds.ts';
+import { checkTableBytes, checkWriteBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
 import type { TableVersions } from './table-versions.ts';
 
 // Generous: writers on one hot table queue, and a pool slot may be busy.
@@ -79,6 +94,8 @@ export interface ContextStoreOptions {
   versions: TableVersions;
   log: { warn(details: object, message: string): void };
   fold?: FoldPolicy;
+  /** How large a table may grow and one write may be (the settings' defaults when absent). */
+  limits?: TableLimits;
   /**
    * Told after each commit that changed a table's data (a batch of writes, a replacement), with
    * the version it reached; synchronously, so it must only note the change (it is not awaited).
@@ -94,6 +111,7 @@ export class ContextStore {
   readonly #folds: TableFolds;
   readonly #log: ContextStoreOptions['log'];
   readonly #changed: ContextStoreOptions['changed'];
+  readonly #limits: TableLimits;
   /** Writes waiting per table in this process (one batch of a table commits at a time). */
   readonly #queues = new Map<string, QueuedWrite<unknown>[]>();
 
@@ -104,6 +122,7 @@ export class ContextStore {
     this.#folds = new TableFolds(options.prisma, options.log, options.fold);
     this.#log = options.log;
     this.#changed = options.changed;
+    this.#limits = options.limits ?? DEFAULT_TABLE_LIMITS;
   }
 
   /** Where reads learn tables' versions (also told by the admin API's writes). */
@@ -211,12 +230,13 @@ export class ContextStore {
         tracked: trackWrite(meter),
         settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)),
       };
-      let queue = this.#queues.get(at.tableId);
+      const queue = this.#queues.get(at.tableId);
       if (queue === undefined) {
-        queue = [];
-        this.#queues.set(at.tableId, queue);
-        queue.push(queued as QueuedWrite<unknown>);
-        void this.#drain(at.tableId, queue);
+        const started = [queued as QueuedWrite<unknown>];
+        this.#queues.set(at.tableId, started);
+        // After the current job: writes started in the same turn (a custom tool's round of host
+        // calls) join the first batch instead of waiting for its transaction to end.
+        queueMicrotask(() => void this.#drain(at.tableId, started));
       } else queue.push(queued as QueuedWrite<unknown>);
     });
   }
@@ -307,10 +327,13 @@ export class ContextStore {
     const locked = await lockTable(tx, at.tableId);
     if (locked === undefined) throw tableMissing(at);
     for (const queued of batch) queued.tracked.locked();
-    const before = await this.#nodeAt(tx, at, locked);
-    if (before.version !== locked) throw staleNode(at, before.version, locked);
+    const before = await this.#nodeAt(tx, at, locked.version);
+    if (before.version !== locked.version) throw staleNode(at, before.version, locked.version);
+    // The table's size, kept by every write; measured once for a table stored before it was.
+    let bytes = locked.bytes ?? (await measureData(tx, at.tableId));
+    if (bytes === undefined) throw tableMissing(at);
     let node = before.node;
-    let version = locked;
+    let version = locked.version;
     const accepted: AppliedBatch['accepted'] = [];
     for (const queued of batch) {
       const { hooks } = queued;
@@ -328,11 +351,17 @@ export class ContextStore {
         }
         const { context, result } = queued.change(node);
         const changes = diffChanges(node, context, at.tokens);
+        const text = JSON.stringify(changes);
+        checkWriteBytes(this.#limits, dataBytes(text), at.tableId);
+        // What the write adds to the table: measured on what it changed, not on the table.
+        const grown = jsonBytesDelta(node, context);
+        checkTableBytes(this.#limits, bytes + grown, { tableId: at.tableId, grows: grown > 0 });
         await hooks.afterChange?.(tx, { result, version: version + 1 });
         if (guarded) await tx.$executeRawUnsafe('RELEASE SAVEPOINT context_write');
         version += 1;
         node = context;
-        accepted.push({ queued, result, patch: { version, changes }, text: JSON.stringify(changes) });
+        bytes += grown;
+        accepted.push({ queued, result, patch: { version, changes }, text });
       } catch (error) {
         if (guarded) {
           await tx.$executeRawUnsafe('ROLLBACK TO SAVEPOINT context_write');
@@ -345,6 +374,7 @@ export class ContextStore {
       tx,
       at.tableId,
       accepted.map((a) => ({ version: a.patch.version, changes: a.text })),
+      bytes,
     );
     if (accepted.length > 0) await this.#versions.announce(at.tableId, version);
     return { accepted, node, bytes: before.bytes };

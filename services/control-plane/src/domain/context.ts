@@ -8,6 +8,7 @@ import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { TransactionClient } from '../generated/prisma/internal/prismaNamespace.ts';
 import type { ContextStore } from './context-store.ts';
 import type { SecretKeyring } from './secret-keyring.ts';
+import type { TableLimits } from './table-limits.ts';
 import type { SourceChecker } from './tool-kinds/tool-kind.ts';
 
 /** A Prisma client or an open transaction, so services compose inside one transaction. */
@@ -47,6 +48,8 @@ export interface DomainContext {
    * control plane serves the old data from a cache). Absent outside an app, where nothing caches.
    */
   contexts?: ContextStore | undefined;
+  /** How large tables' data may grow (TABLE_MAX_BYTES, TABLE_WRITE_MAX_BYTES); the defaults when absent. */
+  tableLimits?: TableLimits | undefined;
 }
 
 /** The authenticated caller of the admin API. */

@@ -26,7 +26,8 @@ import { checkTemplate, promptChars } from './prompts.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
-import { firstSnapshot } from './table-data.ts';
+import { dataBytes, firstSnapshot } from './table-data.ts';
+import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
 import { checkColumns, offeredKind, type KindColumns, type SourceChecker } from './tool-kinds/index.ts';
 
 const NAME_MAX = 200;
@@ -332,6 +333,7 @@ export async function importDocument(
 ): Promise<ImportResult> {
   const referenced = new Set<string>();
   const adis = await checkDocument(doc, caller, ctx.prisma, ctx.sandbox, referenced);
+  const sizes = measureTables(doc, ctx.tableLimits ?? DEFAULT_TABLE_LIMITS);
   const secretsToCreate = [...new Set([...(await missingSecrets(ctx.prisma, caller, doc)), ...referenced])];
   if (dryRun) {
     const plan = await planNames(ctx.prisma, caller, doc);
@@ -349,15 +351,17 @@ export async function importDocument(
       secrets_to_create: secretsToCreate,
     };
   }
-  const imported = changeExposure(ctx, (tx) => applyImport(tx, caller, doc, adis)).catch((error: unknown) => {
-    if (uniqueViolation(error)) {
-      throw new DomainError(
-        'CONFLICT',
-        'a name this import chose was taken by another request meanwhile; nothing was imported, run it again',
-      );
-    }
-    throw error;
-  });
+  const imported = changeExposure(ctx, (tx) => applyImport(tx, caller, doc, adis, sizes)).catch(
+    (error: unknown) => {
+      if (uniqueViolation(error)) {
+        throw new DomainError(
+          'CONFLICT',
+          'a name this import chose was taken by another request meanwhile; nothing was imported, run it again',
+        );
+      }
+      throw error;
+    },
+  );
   return { ...(await imported), secrets_to_create: secretsToCreate };
 }
 
@@ -376,12 +380,40 @@ async function missingSecrets(db: Db, caller: Principal, doc: ExportDocument): P
   return names.filter((name) => !owned.has(name));
 }
 
+/**
+ * Each table's data as JSON text and its size, by source id; PAYLOAD_TOO_LARGE (naming the table's
+ * pointer in the document) for data over the table cap, as a create of it would be.
+ */
+function measureTables(
+  doc: ExportDocument,
+  limits: TableLimits,
+): Map<string, { text: string; bytes: number }> {
+  const sizes = new Map<string, { text: string; bytes: number }>();
+  doc.tables.forEach((table, i) => {
+    const text = JSON.stringify(table.data);
+    const bytes = dataBytes(text);
+    try {
+      checkTableBytes(limits, bytes);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      throw new DomainError(error.code, `body/tables/${i}/data: ${error.message}`, {
+        ...error.details,
+        location: 'body',
+        pointer: `/tables/${i}/data`,
+      });
+    }
+    sizes.set(table.id, { text, bytes });
+  });
+  return sizes;
+}
+
 /** Plans the names and writes everything in one transaction; the answer carries the new keys. */
 async function applyImport(
   tx: Db,
   caller: Principal,
   doc: ExportDocument,
   checked: Map<string, { kind: string; columns: KindColumns }>,
+  sizes: Map<string, { text: string; bytes: number }>,
 ): Promise<{ result: Omit<ImportResult, 'secrets_to_create'>; changedAeis: string[] }> {
   // Planned inside the transaction, so the names it picks are still free when written (a slug
   // taken meanwhile by a concurrent request fails the whole import on its unique index).
@@ -414,10 +446,11 @@ async function applyImport(
       userId,
       projectId: t.project_id === null ? null : id(t.project_id),
       name: plan.renamed.get(t.id)?.name ?? t.name,
+      bytes: sizes.get(t.id)?.bytes ?? null,
     })),
   });
   await tx.tableSnapshot.createMany({
-    data: doc.tables.map((t) => ({ tableId: id(t.id), ...firstSnapshot(t.data) })),
+    data: doc.tables.map((t) => ({ tableId: id(t.id), ...firstSnapshot(t.data, sizes.get(t.id)?.text) })),
   });
   await tx.adi.createMany({
     data: doc.adis.map((a) => {

@@ -106,11 +106,31 @@ export async function tableVersion(db: Db, tableId: string): Promise<number | un
   return rows[0]?.version;
 }
 
-/** Locks the table row for the rest of the transaction; its version, or undefined when it does not exist. */
-export async function lockTable(tx: Db, tableId: string): Promise<number | undefined> {
-  const rows = await tx.$queryRaw<{ version: number }[]>`
-    SELECT version FROM "table" WHERE id = ${tableId} FOR UPDATE`;
-  return rows[0]?.version;
+/**
+ * Locks the table row for the rest of the transaction; its version and the size of its data
+ * (null while unmeasured), or undefined when it does not exist.
+ */
+export async function lockTable(
+  tx: Db,
+  tableId: string,
+): Promise<{ version: number; bytes: number | null } | undefined> {
+  const rows = await tx.$queryRaw<{ version: number; bytes: number | null }[]>`
+    SELECT version, bytes FROM "table" WHERE id = ${tableId} FOR UPDATE`;
+  return rows[0];
+}
+
+/** The size `table.bytes` holds for data whose compact JSON is `text`: its UTF-8 length. */
+export function dataBytes(text: string): number {
+  return Buffer.byteLength(text);
+}
+
+/**
+ * The size of the table's latest data, measured from the whole document: only for a table whose
+ * row does not hold it yet (stored before it was kept). The table row must be locked.
+ */
+export async function measureData(tx: Db, tableId: string): Promise<number | undefined> {
+  const document = (await tableDocuments(tx, [tableId])).get(tableId);
+  return document && dataBytes(JSON.stringify(document.data));
 }
 
 /** The patches of the versions after `after` that are still stored, in order. */
@@ -123,13 +143,14 @@ export async function patchesAfter(db: Db, tableId: string, after: number): Prom
 
 /**
  * Stores the edits of writes as the versions they make (consecutive, the first one after the
- * table's) and moves the table to the last; the table row must be locked by the transaction.
- * Each patch's `changes` is the JSON text of a DataChange[].
+ * table's) and moves the table to the last, its data now `bytes` large; the table row must be
+ * locked by the transaction. Each patch's `changes` is the JSON text of a DataChange[].
  */
 export async function appendPatches(
   tx: Db,
   tableId: string,
   patches: readonly { version: number; changes: string }[],
+  bytes: number,
 ): Promise<void> {
   const last = patches.at(-1);
   if (last === undefined) return;
@@ -139,25 +160,25 @@ export async function appendPatches(
       SELECT ${tableId}, x.version, x.changes::json
       FROM unnest(${patches.map((p) => p.version)}::int[], ${patches.map((p) => p.changes)}::text[])
         AS x(version, changes))
-    UPDATE "table" SET version = ${last.version}, updated_at = now() WHERE id = ${tableId}`;
+    UPDATE "table" SET version = ${last.version}, bytes = ${bytes}, updated_at = now() WHERE id = ${tableId}`;
 }
 
-/** A new table's snapshot of `data` (version 1), as Prisma writes it. */
-export function firstSnapshot(data: unknown) {
+/** A new table's snapshot of `data` (version 1; `text` is its JSON), as Prisma writes it. */
+export function firstSnapshot(data: unknown, text = JSON.stringify(data)) {
   return {
     version: 1,
     // Prisma writes a JS null as SQL NULL; a JSON null must be spelled JsonNull.
     data: data === null ? Prisma.JsonNull : (data as Prisma.InputJsonValue),
-    bytes: JSON.stringify(data).length,
+    bytes: text.length,
   };
 }
 
 /**
- * Makes `data` the whole data of the table at `version` (the table row already moved there, in
- * this transaction): the snapshot is replaced and every patch before it dropped.
+ * Makes the data whose JSON is `text` the whole data of the table at `version` (the table row
+ * already moved there, in this transaction): the snapshot is replaced and every patch before it
+ * dropped.
  */
-export async function replaceData(tx: Db, tableId: string, version: number, data: unknown): Promise<void> {
-  const text = JSON.stringify(data);
+export async function replaceData(tx: Db, tableId: string, version: number, text: string): Promise<void> {
   await tx.$executeRaw`
     UPDATE table_snapshot SET data = ${text}::jsonb, bytes = ${text.length}, version = ${version}
     WHERE table_id = ${tableId}`;

@@ -19,9 +19,11 @@ import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { findOwnProject } from './projects.ts';
-import { firstSnapshot, replaceData, tableDocuments } from './table-data.ts';
+import { dataBytes, firstSnapshot, replaceData, tableDocuments } from './table-data.ts';
+import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
 
-type TableRow = Table;
+// What the summary reads of a row (its data's size stays with the writes that keep it).
+type TableRow = Omit<Table, 'bytes'>;
 const SUMMARY_FIELDS = {
   id: true,
   userId: true,
@@ -55,17 +57,27 @@ export async function findOwnTable(db: Db, caller: Principal, id: string): Promi
   return table;
 }
 
-export async function createTable(db: Db, caller: Principal, input: CreateTableBody): Promise<TableSummary> {
+/** Creates a table; its data may be at most `limits.maxBytes` (PAYLOAD_TOO_LARGE above). */
+export async function createTable(
+  db: Db,
+  caller: Principal,
+  input: CreateTableBody,
+  limits: TableLimits = DEFAULT_TABLE_LIMITS,
+): Promise<TableSummary> {
   if (input.project_id != null) await findOwnProject(db, caller, input.project_id);
   const data = input.data === undefined ? {} : input.data;
   checkData(data);
+  const text = JSON.stringify(data);
+  const bytes = dataBytes(text);
+  checkTableBytes(limits, bytes);
   const table = await db.table.create({
     data: {
       id: newId('tbl'),
       userId: caller.userId,
       projectId: input.project_id ?? null,
       name: input.name,
-      snapshot: { create: firstSnapshot(data) },
+      bytes,
+      snapshot: { create: firstSnapshot(data, text) },
     },
     select: SUMMARY_FIELDS,
   });
@@ -98,6 +110,7 @@ export async function listTables(db: Db, caller: Principal, query: PageQuery & {
 /**
  * Replaces a table's data. With `expectedVersion` (from If-Match) the write happens only if the
  * table is still at that version, else PRECONDITION_FAILED; either way the version goes up by one.
+ * Data larger than the table cap (ctx.tableLimits) is PAYLOAD_TOO_LARGE, before anything is locked.
  */
 export async function replaceTableData(
   ctx: DomainContext,
@@ -107,6 +120,9 @@ export async function replaceTableData(
   expectedVersion: number | undefined,
 ): Promise<TableSummary> {
   checkData(data);
+  const text = JSON.stringify(data);
+  const bytes = dataBytes(text);
+  checkTableBytes(ctx.tableLimits ?? DEFAULT_TABLE_LIMITS, bytes, { tableId: id });
   const table = await ctx.prisma.$transaction(
     async (tx) => {
       // Locks the row: writes through tools wait, and the version check below cannot go stale.
@@ -123,10 +139,10 @@ export async function replaceTableData(
       }
       const updated = await tx.table.update({
         where: { id },
-        data: { version: { increment: 1 } },
+        data: { version: { increment: 1 }, bytes },
         select: SUMMARY_FIELDS,
       });
-      await replaceData(tx, id, updated.version, data);
+      await replaceData(tx, id, updated.version, text);
       await ctx.contexts?.versions.announce(id, updated.version);
       return updated;
     },

@@ -51,7 +51,7 @@ export async function tableRoutes(app: AdminApp): Promise<void> {
       },
     },
     async (request, reply) => {
-      const table = await createTable(db, request.principal, request.body);
+      const table = await createTable(db, request.principal, request.body, ctx.tableLimits);
       return reply.status(201).header('etag', etag(table.version)).send(table);
     },
   );

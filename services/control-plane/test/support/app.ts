@@ -70,6 +70,8 @@ export async function startTestApp(
     customTool?: Partial<Record<keyof typeof CUSTOM_TOOL_DEFAULTS, number>>;
     /** Audit writer settings (AUDIT_FLUSH_MS, ...); the defaults otherwise. */
     audit?: Partial<Record<keyof typeof AUDIT_DEFAULTS, number>>;
+    /** TABLE_MAX_BYTES and TABLE_WRITE_MAX_BYTES; the defaults otherwise. */
+    tables?: { tableMaxBytes?: number; tableWriteMaxBytes?: number };
     /** HTTP_TOOLS_ALLOWED_NETWORKS (none otherwise): loopback CIDRs a test's local server is on. */
     allowedNetworks?: string[];
     /** BINDERY_SECRET_KEY and BINDERY_SECRET_OLD_KEYS; `null` = no key (PostgreSQL without one). */
@@ -145,6 +147,7 @@ export async function startTestApp(
       ...options.query,
       ...options.customTool,
       ...options.audit,
+      ...options.tables,
     },
     engine: database.kind,
     ...(options.foldPolicy && { foldPolicy: options.foldPolicy }),

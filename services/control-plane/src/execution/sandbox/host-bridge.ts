@@ -12,6 +12,13 @@
 import { ERROR_CODES, type ErrorCode } from '@bindery/contracts';
 import type { MessagePort } from 'node:worker_threads';
 import type { HostAnswer, HostFunction, HostRequest, SandboxLimits } from './protocol.ts';
+import { WritePace } from './write-pace.ts';
+
+/** The limits of a call that its host calls are held to here. */
+export type HostCallLimits = Pick<
+  SandboxLimits,
+  'maxHostRequestBytes' | 'maxHostAnswerBytes' | 'maxHostCallsInFlight' | 'maxWrites' | 'writesPerSecond'
+>;
 
 /** A request of `ctx.fetch(url, init)`, as the tool made it (the host applies its own rules). */
 export interface ToolFetchRequest {
@@ -68,11 +75,19 @@ export function hostFunctions(host: ToolHost): HostFunction[] {
  * `cancelled` aborts when the caller gave up: the host work in flight is stopped (a fetch is cut)
  * and every host call is answered UPSTREAM_FAILED from then on, so code awaiting one ends soon
  * instead of waiting out its deadline.
+ *
+ * Calls are started a round at a time, from a turn of the event loop of their own, never inside
+ * the port's message event: Node delivers up to a thousand queued messages in one such event,
+ * running the promise jobs of each before the next, and on the embedded database a write's whole
+ * transaction is such jobs. A tool keeping several calls in flight always had the next message
+ * queued, so the event loop did not get back to its sockets until the call ended. Writes are also
+ * bounded: `maxWrites` per call, then LIMIT_EXCEEDED; `writesPerSecond`, past which they wait for
+ * their turn (write-pace.ts) and are let through together, so they commit as one batch.
  */
 export function answerHostCalls(
   port: MessagePort,
   host: ToolHost,
-  limits: Pick<SandboxLimits, 'maxHostRequestBytes' | 'maxHostAnswerBytes'>,
+  limits: HostCallLimits,
   signal: AbortSignal,
   onUnexpected: (fn: HostFunction, error: unknown) => void,
   cancelled?: AbortSignal,
@@ -82,10 +97,84 @@ export function answerHostCalls(
   const answer = (message: HostAnswer) => {
     if (!signal.aborted) port.postMessage(message);
   };
+  const pace = new WritePace(limits.writesPerSecond, limits.maxHostCallsInFlight);
+  /** Arrived and not started yet, in order (writes waiting for their turn among them). */
+  const waiting: HostRequest[] = [];
+  let started = 0;
+  let answered = 0;
+  let writes = 0;
+  let round: NodeJS.Immediate | undefined;
+  let paced: NodeJS.Timeout | undefined;
+  const startRound = () => {
+    round ??= setImmediate(runRound);
+  };
+
   port.on('message', (request: HostRequest) => {
-    void respond(request).then(answer);
+    // The worker holds its calls to the same bound; this is the boundary's own check.
+    if (started - answered + waiting.length >= limits.maxHostCallsInFlight) {
+      answer(
+        refuse(
+          request.id,
+          'LIMIT_EXCEEDED',
+          `ctx.${request.fn}: ${limits.maxHostCallsInFlight} host calls are already awaiting their answers; await some first.`,
+        ),
+      );
+      return;
+    }
+    waiting.push(request);
+    startRound();
   });
-  signal.addEventListener('abort', () => port.close(), { once: true });
+  // A cancelled call's waiting writes are answered now rather than at their turn.
+  cancelled?.addEventListener('abort', startRound, { once: true });
+  signal.addEventListener(
+    'abort',
+    () => {
+      if (round) clearImmediate(round);
+      if (paced) clearTimeout(paced);
+      port.close();
+    },
+    { once: true },
+  );
+
+  function runRound(): void {
+    round = undefined;
+    const writesWaiting = waiting.filter((request) => request.fn === 'context.write').length;
+    let turns = cancelled?.aborted
+      ? writesWaiting
+      : pace.take(Math.min(writesWaiting, Math.max(0, limits.maxWrites - writes)));
+    const held: HostRequest[] = [];
+    for (const request of waiting.splice(0)) {
+      if (request.fn !== 'context.write' || cancelled?.aborted) start(request);
+      else if (writes >= limits.maxWrites) {
+        answer(
+          refuse(
+            request.id,
+            'LIMIT_EXCEEDED',
+            `ctx.context.write: this call has made ${limits.maxWrites} writes, the most one call may make (CUSTOM_TOOL_MAX_WRITES); those stand, this one was not made.`,
+          ),
+        );
+      } else if (turns > 0) {
+        turns -= 1;
+        writes += 1;
+        start(request);
+      } else held.push(request);
+    }
+    waiting.unshift(...held);
+    if (held.length > 0 && paced === undefined) {
+      paced = setTimeout(() => {
+        paced = undefined;
+        startRound();
+      }, pace.msUntil(held.length));
+    }
+  }
+
+  function start(request: HostRequest): void {
+    started += 1;
+    void respond(request).then((message) => {
+      answered += 1;
+      answer(message);
+    });
+  }
 
   async function respond({ id, fn, payload }: HostRequest): Promise<HostAnswer> {
     if (cancelled?.aborted) {

@@ -27,6 +27,13 @@ export interface SandboxLimits {
   maxHostAnswerBytes: number;
   /** Host calls of one call awaiting their answer at once (LIMIT_EXCEEDED above). */
   maxHostCallsInFlight: number;
+  /** `ctx.context.write` calls of one call (LIMIT_EXCEEDED above; the writes before it stand). */
+  maxWrites: number;
+  /**
+   * `ctx.context.write` calls of one call per second, in bursts of up to maxHostCallsInFlight; a
+   * write past the pace waits for its turn (within the call's time).
+   */
+  writesPerSecond: number;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
@@ -37,6 +44,8 @@ export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
   maxHostRequestBytes: 1024 * 1024,
   maxHostAnswerBytes: 4 * 1024 * 1024,
   maxHostCallsInFlight: 16,
+  maxWrites: 1_000,
+  writesPerSecond: 100,
 };
 
 /** Largest source of a custom tool, in bytes (VALIDATION_FAILED above). */
