@@ -1,14 +1,18 @@
 /**
  * One HTTP request through node:http, sent exactly as given (any method with any body, any
- * Content-Type or none, a path already percent-encoded), with a deadline: the answer, or
- * `timedOut` when none came in time.
+ * Content-Type or none, a path already percent-encoded or an absolute URL, headers as a list
+ * that may repeat a name, no Host at all), with a deadline: the answer, or `timedOut` when none
+ * came in time.
  */
 import { request } from 'node:http';
 
 export interface RawRequest {
   method: string;
   path: string;
-  headers?: Record<string, string>;
+  /** A list alternates names and values (as `rawHeaders`), and may name one twice. */
+  headers?: Record<string, string> | string[];
+  /** False: no Host header unless `headers` has one (node:http adds one otherwise). */
+  setHost?: boolean;
   body?: string;
   timeoutMs?: number;
 }
@@ -28,10 +32,16 @@ export function rawRequest(baseUrl: string, req: RawRequest): Promise<RawRespons
         port,
         method: req.method,
         path: req.path,
-        headers: {
-          ...(req.body !== undefined && { 'content-length': String(Buffer.byteLength(req.body)) }),
-          ...req.headers,
-        },
+        headers: Array.isArray(req.headers)
+          ? [
+              ...(req.body !== undefined ? ['content-length', String(Buffer.byteLength(req.body))] : []),
+              ...req.headers,
+            ]
+          : {
+              ...(req.body !== undefined && { 'content-length': String(Buffer.byteLength(req.body)) }),
+              ...req.headers,
+            },
+        ...(req.setHost === false && { setHost: false }),
         timeout: req.timeoutMs ?? 5_000,
       },
       (res) => {
