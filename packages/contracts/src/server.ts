@@ -24,6 +24,7 @@ export {
   type StartedMessage,
 } from './launcher.ts';
 export {
+  ACK_CHANNEL,
   INVALIDATION_CHANNEL,
   MAX_TABLE_CHANGES,
   TABLE_ID_MAX_CHARS,
