@@ -15,12 +15,19 @@ export interface RawRequest {
   setHost?: boolean;
   body?: string;
   timeoutMs?: number;
+  /**
+   * An answer of type text/event-stream (a stream, which never ends by itself) is read this long,
+   * then the connection is closed; `streamed` says so. Without it, such an answer times out.
+   */
+  streamForMs?: number;
 }
 
 export interface RawResponse {
   status: number;
   text: string;
   timedOut: boolean;
+  /** The answer was a stream, read for `streamForMs` and then closed by the client. */
+  streamed?: boolean;
 }
 
 export function rawRequest(baseUrl: string, req: RawRequest): Promise<RawResponse> {
@@ -47,6 +54,15 @@ export function rawRequest(baseUrl: string, req: RawRequest): Promise<RawRespons
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        const streaming = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+        if (streaming && req.streamForMs !== undefined) {
+          setTimeout(() => {
+            outgoing.destroy();
+            const text = Buffer.concat(chunks).toString('utf8');
+            resolve({ status: res.statusCode ?? 0, text, timedOut: false, streamed: true });
+          }, req.streamForMs);
+          return;
+        }
         res.on('end', () =>
           resolve({
             status: res.statusCode ?? 0,
