@@ -1,9 +1,11 @@
-// Pins, property-based, that nothing a client sends to the MCP entry gets a 5xx, an internal error
+// Pins, property-based, that nothing a client sends to an MCP entry gets a 5xx, an internal error
 // (-32603) or no answer: random and hostile JSON-RPC messages (methods, params, ids, batches,
 // cursors, tool names, arguments with NUL, lone surrogates, deep nesting, huge numbers, prototype
 // keys) and raw bodies, POSTed through every path (fast lane, Fastify's route, the SDK transport
-// with and without a session) of a direct and a progressive exposure, against the real control
-// plane; and any api_key, in the URL or the Authorization header. Answers below 500 must be
+// with and without a session) of every MCP entry: a direct exposure by its key in the URL and as a
+// bearer header, a progressive one, a legacy v1 instance on its v1 URL, and the caller entry with
+// a personal key (named caller, and none), against the real control plane; and any api_key, in
+// the URL or the Authorization header. Answers below 500 must be
 // JSON-RPC; the gateway and the control plane must still serve afterwards. The seed is fixed
 // (FUZZ_SEED overrides it, FUZZ_RUNS the number of requests); a failure prints the seed and the
 // shrunk request that reproduces it.
@@ -33,6 +35,37 @@ beforeAll(async () => {
     name: 'direct',
     lanes: await lanesFor(stack.gatewayUrl, `/api/v2/mcp/server/${exposed.apiKey}`),
     tools: ['find_customers', 'peek_orders', 'add_order'],
+  });
+  const direct = ['find_customers', 'peek_orders', 'add_order'];
+  entries.push({
+    name: 'direct, bearer',
+    lanes: await lanesFor(stack.gatewayUrl, '/api/v2/mcp/server', {
+      authorization: `Bearer ${exposed.apiKey}`,
+    }),
+    tools: direct,
+  });
+  const legacy = await as('POST', '/api/v1/mcp', {
+    table_id: exposed.tables.customers,
+    json_pointer: '/list',
+  });
+  entries.push({
+    name: 'legacy v1',
+    lanes: await lanesFor(stack.gatewayUrl, `/api/v1/mcp/server/${legacy.api_key}`),
+    tools: ['query_data', 'get_all_data', 'create_data', 'update_data', 'move_data'],
+  });
+  await as('PUT', '/api/v2/callers/vscode', { aei_id: exposed.aeiId });
+  const personal = {
+    authorization: `Bearer ${(await as('POST', '/api/v2/mcp-keys', { name: 'fuzz' })).key}`,
+  };
+  entries.push({
+    name: 'caller entry',
+    lanes: await lanesFor(stack.gatewayUrl, '/api/v2/mcp/caller/vscode', personal),
+    tools: direct,
+  });
+  entries.push({
+    name: 'caller entry, no caller',
+    lanes: await lanesFor(stack.gatewayUrl, '/api/v2/mcp/caller', personal),
+    tools: direct,
   });
   const catalog = await as('POST', '/api/v2/aeis', { name: 'catalog', exposure_mode: 'progressive' });
   await as('POST', `/api/v2/aeis/${catalog.id}/bindings`, { adi_id: addId, tool_name: 'add_order' });
