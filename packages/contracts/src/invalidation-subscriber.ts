@@ -3,11 +3,20 @@
  * exposure invalidations on one Redis pub/sub channel (the same message as POST /cache/invalidate:
  * `{"aei_ids": [...]}`), and the tables whose data changed (`{"table_changes": [{table_id,
  * version}]}`), which gateways turn into MCP resources/updated notifications.
+ *
+ * A message may ask to be confirmed (`"ack": "<id>"`): each subscriber publishes the id on
+ * ACK_CHANNEL once it has applied the message, so the control plane that sent an exposure change
+ * answers its admin only once every process that received it has dropped the old config (a
+ * publish is done when Redis has the message, not when a gateway across a slow link has read it).
  */
 import { createClient } from 'redis';
 
 /** The channel control planes publish exposure changes on. */
 export const INVALIDATION_CHANNEL = 'bindery:config-invalidate';
+/** Where subscribers confirm a message that asked for it: the message's `ack` id, once applied. */
+export const ACK_CHANNEL = 'bindery:config-invalidate:ack';
+/** The longest `ack` id a message may carry (the control plane sends UUIDs). */
+const ACK_MAX_CHARS = 64;
 
 /** A table's data changed: its latest committed version (a signal, not the data). */
 export interface TableChange {
@@ -26,6 +35,8 @@ export interface InvalidationMessage {
    * invalidates no config. Only on Redis: gateways keep no secrets.
    */
   secret_owners?: string[];
+  /** Confirm on ACK_CHANNEL with this id once the message is applied. */
+  ack?: string;
 }
 
 /** Whether a message drops cached configs (one carrying only table changes does not). */
@@ -93,6 +104,7 @@ function parse(raw: string, log: SubscriberLog): InvalidationMessage | undefined
     all?: unknown;
     table_changes?: unknown;
     secret_owners?: unknown;
+    ack?: unknown;
   };
   const changes = tableChanges(m.table_changes);
   const strings = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
@@ -107,7 +119,9 @@ function parse(raw: string, log: SubscriberLog): InvalidationMessage | undefined
     log.warn({ raw: raw.slice(0, 200) }, 'ignored an invalidation message naming nothing');
     return undefined;
   }
-  return parsed;
+  const ack =
+    typeof m.ack === 'string' && m.ack.length > 0 && m.ack.length <= ACK_MAX_CHARS ? m.ack : undefined;
+  return ack === undefined ? parsed : { ...parsed, ack };
 }
 
 /** How long start-up waits for the first subscription before going on without it. */
@@ -117,7 +131,8 @@ const DEFAULT_WAIT_MS = 2000;
  * Subscribes to INVALIDATION_CHANNEL. Resolves once subscribed, or after `waitMs` (default 2 s)
  * with Redis still unreachable: a process must start without Redis (what depends on Redis says so
  * itself), so subscribing goes on in the background, and when it lands `onResubscribed` runs,
- * because whatever was announced meanwhile was missed.
+ * because whatever was announced meanwhile was missed. A message asking for confirmation is
+ * confirmed once `onMessage` has resolved (never when it failed: the sender's bound covers that).
  */
 export async function subscribeInvalidations(
   url: string,
@@ -141,11 +156,21 @@ export async function subscribeInvalidations(
     unreachable = false;
     if (subscribed) options.onResubscribed?.();
   });
+  // A connection in subscriber mode cannot publish: confirmations go on one of their own. Its
+  // errors are the subscriber's (one Redis): that one says so; a confirmation not sent only makes
+  // the sender wait for its bound.
+  const confirmations = subscriber.duplicate();
+  confirmations.on('error', () => undefined);
+  confirmations.connect().catch(() => undefined);
+  const confirm = async (id: string) => {
+    if (confirmations.isReady) await confirmations.publish(ACK_CHANNEL, id);
+  };
   const listener = (raw: string) => {
     const message = parse(raw, log);
     if (message === undefined) return;
     Promise.resolve()
       .then(() => options.onMessage(message))
+      .then(() => (message.ack === undefined ? undefined : confirm(message.ack)))
       .catch((error: unknown) => log.error({ err: error }, 'invalidation failed'));
   };
   // connect() settles once connected, however long Redis is away (or rejects when closed first).
@@ -173,6 +198,8 @@ export async function subscribeInvalidations(
         await subscriber.unsubscribe(INVALIDATION_CHANNEL);
         await subscriber.quit();
       } else if (subscriber.isOpen) subscriber.destroy();
+      if (confirmations.isReady) await confirmations.close();
+      else if (confirmations.isOpen) confirmations.destroy();
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * @bindery/contracts/server: what both services share that only runs in Node (the main entry stays
  * browser safe for the console): the one way a configured secret (INTERNAL_TOKEN, OPS_TOKEN,
- * METRICS_TOKEN) is checked against an `Authorization` header, logging, and graceful shutdown.
+ * METRICS_TOKEN) is checked against an `Authorization` header, logging, graceful shutdown, and the
+ * refusal of requests whose framing is ambiguous (two Host headers, an absolute URL as target).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { bearerToken } from './authorization.ts';
@@ -23,6 +24,7 @@ export {
   type StartedMessage,
 } from './launcher.ts';
 export {
+  ACK_CHANNEL,
   INVALIDATION_CHANNEL,
   MAX_TABLE_CHANGES,
   TABLE_ID_MAX_CHARS,
@@ -33,6 +35,7 @@ export {
   type SubscribeOptions,
   type Subscription,
 } from './invalidation-subscriber.ts';
+export { refuseConnect, requestFramingProblem, requestTargetPath } from './request-framing.ts';
 export { closeOnSignals, type ShutdownOptions, type ShutdownTarget } from './shutdown.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();

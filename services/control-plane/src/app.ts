@@ -28,6 +28,7 @@ import { requireAdmin } from './http/auth.ts';
 import { DEFAULT_CONSOLE_DIR, consoleRoutes } from './http/console.ts';
 import { frameworkErrorAnswer, registerErrorHandler } from './http/error-handler.ts';
 import { registerJsonBody } from './http/json-body.ts';
+import { refuseAmbiguousFraming } from './http/request-framing.ts';
 import { requestValidatorCompiler } from './http/request-validation.ts';
 import { refuseDotSegments } from './http/static-paths.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
@@ -166,6 +167,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     bodyLimit: options.config.bodyLimitBytes,
     logController: new RequestLogController({ enabled: options.config.logRequests !== false }),
     frameworkErrors: frameworkErrorAnswer,
+    // A request without Host is refused by refuseAmbiguousFraming, in the one error body.
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(requestValidatorCompiler());
   const metrics = createMetrics({ pool: options.pool });
@@ -197,6 +200,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   });
   await hearOtherControlPlanes(app, options.config.redisUrl, bindings);
   registerErrorHandler(app);
+  refuseAmbiguousFraming(app);
   closeConnectionsWhenClosing(app);
   app.addHook('onRequest', async (_request, reply) => {
     metrics.requestsInFlight.inc();

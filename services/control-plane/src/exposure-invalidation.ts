@@ -5,9 +5,13 @@
  * - HTTP: `POST {gateway}/cache/invalidate` with the ops token, to each of GATEWAY_URLS;
  * - Redis: `PUBLISH bindery:config-invalidate`, for gateways the control plane does not know by
  *   address (N gateways behind a load balancer).
- * The message is `{"aei_ids": [...]}` on both. Delivery is best effort: the admin change has
- * committed already, so a failure is logged (with the gateway or channel) and never thrown; the
- * gateways' cache TTL bounds how long a missed invalidation can matter.
+ * The message is `{"aei_ids": [...]}` on both; on Redis it also asks every receiver to confirm
+ * (`"ack": "<id>"`, confirmed on `bindery:config-invalidate:ack` once applied), and the delivery
+ * is done when as many confirmations came as PUBLISH counted receivers: a gateway hears a publish
+ * after Redis has it, across its own link, and only its confirmation says it dropped the old
+ * config. Delivery is best effort: the admin change has committed already, so a failure is logged
+ * (with the gateway or channel) and never thrown; the gateways' cache TTL bounds how long a missed
+ * invalidation can matter.
  *
  * The same two channels carry tables' data changes, `{"table_changes": [{table_id, version}]}`,
  * which gateways turn into MCP resources/updated for subscribed sessions. Those are coalesced: at
@@ -16,8 +20,9 @@
  * and at most one message in flight per gateway (and for Redis), the changes made meanwhile
  * going in the next one. Nothing on a write's path waits for them.
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { INVALIDATION_CHANNEL, MAX_TABLE_CHANGES } from '@bindery/contracts/server';
+import { ACK_CHANNEL, INVALIDATION_CHANNEL, MAX_TABLE_CHANGES } from '@bindery/contracts/server';
 import { createClient } from 'redis';
 import { Agent, request } from 'undici';
 import type { ConfigChangeListener } from './domain/context.ts';
@@ -95,6 +100,11 @@ export class ExposureInvalidation implements ConfigChangeListener {
   readonly #announceWaitMs: number;
   readonly #agent: Agent | undefined;
   readonly #redis: RedisClient | undefined;
+  /** Subscribed to ACK_CHANNEL (a connection in subscriber mode cannot publish: its own). */
+  readonly #confirmations: RedisClient | undefined;
+  #hearingConfirmations = false;
+  /** Published messages waiting for their receivers' confirmations, by `ack` id: how many came. */
+  readonly #awaiting = new Map<string, { heard: number; onHeard(): void }>();
   readonly #inFlight = new Set<Promise<void>>();
   /** An outage of Redis is logged once, when it starts; `ready` clears it. */
   #redisWarned = false;
@@ -125,7 +135,10 @@ export class ExposureInvalidation implements ConfigChangeListener {
         bodyTimeout: this.#timeoutMs,
       });
     }
-    if (options.redisUrl !== undefined) this.#redis = this.#connectRedis(options.redisUrl);
+    if (options.redisUrl !== undefined) {
+      this.#redis = this.#connectRedis(options.redisUrl);
+      this.#confirmations = this.#hearConfirmations(this.#redis);
+    }
     this.#tableWindowMs = options.tableSignalWindowMs ?? 150;
     for (const url of this.#gatewayUrls) {
       this.#tableTargets.push(this.#tableTarget(url, (message) => this.#postOnce(url, message)));
@@ -173,7 +186,7 @@ export class ExposureInvalidation implements ConfigChangeListener {
       return [];
     }
     const deliveries = this.#gatewayUrls.map((url) => this.#track(this.#post(url, message, ids)));
-    if (this.#redis !== undefined) deliveries.push(this.#track(this.#publish(this.#redis, message, ids)));
+    if (this.#redis !== undefined) deliveries.push(this.#track(this.#publish(this.#redis, ids)));
     return deliveries;
   }
 
@@ -326,8 +339,8 @@ export class ExposureInvalidation implements ConfigChangeListener {
     this.#closed = true;
     await this.settled();
     await this.#agent?.close();
-    const redis = this.#redis;
-    if (redis?.isOpen) {
+    for (const redis of [this.#redis, this.#confirmations]) {
+      if (!redis?.isOpen) continue;
       // close() waits for commands in flight; a client still (re)connecting has none to wait for.
       if (redis.isReady) await redis.close();
       else redis.destroy();
@@ -404,7 +417,34 @@ export class ExposureInvalidation implements ConfigChangeListener {
     return client;
   }
 
-  async #publish(client: RedisClient, message: string, aeiIds: string[]): Promise<void> {
+  /**
+   * A second connection, subscribed to ACK_CHANNEL: each confirmation counts for its message.
+   * Until it has subscribed, messages ask for none (nothing would hear them).
+   */
+  #hearConfirmations(redis: RedisClient): RedisClient {
+    const client = redis.duplicate();
+    // The publishing connection's warnings cover an outage of the one Redis.
+    // After a reconnect the client subscribes again by itself (meanwhile, a publish fails too).
+    client.on('error', () => undefined);
+    client
+      .connect()
+      .then(() =>
+        client.subscribe(ACK_CHANNEL, (id) => {
+          const waiting = this.#awaiting.get(id);
+          if (waiting === undefined) return;
+          waiting.heard += 1;
+          waiting.onHeard();
+        }),
+      )
+      .then(() => {
+        this.#hearingConfirmations = true;
+        this.#log.debug({ channel: ACK_CHANNEL }, 'listening for confirmations');
+      })
+      .catch(() => undefined);
+    return client;
+  }
+
+  async #publish(client: RedisClient, aeiIds: string[]): Promise<void> {
     if (!client.isReady) {
       this.#log.warn(
         { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds },
@@ -412,17 +452,48 @@ export class ExposureInvalidation implements ConfigChangeListener {
       );
       return;
     }
+    const ack = this.#hearingConfirmations ? randomUUID() : undefined;
+    const waiting: { heard: number; onHeard(): void } = { heard: 0, onHeard: () => undefined };
+    if (ack !== undefined) this.#awaiting.set(ack, waiting);
     try {
-      const receivers = await this.#publishWithin(client, message);
-      this.#log.debug(
-        { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, receivers },
-        'invalidation published',
+      const receivers = await this.#publishWithin(
+        client,
+        JSON.stringify(ack === undefined ? { aei_ids: aeiIds } : { aei_ids: aeiIds, ack }),
       );
+      if (ack === undefined) {
+        this.#log.debug(
+          { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, receivers },
+          'invalidation published',
+        );
+        return;
+      }
+      // Within the same bound as the admin answer's: past it, the answer has gone anyway.
+      const confirmed = await new Promise<number>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          resolve(waiting.heard);
+        };
+        const timer = setTimeout(done, this.#announceWaitMs);
+        waiting.onHeard = () => {
+          if (waiting.heard >= receivers) done();
+        };
+        waiting.onHeard();
+      });
+      const details = { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, receivers, confirmed };
+      if (confirmed >= receivers) this.#log.debug(details, 'invalidation published');
+      else {
+        this.#log.warn(
+          details,
+          `invalidation published; not every receiver confirmed within ${this.#announceWaitMs} ms (one may serve the old config a while longer)`,
+        );
+      }
     } catch (error) {
       this.#log.warn(
         { channel: INVALIDATION_CHANNEL, aei_ids: aeiIds, ...errorDetails(error) },
         'redis publish failed; invalidation not published',
       );
+    } finally {
+      if (ack !== undefined) this.#awaiting.delete(ack);
     }
   }
 

@@ -1,10 +1,14 @@
 // Pins the admin API's security: every documented route refuses a missing or unknown token, users
 // never see or bind each other's resources, only root creates users, and api keys are shown once
-// and stored only as SHA-256 hashes.
+// and stored only as SHA-256 hashes; a request with two Host headers, none, or an absolute URL,
+// `*` or an authority as its target is refused with 400 before any route.
 import { createHash } from 'node:crypto';
+import { request, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { documentedRoutes } from './support/openapi-routes.ts';
+import { rawRequest, type RawResponse } from './support/raw-request.ts';
 
 let t: TestApp;
 let alice: { id: string; token: string };
@@ -205,5 +209,78 @@ describe('api keys', () => {
     );
     expect(rows[0]?.api_key_hash).toBe(sha256(rotated.body.api_key));
     expect(rows[0]?.api_key_hash).not.toBe(sha256(created.body.api_key));
+  });
+});
+
+describe('requests whose framing leaves the host or path in doubt', () => {
+  const host = () => new URL(t.baseUrl).host;
+  const auth = () => ['authorization', `Bearer ${alice.token}`];
+
+  function expectRefused(res: RawResponse, message: RegExp): void {
+    expect(res.status, res.text).toBe(400);
+    const body = JSON.parse(res.text);
+    expect(body.error.code).toBe('VALIDATION_FAILED');
+    expect(body.error.message).toMatch(message);
+    expect(typeof body.error.request_id).toBe('string');
+  }
+
+  it('two Host headers: 400, on an admin route and on /healthz', async () => {
+    // One Host: served (the control for what follows).
+    const one = await rawRequest(t.baseUrl, {
+      method: 'GET',
+      path: '/api/v2/me',
+      headers: ['host', host(), ...auth()],
+    });
+    expect(one.status).toBe(200);
+    for (const path of ['/api/v2/me', '/healthz']) {
+      const two = await rawRequest(t.baseUrl, {
+        method: 'GET',
+        path,
+        headers: ['host', host(), 'Host', 'evil.example', ...auth()],
+      });
+      expectRefused(two, /more than one Host header/);
+    }
+  });
+
+  it('an absolute URL as request target: 400, though its path names a route', async () => {
+    for (const path of [
+      'http://evil.example/api/v2/me',
+      `http://${host()}/healthz`,
+      'https://evil.example/openapi.json',
+    ]) {
+      expectRefused(await rawRequest(t.baseUrl, { method: 'GET', path, headers: auth() }), /absolute URL/);
+    }
+    const write = await rawRequest(t.baseUrl, {
+      method: 'POST',
+      path: 'http://evil.example/api/v2/projects',
+      headers: [...auth(), 'content-type', 'application/json'],
+      body: JSON.stringify({ name: 'through a proxy' }),
+    });
+    expectRefused(write, /absolute URL/);
+    const projects = await t.call('GET', '/api/v2/projects', { token: alice.token });
+    expect(JSON.stringify(projects.body)).not.toContain('through a proxy');
+  });
+
+  it('HTTP/1.1 without Host, and OPTIONS *: 400 in the one error body', async () => {
+    expectRefused(
+      await rawRequest(t.baseUrl, { method: 'GET', path: '/healthz', setHost: false, headers: [] }),
+      /no Host header/,
+    );
+    expectRefused(await rawRequest(t.baseUrl, { method: 'OPTIONS', path: '*' }), /not a path/);
+  });
+
+  it('CONNECT: 400, not a closed connection', async () => {
+    const { port } = new URL(t.baseUrl);
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, method: 'CONNECT', path: `127.0.0.1:${port}` });
+      // node:http hands any answer to CONNECT to this event, with the socket.
+      req.on('connect', (res: IncomingMessage, socket: Socket) => {
+        socket.destroy();
+        resolve(res.statusCode);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
   });
 });

@@ -1,10 +1,12 @@
 // Pins how gateways hear about exposure changes: a real admin change makes the control plane POST
 // {"aei_ids": [...]} with the ops token to every configured gateway's /cache/invalidate (one retry
 // on a 5xx), a gateway that is down costs the admin nothing but a warning, and with Redis the same
-// message is published on bindery:config-invalidate.
+// message is published on bindery:config-invalidate, asking its receivers to confirm: the change
+// is answered once each has (a receiver that never does costs the announce bound and a warning).
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigChangeListener } from '../src/domain/context.ts';
+import { ACK_CHANNEL } from '@bindery/contracts/server';
 import { INVALIDATION_CHANNEL, type ExposureInvalidationOptions } from '../src/exposure-invalidation.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import {
@@ -173,11 +175,62 @@ describe('Redis fan-out', () => {
     await invalidation.settled();
 
     // Other test files publish on the same channel: look for this AEI's message.
-    const expected = `{"aei_ids":["${aeiId}"]}`;
-    await expect.poll(() => received.includes(expected), { timeout: 2_000 }).toBe(true);
-    expect(log.lines.find((l) => l.message === 'invalidation published')?.details).toMatchObject({
+    const mine = () => received.map((m) => JSON.parse(m)).find((m) => m.aei_ids?.includes(aeiId));
+    await expect.poll(mine, { timeout: 2_000 }).toMatchObject({ aei_ids: [aeiId] });
+    // This test's own subscriber confirms nothing: the line is the warning of that.
+    expect(log.lines.find((l) => l.message.startsWith('invalidation published'))?.details).toMatchObject({
       channel: 'bindery:config-invalidate',
       aei_ids: [aeiId],
     });
+  });
+
+  it('answers the change only once every receiver has confirmed it', async () => {
+    const { invalidation, log } = invalidationTo({ redisUrl: REDIS_URL });
+    await log.waitFor((l) => l.message === 'listening for confirmations');
+    const aeiId = await newAei();
+    // A receiver across a slow link: it confirms a while after the message reached Redis.
+    const events: string[] = [];
+    const subscriber = createClient({ url: REDIS_URL });
+    const publisher = subscriber.duplicate();
+    await Promise.all([subscriber.connect(), publisher.connect()]);
+    cleanups.push(async () => {
+      await subscriber.close();
+      await publisher.close();
+    });
+    await subscriber.subscribe(INVALIDATION_CHANNEL, (raw) => {
+      const message = JSON.parse(raw);
+      if (!message.aei_ids?.includes(aeiId)) return;
+      expect(typeof message.ack).toBe('string');
+      setTimeout(() => {
+        events.push('confirmed');
+        void publisher.publish(ACK_CHANNEL, message.ack);
+      }, 300);
+    });
+
+    expect((await renameAei(aeiId, 'confirmed')).status).toBe(200);
+    events.push('answered');
+    expect(events).toEqual(['confirmed', 'answered']);
+    await invalidation.settled();
+    const published = log.lines.find((l) => l.message === 'invalidation published');
+    expect(published?.details).toMatchObject({ aei_ids: [aeiId] });
+    expect(published?.details.confirmed).toBe(published?.details.receivers);
+  });
+
+  it('a receiver that never confirms costs the announce bound, and a warning says so', async () => {
+    const { invalidation, log } = invalidationTo({ redisUrl: REDIS_URL, announceWaitMs: 200 });
+    await log.waitFor((l) => l.message === 'listening for confirmations');
+    const aeiId = await newAei();
+    const silent = createClient({ url: REDIS_URL });
+    await silent.connect();
+    cleanups.push(() => silent.close());
+    await silent.subscribe(INVALIDATION_CHANNEL, () => undefined);
+
+    expect((await renameAei(aeiId, 'unconfirmed')).status).toBe(200);
+    await invalidation.settled();
+    const warning = await log.waitFor(
+      (l) => l.level === 'warn' && l.message.startsWith('invalidation published'),
+    );
+    expect(warning.details).toMatchObject({ aei_ids: [aeiId] });
+    expect(warning.details.confirmed as number).toBeLessThan(warning.details.receivers as number);
   });
 });

@@ -8,6 +8,9 @@ import { redactApiKeyInUrl, type ErrorCode } from '@bindery/contracts';
 import {
   RequestLogController,
   loggerOptions,
+  refuseConnect,
+  requestFramingProblem,
+  requestTargetPath,
   subscribeInvalidations,
   type Subscription,
 } from '@bindery/contracts/server';
@@ -44,25 +47,42 @@ declare module 'fastify' {
   }
 }
 
+/** A request refused before any route: a JSON-RPC error on an MCP endpoint, the REST body elsewhere. */
+function refuseRequest(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  message: string,
+  headers?: Record<string, string>,
+): FastifyReply {
+  // An absolute-form target is routed by its path: its refusal takes that path's shape.
+  return isMcpPath(requestTargetPath(request.url))
+    ? sendJsonRpcError(reply, {
+        status: 400,
+        code: JSONRPC.INVALID_REQUEST,
+        message,
+        bindery: 'VALIDATION_FAILED',
+        ...(headers && { headers }),
+      })
+    : sendRestError(request, reply, {
+        status: 400,
+        code: 'VALIDATION_FAILED',
+        message,
+        ...(headers && { headers }),
+      });
+}
+
 /**
  * The router's own refusals (a URL whose percent-escapes are not UTF-8, an overlong key), which
  * bypass the error handler: answered in the gateway's shapes rather than Fastify's default one.
  */
 function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const message =
+  refuseRequest(
+    request,
+    reply,
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? 'a path parameter is longer than any api_key'
-      : 'the URL holds a percent-escape that is not UTF-8';
-  if (isMcpPath(request.url)) {
-    sendJsonRpcError(reply, {
-      status: 400,
-      code: JSONRPC.INVALID_REQUEST,
-      message,
-      bindery: 'VALIDATION_FAILED',
-    });
-  } else {
-    sendRestError(request, reply, { status: 400, code: 'VALIDATION_FAILED', message });
-  }
+      : 'the URL holds a percent-escape that is not UTF-8',
+  );
 }
 
 /**
@@ -92,9 +112,12 @@ export async function buildGateway(
   const lane: { current?: FastLane } = {};
   const app = Fastify({
     serverFactory: (handler, options) => {
-      const server = createServer((req, res) => {
+      // A request without Host is refused by the hook below, in the gateway's shapes (Node's own
+      // refusal has no body).
+      const server = createServer({ requireHostHeader: false }, (req, res) => {
         if (lane.current?.take(req, res) !== true) handler(req, res);
       });
+      refuseConnect(server);
       // What Fastify sets on the servers it creates itself.
       server.keepAliveTimeout = options.keepAliveTimeout as number;
       server.requestTimeout = options.requestTimeout as number;
@@ -154,6 +177,13 @@ export async function buildGateway(
       status: String(reply.statusCode),
       lane: 'framework',
     });
+  });
+
+  // Two Host headers, none, or a target that is not a path: refused before any route or CORS hook
+  // (the fast lane leaves such requests here, see fast-lane.ts), and the connection is closed.
+  app.addHook('onRequest', async (request, reply) => {
+    const problem = requestFramingProblem(request.raw);
+    if (problem !== undefined) return refuseRequest(request, reply, problem, { connection: 'close' });
   });
 
   // One error handler: on an MCP endpoint a JSON-RPC error answer, elsewhere the REST error body.

@@ -5,10 +5,10 @@
  * what the gateway adds to a tool call, and this is the request every agent sends most.
  *
  * When the headers arrive, the lane predicts from them, without spending a token, whether the
- * routes' checks would pass; if any would refuse (Host/Origin, key, rate limit, cache, exposure
- * status, session), or the body is not plain JSON of a known length within the limit, or it comes
- * from a browser (an Origin header: its answer needs CORS headers), the request goes to Fastify
- * untouched, which produces every refusal. A taken request's body is parsed and
+ * routes' checks would pass; if any would refuse (two Host headers, Host/Origin, key, rate limit,
+ * cache, exposure status, session), or the body is not plain JSON of a known length within the
+ * limit, or it comes from a browser (an Origin header: its answer needs CORS headers), the request
+ * goes to Fastify untouched, which produces every refusal. A taken request's body is parsed and
  * checked by the routes' own functions (`http/json-body.ts`, `mcp/requests.ts`); then it runs the
  * same checks for real (`admission.ts`, as the routes do after parsing), since the exposure or
  * session may have changed while it arrived, and is answered directly (`direct-answer.ts`) or
@@ -16,6 +16,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, isWellFormedPlaygroundKey, redactApiKeyInUrl } from '@bindery/contracts';
+import { requestFramingProblem } from '@bindery/contracts/server';
 import type { FastifyBaseLogger } from 'fastify';
 import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from './admission.ts';
 import type { GatewayConfig } from './config.ts';
@@ -166,6 +167,8 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     // A browser's request (it sends Origin) needs CORS headers on its answer: the framework's
     // plugin adds them (http/cors.ts), so such requests take the framework's path.
     if (headers.origin !== undefined) return false;
+    // Two Host headers (Node keeps the first in `headers.host`): the framework refuses them.
+    if (requestFramingProblem(req) !== undefined) return false;
     if (originRefusal(config, headers) !== undefined) return false;
     // A playground key in the path is refused (routes/mcp.ts), never served.
     if (target.pathKey !== undefined && isWellFormedPlaygroundKey(target.pathKey)) return false;

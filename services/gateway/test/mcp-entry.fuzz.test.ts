@@ -1,9 +1,11 @@
-// Pins, property-based, that nothing a client sends to the MCP entry gets a 5xx, an internal error
+// Pins, property-based, that nothing a client sends to an MCP entry gets a 5xx, an internal error
 // (-32603) or no answer: random and hostile JSON-RPC messages (methods, params, ids, batches,
 // cursors, tool names, arguments with NUL, lone surrogates, deep nesting, huge numbers, prototype
 // keys) and raw bodies, POSTed through every path (fast lane, Fastify's route, the SDK transport
-// with and without a session) of a direct and a progressive exposure, against the real control
-// plane; and any api_key, in the URL or the Authorization header. Answers below 500 must be
+// with and without a session) of every MCP entry: a direct exposure by its key in the URL and as a
+// bearer header, a progressive one, a legacy v1 instance on its v1 URL, and the caller entry with
+// a personal key (named caller, and none), against the real control plane; and any api_key, in
+// the URL or the Authorization header. Answers below 500 must be
 // JSON-RPC; the gateway and the control plane must still serve afterwards. The seed is fixed
 // (FUZZ_SEED overrides it, FUZZ_RUNS the number of requests); a failure prints the seed and the
 // shrunk request that reproduces it.
@@ -11,6 +13,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bindAddOrder, type Exposed, type Json, twoTableExposure } from './support/fixtures.ts';
 import { LANES, lanesFor, readAnswer, type Lane, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
+import { hostileNumber, hostileText, hostileValue, percentEncoded } from './support/hostile.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
@@ -34,6 +37,37 @@ beforeAll(async () => {
     lanes: await lanesFor(stack.gatewayUrl, `/api/v2/mcp/server/${exposed.apiKey}`),
     tools: ['find_customers', 'peek_orders', 'add_order'],
   });
+  const direct = ['find_customers', 'peek_orders', 'add_order'];
+  entries.push({
+    name: 'direct, bearer',
+    lanes: await lanesFor(stack.gatewayUrl, '/api/v2/mcp/server', {
+      authorization: `Bearer ${exposed.apiKey}`,
+    }),
+    tools: direct,
+  });
+  const legacy = await as('POST', '/api/v1/mcp', {
+    table_id: exposed.tables.customers,
+    json_pointer: '/list',
+  });
+  entries.push({
+    name: 'legacy v1',
+    lanes: await lanesFor(stack.gatewayUrl, `/api/v1/mcp/server/${legacy.api_key}`),
+    tools: ['query_data', 'get_all_data', 'create_data', 'update_data', 'move_data'],
+  });
+  await as('PUT', '/api/v2/callers/vscode', { aei_id: exposed.aeiId });
+  const personal = {
+    authorization: `Bearer ${(await as('POST', '/api/v2/mcp-keys', { name: 'fuzz' })).key}`,
+  };
+  entries.push({
+    name: 'caller entry',
+    lanes: await lanesFor(stack.gatewayUrl, '/api/v2/mcp/caller/vscode', personal),
+    tools: direct,
+  });
+  entries.push({
+    name: 'caller entry, no caller',
+    lanes: await lanesFor(stack.gatewayUrl, '/api/v2/mcp/caller', personal),
+    tools: direct,
+  });
   const catalog = await as('POST', '/api/v2/aeis', { name: 'catalog', exposure_mode: 'progressive' });
   await as('POST', `/api/v2/aeis/${catalog.id}/bindings`, { adi_id: addId, tool_name: 'add_order' });
   entries.push({
@@ -51,40 +85,6 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 // ---- hostile pieces -------------------------------------------------------------------------
-
-const hostileText = fc.oneof(
-  {
-    weight: 2,
-    arbitrary: fc.constantFrom(
-      '\u0000',
-      'a\u0000b',
-      '\ud800',
-      'x\udc00',
-      '__proto__',
-      'constructor',
-      '',
-      '%',
-    ),
-  },
-  { weight: 1, arbitrary: fc.constantFrom('x'.repeat(3_000), '../..', '"', '\\', '\ud83d\ude00', '1e999') },
-  { weight: 2, arbitrary: fc.string({ maxLength: 30 }) },
-);
-const hostileNumber = fc.oneof(
-  fc.constantFrom(0, -1, 1.5, 1e308, -1e308, 2 ** 53 + 2),
-  fc.integer(),
-  fc.double({ noNaN: true, noDefaultInfinity: true }),
-);
-const hostileValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
-  value: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    hostileText,
-    hostileNumber,
-    fc.boolean(),
-    fc.constant(null),
-    fc.array(tie('value'), { maxLength: 3 }),
-    fc.dictionary(hostileText, tie('value'), { maxKeys: 3 }),
-  ),
-})).value;
 
 /** JSON nested `depth` levels around `inner` (as text: some depths are past what may be sent). */
 const nestedText = (depth: number, inner: string) => '['.repeat(depth) + inner + ']'.repeat(depth);
@@ -285,12 +285,6 @@ it('no JSON-RPC request gets a 5xx, -32603 or no answer, on any path', async () 
   expect((await fetch(`${stack.controlPlaneUrl}/healthz`)).status).toBe(200);
 }, 180_000);
 
-const CODE_POINTS = /[\ud800-\udbff][\udc00-\udfff]|[\s\S]/g;
-
-/** Percent-encodes a key for the URL; a lone surrogate (no UTF-8) as the bytes of its CESU-8 form. */
-const encodeKey = (key: string) =>
-  key.replace(CODE_POINTS, (c) => (/^[\ud800-\udfff]$/.test(c) ? '%ED%A0%80' : encodeURIComponent(c)));
-
 it('no api_key in the URL or the Authorization header gets a 5xx while the control plane is up', async () => {
   const key = fc.oneof(
     fc.constantFrom('\u0000', 'bnd_key_\u0000', 'a\u0000b', '\ud800x', 'x'.repeat(101), 'x'.repeat(300)),
@@ -314,7 +308,7 @@ it('no api_key in the URL or the Authorization header gets a 5xx while the contr
             })
           : await rawPost(
               stack.gatewayUrl,
-              `${flavor === 'bearer' ? '/api/v2/mcp/server/' : flavor}${encodeKey(k)}`,
+              `${flavor === 'bearer' ? '/api/v2/mcp/server/' : flavor}${percentEncoded(k)}`,
               body,
             );
       checkAnswer(readAnswer(res));

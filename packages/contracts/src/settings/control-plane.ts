@@ -104,7 +104,8 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     REDIS_URL: {
       ...REDIS_URL,
       doc:
-        'Redis for exposure-change and table-change fan-out (channel `bindery:config-invalidate`) and, on PostgreSQL, for tables’ ' +
+        'Redis for exposure-change and table-change fan-out (channel `bindery:config-invalidate`; an exposure change is answered ' +
+        'once each receiver confirmed it on `bindery:config-invalidate:ack`, or after 1 s) and, on PostgreSQL, for tables’ ' +
         'latest versions shared by every control plane: each write announces its version to the others and waits until each ' +
         'applied it or its lease ended, so reads served from the context cache ask neither the database nor Redis; a write is ' +
         'refused while Redis is unreachable; unset = HTTP only, and on PostgreSQL every read asks the database for its table’s version',

@@ -36,7 +36,9 @@ export const GATEWAY_SETTINGS = defineSettings(
     METRICS_TOKEN,
     REDIS_URL: {
       ...REDIS_URL,
-      doc: 'Redis for exposure-change messages and progressive session state; unset = HTTP only, state in memory',
+      doc:
+        'Redis for exposure-change messages (channel `bindery:config-invalidate`, each confirmed on ' +
+        '`bindery:config-invalidate:ack`) and progressive session state; unset = HTTP only, state in memory',
     },
     LOG_LEVEL,
     LOG_FORMAT,

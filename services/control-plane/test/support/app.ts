@@ -158,7 +158,8 @@ export async function startTestApp(
       listener: {
         configChanged: (ids) => {
           configChanges.push([...ids]);
-          options.listener?.configChanged(ids);
+          // As in the real app, a change is answered once the listener is done (or its bound).
+          return options.listener?.configChanged(ids) ?? Promise.resolve();
         },
         tableChanged: (tableId, version) => options.listener?.tableChanged?.(tableId, version),
       },

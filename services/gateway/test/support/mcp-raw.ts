@@ -39,8 +39,14 @@ export function responseTo(answer: McpAnswer, id: unknown): Json {
 /**
  * Opens a session by hand (initialize, then the initialized notification); with `logs` the
  * session also asks for log messages, which makes its tool calls take the SDK transport.
+ * `headers` go with every request (`Authorization` for the bearer entry).
  */
-export async function openSession(gatewayUrl: string, path: string, logs = false): Promise<string> {
+export async function openSession(
+  gatewayUrl: string,
+  path: string,
+  logs = false,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const init = await rawPost(
     gatewayUrl,
     path,
@@ -54,21 +60,22 @@ export async function openSession(gatewayUrl: string, path: string, logs = false
         clientInfo: { name: 'raw', version: '1' },
       },
     }),
+    { headers },
   );
   const sessionId = init.headers['mcp-session-id'];
   if (init.status !== 200 || typeof sessionId !== 'string') {
     throw new Error(`initialize failed: ${init.status} ${init.text}`);
   }
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION };
+  const onSession = { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION };
   await rawPost(gatewayUrl, path, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), {
-    headers,
+    headers: onSession,
   });
   if (logs) {
     const set = await rawPost(
       gatewayUrl,
       path,
       JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'logging/setLevel', params: { level: 'debug' } }),
-      { headers },
+      { headers: onSession },
     );
     if (set.status !== 200) throw new Error(`logging/setLevel failed: ${set.status} ${set.text}`);
   }
@@ -86,10 +93,19 @@ export interface Lanes {
   post(lane: Lane, body: string): Promise<McpAnswer>;
 }
 
-export async function lanesFor(gatewayUrl: string, path: string): Promise<Lanes> {
-  const plain = await openSession(gatewayUrl, path);
-  const logging = await openSession(gatewayUrl, path, true);
-  const session = (id: string) => ({ 'mcp-session-id': id, 'mcp-protocol-version': PROTOCOL_VERSION });
+/** The four lanes of `path`; `headers` go with every request (`Authorization` for the bearer entry). */
+export async function lanesFor(
+  gatewayUrl: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<Lanes> {
+  const plain = await openSession(gatewayUrl, path, false, headers);
+  const logging = await openSession(gatewayUrl, path, true, headers);
+  const session = (id: string) => ({
+    ...headers,
+    'mcp-session-id': id,
+    'mcp-protocol-version': PROTOCOL_VERSION,
+  });
   return {
     async post(lane, body) {
       const options =
@@ -99,7 +115,7 @@ export async function lanesFor(gatewayUrl: string, path: string): Promise<Lanes>
             ? { headers: session(plain), chunked: true }
             : lane === 'SDK, held session'
               ? { headers: session(logging) }
-              : {};
+              : { headers };
       return readAnswer(await rawPost(gatewayUrl, path, body, options));
     },
   };

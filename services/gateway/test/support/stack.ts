@@ -96,6 +96,12 @@ export interface Stack {
   controlPlaneOutput(): string;
   /** The control plane process's pid (undefined while it is stopped). */
   controlPlanePid(): number | undefined;
+  /**
+   * Starts another gateway on the same control plane (on `port`, or any free one), with `env`
+   * over the stack's gateway settings; answers its base URL. It closes with the stack. The control
+   * plane tells it of changes only when it is in `moreGatewayUrls` or hears Redis (`REDIS_URL`).
+   */
+  addGateway(env?: Record<string, string>, port?: number): Promise<string>;
   /** A connected MCP client on a gateway URL path such as `/api/v2/mcp/server/<key>`. */
   connect(path: string, options?: { headers?: Record<string, string> }): Promise<Client>;
   close(): Promise<void>;
@@ -108,6 +114,8 @@ export interface StackOptions {
   controlPlaneEnv?: Record<string, string>;
   /** The URL the gateway reaches the control plane at, given the control plane's own (a proxy's, say). */
   gatewayControlPlaneUrl?: (controlPlaneUrl: string) => string;
+  /** Gateways the control plane invalidates over HTTP besides the stack's (see `addGateway`). */
+  moreGatewayUrls?: string[];
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -150,7 +158,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         BINDERY_ADMIN_TOKEN: ADMIN_TOKEN,
         INTERNAL_TOKEN,
         OPS_TOKEN,
-        GATEWAY_URLS: gatewayUrl,
+        GATEWAY_URLS: [gatewayUrl, ...(options.moreGatewayUrls ?? [])].join(','),
         // The answers of new api_keys name this gateway, so tests can connect with them as given.
         GATEWAY_PUBLIC_URL: gatewayUrl,
         BINDERY_SEED_DEMO: 'false',
@@ -194,18 +202,17 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     child = undefined;
   }
 
-  const gateway = await buildGateway(
-    loadGatewayConfig({
-      GATEWAY_PORT: String(gwPort),
-      CONTROL_PLANE_URL: options.gatewayControlPlaneUrl?.(controlPlaneUrl) ?? controlPlaneUrl,
-      INTERNAL_TOKEN,
-      OPS_TOKEN,
-      LOG_REQUESTS: 'false',
-      ...options.gatewayEnv,
-    }),
-    options.gatewayLogTo ?? false,
-  );
+  const gatewayEnv = (port: number): Record<string, string> => ({
+    GATEWAY_PORT: String(port),
+    CONTROL_PLANE_URL: options.gatewayControlPlaneUrl?.(controlPlaneUrl) ?? controlPlaneUrl,
+    INTERNAL_TOKEN,
+    OPS_TOKEN,
+    LOG_REQUESTS: 'false',
+    ...options.gatewayEnv,
+  });
+  const gateway = await buildGateway(loadGatewayConfig(gatewayEnv(gwPort)), options.gatewayLogTo ?? false);
   await gateway.listen({ host: '127.0.0.1', port: gwPort });
+  const moreGateways: FastifyInstance[] = [];
   const startAndWait = async (env?: Record<string, string>) => {
     await startControlPlane(env);
     await waitForReadiness('ready');
@@ -243,6 +250,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     thawControlPlane: () => child?.kill('SIGCONT'),
     waitForReadiness,
     controlPlaneOutput: () => output,
+    async addGateway(env = {}, port) {
+      const more = await buildGateway(loadGatewayConfig({ ...gatewayEnv(port ?? 0), ...env }), false);
+      moreGateways.push(more);
+      return more.listen({ host: '127.0.0.1', port: port ?? 0 });
+    },
     async connect(path, opts = {}) {
       const client = new Client({ name: 'bindery-e2e', version: '1.0.0' });
       const transport = new StreamableHTTPClientTransport(new URL(`${gatewayUrl}${path}`), {
@@ -256,6 +268,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       // A client whose session the test already ended may fail to close; that is not under test.
       for (const client of clients) await client.close().catch(() => undefined);
       child?.kill('SIGCONT');
+      for (const more of moreGateways) await more.close();
       await gateway.close();
       await stopControlPlane();
       process.off('exit', reap);
