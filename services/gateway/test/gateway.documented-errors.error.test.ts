@@ -18,6 +18,7 @@ import { loadGatewayConfig } from '../src/config.ts';
 import { twoTableExposure, unusedApiKey, type Exposed, type Json } from './support/fixtures.ts';
 import { LANES, lanesFor, responseTo, type Lane, type Lanes } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
+import { requestText, socketRequest } from './support/raw-socket.ts';
 import { INTERNAL_TOKEN, OPS_TOKEN, freePort, startStack, type Stack } from './support/stack.ts';
 
 const METRICS_TOKEN = 'e2e-metrics-token-00000001';
@@ -111,6 +112,20 @@ function unknownMethod(): Promise<Observed> {
   });
 }
 
+/** A request written on the raw socket (what no HTTP client sends), its answer as observed. */
+async function onSocket(requestLine: string, head: string[], body = ''): Promise<Observed> {
+  const answer = await socketRequest(stack.gatewayUrl, requestText(requestLine, head, body));
+  expect(answer.headers.connection).toBe('close');
+  const parsed = JSON.parse(answer.text);
+  return {
+    status: answer.status ?? 0,
+    code: parsed.error.data?.code ?? parsed.error.code,
+    ...(typeof parsed.error.code === 'number' && { rpc: parsed.error.code }),
+    headers: new Headers(answer.headers),
+    body: parsed,
+  };
+}
+
 /**
  * The rows of a table under `heading` in docs/api.md (the first, or the `nth` from 0): first cell,
  * HTTP status, code.
@@ -169,6 +184,31 @@ const REST_TRIGGERS: Record<string, Trigger> = {
     () => post('/cache/invalidate', '{"all": true}'),
   'a request that is not valid HTTP (an unknown method such as `FOO`); no `request_id`, connection closed':
     unknownMethod,
+  'two `Host` headers, none on HTTP/1.1, or a target that is not a path (`GET http://host/healthz`, `OPTIONS *`); connection closed':
+    async () => {
+      const host = `Host: ${new URL(stack.gatewayUrl).host}`;
+      for (const [line, head] of [
+        ['GET /healthz HTTP/1.1', []],
+        ['OPTIONS * HTTP/1.1', [host]],
+      ] as const) {
+        expect((await onSocket(line, [...head])).code).toBe('VALIDATION_FAILED');
+      }
+      return onSocket('GET http://evil.example/healthz HTTP/1.1', [host]);
+    },
+  '`CONNECT` (this is not a proxy); no `request_id`, connection closed': async () => {
+    const answer = await socketRequest(
+      stack.gatewayUrl,
+      requestText('CONNECT 127.0.0.1:443 HTTP/1.1', ['Host: 127.0.0.1:443']),
+    );
+    const parsed = JSON.parse(answer.text);
+    expect(parsed.error.request_id).toBeUndefined();
+    return {
+      status: answer.status ?? 0,
+      code: parsed.error.code,
+      headers: new Headers(answer.headers),
+      body: parsed,
+    };
+  },
 };
 const REST_UNTRIGGERABLE: Record<string, string> = {
   'a bug in the gateway; quote the `request_id`':
@@ -242,6 +282,15 @@ const MCP_TRIGGERS: Record<string, Trigger> = {
       headers: { accept: 'text/event-stream', 'mcp-session-id': 'no-such-session' },
     }),
 };
+MCP_TRIGGERS['two `Host` headers, none on HTTP/1.1, or an absolute URL as request target'] = async () => {
+  const host = `Host: ${new URL(stack.gatewayUrl).host}`;
+  const head = ['Content-Type: application/json', 'Accept: application/json, text/event-stream'];
+  const path = mcpPath();
+  const absolute = await onSocket(`POST http://evil.example${path} HTTP/1.1`, [host, ...head], LIST);
+  expect([absolute.status, absolute.code]).toEqual([400, 'VALIDATION_FAILED']);
+  return onSocket(`POST ${path} HTTP/1.1`, [host, 'Host: evil.example', ...head], LIST);
+};
+
 const MCP_UNTRIGGERABLE: Record<string, string> = {
   'initialize past a session cap, all sessions busy (`Retry-After`)':
     'needs every session held busy by a call in flight; pinned in gateway.sessions.resilience.test.ts',
