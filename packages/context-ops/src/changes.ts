@@ -92,10 +92,14 @@ function diffObjects(before: JsonObject, after: JsonObject, path: string[], out:
 }
 
 /**
- * Items shared at both ends are kept; the middle is compared item by item when it kept its length
- * (items edited in place), else it is one splice (items added or removed, possibly edited).
+ * Where two arrays stop sharing items (by reference) from the start and from the end: `before`
+ * differs from `after` in [start, endBefore) against [start, endAfter). The diff and the size
+ * delta (json-size.ts) must cut arrays alike, so both take it from here.
  */
-function diffArrays(before: JsonValue[], after: JsonValue[], path: string[], out: DataChange[], max: number) {
+export function sharedEnds(
+  before: readonly JsonValue[],
+  after: readonly JsonValue[],
+): { start: number; endBefore: number; endAfter: number } {
   let start = 0;
   const shortest = Math.min(before.length, after.length);
   while (start < shortest && before[start] === after[start]) start += 1;
@@ -105,6 +109,15 @@ function diffArrays(before: JsonValue[], after: JsonValue[], path: string[], out
     endBefore -= 1;
     endAfter -= 1;
   }
+  return { start, endBefore, endAfter };
+}
+
+/**
+ * Items shared at both ends are kept; the middle is compared item by item when it kept its length
+ * (items edited in place), else it is one splice (items added or removed, possibly edited).
+ */
+function diffArrays(before: JsonValue[], after: JsonValue[], path: string[], out: DataChange[], max: number) {
+  const { start, endBefore, endAfter } = sharedEnds(before, after);
   if (endBefore - start === endAfter - start) {
     for (let i = start; i < endBefore; i += 1) {
       path.push(String(i));

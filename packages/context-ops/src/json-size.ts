@@ -6,30 +6,9 @@
  * as diffChanges does, costs what the write touched: the members of the containers it replaced and
  * the values it added or removed, never the unchanged rest.
  */
+import { sharedEnds } from './changes.ts';
 import { isJsonObject, type JsonObject, type JsonValue } from './json.ts';
-
-// Anything outside ASCII: only then does a character take more than one byte.
-const NON_ASCII = /[\u0080-\uffff]/;
-
-/** The UTF-8 length of `text` (a lone surrogate counts as U+FFFD, as Node's encoder writes it). */
-function utf8Length(text: string): number {
-  if (!NON_ASCII.test(text)) return text.length;
-  let bytes = 0;
-  for (let i = 0; i < text.length; i += 1) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && isLowSurrogate(text.charCodeAt(i + 1))) {
-      bytes += 4;
-      i += 1;
-    } else bytes += 3;
-  }
-  return bytes;
-}
-
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
-}
+import { utf8Length } from './serialize.ts';
 
 /** The UTF-8 length of `JSON.stringify(value)`. */
 export function jsonBytes(value: JsonValue): number {
@@ -75,15 +54,7 @@ function objectDelta(before: JsonObject, after: JsonObject): number {
 
 /** Items shared at both ends count nothing; the middle item by item when it kept its length. */
 function arrayDelta(before: JsonValue[], after: JsonValue[]): number {
-  let start = 0;
-  const shortest = Math.min(before.length, after.length);
-  while (start < shortest && before[start] === after[start]) start += 1;
-  let endBefore = before.length;
-  let endAfter = after.length;
-  while (endBefore > start && endAfter > start && before[endBefore - 1] === after[endAfter - 1]) {
-    endBefore -= 1;
-    endAfter -= 1;
-  }
+  const { start, endBefore, endAfter } = sharedEnds(before, after);
   let delta = commas(after.length) - commas(before.length);
   if (endBefore - start === endAfter - start) {
     for (let i = start; i < endBefore; i += 1) {

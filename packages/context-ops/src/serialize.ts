@@ -110,7 +110,8 @@ function writeString(text: string, sink: JsonSink): void {
   sink.write(JSON.stringify(text));
 }
 
-function utf8Length(text: string): number {
+/** The UTF-8 length of `text` (a lone surrogate counts as U+FFFD, as Node's encoder writes it). */
+export function utf8Length(text: string): number {
   let bytes = 0;
   for (let i = 0; i < text.length; i += 1) {
     const unit = text.charCodeAt(i);
