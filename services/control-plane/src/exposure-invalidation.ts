@@ -452,7 +452,9 @@ export class ExposureInvalidation implements ConfigChangeListener {
       );
       return;
     }
-    const ack = this.#hearingConfirmations ? randomUUID() : undefined;
+    // While the confirmations' connection is down nobody would hear them: no ack is asked for (the
+    // client subscribes again once it is back).
+    const ack = this.#hearingConfirmations && this.#confirmations?.isReady ? randomUUID() : undefined;
     const waiting: { heard: number; onHeard(): void } = { heard: 0, onHeard: () => undefined };
     if (ack !== undefined) this.#awaiting.set(ack, waiting);
     try {

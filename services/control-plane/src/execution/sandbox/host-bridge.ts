@@ -131,6 +131,8 @@ export function answerHostCalls(
     () => {
       if (round) clearImmediate(round);
       if (paced) clearTimeout(paced);
+      // The caller's signal may outlive the call: it must not hold this bridge.
+      cancelled?.removeEventListener('abort', startRound);
       port.close();
     },
     { once: true },
