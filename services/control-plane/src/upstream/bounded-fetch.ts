@@ -9,7 +9,8 @@
  *   `maxMessageBytes`, and, for the answer to a POST (one request's stream: its progress, logs and
  *   result), when the whole stream passes `maxCallBytes`.
  * - The answer to a POST is cut after `postDeadlineMs`: a request's own timeout ends its wait, this
- *   ends the stream an upstream would otherwise keep open and writing.
+ *   ends the stream an upstream would otherwise keep open and writing. A GET resuming a stream
+ *   (Last-Event-ID) is bounded like the answer it continues.
  *
  * A cut errors the body with `AnswerTooLarge` (the reader sees it, the socket is destroyed) and
  * tells `onCut` which request the body answered (the id of the JSON-RPC request POSTed, when
@@ -55,25 +56,33 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
 export function boundedFetch(options: BoundedFetchOptions): FetchLike {
   return (async (url: string | URL, init?: RequestInit) => {
     const post = (init?.method ?? 'GET').toUpperCase() === 'POST';
+    // A GET with Last-Event-ID resumes a stream that broke (the SDK resumes a POST's answer so):
+    // it is bounded like the answer it continues, or a stream could be resumed without end.
+    const resumed = !post && new Headers(init?.headers).has('last-event-id');
     const requestId = post ? requestIdOf(init?.body) : undefined;
-    const deadline = post ? AbortSignal.timeout(options.postDeadlineMs) : undefined;
-    const signal = deadline
-      ? init?.signal
-        ? AbortSignal.any([init.signal, deadline])
-        : deadline
-      : (init?.signal ?? undefined);
-    const response = await undiciFetch(url, {
-      ...(init as object),
-      dispatcher: options.dispatcher,
-      ...(signal && { signal }),
-    } as Parameters<typeof undiciFetch>[1]);
-    if (response.body === null || NULL_BODY.has(response.status)) return response;
+    const deadline = post || resumed ? new Deadline(options.postDeadlineMs, init?.signal) : undefined;
+    let response: Response;
+    try {
+      response = await undiciFetch(url, {
+        ...(init as object),
+        dispatcher: options.dispatcher,
+        ...((deadline?.signal ?? init?.signal) && { signal: deadline?.signal ?? init?.signal }),
+      } as Parameters<typeof undiciFetch>[1]);
+    } catch (error) {
+      deadline?.end();
+      throw error;
+    }
+    if (response.body === null || NULL_BODY.has(response.status)) {
+      deadline?.end();
+      return response;
+    }
     const stream = mediaType(response.headers.get('content-type')) === 'text/event-stream';
     const cut = (error: AnswerTooLarge) => options.onCut(error, requestId);
     const length = Number(response.headers.get('content-length'));
     if (!stream && Number.isFinite(length) && length > options.maxMessageBytes) {
       const error = new AnswerTooLarge(options.maxMessageBytes, 'message');
       await response.body.cancel(error).catch(() => {});
+      deadline?.end();
       cut(error);
       return new Response(erroredBody(error), {
         status: response.status,
@@ -82,7 +91,7 @@ export function boundedFetch(options: BoundedFetchOptions): FetchLike {
       });
     }
     const counter = stream
-      ? eventCounter(options.maxMessageBytes, post ? options.maxCallBytes : Infinity)
+      ? eventCounter(options.maxMessageBytes, post || resumed ? options.maxCallBytes : Infinity)
       : bodyCounter(options.maxMessageBytes);
     const bounded = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
@@ -94,16 +103,52 @@ export function boundedFetch(options: BoundedFetchOptions): FetchLike {
           }
           // Erroring the transform cancels the source: undici destroys the connection.
           controller.error(error);
+          deadline?.end();
           cut(error);
         },
+        flush: () => deadline?.end(),
       }),
     );
-    return new Response(bounded, {
+    return new Response(deadline ? endingOnCancel(bounded, deadline) : bounded, {
       status: response.status,
       statusText: response.statusText,
       headers: response.headers,
     });
   }) as unknown as FetchLike;
+}
+
+/**
+ * The signal of one answer: aborted by the caller's signal or once `ms` pass. `end()` (the body
+ * ended, failed or was cut) clears the timer and lets go of the caller's signal, so nothing of
+ * a finished request stays reachable until its deadline.
+ */
+class Deadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onAbort: () => void;
+
+  constructor(
+    ms: number,
+    private readonly caller: AbortSignal | null | undefined,
+  ) {
+    this.onAbort = () => this.controller.abort(caller?.reason);
+    this.timer = setTimeout(
+      () => this.controller.abort(new Error(`the upstream's answer took longer than ${ms} ms; it was cut`)),
+      ms,
+    );
+    this.timer.unref();
+    if (caller?.aborted) this.onAbort();
+    else caller?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+    this.caller?.removeEventListener('abort', this.onAbort);
+  }
 }
 
 /** Counts a body's bytes: the cap's error once they pass it. */
@@ -178,6 +223,27 @@ function requestIdOf(body: unknown): string | number | undefined {
 
 function mediaType(contentType: string | null): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** `body`, telling `deadline` when its reader cancels it (the SDK does so with answers it skips). */
+function endingOnCancel(body: ReadableStream<Uint8Array>, deadline: Deadline): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        deadline.end();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      deadline.end();
+      return reader.cancel(reason);
+    },
+  });
 }
 
 function erroredBody(error: Error): ReadableStream<Uint8Array> {

@@ -265,7 +265,8 @@ export class UpstreamInstance {
     const overrun = new AbortController();
     let reported = 0;
     const signal = options.signal ? AbortSignal.any([options.signal, overrun.signal]) : overrun.signal;
-    const result = await answered(
+    // The SDK turns an abort's reason into a timeout error: the cap is taken from the signal.
+    const call = answered(
       `tools/call of ${name}`,
       this.client.callTool({ name, arguments: args }, undefined, {
         timeout: options.timeoutMs,
@@ -287,7 +288,11 @@ export class UpstreamInstance {
         }),
       }),
     );
-    return result as CallToolResult;
+    try {
+      return (await call) as CallToolResult;
+    } catch (error) {
+      throw overrun.signal.aborted ? overrun.signal.reason : error;
+    }
   }
 
   /** What the upstream declared it serves in the handshake (tools, resources, prompts...). */
@@ -517,7 +522,7 @@ async function listAll<T>(
   return listing;
 }
 
-/** The SDK's code of a request failed by a closed connection, and of a timed-out one. */
+/** The SDK's code of a request failed by a closed connection. */
 const CONNECTION_CLOSED = -32000;
 /** What the SDK's stdio read buffer says when a line passes its cap. */
 const STDIO_LINE_TOO_LONG = /^ReadBuffer exceeded maximum size/;

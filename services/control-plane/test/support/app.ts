@@ -95,6 +95,8 @@ export async function startTestApp(
     upstreamStdioCommands?: string[];
     /** How often upstream instances are pinged (30 s otherwise). */
     upstreamPingEveryMs?: number;
+    /** UPSTREAM_CALL_MAX_BYTES (the default otherwise). */
+    upstreamCallMaxBytes?: number;
     /** The console build served at /console (services/console/dist otherwise). */
     consoleDir?: string;
     /** The live audit streams' settings (the app's defaults otherwise). */
@@ -143,6 +145,9 @@ export async function startTestApp(
       ...(options.contextCacheBytes !== undefined && { contextCacheBytes: options.contextCacheBytes }),
       ...(options.upstreamStdioCommands !== undefined && {
         upstreamStdioCommands: options.upstreamStdioCommands,
+      }),
+      ...(options.upstreamCallMaxBytes !== undefined && {
+        upstreamCallMaxBytes: options.upstreamCallMaxBytes,
       }),
       ...options.query,
       ...options.customTool,

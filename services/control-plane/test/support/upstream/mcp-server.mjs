@@ -8,7 +8,8 @@
 //   hang                   -> never answers (writes `hang cancelled` to stderr when cancelled)
 //   crash                  -> the process exits at once (stdio) / the session is dropped (HTTP)
 //   fail                   -> an isError result
-//   progress {steps}       -> notifications/progress steps times (with a progress token), then answers
+//   progress {steps, pad?} -> notifications/progress steps times (with a progress token; each message
+//                             padded to `pad` characters), then answers
 //   set_tools {extra?: [..], resources?: [..], prompts?: [..]}
 //                          -> adds tools named in `extra` (each echoes), resources of the URIs in
 //                             `resources` (each a text naming its URI), prompts named in `prompts`
@@ -75,7 +76,11 @@ const BASE_TOOLS = [
   {
     name: 'progress',
     description: 'Reports progress `steps` times (when asked with a progress token), then answers.',
-    inputSchema: { type: 'object', properties: { steps: { type: 'integer' } }, required: ['steps'] },
+    inputSchema: {
+      type: 'object',
+      properties: { steps: { type: 'integer' }, pad: { type: 'integer' } },
+      required: ['steps'],
+    },
   },
   {
     name: 'set_tools',
@@ -296,7 +301,12 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
           if (token !== undefined) {
             await extra.sendNotification({
               method: 'notifications/progress',
-              params: { progressToken: token, progress: step, total: steps, message: `step ${step}` },
+              params: {
+                progressToken: token,
+                progress: step,
+                total: steps,
+                message: `step ${step}`.padEnd(Number(args.pad ?? 0), '.'),
+              },
             });
           }
           await new Promise((resolve) => setTimeout(resolve, 20));
