@@ -23,23 +23,9 @@ beforeAll(async () => {
   host = new URL(stack.gatewayUrl).host;
   urlPath = `/api/v2/mcp/server/${exposed.apiKey}`;
   urlSession = await openSession(stack.gatewayUrl, urlPath);
-  // The bearer entry, opened by hand (openSession sends no Authorization).
-  const init = await send(
-    'POST /api/v2/mcp/server HTTP/1.1',
-    [`Host: ${host}`, `Authorization: Bearer ${exposed.apiKey}`, ...MCP_HEAD],
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: {
-        protocolVersion: PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'raw', version: '1' },
-      },
-    }),
-  );
-  expect(init.status).toBe(200);
-  bearerSession = init.headers['mcp-session-id']!;
+  bearerSession = await openSession(stack.gatewayUrl, '/api/v2/mcp/server', false, {
+    authorization: `Bearer ${exposed.apiKey}`,
+  });
 });
 afterAll(() => stack.close());
 
