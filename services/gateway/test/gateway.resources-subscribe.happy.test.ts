@@ -121,7 +121,9 @@ describe('resources/subscribe', () => {
       `resources/updated latency after a tools/call write: ${latency.toFixed(1)} ms from its start ` +
         `(the write answered after ${answered.toFixed(1)} ms)`,
     );
-    expect(latency).toBeLessThan(1000);
+    // Within 1 s of the write's own answer: a write on PostgreSQL with Redis may itself wait a table
+    // version lease (2 s) when the members' set in Redis was just made, which is not this path's delay.
+    expect(latency - answered).toBeLessThan(1000);
     // The data it announced is there to read.
     const read = await a.client.readResource({ uri: CONTEXT });
     expect(String((read.contents[0] as { text: string }).text)).toContain(`"id":${100 + serial}`);
