@@ -20,8 +20,8 @@ import { parsePointer } from '@bindery/context-ops';
 import type { Adi, Prisma } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Db, DomainContext, Principal } from './context.ts';
-import { brokenOverrides } from './bindings.ts';
+import type { Db, DomainContext, Principal, SourceChecker } from './context.ts';
+import { brokenOverrides } from './binding-overrides.ts';
 import { contextStatuses, requireContext } from './context-presence.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { pageWindow, toPage } from './pagination.ts';
@@ -35,7 +35,6 @@ import {
   kindOf,
   offeredKind,
   type KindColumns,
-  type SourceChecker,
   type ToolKindModule,
 } from './tool-kinds/index.ts';
 

@@ -122,3 +122,7 @@ export async function deleteAei(ctx: DomainContext, caller: Principal, id: strin
     return { result: undefined, changedAeis: [id] };
   });
 }
+
+/** Whether an exposure's owner is disabled: the owner's status, read with the exposure. */
+export const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
+export type WithOwner = { user: { disabledAt: Date | null } };

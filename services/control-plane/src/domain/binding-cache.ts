@@ -14,7 +14,7 @@
 import { LRUCache } from 'lru-cache';
 import type { BindingCacheMeter } from '../metrics.ts';
 import type { Db } from './context.ts';
-import { OWNER_STATUS } from './exposure-config.ts';
+import { OWNER_STATUS } from './aeis.ts';
 import { columnsOf, registeredKind, type KindColumns, type ToolKindModule } from './tool-kinds/index.ts';
 import { deepFreeze } from '@bindery/context-ops';
 

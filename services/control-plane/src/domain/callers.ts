@@ -27,7 +27,8 @@ import { findOwnAei } from './aeis.ts';
 import { serverName, stdioConfigs } from './client-configs.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
-import { OWNER_STATUS, configOf, type WithOwner } from './exposure-config.ts';
+import { OWNER_STATUS, type WithOwner } from './aeis.ts';
+import { configOf } from './exposure-config.ts';
 import { lookupPersonalKey } from './mcp-keys.ts';
 import type { ClashLog } from './upstream-catalog.ts';
 

@@ -23,7 +23,7 @@ import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { trackWrite, type WriteMeter } from '../metrics.ts';
 import type { CachedContext, ContextCache } from './context-cache.ts';
-import type { Db } from './context.ts';
+import type { Db } from '../db/client.ts';
 import { RecentChanges } from './recent-changes.ts';
 import {
   appendPatches,

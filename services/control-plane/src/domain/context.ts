@@ -4,15 +4,17 @@
  * notifications hang off it), the secrets' keyring and
  * the sandbox that checks custom tools' sources.
  */
+import type { Db } from '../db/client.ts';
+import type { CustomToolSandbox } from '../execution/sandbox/index.ts';
 import type { PrismaClient } from '../generated/prisma/client.ts';
-import type { TransactionClient } from '../generated/prisma/internal/prismaNamespace.ts';
 import type { ContextStore } from './context-store.ts';
 import type { SecretKeyring } from './secret-keyring.ts';
 import type { TableLimits } from './table-limits.ts';
-import type { SourceChecker } from './tool-kinds/tool-kind.ts';
 
-/** A Prisma client or an open transaction, so services compose inside one transaction. */
-export type Db = PrismaClient | TransactionClient;
+export type { Db };
+
+/** What checks a custom tool's source when it is saved (the sandbox the tool will run in). */
+export type SourceChecker = Pick<CustomToolSandbox, 'checkCustomToolSource'>;
 
 export interface ConfigChangeListener {
   /**

@@ -19,7 +19,7 @@ import { checkAnswer, checkArguments } from './arguments.ts';
 import type { AuditStatus, ExecutionRecord } from './audit.ts';
 import type { DomainContext } from './context.ts';
 import type { ExecutorOptions } from './executor-options.ts';
-import { OWNER_STATUS } from './exposure-config.ts';
+import { OWNER_STATUS } from './aeis.ts';
 import { legacyTools } from './legacy-instances.ts';
 import { contextKind, legacyColumns } from './tool-kinds/context.ts';
 import { ToolAnswer, kindOf } from './tool-kinds/index.ts';

@@ -19,6 +19,7 @@ import { contextKind, legacyColumns } from './tool-kinds/context.ts';
 import { configPromptsOf } from './prompts.ts';
 import { resolveTools } from './tools.ts';
 import { attachedCatalogs, upstreamCatalog, type ClashLog } from './upstream-catalog.ts';
+import { OWNER_STATUS, type WithOwner } from './aeis.ts';
 
 /** The app of a tool whose table has no project (DESIGN.md §7). */
 export const DEFAULT_APP = 'default';
@@ -31,10 +32,6 @@ export async function configVersionOf(db: Db, apiKey: string): Promise<number | 
   });
   return aei?.configVersion;
 }
-
-/** Whether an exposure's owner is disabled: the owner's status, read with the exposure. */
-export const OWNER_STATUS = { user: { select: { disabledAt: true } } } as const;
-export type WithOwner = { user: { disabledAt: Date | null } };
 
 /**
  * Config v2 for an AEI api_key: enabled bindings of an enabled AEI. NOT_FOUND for unknown keys.

@@ -11,18 +11,9 @@ import { argumentsDigest } from './audit.ts';
 import type { Db } from './context.ts';
 import { SkippedWrite } from './context-store.ts';
 import { uniqueViolation } from './prisma-errors.ts';
-import type { ToolAnswer } from './tool-kinds/tool-kind.ts';
+import type { KeyedWrite, ToolAnswer } from './tool-kinds/tool-kind.ts';
 
-/** One keyed write: where the key lives, the key, and what the call was. */
-export interface KeyedWrite {
-  /** `aei:<id>` or `mcp_instance:<id>`. */
-  scope: string;
-  key: string;
-  /** Digest of the tool and its arguments (defaults applied), to tell a retry from a reuse. */
-  digest: string;
-  /** A record made before this instant has expired: the key is free again, as if never used. */
-  notBefore: Date;
-}
+export type { KeyedWrite };
 
 /** A keyed write for `key` on `scope`, remembered for `rememberMs`, or undefined without a key. */
 export function keyedWrite(

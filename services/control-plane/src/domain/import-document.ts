@@ -21,14 +21,15 @@ import { OpError, checkValueArgument } from '@bindery/context-ops';
 import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
 import { newCredential, newIds } from '../ids.ts';
-import { checkOutputOverride, checkOverride } from './bindings.ts';
+import { checkOutputOverride, checkOverride } from './binding-overrides.ts';
 import { checkTemplate, promptChars } from './prompts.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 import { dataBytes, firstSnapshot } from './table-data.ts';
 import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
-import { checkColumns, offeredKind, type KindColumns, type SourceChecker } from './tool-kinds/index.ts';
+import type { SourceChecker } from './context.ts';
+import { checkColumns, offeredKind, type KindColumns } from './tool-kinds/index.ts';
 
 const NAME_MAX = 200;
 const SLUG_MAX = 64;

@@ -15,7 +15,7 @@ import type { OpenApiConverter } from '../execution/openapi-conversion.ts';
 import { fetchGuarded } from '../execution/outbound-fetch.ts';
 import { newIds } from '../ids.ts';
 import { renameInheritingBindings } from './adis.ts';
-import { brokenOverrides, type BrokenOverride } from './bindings.ts';
+import { brokenOverrides, type BrokenOverride } from './binding-overrides.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import type { ImportedHttpTool, OpenApiConversion } from './openapi/index.ts';

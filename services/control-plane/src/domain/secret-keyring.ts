@@ -91,3 +91,20 @@ export class SecretKeyring {
     }
   }
 }
+
+/** The setting that gives secrets their key. */
+export const SECRET_KEY_SETTING = 'BINDERY_SECRET_KEY';
+
+/**
+ * The keyring, or NOT_CONFIGURED (503) telling the operator what to set: secrets cannot be written
+ * or used without a key, which only PostgreSQL installations can lack (the embedded database
+ * generates one).
+ */
+export function requireKeyring(ctx: { keyring?: SecretKeyring | undefined }): SecretKeyring {
+  if (ctx.keyring) return ctx.keyring;
+  throw new DomainError(
+    'NOT_CONFIGURED',
+    `secrets are unavailable: this control plane has no encryption key. Its operator must set ${SECRET_KEY_SETTING} (32 random bytes as base64 or hex, e.g. \`openssl rand -base64 32\`) and restart it`,
+    { setting: SECRET_KEY_SETTING },
+  );
+}

@@ -11,7 +11,7 @@ import { LRUCache } from 'lru-cache';
 import { DomainError } from '../errors.ts';
 import type { Db, DomainContext } from './context.ts';
 import { secretForms } from './secret-forms.ts';
-import { requireKeyring, valueChars } from './secrets.ts';
+import { requireKeyring } from './secret-keyring.ts';
 
 /**
  * `{{secret.NAME}}`, spaces inside the braces allowed; NAME as secrets are named (contracts'
@@ -328,4 +328,9 @@ export async function resolveSecrets(
     resolvedCache.set(key, { resolved, ids, chars: resolved.chars });
   }
   return resolved;
+}
+
+/** Characters of a value as a person counts them (code points, as the schema's bounds count). */
+export function valueChars(value: string): number {
+  return [...value].length;
 }

@@ -15,25 +15,8 @@ import { newId } from '../ids.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import { pageWindow, toPage } from './pagination.ts';
 import { uniqueViolation } from './prisma-errors.ts';
-import type { SecretKeyring } from './secret-keyring.ts';
-import { forgetSecrets } from './secret-references.ts';
-
-/** The setting that gives secrets their key. */
-export const SECRET_KEY_SETTING = 'BINDERY_SECRET_KEY';
-
-/**
- * The keyring, or NOT_CONFIGURED (503) telling the operator what to set: secrets cannot be written
- * or used without a key, which only PostgreSQL installations can lack (the embedded database
- * generates one).
- */
-export function requireKeyring(ctx: Pick<DomainContext, 'keyring'>): SecretKeyring {
-  if (ctx.keyring) return ctx.keyring;
-  throw new DomainError(
-    'NOT_CONFIGURED',
-    `secrets are unavailable: this control plane has no encryption key. Its operator must set ${SECRET_KEY_SETTING} (32 random bytes as base64 or hex, e.g. \`openssl rand -base64 32\`) and restart it`,
-    { setting: SECRET_KEY_SETTING },
-  );
-}
+import { requireKeyring } from './secret-keyring.ts';
+import { forgetSecrets, valueChars } from './secret-references.ts';
 
 /** The API's view of a secret: never the value. */
 function secretBody(row: Pick<SecretRow, 'name' | 'createdAt' | 'updatedAt' | 'lastUsedAt'>): Secret {
@@ -43,11 +26,6 @@ function secretBody(row: Pick<SecretRow, 'name' | 'createdAt' | 'updatedAt' | 'l
     updated_at: row.updatedAt.toISOString(),
     last_used_at: row.lastUsedAt?.toISOString() ?? null,
   };
-}
-
-/** Characters of a value as a person counts them (code points, as the schema's bounds count). */
-export function valueChars(value: string): number {
-  return [...value].length;
 }
 
 /**

@@ -15,7 +15,7 @@ import {
 } from '@bindery/context-ops';
 import { Prisma, type PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../errors.ts';
-import type { Db } from './context.ts';
+import type { Db } from '../db/client.ts';
 
 // Folding rewrites the whole snapshot: generous for a large table on a busy embedded database.
 const FOLD_TRANSACTION = { maxWait: 30_000, timeout: 300_000 } as const;

@@ -24,9 +24,9 @@ import type { AuditStatus } from './audit.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
 import type { ExecutorOptions } from './executor-options.ts';
 import { findOwnAei } from './aeis.ts';
-import { OWNER_STATUS } from './exposure-config.ts';
+import { OWNER_STATUS } from './aeis.ts';
 import type { SkippedEntry } from '../upstream/instance.ts';
-import { prefixedToolName, skippedWarnings, TOOL_NAME_MAX } from './upstream-servers.ts';
+import { prefixedToolName, skippedWarnings, TOOL_NAME_MAX } from './upstream-names.ts';
 
 /** One resource of a server's snapshot (`upstream_server.resources`). */
 export interface ResourceEntry {

@@ -10,11 +10,9 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import {
-  TOOL_NAME_RE,
   UPSTREAM_CATALOG_LIMITS,
   UPSTREAM_LIMITS,
   findUnstorable,
-  printable,
   storableText,
   unstorableMessage,
   type CreateUpstreamServerBody,
@@ -27,7 +25,6 @@ import picomatch from 'picomatch';
 import type { Prisma, UpstreamServer as Row } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { SkippedEntry } from '../upstream/instance.ts';
 import type { UpstreamListing, UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamRegistry } from '../upstream/registry.ts';
 import { knownServer, specOfRow, transportSecretNames } from '../upstream/registry.ts';
@@ -41,11 +38,11 @@ import {
   type UpstreamSpec,
 } from '../upstream/spec.ts';
 import type { Db, DomainContext, Principal } from './context.ts';
-import { brokenOverrides, type OverrideTarget } from './bindings.ts';
+import { brokenOverrides, type OverrideTarget } from './binding-overrides.ts';
 import { bumpForAdis, changeExposure } from './exposure.ts';
 import { uniqueViolation } from './prisma-errors.ts';
 import { checkSecretReferenceSyntax, missingSecretError, missingSecretNames } from './secret-references.ts';
-import { shortHash } from './tool-naming.ts';
+import { prefixedToolName, quoted, skippedWarnings } from './upstream-names.ts';
 import {
   promptSnapshot,
   resourceSnapshot,
@@ -55,21 +52,6 @@ import {
 
 export interface UpstreamDeps {
   registry: UpstreamRegistry;
-}
-
-/** Longest tool name an MCP client is sure to take (and a binding may have). */
-export const TOOL_NAME_MAX = 64;
-
-/**
- * `{prefix}_{tool}`, or when that is over 64 characters its first part and `_` + a 6-character hash
- * of the whole: stable, unique in practice, and within every client's limit.
- */
-export function prefixedToolName(prefix: string, tool: string): string {
-  const full = prefix === '' ? tool : `${prefix}_${tool}`;
-  if (full.length <= TOOL_NAME_MAX && TOOL_NAME_RE.test(full)) return full;
-  const safe = full.replace(/[^A-Za-z0-9_.-]/g, '_');
-  if (safe.length <= TOOL_NAME_MAX && safe === full) return safe;
-  return `${safe.slice(0, TOOL_NAME_MAX - 7)}_${shortHash(full)}`;
 }
 
 function transportOf(body: CreateUpstreamServerBody): TransportSpec {
@@ -376,34 +358,6 @@ function toolConfig(serverId: string, tool: Tool): Record<string, unknown> {
     ...(tool.outputSchema !== undefined && { output_schema: tool.outputSchema }),
     ...(tool.annotations !== undefined && { annotations: tool.annotations }),
   };
-}
-
-/** Characters of a name quoted in a warning, at most. */
-const QUOTED_MAX = 200;
-
-/** A name as a warning quotes it: cut, with NULs, half characters and quotes escaped (storable). */
-function quoted(name: string): string {
-  return `"${printable(name.length > QUOTED_MAX ? `${name.slice(0, QUOTED_MAX - 1)}…` : name)}"`;
-}
-
-/**
- * What a listing left out because MCP does not allow it (`what`: tool, resource, prompt), as
- * warnings naming each: `tool "stringy" was skipped: it is not a tool MCP allows (inputSchema/type: ...)`.
- */
-export function skippedWarnings(
-  what: string,
-  listed: { skipped?: SkippedEntry[]; moreSkipped?: number },
-  warnings: string[],
-): void {
-  for (const entry of listed.skipped ?? []) {
-    const which =
-      entry.name === undefined
-        ? `the ${what} at position ${entry.position} of the list`
-        : `${what} ${quoted(entry.name)}`;
-    warnings.push(`${which} was skipped: it is not a ${what} MCP allows (${entry.problem})`);
-  }
-  if (listed.moreSkipped)
-    warnings.push(`${listed.moreSkipped} more ${what}(s) that MCP does not allow were skipped`);
 }
 
 /**

@@ -14,14 +14,7 @@ import { mcpKind } from './mcp.ts';
 import type { KindColumns, SaveScope, ToolKindModule } from './tool-kind.ts';
 
 export { ToolAnswer } from './tool-kind.ts';
-export type {
-  KindColumns,
-  SaveScope,
-  SourceChecker,
-  ToolCall,
-  ToolKindModule,
-  ToolPlace,
-} from './tool-kind.ts';
+export type { KindColumns, SaveScope, ToolCall, ToolKindModule, ToolPlace } from './tool-kind.ts';
 
 // Each module is typed by its own body and patch; the registry forgets them (`unknown`): bodies
 // reach a module only after the route checked them against that module's `createBody`.

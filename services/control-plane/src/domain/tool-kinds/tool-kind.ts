@@ -13,10 +13,51 @@
 import type { AdiKind, AdiRef, ToolAnnotations, ToolProgress } from '@bindery/contracts';
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import type { TObject } from 'typebox';
-import type { Db, DomainContext, Principal } from '../context.ts';
+import type { Db, DomainContext, Principal, SourceChecker } from '../context.ts';
 import type { CustomToolSandbox } from '../../execution/sandbox/index.ts';
-import type { ExecutorOptions } from '../executor-options.ts';
-import type { KeyedWrite } from '../idempotency.ts';
+import type { Limits } from '@bindery/context-ops';
+import type { Dispatcher } from 'undici';
+import type { QueryPool } from '../../execution/query-pool.ts';
+import type { ControlPlaneMetrics } from '../../metrics.ts';
+import type { UpstreamRegistry } from '../../upstream/registry.ts';
+import type { ContextStore } from '../context-store.ts';
+
+/**
+ * What a kind's call is given besides its own columns and arguments: the services the control
+ * plane runs once at start. Narrow on purpose: a kind knows nothing of the executor, the binding
+ * cache or the audit writer around it.
+ */
+export interface KindServices {
+  limits: Limits;
+  /** Reads and writes contexts (the context cache, the patch log, table versions). */
+  contexts: ContextStore;
+  metrics: Pick<ControlPlaneMetrics, 'writes'>;
+  /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
+  queries: QueryPool;
+  /**
+   * Every request a tool sends out (HTTP tools, a custom tool's fetch) goes through this: the SSRF
+   * guard (execution/ssrf-guard.ts) checks each connection, literal IPs, DNS answers and redirect
+   * hops alike, against HTTP_TOOLS_ALLOWED_NETWORKS.
+   */
+  outbound: Dispatcher;
+  /** Runs custom tools: QuickJS in worker threads (execution/sandbox). */
+  sandbox: CustomToolSandbox;
+  /** The pools of upstream MCP servers (upstream/); absent where no app runs them. */
+  upstreams?: UpstreamRegistry | undefined;
+  /** Where a kind writes what is worth a log line (a custom tool's console, at debug). */
+  log?: { debug(details: object, message: string): void } | undefined;
+}
+
+/** One keyed write: where the key lives, the key, and what the call was (idempotency.ts). */
+export interface KeyedWrite {
+  /** `aei:<id>` or `mcp_instance:<id>`. */
+  scope: string;
+  key: string;
+  /** Digest of the tool and its arguments (defaults applied), to tell a retry from a reuse. */
+  digest: string;
+  /** A record made before this instant has expired: the key is free again, as if never used. */
+  notBefore: Date;
+}
 
 /**
  * What an ADI of any kind stores besides its name, description and category: its context, when it
@@ -34,9 +75,6 @@ export interface KindColumns {
 export interface ToolPlace {
   tableName: string | null;
 }
-
-/** What checks a custom tool's source when it is saved (the sandbox the tool will run in). */
-export type SourceChecker = Pick<CustomToolSandbox, 'checkCustomToolSource'>;
 
 /**
  * Who saves an ADI: the database (or the open transaction) and the owner; `sandbox` for a kind
@@ -94,7 +132,7 @@ export class ToolAnswer {
 /** One call of a tool, after the shared checks passed (binding, AEI, owner, arguments). */
 export interface ToolCall {
   ctx: DomainContext;
-  options: ExecutorOptions;
+  options: KindServices;
   /** The tool's name as its caller knows it (for messages). */
   toolName: string;
   /** The ADI's id; null for a tool of a legacy v1 instance (a context tool without an ADI row). */

@@ -1,0 +1,79 @@
+// The architecture check of `pnpm lint` (DESIGN.md section 2): which part of the house may import
+// which. Violations that are known and being taken apart stand in .dependency-cruiser-known.json
+// (`pnpm lint:architecture:baseline` writes it again); any other violation fails the lint.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycles',
+      severity: 'error',
+      comment:
+        'No import loops. The JMESPath interpreter and its function table call each other by design ' +
+        '(a function such as sort_by evaluates an expression), so that pair may stay.',
+      from: { pathNot: '^packages/context-ops/src/jmespath/(interpreter|functions)\\.ts$' },
+      to: { circular: true },
+    },
+    {
+      name: 'services-apart',
+      severity: 'error',
+      comment: 'The services talk over HTTP only: none imports another.',
+      from: { path: '^services/([^/]+)/' },
+      to: { path: '^services/([^/]+)/', pathNot: '^services/$1/' },
+    },
+    {
+      name: 'packages-below-services',
+      severity: 'error',
+      comment: 'Packages are shared by the services; they never import a service.',
+      from: { path: '^packages/' },
+      to: { path: '^services/' },
+    },
+    {
+      name: 'gateway-without-database',
+      severity: 'error',
+      comment: 'The gateway holds no database: the control plane is the only owner of PostgreSQL.',
+      from: { path: '^services/gateway/src/' },
+      to: { path: 'node_modules/(@prisma|prisma|pg|@electric-sql|pglite-prisma-adapter)/' },
+    },
+    {
+      name: 'domain-without-fastify',
+      severity: 'error',
+      comment:
+        'HTTP is the routes’ business: the domain, the execution layer and the kinds never import Fastify.',
+      from: {
+        path: '^services/control-plane/src/(domain|execution|kinds|upstream|context|exposure|audit|secrets|accounts|legacy|transfer)/',
+      },
+      to: { path: 'node_modules/(fastify|@fastify)/' },
+    },
+    {
+      name: 'console-browser-safe',
+      severity: 'error',
+      comment: 'The console runs in a browser: no Node.js built-ins, no server-side part of a package.',
+      from: { path: '^services/console/src/' },
+      to: {
+        pathNot: '^services/console/',
+        path: [
+          '^packages/contracts/src/(server|logging|shutdown|launcher|invalidation-subscriber|settings)',
+          '^services/',
+        ],
+      },
+    },
+    {
+      name: 'console-no-node-builtins',
+      severity: 'error',
+      from: { path: '^services/console/src/' },
+      to: { dependencyTypes: ['core'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(dist|generated)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.base.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'],
+    },
+    combinedDependencies: true,
+  },
+};
