@@ -40,9 +40,51 @@ module.exports = {
       comment:
         'HTTP is the routes’ business: the domain, the execution layer and the kinds never import Fastify.',
       from: {
-        path: '^services/control-plane/src/(domain|execution|kinds|upstream|context|exposure|audit|secrets|accounts|legacy|transfer)/',
+        path: '^services/control-plane/src/(domain|execution|kinds|context|exposure|audit|secrets|accounts|legacy|transfer)/',
       },
       to: { path: 'node_modules/(fastify|@fastify)/' },
+    },
+    {
+      name: 'control-plane-layers',
+      severity: 'error',
+      comment:
+        'The control plane is layered (docs/decisions/007-control-plane-layers.md), one direction: ' +
+        'domain (kernel) <- context, secrets, audit, accounts <- kinds <- execution, legacy <- exposure ' +
+        '<- transfer, demo <- routes <- app. A folder never imports one of a layer above its own.',
+      from: { path: '^services/control-plane/src/domain/' },
+      to: {
+        path: '^services/control-plane/src/',
+        pathNot: '^services/control-plane/src/(domain|generated)/',
+      },
+    },
+    {
+      name: 'control-plane-layers-data',
+      severity: 'error',
+      comment: 'Contexts, secrets, audit and accounts sit below every tool kind and what runs them.',
+      from: { path: '^services/control-plane/src/(context|secrets|audit|accounts)/' },
+      to: {
+        path: '^services/control-plane/src/(kinds|execution|legacy|exposure|transfer|routes|http)/|^services/control-plane/src/(app|server|demo)\\.ts$',
+      },
+    },
+    {
+      name: 'kinds-below-execution',
+      severity: 'error',
+      comment:
+        'A kind imports the kind interface (kinds/kind.ts) and the layers below, never the executor ' +
+        'or anything that uses it.',
+      from: { path: '^services/control-plane/src/kinds/' },
+      to: {
+        path: '^services/control-plane/src/(execution|legacy|exposure|transfer|routes|http)/|^services/control-plane/src/(app|server|demo)\\.ts$',
+      },
+    },
+    {
+      name: 'execution-below-exposure',
+      severity: 'error',
+      comment: 'The executor runs tools; exposures and the legacy instances are above it.',
+      from: { path: '^services/control-plane/src/(execution|legacy)/' },
+      to: {
+        path: '^services/control-plane/src/(exposure|transfer|routes|http)/|^services/control-plane/src/(app|server|demo)\\.ts$',
+      },
     },
     {
       name: 'console-browser-safe',

@@ -13,12 +13,12 @@
  */
 import { executeRead } from '@bindery/context-ops';
 import { MessageChannel } from 'node:worker_threads';
-import { quickjsEngine } from '../services/control-plane/src/execution/sandbox/engine.ts';
+import { quickjsEngine } from '../services/control-plane/src/kinds/custom/sandbox/engine.ts';
 import {
   CustomToolSandbox,
   DEFAULT_SANDBOX_LIMITS,
-} from '../services/control-plane/src/execution/sandbox/index.ts';
-import { runInVm } from '../services/control-plane/src/execution/sandbox/tool-vm.ts';
+} from '../services/control-plane/src/kinds/custom/sandbox/index.ts';
+import { runInVm } from '../services/control-plane/src/kinds/custom/sandbox/tool-vm.ts';
 import { ms, summarize } from './support/stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2_000);

@@ -2,15 +2,15 @@
  * Secret redaction benchmark (hardening: encoded forms of secrets).
  *   pnpm --filter @bindery/bench bench:redaction
  * Every answer of an HTTP or custom tool has the values of its secrets taken out, in every form
- * domain/secret-forms.ts lists. Prints p50/p99 per answer of `redactJson` on a JSON answer of
+ * secrets/secret-forms.ts lists. Prints p50/p99 per answer of `redactJson` on a JSON answer of
  * 8,000 records (56,000 strings) and of `redact` on the same answer as one 1.4 MB text, for one
  * secret, with (1) all its forms and (2) as the in-run reference, only the three forms redacted
  * before (as is, JSON-escaped, URL-encoded), through the same class. Rounds take turns path by
  * path, so drift on a shared machine hits all alike.
  * Environment: BENCH_ROUNDS (answers per path, default 200), BENCH_WARMUP (default 20).
  */
-import { ResolvedSecrets } from '../services/control-plane/src/domain/secret-references.ts';
-import { secretForms } from '../services/control-plane/src/domain/secret-forms.ts';
+import { ResolvedSecrets } from '../services/control-plane/src/secrets/secret-references.ts';
+import { secretForms } from '../services/control-plane/src/secrets/secret-forms.ts';
 import { ms, summarize } from './support/stats.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);

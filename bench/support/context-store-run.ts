@@ -8,13 +8,13 @@
  */
 import { executeWrite, parsePointer, type JsonValue } from '@bindery/context-ops';
 import { openDatabase } from '../../services/control-plane/src/db/database.ts';
-import { ContextCache } from '../../services/control-plane/src/domain/context-cache.ts';
-import { ContextStore } from '../../services/control-plane/src/domain/context-store.ts';
-import { createTable } from '../../services/control-plane/src/domain/tables.ts';
+import { ContextCache } from '../../services/control-plane/src/context/context-cache.ts';
+import { ContextStore } from '../../services/control-plane/src/context/context-store.ts';
+import { createTable } from '../../services/control-plane/src/context/tables.ts';
 import {
   DatabaseTableVersions,
   LocalTableVersions,
-} from '../../services/control-plane/src/domain/table-versions.ts';
+} from '../../services/control-plane/src/context/table-versions.ts';
 import { createMetrics } from '../../services/control-plane/src/metrics.ts';
 import { generateCustomers } from './customers.ts';
 import { summarize } from './stats.ts';

@@ -4,7 +4,7 @@
  * Prints one JSON line: milliseconds, tools, warnings, RSS before the import and the peak RSS.
  */
 import { readFileSync } from 'node:fs';
-import { openApiToHttpTools } from '../../services/control-plane/src/domain/openapi/index.ts';
+import { openApiToHttpTools } from '../../services/control-plane/src/kinds/http/openapi/index.ts';
 
 const file = process.argv[2];
 if (file === undefined) throw new Error('usage: openapi-import-run.ts <document file>');

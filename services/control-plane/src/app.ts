@@ -21,7 +21,7 @@ import {
   QUERY_DEFAULTS,
   type Config,
 } from './config.ts';
-import { forgetAllSecrets, forgetSecrets } from './domain/secret-references.ts';
+import { forgetAllSecrets, forgetSecrets } from './secrets/secret-references.ts';
 import type { DomainContext } from './domain/context.ts';
 import type { AdminApp } from './http/admin-app.ts';
 import { requireAdmin } from './http/auth.ts';
@@ -34,24 +34,24 @@ import { refuseDotSegments } from './http/static-paths.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
 import { UPSTREAM_CAPS } from '@bindery/contracts';
-import { BindingCache } from './domain/binding-cache.ts';
-import { AuditWriter, type AuditSql } from './domain/audit-writer.ts';
-import { AuditStreamHub, type AuditStreamOptions } from './domain/audit-stream.ts';
-import { ContextCache } from './domain/context-cache.ts';
-import { ContextStore } from './domain/context-store.ts';
-import type { FoldPolicy } from './domain/table-folds.ts';
-import { DEFAULT_TABLE_LIMITS, type TableLimits } from './domain/table-limits.ts';
+import { BindingCache } from './execution/binding-cache.ts';
+import { AuditWriter, type AuditSql } from './execution/audit-writer.ts';
+import { AuditStreamHub, type AuditStreamOptions } from './audit/audit-stream.ts';
+import { ContextCache } from './context/context-cache.ts';
+import { ContextStore } from './context/context-store.ts';
+import type { FoldPolicy } from './context/table-folds.ts';
+import { DEFAULT_TABLE_LIMITS, type TableLimits } from './context/table-limits.ts';
 import {
   DatabaseTableVersions,
   LocalTableVersions,
   RedisTableVersions,
   type TableVersions,
-} from './domain/table-versions.ts';
-import { purgeExpiredOutcomes } from './domain/idempotency.ts';
-import { QueryPool } from './execution/query-pool.ts';
-import { CustomToolSandbox } from './execution/sandbox/index.ts';
-import { OpenApiConverter } from './execution/openapi-conversion.ts';
-import { createGuardedDispatcher } from './execution/ssrf-guard.ts';
+} from './context/table-versions.ts';
+import { purgeExpiredOutcomes } from './kinds/idempotency.ts';
+import { QueryPool } from './kinds/context/query-pool.ts';
+import { CustomToolSandbox } from './kinds/custom/sandbox/index.ts';
+import { OpenApiConverter } from './kinds/http/openapi/openapi-conversion.ts';
+import { createGuardedDispatcher } from './kinds/http/ssrf-guard.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
@@ -74,8 +74,8 @@ import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { userRoutes } from './routes/users.ts';
 import { upstreamServerRoutes } from './routes/upstream-servers.ts';
-import { syncUpstreamServer } from './domain/upstream-servers.ts';
-import { UpstreamRegistry } from './upstream/registry.ts';
+import { syncUpstreamServer } from './kinds/mcp/upstream-servers.ts';
+import { UpstreamRegistry } from './kinds/mcp/registry.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
 type AuditSettings = keyof typeof AUDIT_DEFAULTS;

@@ -9,7 +9,6 @@
  */
 import type { AuditStatus } from '@bindery/contracts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { TableVersionMeter } from './domain/table-versions.ts';
 
 /** Whatever a tool kind is called (`context`, `legacy`; later `custom`, `http`, `mcp`). */
 export type ToolKind = string;
@@ -56,7 +55,7 @@ export interface ContextCacheMeter {
   bytes: { set(value: number): void };
 }
 
-/** What the executor's binding cache reports (domain/binding-cache.ts). */
+/** What the executor's binding cache reports (execution/binding-cache.ts). */
 export interface BindingCacheMeter {
   hit: { inc(): void };
   miss: { inc(): void };
@@ -419,4 +418,14 @@ export function trackWrite(meter: WriteMeter) {
       throw error;
     },
   };
+}
+
+/** Where a read learnt its table's version (context/table-versions.ts). */
+export interface TableVersionMeter {
+  /** Known in memory under a running lease: no round trip. */
+  memory: { inc(): void };
+  /** Asked of Redis. */
+  redis: { inc(): void };
+  /** Left to the database. */
+  database: { inc(): void };
 }

@@ -16,11 +16,11 @@ import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';
 import { openDatabase, type Database } from './db/database.ts';
-import { openSecretKeyring } from './db/secret-key-file.ts';
-import { mcpUrl } from './domain/client-configs.ts';
-import { existingDemo, seedDemo, wantsDemo } from './domain/demo.ts';
-import { ensureRootToken } from './domain/users.ts';
-import { ExposureInvalidation } from './exposure-invalidation.ts';
+import { openSecretKeyring } from './secrets/secret-key-file.ts';
+import { mcpUrl } from './exposure/client-configs.ts';
+import { existingDemo, seedDemo, wantsDemo } from './demo.ts';
+import { ensureRootToken } from './accounts/users.ts';
+import { ExposureInvalidation } from './exposure/exposure-invalidation.ts';
 
 // Start-up refusals (a bad setting, a data directory another process owns) are one line on
 // stderr and exit code 1, no stack trace.

@@ -4,7 +4,7 @@
 // (as another control plane's can be) still arrives, once; a user never sees another's events;
 // a user has at most five streams open (429 beyond); closing the last stream stops the poller.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditIdFloor } from '../src/domain/audit-stream.ts';
+import { auditIdFloor } from '../src/audit/audit-stream.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { openStream, type OpenStream } from './support/event-stream.ts';
 import { buildFixture, type Fixture } from './support/tools.ts';

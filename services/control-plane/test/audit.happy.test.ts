@@ -5,7 +5,7 @@
 // without waiting for the flush delay.
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditWriter } from '../src/domain/audit-writer.ts';
+import { AuditWriter } from '../src/execution/audit-writer.ts';
 import { createMetrics } from '../src/metrics.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { sample } from './support/metrics.ts';

@@ -3,7 +3,7 @@
 // control plane (dropped before the change is answered) and on another one (the gateway's
 // config_version, and the Redis channel for calls that carry none).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BindingCache } from '../src/domain/binding-cache.ts';
+import { BindingCache } from '../src/execution/binding-cache.ts';
 import { INTERNAL_TOKEN, engine, startTestApp, type TestApp } from './support/app.ts';
 import { sample } from './support/metrics.ts';
 import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
@@ -201,7 +201,7 @@ describe.runIf(engine === 'postgres')('two control planes on one database', () =
     const first = await startTestApp({ sameDatabaseAs: t, redisUrl: REDIS_URL });
     const second = await startTestApp({ sameDatabaseAs: t, redisUrl: REDIS_URL });
     // The first one publishes what it changes, as a control plane with REDIS_URL does.
-    const { ExposureInvalidation } = await import('../src/exposure-invalidation.ts');
+    const { ExposureInvalidation } = await import('../src/exposure/exposure-invalidation.ts');
     const quiet = { debug() {}, info() {}, warn() {} };
     const publisher = new ExposureInvalidation({
       gatewayUrls: [],

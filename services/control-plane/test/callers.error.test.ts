@@ -6,8 +6,8 @@
 // header, and never echoes the key.
 import { CALLER_NAME_PATTERN, PERSONAL_KEY_HEADER } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CALLERS } from '../src/domain/callers.ts';
-import { MAX_MCP_KEYS } from '../src/domain/mcp-keys.ts';
+import { MAX_CALLERS } from '../src/exposure/callers.ts';
+import { MAX_MCP_KEYS } from '../src/accounts/mcp-keys.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

@@ -9,8 +9,8 @@
 import { fileURLToPath } from 'node:url';
 import { PERSONAL_KEY_HEADER, isWellFormedPersonalKey } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultProfile } from '../src/domain/callers.ts';
-import { hashSecret } from '../src/ids.ts';
+import { defaultProfile } from '../src/exposure/callers.ts';
+import { hashSecret } from '../src/domain/ids.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { buildFixture } from './support/tools.ts';
 import { stdioServerBody } from './support/upstream-servers.ts';

@@ -6,7 +6,7 @@
 // can settle; and a tenant past its share of the pool.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpError } from '@bindery/context-ops';
-import { CustomToolSandbox, MAX_SOURCE_BYTES, type ToolHost } from '../src/execution/sandbox/index.ts';
+import { CustomToolSandbox, MAX_SOURCE_BYTES, type ToolHost } from '../src/kinds/custom/sandbox/index.ts';
 
 let sandbox: CustomToolSandbox;
 const warnings: { details: object; message: string }[] = [];

@@ -4,7 +4,11 @@
 // console lines come back with the result; a saved source that compiles and exports a function
 // passes the check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CustomToolSandbox, type ToolFetchRequest, type ToolHost } from '../src/execution/sandbox/index.ts';
+import {
+  CustomToolSandbox,
+  type ToolFetchRequest,
+  type ToolHost,
+} from '../src/kinds/custom/sandbox/index.ts';
 
 let sandbox: CustomToolSandbox;
 

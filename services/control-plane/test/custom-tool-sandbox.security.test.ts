@@ -6,7 +6,7 @@
 // eval, Function and constructor chains only reach the sandbox's own global); prototype changes
 // reach neither the host nor the next call; secrets do not leave in results, console or errors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CustomToolSandbox, REDACTED, type ToolHost } from '../src/execution/sandbox/index.ts';
+import { CustomToolSandbox, REDACTED, type ToolHost } from '../src/kinds/custom/sandbox/index.ts';
 
 let sandbox: CustomToolSandbox;
 

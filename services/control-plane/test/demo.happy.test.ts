@@ -3,7 +3,7 @@
 // tools answering (the custom JavaScript one included); a database that holds any table is left alone, and the demo is seeded only once
 // even by two control planes starting together.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_AEI, DEMO_PROJECT, seedDemo, wantsDemo, type DemoSeed } from '../src/domain/demo.ts';
+import { DEMO_AEI, DEMO_PROJECT, seedDemo, wantsDemo, type DemoSeed } from '../src/demo.ts';
 import type { DomainContext } from '../src/domain/context.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 

@@ -4,7 +4,7 @@
 // ignore keys, legacy v1 tools take keys too, replays are audited as `replayed`, and expired
 // records are deleted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeExpiredOutcomes } from '../src/domain/idempotency.ts';
+import { purgeExpiredOutcomes } from '../src/kinds/idempotency.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { sample } from './support/metrics.ts';
 import { buildFixture, execute, tableState, toolAnswer, type Fixture } from './support/tools.ts';

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../src/ids.ts';
+import { newId } from '../src/domain/ids.ts';
 import { INTERNAL_TOKEN, startTestApp, type CallResult, type TestApp } from './support/app.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
 import { embeddedEncodings, redactedInside, standaloneEncodings } from './support/secret-encodings.ts';

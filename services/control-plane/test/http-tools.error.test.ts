@@ -4,9 +4,9 @@
 // config is refused when saved with an error naming the field.
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callHttpTool, validateHttpToolConfig, type HttpCallDeps } from '../src/domain/http-tools/index.ts';
+import { callHttpTool, validateHttpToolConfig, type HttpCallDeps } from '../src/kinds/http/index.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
-import { DomainError } from '../src/errors.ts';
+import { DomainError } from '../src/domain/errors.ts';
 import { failure } from './support/domain-failure.ts';
 
 let api: RecordingApi;

@@ -11,7 +11,7 @@ import {
   httpToolSecretNames,
   validateHttpToolConfig,
   type HttpCallDeps,
-} from '../src/domain/http-tools/index.ts';
+} from '../src/kinds/http/index.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
 
 const SECRETS: Record<string, string> = { API_TOKEN: 's3cr3t-token-value' };

@@ -3,7 +3,7 @@
 // resolved from an argument or read one back from an error, or hold the thread with result_path.
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callHttpTool, validateHttpToolConfig, type HttpCallDeps } from '../src/domain/http-tools/index.ts';
+import { callHttpTool, validateHttpToolConfig, type HttpCallDeps } from '../src/kinds/http/index.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
 import { failure } from './support/domain-failure.ts';
 

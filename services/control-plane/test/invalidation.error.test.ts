@@ -3,7 +3,10 @@
 // change's answer only for the announce bound), Redis being away
 // is one warning per outage and no published message, and every failure is logged with its target.
 import { afterEach, describe, expect, it } from 'vitest';
-import { ExposureInvalidation, type ExposureInvalidationOptions } from '../src/exposure-invalidation.ts';
+import {
+  ExposureInvalidation,
+  type ExposureInvalidationOptions,
+} from '../src/exposure/exposure-invalidation.ts';
 import { collectingLog, deadGatewayUrl, recordingGateway, testInvalidation } from './support/gateways.ts';
 
 const cleanups: (() => Promise<void>)[] = [];

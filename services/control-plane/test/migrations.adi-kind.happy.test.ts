@@ -5,7 +5,7 @@
 // two steps, as an upgrade does).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SqlSession } from '../src/db/migrate.ts';
-import { hashSecret } from '../src/ids.ts';
+import { hashSecret } from '../src/domain/ids.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 import { databaseBefore, migrationsFrom } from './support/migrations.ts';
 

@@ -4,7 +4,7 @@
 // VALIDATION_FAILED; the converter keeps working after each.
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { OpenApiConverter } from '../src/execution/openapi-conversion.ts';
+import { OpenApiConverter } from '../src/kinds/http/openapi/openapi-conversion.ts';
 import { failure } from './support/domain-failure.ts';
 
 const PETSTORE = readFileSync(new URL('./fixtures/openapi/petstore-expanded.yaml', import.meta.url), 'utf8');

@@ -3,8 +3,8 @@
 // option or relative servers without base_url name the field; an operation that cannot become a
 // tool is left out with a warning saying why, and the rest still import.
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../src/errors.ts';
-import { openApiToHttpTools } from '../src/domain/openapi/index.ts';
+import { DomainError } from '../src/domain/errors.ts';
+import { openApiToHttpTools } from '../src/kinds/http/openapi/index.ts';
 
 function refusal(run: () => unknown): DomainError {
   let thrown: unknown;

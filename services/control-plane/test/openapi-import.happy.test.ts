@@ -8,8 +8,8 @@ import { compileUserSchema } from '@bindery/context-ops';
 import { Agent } from 'undici';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callHttpTool } from '../src/domain/http-tools/index.ts';
-import { openApiToHttpTools, type ImportedHttpTool } from '../src/domain/openapi/index.ts';
+import { callHttpTool } from '../src/kinds/http/index.ts';
+import { openApiToHttpTools, type ImportedHttpTool } from '../src/kinds/http/openapi/index.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
 
 const PETSTORE = readFileSync(new URL('./fixtures/openapi/petstore-expanded.yaml', import.meta.url), 'utf8');

@@ -3,8 +3,8 @@
 // requests, for 3.x and Swagger 2.0 documents); and hostile documents (prototype keys, an alias
 // bomb, absurd nesting) end in a clear refusal or a clean import, never in a polluted process.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DomainError } from '../src/errors.ts';
-import { openApiToHttpTools } from '../src/domain/openapi/index.ts';
+import { DomainError } from '../src/domain/errors.ts';
+import { openApiToHttpTools } from '../src/kinds/http/openapi/index.ts';
 import { sendJson, startRecordingApi, type RecordingApi } from './support/recording-api.ts';
 
 let refs: RecordingApi;

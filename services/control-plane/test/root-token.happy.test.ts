@@ -3,8 +3,8 @@
 // tokens the root user named through the API), usable again even after it was revoked, never
 // stored in clear.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authenticate } from '../src/domain/admin-tokens.ts';
-import { ensureRootToken } from '../src/domain/users.ts';
+import { authenticate } from '../src/accounts/admin-tokens.ts';
+import { ensureRootToken } from '../src/accounts/users.ts';
 import { ROOT_TOKEN, startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

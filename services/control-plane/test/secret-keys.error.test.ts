@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { SECRET_KEY_FILE, openSecretKeyring } from '../src/db/secret-key-file.ts';
-import { resolveSecrets } from '../src/domain/secret-references.ts';
-import { SecretKeyring, keyIdOf } from '../src/domain/secret-keyring.ts';
+import { SECRET_KEY_FILE, openSecretKeyring } from '../src/secrets/secret-key-file.ts';
+import { resolveSecrets } from '../src/secrets/secret-references.ts';
+import { SecretKeyring, keyIdOf } from '../src/secrets/secret-keyring.ts';
 import { engine, startTestApp, type TestApp } from './support/app.ts';
 import { runUntilExit } from './support/server-process.ts';
 

@@ -9,7 +9,7 @@ import {
   resolveSecrets,
   secretReferences,
   secretReferencesIn,
-} from '../src/domain/secret-references.ts';
+} from '../src/secrets/secret-references.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

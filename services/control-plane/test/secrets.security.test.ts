@@ -5,8 +5,8 @@
 // another user's row does not decrypt there.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveSecrets } from '../src/domain/secret-references.ts';
-import { keyIdOf } from '../src/domain/secret-keyring.ts';
+import { resolveSecrets } from '../src/secrets/secret-references.ts';
+import { keyIdOf } from '../src/secrets/secret-keyring.ts';
 import { ROOT_TOKEN, TEST_SECRET_KEY, startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

@@ -10,15 +10,15 @@ import type { AddressInfo } from 'node:net';
 import { canonicalNetwork } from '@bindery/contracts/settings';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DomainError } from '../src/errors.ts';
-import { fetchGuarded } from '../src/execution/outbound-fetch.ts';
+import { DomainError } from '../src/domain/errors.ts';
+import { fetchGuarded } from '../src/kinds/http/outbound-fetch.ts';
 import {
   AddressRefusedError,
   addressAllowed,
   createGuardedDispatcher,
   nonPublicRange,
   parseAllowedNetworks,
-} from '../src/execution/ssrf-guard.ts';
+} from '../src/kinds/http/ssrf-guard.ts';
 
 const none = parseAllowedNetworks([]);
 

@@ -9,7 +9,10 @@
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigChangeListener } from '../src/domain/context.ts';
-import { INVALIDATION_CHANNEL, type ExposureInvalidationOptions } from '../src/exposure-invalidation.ts';
+import {
+  INVALIDATION_CHANNEL,
+  type ExposureInvalidationOptions,
+} from '../src/exposure/exposure-invalidation.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import {
   deadGatewayUrl,

@@ -5,7 +5,7 @@
 // context under an array item that a write shifted is found at its new place. Runs on PostgreSQL
 // and on PGlite, with the context cache on and off (every read from the database).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldPatches } from '../src/domain/table-data.ts';
+import { foldPatches } from '../src/context/table-data.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { buildFixture, execute, tableState, toolAnswer, type Fixture } from './support/tools.ts';
 

@@ -1,10 +1,10 @@
-// Pins the reader's side of table-version leases (domain/table-version-leases.ts) against a real
+// Pins the reader's side of table-version leases (context/table-version-leases.ts) against a real
 // Redis: a member answers from the versions it knows only while its lease runs by its own clock,
 // so one whose event loop was held past its lease does not, even before anything told it so; and
 // another member's announcement is applied before the writer hears it confirmed, and confirmed
 // without waiting for the lease to end.
 import { afterEach, describe, expect, it } from 'vitest';
-import { VersionLeases } from '../src/domain/table-version-leases.ts';
+import { VersionLeases } from '../src/context/table-version-leases.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const LEASE_MS = 400;

@@ -5,7 +5,7 @@
 // at its size budget with a warning.
 import type { Prompt, Resource } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { SNAPSHOT_MAX_CHARS, promptSnapshot, resourceSnapshot } from '../src/domain/upstream-catalog.ts';
+import { SNAPSHOT_MAX_CHARS, promptSnapshot, resourceSnapshot } from '../src/kinds/mcp/upstream-snapshot.ts';
 
 /** True when `text` has no NUL and no unpaired surrogate (what a JSONB column stores). */
 const storable = (text: string) =>

@@ -399,7 +399,7 @@ describe('names and clashes when attaching a whole server', () => {
   });
 
   it('a prefixed name over 64 characters is cut and suffixed with a hash', async () => {
-    const { prefixedToolName } = await import('../src/domain/upstream-names.ts');
+    const { prefixedToolName } = await import('../src/kinds/mcp/upstream-names.ts');
     const long = prefixedToolName('server', 'a_tool_with_a_really_long_name_that_goes_on_and_on_forever');
     expect(long).toHaveLength(64);
     expect(long).toMatch(/^server_a_tool_with_a_really_long_name_that_goes_on_and_on_[a-z2-7]{6}$/);

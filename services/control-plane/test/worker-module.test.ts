@@ -4,9 +4,9 @@
 // given, not its sources; without one it loads the TypeScript itself; a pool's threads answer tasks.
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WORKER_MODULE_KEY, workerModule, workerModuleLater } from '../src/execution/worker-module.ts';
+import { WORKER_MODULE_KEY, workerModule, workerModuleLater } from '../src/workers/worker-module.ts';
 
-const ENTRY = new URL('../src/execution/worker-entry.cjs', import.meta.url).href;
+const ENTRY = new URL('../src/workers/worker-entry.cjs', import.meta.url).href;
 const TASK = new URL('./fixtures/worker-task.ts', import.meta.url);
 
 const pools: Piscina[] = [];
@@ -22,9 +22,9 @@ function run(module: { path: string; code?: string }, task: unknown): Promise<un
 
 describe('worker modules', () => {
   it.each([
-    './execution/query-worker.ts',
-    './execution/sandbox/sandbox-worker.ts',
-    './execution/openapi-worker.ts',
+    './kinds/context/query-worker.ts',
+    './kinds/custom/sandbox/sandbox-worker.ts',
+    './kinds/http/openapi/openapi-worker.ts',
   ])('%s bundles without a warning', (path) => {
     const bundled = workerModule(new URL(`../src/${path.slice(2)}`, import.meta.url));
     expect(bundled.code).toEqual(expect.any(String));
@@ -32,7 +32,7 @@ describe('worker modules', () => {
   });
 
   it('the query worker takes no typebox; bundling off the event loop gives the same text', async () => {
-    const url = new URL('../src/execution/query-worker.ts', import.meta.url);
+    const url = new URL('../src/kinds/context/query-worker.ts', import.meta.url);
     expect(workerModule(url).code).not.toContain('typebox');
     expect(await workerModuleLater(url)).toBe(workerModule(url));
     // The fixture's first bundling in this file (the tests below reuse it): an async build.

@@ -4,17 +4,75 @@
  * notifications hang off it), the secrets' keyring and
  * the sandbox that checks custom tools' sources.
  */
-import type { Db } from '../db/client.ts';
-import type { CustomToolSandbox } from '../execution/sandbox/index.ts';
+import type { ErrorCode } from '@bindery/contracts';
+import type { Db } from './db.ts';
 import type { PrismaClient } from '../generated/prisma/client.ts';
-import type { ContextStore } from './context-store.ts';
-import type { SecretKeyring } from './secret-keyring.ts';
-import type { TableLimits } from './table-limits.ts';
 
 export type { Db };
 
+// The services below are named by what the domain asks of them, so this file (which every domain
+// service imports) depends on none of the folders that implement them: the keyring lives in
+// secrets/, the context store and table limits in context/, the sandbox in kinds/custom/.
+
+/**
+ * How saving a source went: it compiles and exports a function, or why not (with a position).
+ * `unchecked` is set when the check itself could not run (the pool refused it, a worker failed):
+ * that is no fault of the source, and its code (RATE_LIMITED, INTERNAL) is what to answer.
+ */
+export type SourceCheck =
+  | { ok: true }
+  | {
+      ok: false;
+      message: string;
+      details: { field: 'code'; line?: number; column?: number };
+      unchecked?: { code: ErrorCode; details?: Record<string, unknown> };
+    };
+
 /** What checks a custom tool's source when it is saved (the sandbox the tool will run in). */
-export type SourceChecker = Pick<CustomToolSandbox, 'checkCustomToolSource'>;
+export interface SourceChecker {
+  checkCustomToolSource(code: string, tenant: string): Promise<SourceCheck>;
+}
+
+/** What the database stores of one secret's value. */
+export interface SealedValue {
+  ciphertext: Uint8Array<ArrayBuffer>;
+  iv: Uint8Array<ArrayBuffer>;
+  authTag: Uint8Array<ArrayBuffer>;
+  keyId: string;
+}
+
+/** Whose secret it is and its name: bound into the ciphertext's tag. */
+export interface SecretOwner {
+  userId: string;
+  name: string;
+}
+
+/** Seals and opens users' secret values (secrets/secret-keyring.ts). */
+export interface SecretSealer {
+  seal(value: string, owner: SecretOwner): SealedValue;
+  open(sealed: SealedValue, owner: SecretOwner): string;
+}
+
+/** How large tables' data may grow (context/table-limits.ts holds the checks). */
+export interface TableLimits {
+  /** Largest data of one table, in bytes of its compact JSON. */
+  maxBytes: number;
+  /** Largest change one tool write may store, in bytes of its JSON. */
+  maxWriteBytes: number;
+}
+
+/**
+ * What the admin API's changes to a table's data tell the context store (context/context-store.ts),
+ * so that no control plane serves the old data from a cache.
+ */
+export interface TableDataWatch {
+  versions: {
+    announce(tableId: string, version: number): Promise<void>;
+    deleting(tableId: string): Promise<void>;
+    deleted(tableId: string): void;
+  };
+  replaced(tableId: string, version: number): void;
+}
 
 export interface ConfigChangeListener {
   /**
@@ -39,7 +97,7 @@ export interface DomainContext {
   prisma: PrismaClient;
   listener: ConfigChangeListener;
   /** Encrypts and decrypts users' secrets; absent when no key is configured (PostgreSQL without one). */
-  keyring?: SecretKeyring | undefined;
+  keyring?: SecretSealer | undefined;
   /**
    * Checks custom tools' sources when they are saved (the app's sandbox); absent outside an app
    * (saving a custom tool then answers INTERNAL).
@@ -49,7 +107,7 @@ export interface DomainContext {
    * Reads and writes contexts; told when the admin API replaces or deletes a table's data (so no
    * control plane serves the old data from a cache). Absent outside an app, where nothing caches.
    */
-  contexts?: ContextStore | undefined;
+  contexts?: TableDataWatch | undefined;
   /** How large tables' data may grow (TABLE_MAX_BYTES, TABLE_WRITE_MAX_BYTES); the defaults when absent. */
   tableLimits?: TableLimits | undefined;
 }

@@ -1,7 +1,7 @@
 /**
  * Recognising the database errors the domain turns into user-facing ones, or acts on.
  */
-import { DomainError } from '../errors.ts';
+import { DomainError } from './errors.ts';
 
 /** True for a unique-constraint violation (Prisma P2002), optionally on a given field. */
 export function uniqueViolation(error: unknown): boolean {

@@ -10,7 +10,7 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
-import type { AuditStreamHub } from '../domain/audit-stream.ts';
+import type { AuditStreamHub } from '../audit/audit-stream.ts';
 import type { DomainContext } from '../domain/context.ts';
 
 declare module 'fastify' {

@@ -6,8 +6,8 @@
 import { bearerToken } from '@bindery/contracts';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../domain/context.ts';
-import { authenticate } from '../domain/admin-tokens.ts';
-import { DomainError } from '../errors.ts';
+import { authenticate } from '../accounts/admin-tokens.ts';
+import { DomainError } from '../domain/errors.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

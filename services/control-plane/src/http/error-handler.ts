@@ -5,7 +5,7 @@
 import { ERROR_STATUS, type ErrorBody, type ErrorCode } from '@bindery/contracts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { constraintRefusal } from '../domain/prisma-errors.ts';
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../domain/errors.ts';
 
 export interface Mapped {
   code: ErrorCode;

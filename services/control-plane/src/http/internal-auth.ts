@@ -4,7 +4,7 @@
  */
 import { bearerTokenCheck } from '@bindery/contracts/server';
 import type { FastifyInstance } from 'fastify';
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../domain/errors.ts';
 
 /** Adds the onRequest hook guarding every route of this (encapsulated) instance. */
 export function requireInternal(app: FastifyInstance, internalToken: string | undefined): void {

@@ -8,7 +8,7 @@
  */
 import { MAX_BODY_DEPTH, findUnstorable, jsonNestsDeeperThan, mayHoldUnstorable } from '@bindery/contracts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../domain/errors.ts';
 import { unstorableError } from './unstorable-input.ts';
 
 /** Parses one JSON text as a body is parsed: `done` gets the value, or the refusal to answer. */

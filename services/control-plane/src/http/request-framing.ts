@@ -6,7 +6,7 @@
  */
 import { refuseConnect, requestFramingProblem } from '@bindery/contracts/server';
 import type { FastifyInstance } from 'fastify';
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../domain/errors.ts';
 
 /**
  * Adds the check to every request (call before any route or plugin is registered, so that it runs

@@ -6,7 +6,7 @@
  * 500 and logged a stack trace for what is only a probe.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../domain/errors.ts';
 
 /** The prefixes of the trees served from disk. */
 const STATIC_PREFIXES = ['/console/', '/docs/static/'] as const;

@@ -7,7 +7,7 @@
  */
 import { findUnstorable, printable, unstorableMessage, type Unstorable } from '@bindery/contracts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../domain/errors.ts';
 
 /** The VALIDATION_FAILED error for what was found in a request part (`body`, `params`, `querystring`). */
 export function unstorableError(part: string, found: Unstorable): DomainError {

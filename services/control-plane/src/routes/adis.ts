@@ -11,10 +11,10 @@ import {
 } from '@bindery/contracts';
 import { Type } from 'typebox';
 import type { Dispatcher } from 'undici';
-import { createAdi, deleteAdi, getAdi, listAdis, updateAdi } from '../domain/adis.ts';
-import { trialRun } from '../domain/trial-runs.ts';
-import { createGuardedDispatcher } from '../execution/ssrf-guard.ts';
-import { CREATE_ADI_BODY } from '../domain/tool-kinds/index.ts';
+import { createAdi, deleteAdi, getAdi, listAdis, updateAdi } from '../kinds/adis.ts';
+import { trialRun } from '../kinds/custom/trial-runs.ts';
+import { createGuardedDispatcher } from '../kinds/http/ssrf-guard.ts';
+import { CREATE_ADI_BODY } from '../kinds/registry.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

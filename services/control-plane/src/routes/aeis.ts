@@ -18,11 +18,11 @@ import {
   UpdateAeiBody,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createAei, deleteAei, getAei, listAeis, rotateAeiKey, updateAei } from '../domain/aeis.ts';
-import { stdioConfigsForAei } from '../domain/callers.ts';
-import { connectionOf } from '../domain/client-configs.ts';
-import { createPlaygroundKey } from '../domain/playground-keys.ts';
-import { previewTools } from '../domain/tools.ts';
+import { createAei, deleteAei, getAei, listAeis, rotateAeiKey, updateAei } from '../exposure/aeis.ts';
+import { stdioConfigsForAei } from '../exposure/callers.ts';
+import { connectionOf } from '../exposure/client-configs.ts';
+import { createPlaygroundKey } from '../accounts/playground-keys.ts';
+import { previewTools } from '../exposure/tools.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

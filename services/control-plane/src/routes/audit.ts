@@ -1,7 +1,7 @@
 /**
  * The audit trail: `/api/v2/audit`, the caller's own events, newest first,
- * `/api/v2/audit/summary`, the same events counted per minute (domain/audit-summary.ts), and
- * `/api/v2/audit/stream`, the same events live as server-sent events (domain/audit-stream.ts).
+ * `/api/v2/audit/summary`, the same events counted per minute (audit/audit-summary.ts), and
+ * `/api/v2/audit/stream`, the same events live as server-sent events (audit/audit-stream.ts).
  */
 import { PassThrough, type Readable } from 'node:stream';
 import { Type } from 'typebox';
@@ -14,10 +14,10 @@ import {
   Page,
 } from '@bindery/contracts';
 import type { AuditEvent as AuditEventBody } from '@bindery/contracts';
-import { listAudit } from '../domain/audit.ts';
-import { auditSummary } from '../domain/audit-summary.ts';
-import type { AuditStreamHub } from '../domain/audit-stream.ts';
-import { DomainError } from '../errors.ts';
+import { listAudit } from '../audit/audit.ts';
+import { auditSummary } from '../audit/audit-summary.ts';
+import type { AuditStreamHub } from '../audit/audit-stream.ts';
+import { DomainError } from '../domain/errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

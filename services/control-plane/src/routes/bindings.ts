@@ -16,8 +16,8 @@ import {
   getBinding,
   listBindings,
   updateBinding,
-} from '../domain/bindings.ts';
-import { attachUpstreamServer } from '../domain/upstream-servers.ts';
+} from '../exposure/bindings.ts';
+import { attachUpstreamServer } from '../kinds/mcp/upstream-servers.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -16,8 +16,8 @@ import {
   PutCallerBody,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { deleteCaller, getCaller, listCallers, putCaller } from '../domain/callers.ts';
-import { createMcpKey, deleteMcpKey, listMcpKeys, rotateMcpKey } from '../domain/mcp-keys.ts';
+import { deleteCaller, getCaller, listCallers, putCaller } from '../exposure/callers.ts';
+import { createMcpKey, deleteMcpKey, listMcpKeys, rotateMcpKey } from '../accounts/mcp-keys.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -22,8 +22,8 @@ import {
 } from '@bindery/contracts';
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { executeBinding, type ExecutorOptions } from '../domain/executor.ts';
-import { DomainError } from '../errors.ts';
+import { executeBinding, type ExecutorOptions } from '../execution/executor.ts';
+import { DomainError } from '../domain/errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { abortedOnClose } from '../http/caller-gone.ts';
 import { INTERNAL_ERROR, errorBody, mapError } from '../http/error-handler.ts';

@@ -1,7 +1,7 @@
 /** Moving a user's configuration between installations: `GET /api/v2/export`, `POST /api/v2/import`. */
 import { DryRunQuery, ExportDocument, ImportResult } from '@bindery/contracts';
-import { exportDocument } from '../domain/export-document.ts';
-import { importDocument } from '../domain/import-document.ts';
+import { exportDocument } from '../transfer/export-document.ts';
+import { importDocument } from '../transfer/import-document.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -1,10 +1,11 @@
 /**
  * `GET /api/v2/gateways`: the gateways this control plane tells about exposure changes
- * (GATEWAY_URLS), each probed at `/readyz` now (domain/gateways.ts), the public gateway URL and
+ * (GATEWAY_URLS), each probed at `/readyz` now (exposure/gateways.ts), the public gateway URL and
  * the caller's demo exposure. Any admin may call it; only root sees where the gateways are.
  */
 import { GatewayList } from '@bindery/contracts';
-import { demoOf, GATEWAY_PROBE_TIMEOUT_MS, sharedProbes, withoutTopology } from '../domain/gateways.ts';
+import { GATEWAY_PROBE_TIMEOUT_MS, sharedProbes, withoutTopology } from '../exposure/gateways.ts';
+import { demoOf } from '../demo.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

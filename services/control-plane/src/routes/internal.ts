@@ -25,16 +25,17 @@ import {
 } from '@bindery/contracts';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { lookupCaller } from '../domain/callers.ts';
-import { executeBinding, executeLegacy, type ExecutorOptions } from '../domain/executor.ts';
+import { lookupCaller } from '../exposure/callers.ts';
+import { executeBinding, executeLegacy, type ExecutorOptions } from '../execution/executor.ts';
 import {
   configForApiKey,
   configVersionOf,
   legacyConfigForApiKey,
   lookupApiKey,
-} from '../domain/exposure-config.ts';
-import { ClashLog, upstreamRequest } from '../domain/upstream-catalog.ts';
-import { DomainError } from '../errors.ts';
+} from '../exposure/exposure-config.ts';
+import { ClashLog } from '../exposure/upstream-catalog.ts';
+import { upstreamRequest } from '../execution/upstream-requests.ts';
+import { DomainError } from '../domain/errors.ts';
 import { executeBatchRoute } from './execute-batch.ts';
 import { abortedOnClose } from '../http/caller-gone.ts';
 import type { AdminApp } from '../http/admin-app.ts';

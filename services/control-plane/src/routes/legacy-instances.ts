@@ -13,8 +13,8 @@ import {
   PageQuery,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createInstance, deleteInstance, getInstance, listInstances } from '../domain/legacy-instances.ts';
-import { migrateInstance, migrateInstances, rollbackInstance } from '../domain/legacy-migration.ts';
+import { createInstance, deleteInstance, getInstance, listInstances } from '../legacy/legacy-instances.ts';
+import { migrateInstance, migrateInstances, rollbackInstance } from '../legacy/legacy-migration.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

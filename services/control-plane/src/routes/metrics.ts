@@ -4,7 +4,7 @@
  * open (a local start listens on loopback only).
  */
 import { bearerTokenCheck } from '@bindery/contracts/server';
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../domain/errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import type { ControlPlaneMetrics } from '../metrics.ts';
 

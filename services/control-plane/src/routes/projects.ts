@@ -8,7 +8,7 @@ import {
   listProjects,
   projectBody,
   updateProject,
-} from '../domain/projects.ts';
+} from '../context/projects.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -9,7 +9,7 @@ import {
   UpdatePromptBody,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createPrompt, deletePrompt, getPrompt, listPrompts, updatePrompt } from '../domain/prompts.ts';
+import { createPrompt, deletePrompt, getPrompt, listPrompts, updatePrompt } from '../exposure/prompts.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -12,7 +12,7 @@ import {
   UpdateSecretBody,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createSecret, deleteSecret, listSecrets, updateSecret } from '../domain/secrets.ts';
+import { createSecret, deleteSecret, listSecrets, updateSecret } from '../secrets/secrets.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -18,8 +18,8 @@ import {
   listTables,
   replaceTableData,
   updateTable,
-} from '../domain/tables.ts';
-import { DomainError } from '../errors.ts';
+} from '../context/tables.ts';
+import { DomainError } from '../domain/errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

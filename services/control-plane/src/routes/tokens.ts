@@ -1,7 +1,7 @@
 /** Admin tokens: `/api/v2/tokens`, each user's own named tokens. */
 import { AdminToken, CreateTokenBody, CreatedToken, IdParams, Page, PageQuery } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createToken, listTokens, revokeToken } from '../domain/admin-tokens.ts';
+import { createToken, listTokens, revokeToken } from '../accounts/admin-tokens.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

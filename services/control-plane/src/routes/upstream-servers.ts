@@ -21,11 +21,11 @@ import {
   syncUpstreamServer,
   upstreamServerLogs,
   type UpstreamDeps,
-} from '../domain/upstream-servers.ts';
-import { aeiUpstreamCatalog } from '../domain/upstream-catalog.ts';
+} from '../kinds/mcp/upstream-servers.ts';
+import { aeiUpstreamCatalog } from '../exposure/upstream-catalog.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
-import { updateUpstreamServer } from '../domain/upstream-servers.ts';
+import { updateUpstreamServer } from '../kinds/mcp/upstream-servers.ts';
 
 const SyncReport = Type.Object({
   added: Type.Array(Type.String()),

@@ -13,7 +13,7 @@ import {
   UserDetail,
 } from '@bindery/contracts';
 import { Type } from 'typebox';
-import { createUser, deleteUser, getMe, getUser, listUsers, updateUser } from '../domain/users.ts';
+import { createUser, deleteUser, getMe, getUser, listUsers, updateUser } from '../accounts/users.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -5,12 +5,12 @@
 import { buildApp } from '../../src/app.ts';
 import type { AUDIT_DEFAULTS, CUSTOM_TOOL_DEFAULTS, QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
-import type { AuditStreamOptions } from '../../src/domain/audit-stream.ts';
+import type { AuditStreamOptions } from '../../src/audit/audit-stream.ts';
 import type { ConfigChangeListener } from '../../src/domain/context.ts';
-import type { FoldPolicy } from '../../src/domain/table-folds.ts';
+import type { FoldPolicy } from '../../src/context/table-folds.ts';
 import type { AdminApp } from '../../src/http/admin-app.ts';
-import { SecretKeyring } from '../../src/domain/secret-keyring.ts';
-import { ensureRootToken } from '../../src/domain/users.ts';
+import { SecretKeyring } from '../../src/secrets/secret-keyring.ts';
+import { ensureRootToken } from '../../src/accounts/users.ts';
 import { migratedDump } from './pglite.ts';
 import { createDatabase, TEMPLATE_DB } from './postgres.ts';
 

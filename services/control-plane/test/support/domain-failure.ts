@@ -1,6 +1,6 @@
 /** The DomainError a promise rejects with (the test fails if it resolves or rejects otherwise). */
 import { expect } from 'vitest';
-import { DomainError } from '../../src/errors.ts';
+import { DomainError } from '../../src/domain/errors.ts';
 
 export async function failure(promise: Promise<unknown>): Promise<DomainError> {
   const error = await promise.then(

@@ -8,7 +8,7 @@ import {
   ExposureInvalidation,
   type ExposureInvalidationOptions,
   type InvalidationLog,
-} from '../../src/exposure-invalidation.ts';
+} from '../../src/exposure/exposure-invalidation.ts';
 
 export interface RecordedRequest {
   method: string;

@@ -1,0 +1,148 @@
+/**
+ * One resources/read or prompts/get of an upstream server attached to an AEI, asked by a gateway
+ * (`POST /internal/aei/{aei_id}/upstream-request`): only an attached server, and only what its
+ * snapshot lists (kinds/mcp/upstream-snapshot.ts), metered and audited like a tool call.
+ */
+import { type ErrorCode, type UpstreamRequestAnswer, type UpstreamRequestBody } from '@bindery/contracts';
+import { DomainError } from '../domain/errors.ts';
+import type { AuditStatus } from '../audit/audit.ts';
+import type { DomainContext } from '../domain/context.ts';
+import type { ExecutorOptions } from './executor-options.ts';
+import { OWNER_STATUS } from '../accounts/users.ts';
+import { prefixedToolName } from '../kinds/mcp/upstream-names.ts';
+import {
+  shown,
+  storedEntries,
+  type PromptEntry,
+  type ResourceEntry,
+} from '../kinds/mcp/upstream-snapshot.ts';
+
+/** A refusal before the upstream was asked: audited as `refused`. */
+class Refused extends DomainError {}
+
+/** JSON-RPC codes an upstream answers with, as MCP uses them. */
+const INVALID_PARAMS = -32602;
+const RESOURCE_NOT_FOUND = -32002;
+
+/** An upstream's JSON-RPC refusal in Bindery's terms (the pool reports it as UPSTREAM_FAILED). */
+function mapped(error: DomainError, kind: 'resource' | 'prompt'): DomainError {
+  const rpc = error.details?.rpc_code;
+  if (error.code !== 'UPSTREAM_FAILED' || typeof rpc !== 'number') return error;
+  if (rpc === RESOURCE_NOT_FOUND || (kind === 'resource' && rpc === INVALID_PARAMS))
+    return new DomainError('NOT_FOUND', error.message, error.details);
+  if (kind === 'prompt' && rpc === INVALID_PARAMS)
+    return new DomainError('VALIDATION_FAILED', error.message, error.details);
+  return error;
+}
+
+/**
+ * One resources/read or prompts/get of an upstream server attached to the AEI, for a gateway:
+ * checked (AEI enabled, owner enabled, server attached, URI or prompt in its snapshot), asked
+ * through the server's pool, audited and metered. Failures are answers (`error`), not throws.
+ */
+export async function upstreamRequest(
+  ctx: DomainContext,
+  aeiId: string,
+  body: UpstreamRequestBody,
+  options: ExecutorOptions,
+  signal?: AbortSignal,
+): Promise<UpstreamRequestAnswer> {
+  const read = body.read_resource;
+  const get = body.get_prompt;
+  if ((read === undefined) === (get === undefined)) {
+    throw new DomainError('VALIDATION_FAILED', 'give exactly one of read_resource and get_prompt', {
+      field: read === undefined ? 'read_resource' : 'get_prompt',
+    });
+  }
+  const aei = await ctx.prisma.aei.findUnique({ where: { id: aeiId }, include: OWNER_STATUS });
+  // Without an AEI there is no owner to audit for: answer without a trail.
+  if (!aei) return { error: { code: 'NOT_FOUND', message: `AEI ${aeiId} not found` } };
+  const attachment = await ctx.prisma.aeiAttachment.findFirst({
+    where: { aeiId, upstreamServerId: body.upstream_server_id },
+    select: { prefix: true, upstreamServer: { select: { resources: true, prompts: true } } },
+  });
+  const kind = read ? 'resource' : 'prompt';
+  const args = read ? { uri: read.uri } : { name: get!.name, arguments: get!.arguments ?? {} };
+  const subject = read ? read.uri : attachment ? prefixedToolName(attachment.prefix, get!.name) : get!.name;
+  const operation = read ? 'read' : 'get';
+  const meter = options.metrics.execution('mcp', operation);
+  const started = performance.now();
+  const finish = async (status: AuditStatus, errorCode: ErrorCode | null) => {
+    const durationMs = performance.now() - started;
+    meter[status].observe(durationMs / 1000);
+    await options.audit.record({
+      userId: aei.userId,
+      action: read ? 'upstream.resource.read' : 'upstream.prompt.get',
+      aeiId,
+      toolName: shown(subject),
+      operation,
+      args,
+      status,
+      errorCode,
+      durationMs,
+      requestId: body.request_id ?? null,
+      caller: body.caller ?? null,
+    });
+  };
+  try {
+    if (aei.status !== 'enabled' || aei.user.disabledAt !== null)
+      throw new Refused('FORBIDDEN', `exposure "${aei.name}" is disabled`);
+    if (!attachment) {
+      throw new Refused(
+        'NOT_FOUND',
+        `upstream server ${body.upstream_server_id} is not attached to exposure "${aei.name}"`,
+        { upstream_server_id: body.upstream_server_id },
+      );
+    }
+    const server = attachment.upstreamServer;
+    if (read && !storedEntries<ResourceEntry>(server.resources).some((r) => r.uri === read.uri)) {
+      throw new Refused('NOT_FOUND', `the upstream server lists no resource "${shown(read.uri)}"`, {
+        upstream_server_id: body.upstream_server_id,
+      });
+    }
+    if (get && !storedEntries<PromptEntry>(server.prompts).some((p) => p.name === get.name)) {
+      throw new Refused('NOT_FOUND', `the upstream server lists no prompt "${shown(get.name)}"`, {
+        upstream_server_id: body.upstream_server_id,
+      });
+    }
+    const upstreams = options.upstreams;
+    if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
+    const call = {
+      signal,
+      // The MCP session's own instance in per_session mode, the one its tool calls use.
+      session: body.session_id === undefined ? undefined : `${aeiId}:${body.session_id}`,
+    };
+    let result: Record<string, unknown>;
+    try {
+      result = read
+        ? await upstreams.readResource(body.upstream_server_id, read.uri, call)
+        : await upstreams.getPrompt(body.upstream_server_id, get!.name, get!.arguments ?? {}, call);
+    } catch (error) {
+      throw error instanceof DomainError ? mapped(error, kind) : error;
+    }
+    const limit = options.limits.maxResultBytes;
+    const size = Buffer.byteLength(JSON.stringify(result));
+    if (size > limit) {
+      throw new DomainError(
+        'RESULT_TOO_LARGE',
+        `the upstream's answer takes ${size} bytes of JSON, more than the ${limit} allowed`,
+        { limit_bytes: limit },
+      );
+    }
+    await finish('ok', null);
+    return { result };
+  } catch (error) {
+    if (!(error instanceof DomainError)) {
+      meter.error.observe((performance.now() - started) / 1000);
+      throw error;
+    }
+    await finish(error instanceof Refused ? 'refused' : 'error', error.code);
+    return {
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details !== undefined && { details: error.details }),
+      },
+    };
+  }
+}

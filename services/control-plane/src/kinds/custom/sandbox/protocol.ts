@@ -1,0 +1,106 @@
+/**
+ * What the control plane's event loop and a custom tool's worker thread say to each other: the task
+ * (source, arguments, limits, which host functions exist), the host calls the tool makes while it
+ * runs (worker -> event loop, over a MessagePort handed over with the task) and their answers, and
+ * the outcome. Everything here is plain data: it crosses threads by structured clone, and the
+ * arguments and answers of host calls travel as JSON text, so no object of either side ever reaches
+ * the other (nor the sandbox).
+ */
+import type { JsonValue } from '@bindery/context-ops';
+import type { ErrorCode } from '@bindery/contracts';
+import type { MessagePort } from 'node:worker_threads';
+import type { TaskClock } from '../../../workers/task-clock.ts';
+
+/** The bounds of one call; memory is the pool's (it sizes each worker's WebAssembly memory). */
+export interface SandboxLimits {
+  /** Wall time of the call, host calls included (TIMEOUT above). */
+  timeoutMs: number;
+  /** Largest result, in bytes of its JSON (RESULT_TOO_LARGE above). */
+  maxResultBytes: number;
+  /** Console entries kept; later ones are dropped and counted in a marker entry. */
+  maxConsoleEntries: number;
+  /** Bytes of console text kept (UTF-8), entries included; the entry that crosses it is cut. */
+  maxConsoleBytes: number;
+  /** Largest arguments of one host call, in bytes of their JSON (PAYLOAD_TOO_LARGE above). */
+  maxHostRequestBytes: number;
+  /** Largest answer of one host call, in bytes of its JSON (RESULT_TOO_LARGE above). */
+  maxHostAnswerBytes: number;
+  /** Host calls of one call awaiting their answer at once (LIMIT_EXCEEDED above). */
+  maxHostCallsInFlight: number;
+  /** `ctx.context.write` calls of one call (LIMIT_EXCEEDED above; the writes before it stand). */
+  maxWrites: number;
+  /**
+   * `ctx.context.write` calls of one call per second, in bursts of up to maxHostCallsInFlight; a
+   * write past the pace waits for its turn (within the call's time).
+   */
+  writesPerSecond: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
+  timeoutMs: 1_000,
+  maxResultBytes: 1_000_000,
+  maxConsoleEntries: 100,
+  maxConsoleBytes: 16 * 1024,
+  maxHostRequestBytes: 1024 * 1024,
+  maxHostAnswerBytes: 4 * 1024 * 1024,
+  maxHostCallsInFlight: 16,
+  maxWrites: 1_000,
+  writesPerSecond: 100,
+};
+
+/** Largest source of a custom tool, in bytes (VALIDATION_FAILED above). */
+export const MAX_SOURCE_BYTES = 256 * 1024;
+
+/** What every worker thread of the sandbox is started with. */
+export interface SandboxWorkerData {
+  /** The memory of one call, in bytes (the engine's WebAssembly memory is sized from it). */
+  memoryBytes: number;
+}
+
+/** The host functions a tool may be given; each exists in the sandbox only when the caller supplies it. */
+export type HostFunction = 'context.read' | 'context.write' | 'fetch';
+
+export interface SandboxTask extends TaskClock {
+  /** `check` evaluates the module and checks its default export; `run` also calls it. */
+  mode: 'check' | 'run';
+  code: string;
+  /** The arguments, as JSON text. */
+  argsJson: string;
+  limits: SandboxLimits;
+  /** Which host functions exist for this call. */
+  functions: HostFunction[];
+  /** `ctx.secrets`: names and plain values, given by the caller. */
+  secrets: Record<string, string>;
+  /** Where host calls go (absent when the call has no host function). */
+  port?: MessagePort;
+}
+
+/** A host call, worker -> event loop; `payload` is the JSON text of its arguments. */
+export interface HostRequest {
+  id: number;
+  fn: HostFunction;
+  payload: string;
+}
+
+/** The answer to a host call, event loop -> worker; `payload` is the JSON text of the result. */
+export type HostAnswer =
+  { id: number; ok: true; payload: string } | { id: number; ok: false; code: ErrorCode; message: string };
+
+export type ConsoleLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
+
+/** One line the tool wrote to its console; `truncated` marks where output was dropped. */
+export interface ConsoleEntry {
+  level: ConsoleLevel | 'truncated';
+  message: string;
+}
+
+/** How a call ended: the tool's result, or a tool error with one of the shared codes. */
+export type SandboxOutcome =
+  | { ok: true; value: JsonValue; console: ConsoleEntry[] }
+  | {
+      ok: false;
+      code: ErrorCode;
+      message: string;
+      details?: Record<string, unknown>;
+      console: ConsoleEntry[];
+    };

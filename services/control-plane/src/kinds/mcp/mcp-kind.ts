@@ -1,0 +1,153 @@
+/**
+ * The `mcp` kind: a tool of an upstream MCP server, stored by sync (upstream-servers.ts)
+ * with what the upstream said about it (config: its upstream name, schemas, annotations). A call
+ * goes to the server's pool (upstream/), with the call timeout and the caller's cancellation, and
+ * its result comes back as the upstream gave it: content, structuredContent and isError unchanged.
+ */
+import { CreateMcpAdiBody, STDERR_META_KEY, type ToolAnnotations } from '@bindery/contracts';
+import type { JsonSchema, JsonValue } from '@bindery/context-ops';
+import { DomainError } from '../../domain/errors.ts';
+import { defaultToolName } from '../tool-naming.ts';
+import { ToolAnswer, type KindColumns, type ToolCall, type ToolKindModule } from '../kind.ts';
+
+interface StoredConfig {
+  upstream_server_id?: string;
+  tool?: string;
+  title?: string;
+  description?: string;
+  input_schema?: Record<string, unknown>;
+  output_schema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+  missing?: boolean;
+}
+
+const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
+const TITLE_MAX = 200;
+
+function configOf(columns: KindColumns): StoredConfig {
+  return columns.config as StoredConfig;
+}
+
+/** The upstream's schema when it is an object schema; else one that takes any object. */
+function inputSchema(columns: KindColumns): JsonSchema {
+  const schema = configOf(columns).input_schema;
+  if (schema && typeof schema === 'object' && schema.type === 'object') return schema as JsonSchema;
+  return { type: 'object' } as JsonSchema;
+}
+
+async function run(call: ToolCall): Promise<ToolAnswer> {
+  const config = configOf(call.adi);
+  const serverId = config.upstream_server_id;
+  const tool = config.tool;
+  if (!serverId || !tool) {
+    throw new DomainError('INTERNAL', `tool ${call.toolName} has no upstream server or tool recorded`);
+  }
+  const upstreams = call.options.upstreams;
+  if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
+  const server = await upstreams.known(serverId);
+  if (config.missing) {
+    throw new DomainError(
+      'NOT_FOUND',
+      `upstream server "${server.name}" no longer lists tool "${tool}" (since its last sync); remove the binding or sync again`,
+      { upstream: server.name, upstream_server_id: serverId, tool },
+    );
+  }
+  const stderr = new StderrLines();
+  try {
+    const result = await upstreams.callTool(serverId, tool, call.args, {
+      signal: call.signal,
+      session: call.session,
+      progress: call.progress,
+      stderr: (line) => stderr.push(line),
+    });
+    // An upstream cannot speak for us: our keys in its `_meta` (console or stderr lines the
+    // gateway would send as log messages) are dropped; the ones we set are added after.
+    const meta = result._meta as Record<string, unknown> | undefined;
+    if (meta) {
+      for (const key of Object.keys(meta)) if (key.startsWith(OWN_META_PREFIX)) delete meta[key];
+    }
+    return ToolAnswer.result(result as unknown as { content: JsonValue[] });
+  } finally {
+    // On a failure too: what the server wrote then is what explains it.
+    if (stderr.lines.length > 0) call.meta[STDERR_META_KEY] = stderr.lines;
+  }
+}
+
+/** The prefix of the `_meta` keys Bindery sets on a result. */
+const OWN_META_PREFIX = 'bindery/';
+
+/** Lines a call's result carries, and the characters in all: the rest is counted, not kept. */
+const STDERR_MAX_LINES = 50;
+const STDERR_MAX_CHARS = 16_384;
+
+/** The stderr lines of one call, bounded; a last line says how many were left out. */
+class StderrLines {
+  readonly lines: string[] = [];
+  private chars = 0;
+  private dropped = 0;
+
+  push(line: string): void {
+    if (
+      this.dropped > 0 ||
+      this.lines.length >= STDERR_MAX_LINES ||
+      this.chars + line.length > STDERR_MAX_CHARS
+    ) {
+      this.dropped += 1;
+      const note = `… ${this.dropped} more line${this.dropped === 1 ? '' : 's'} left out`;
+      if (this.dropped === 1) this.lines.push(note);
+      else this.lines[this.lines.length - 1] = note;
+      return;
+    }
+    this.chars += line.length;
+    this.lines.push(line);
+  }
+}
+
+export const mcpKind: ToolKindModule<unknown, never> = {
+  kind: 'mcp',
+  createBody: CreateMcpAdiBody,
+  notCreatable:
+    'kind "mcp": these tools come from upstream MCP servers; add the server with POST /api/v2/upstream-servers and its tools are synced',
+  patchFields: [],
+  columnsOf: () => ({ tableId: null, jsonPath: null, operationType: null, config: {} }),
+  patched: (current) => current,
+  check() {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'kind "mcp": these tools come from upstream MCP servers and cannot be created or changed here',
+      { field: 'kind' },
+    );
+  },
+  defaultName: (_columns, adiId) => defaultToolName('mcp', adiId),
+  defaultDescription(columns) {
+    const config = configOf(columns);
+    return config.description ?? `Tool "${config.tool ?? ''}" of an upstream MCP server.`;
+  },
+  inputSchema,
+  outputSchema(columns) {
+    const schema = configOf(columns).output_schema;
+    return schema && typeof schema === 'object' ? (schema as JsonSchema) : null;
+  },
+  annotations(columns) {
+    const config = configOf(columns);
+    const given = config.annotations ?? {};
+    const annotations: ToolAnnotations = {};
+    for (const hint of ANNOTATION_HINTS) {
+      if (typeof given[hint] === 'boolean') annotations[hint] = given[hint] as boolean;
+    }
+    const title = config.title ?? (typeof given.title === 'string' ? given.title : undefined) ?? config.tool;
+    if (title) annotations.title = title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title;
+    return annotations;
+  },
+  adiRef(adiId, columns) {
+    const config = configOf(columns);
+    return {
+      kind: 'mcp',
+      adi_id: adiId,
+      upstream_server_id: config.upstream_server_id ?? '',
+      tool: config.tool ?? '',
+    };
+  },
+  operation: () => 'call',
+  run,
+};

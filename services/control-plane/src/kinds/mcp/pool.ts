@@ -1,0 +1,729 @@
+/**
+ * One pool of instances per spec fingerprint (seed 003). Instances start lazily (first call or
+ * sync), serve up to `concurrentCalls` calls each, up to `maxInstances` of them, and stop after
+ * `idleTimeoutMs` without calls. Idle instances are pinged every 30 s (2 s deadline); one that does
+ * not answer is stopped. A start that fails, a child that dies, a ping or a call that times out all
+ * count as failures: instances are restarted no sooner than a jittered backoff (1 s doubling to
+ * 30 s), and after three failures in a row the circuit opens: calls fail at once with
+ * UPSTREAM_FAILED naming the server and the last error, until a probe (the first call after the
+ * backoff, or a ping) succeeds.
+ */
+import { storableText, type ToolProgress } from '@bindery/contracts';
+import type {
+  CallToolResult,
+  GetPromptResult,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Dispatcher } from 'undici';
+import { DomainError } from '../../domain/errors.ts';
+import { AnswerTooLarge } from './bounded-fetch.ts';
+import { MalformedAnswer, StderrRing, UpstreamInstance, type AnswerCaps, type Listing } from './instance.ts';
+import type { ResolvedLimits, TransportSpec } from './spec.ts';
+
+export const PING_EVERY_MS = 30_000;
+export const PING_TIMEOUT_MS = 2_000;
+export const BACKOFF_FIRST_MS = 1_000;
+export const BACKOFF_MAX_MS = 30_000;
+/** Consecutive failures that open the circuit. */
+export const CIRCUIT_FAILURES = 3;
+/**
+ * How long starting an instance (spawn or connect, and the MCP handshake) may take: the call
+ * timeout, within 5 to 15 s (a process takes its time to start, whatever a call may take).
+ */
+const START_TIMEOUT_MIN_MS = 5_000;
+const START_TIMEOUT_MAX_MS = 15_000;
+/** Calls waiting for a free instance at most, per allowed call slot. */
+const QUEUE_PER_SLOT = 4;
+
+export type PoolState = 'ok' | 'starting' | 'failing' | 'circuit_open' | 'stopped';
+
+/** What a call may come with besides its arguments. */
+export interface CallOptions {
+  /** The caller gave up: the upstream gets notifications/cancelled. */
+  signal?: AbortSignal | undefined;
+  /** The MCP session it came in (per_session mode); absent: stateless. */
+  session?: string | undefined;
+  /** Told each progress report the upstream sends for the call. */
+  progress?: ((report: ToolProgress) => void) | undefined;
+  /**
+   * Told each stderr line (secrets redacted) the instance writes while the call runs, when the
+   * instance serves this one session (per_session mode): a shared instance's lines cannot be told
+   * apart by caller, so they stay in the server's log tail only.
+   */
+  stderr?: ((line: string) => void) | undefined;
+}
+
+export interface PoolEvents {
+  /** An instance announced `notifications/tools/list_changed`. */
+  toolsChanged(): void;
+  /** An instance announced `notifications/resources/list_changed` or `notifications/prompts/list_changed`. */
+  catalogChanged?(list: 'resources' | 'prompts'): void;
+  /** The pool's state changed (for the servers' status). */
+  stateChanged(state: PoolState, lastError: string | null): void;
+  stderr(line: string): void;
+  meter?: PoolMeter;
+}
+
+export interface PoolMeter {
+  call(outcome: 'ok' | 'error' | 'timeout' | 'refused'): void;
+  failure(): void;
+  restart(): void;
+  instances(count: number): void;
+}
+
+/**
+ * A spec with its secrets filled in, and what takes their values out again of whatever comes back
+ * (stderr lines, error messages, tool results): an upstream may echo what it was given.
+ */
+export interface ResolvedTransport {
+  transport: TransportSpec;
+  redact(text: string): string;
+  redactJson<T>(value: T): T;
+}
+
+const NO_SECRETS: Omit<ResolvedTransport, 'transport'> = {
+  redact: (text) => text,
+  redactJson: (value) => value,
+};
+
+/** A listing of the upstream's, without its secrets: `withheld` counts the entries left out for them. */
+export interface UpstreamListing<T> extends Listing<T> {
+  withheld: number;
+}
+
+export interface PoolOptions {
+  fingerprint: string;
+  /** Resolves the spec with its secrets filled in, when an instance starts. */
+  transport: () => Promise<ResolvedTransport>;
+  limits: ResolvedLimits;
+  /** What an instance may be sent at most, per message and per request (UPSTREAM_*_MAX_BYTES). */
+  caps: AnswerCaps;
+  /** session_mode per_session: each MCP session gets an instance (an upstream session) of its own. */
+  perSession?: boolean;
+  /** How often running instances are pinged (PING_EVERY_MS unless a test sets it). */
+  pingEveryMs?: number;
+  outbound: Dispatcher;
+  events: PoolEvents;
+  /** Clock and randomness, replaceable by tests of the backoff. */
+  now?: () => number;
+  random?: () => number;
+}
+
+interface Waiter {
+  session: string;
+  resolve(instance: UpstreamInstance): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * How a failure reads in messages: the first line, bounded, never a stack, and storable (an
+ * upstream's message may hold a NUL, and it ends up in the server's `last_error`).
+ */
+function describe(error: unknown): string {
+  const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+  let text = messageOf(error);
+  // fetch failures say "fetch failed"; the reason (refused address, connection refused) is their cause.
+  let cause = (error as { cause?: unknown } | null)?.cause;
+  for (let depth = 0; cause !== undefined && cause !== null && depth < 3; depth++) {
+    const more = messageOf(cause);
+    if (!text.includes(more)) text += `: ${more}`;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  const line = text.split('\n')[0] ?? '';
+  // After the cut, which may split a pair.
+  return storableText(line.length > 300 ? `${line.slice(0, 300)}…` : line);
+}
+
+function mcpCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+const REQUEST_TIMEOUT = -32001;
+const CONNECTION_CLOSED = -32000;
+
+export class UpstreamPool {
+  readonly fingerprint: string;
+  readonly stderr = new StderrRing();
+  private readonly instances = new Set<UpstreamInstance>();
+  private starting = 0;
+  /** Starts under way per session key (per_session mode; '' otherwise). */
+  private readonly startingFor = new Map<string, number>();
+  private readonly waiters: Waiter[] = [];
+  private failures = 0;
+  private lastError: string | null = null;
+  private nextStartAt = 0;
+  private backoffMs = 0;
+  restarts = 0;
+  private state: PoolState = 'stopped';
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+  private lastPingAt = 0;
+  private readonly pingEveryMs: number;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  /** Takes the secrets the running instances were given out of what they send back. */
+  private secrets: Omit<ResolvedTransport, 'transport'> = NO_SECRETS;
+
+  constructor(private readonly options: PoolOptions) {
+    this.fingerprint = options.fingerprint;
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+    this.pingEveryMs = options.pingEveryMs ?? PING_EVERY_MS;
+    const tick = Math.max(
+      100,
+      Math.min(5_000, Math.floor(options.limits.idleTimeoutMs / 4), Math.floor(this.pingEveryMs / 2)),
+    );
+    this.timer = setInterval(() => void this.tick(), tick);
+    this.timer.unref();
+  }
+
+  get instanceCount(): number {
+    return this.instances.size;
+  }
+
+  get inFlight(): number {
+    let n = 0;
+    for (const instance of this.instances) n += instance.inFlight;
+    return n;
+  }
+
+  get status(): { state: PoolState; lastError: string | null } {
+    return { state: this.state, lastError: this.lastError };
+  }
+
+  /** The pids of the running stdio children (for the admin API and tests). */
+  get pids(): number[] {
+    return [...this.instances].flatMap((i) => (i.pid === null ? [] : [i.pid]));
+  }
+
+  /** Runs one tool call on an instance, within the call timeout; `server` names it in errors. */
+  async callTool(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    call: CallOptions = {},
+  ): Promise<CallToolResult> {
+    const { signal, session, progress, stderr } = call;
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
+    const listens = stderr !== undefined && instance.session !== '';
+    if (listens) instance.stderrListeners.add(stderr);
+    try {
+      // The call's own timeout starts once it has an instance (a start has its own deadline).
+      const result = await instance.callTool(tool, args, {
+        timeoutMs,
+        signal,
+        ...(progress && { progress: (report: ToolProgress) => progress(this.secrets.redactJson(report)) }),
+      });
+      this.succeeded();
+      this.options.events.meter?.call('ok');
+      // stderr travels on another pipe than the answer: a line written just before it may still
+      // be waiting to be read. One turn of the event loop reads what is there (best effort).
+      if (listens) await new Promise((resolve) => setImmediate(resolve));
+      return this.secrets.redactJson(result);
+    } catch (error) {
+      throw this.callFailed(server, tool, instance.failureOf(error), signal, timeoutMs);
+    } finally {
+      if (listens) instance.stderrListeners.delete(stderr);
+      this.release(instance);
+    }
+  }
+
+  /**
+   * Lists the upstream's tools (all pages) on an instance, started when none runs; the tools MCP
+   * does not allow are left out (`skipped`).
+   */
+  async listTools(server: string, max: number): Promise<UpstreamListing<Tool>> {
+    const listed = await this.list(server, 'tools/list', (instance, timeoutMs) =>
+      instance.listTools(timeoutMs, max),
+    );
+    // Tools are shown to every client of the AEIs they are bound to: no secret of the server's in them.
+    return this.withoutSecrets(listed, (t) => t.name);
+  }
+
+  /**
+   * Lists the upstream's resources (all pages), or null when it did not declare the `resources`
+   * capability (it serves none).
+   */
+  async listResources(server: string, max: number): Promise<UpstreamListing<Resource> | null> {
+    const listed = await this.list(server, 'resources/list', (instance, timeoutMs) =>
+      instance.capabilities().resources ? instance.listResources(timeoutMs, max) : null,
+    );
+    return listed && this.withoutSecrets(listed, (r) => r.uri);
+  }
+
+  /** Lists the upstream's prompts (all pages), or null when it did not declare the `prompts` capability. */
+  async listPrompts(server: string, max: number): Promise<UpstreamListing<Prompt> | null> {
+    const listed = await this.list(server, 'prompts/list', (instance, timeoutMs) =>
+      instance.capabilities().prompts ? instance.listPrompts(timeoutMs, max) : null,
+    );
+    // Its arguments' names are sent back as they are listed too.
+    return listed && this.withoutSecrets(listed, (p) => [p.name, ...(p.arguments ?? []).map((a) => a.name)]);
+  }
+
+  /**
+   * A listing as every client of the AEIs the server is attached to may see it: no secret of the
+   * server's in it. An entry whose keys (a URI, a name: how it is asked for, so they cannot be
+   * rewritten) hold one is left out and counted in `withheld`; the others are redacted, and so is
+   * what is said of the entries left out.
+   */
+  private withoutSecrets<T>(listed: Listing<T>, keys: (item: T) => unknown): UpstreamListing<T> {
+    const items = listed.items.filter((item) => {
+      const found = keys(item);
+      return (Array.isArray(found) ? found : [found]).every(
+        (k) => typeof k !== 'string' || this.secrets.redact(k) === k,
+      );
+    });
+    return {
+      items: items.map((item) => this.secrets.redactJson(item)),
+      truncated: listed.truncated,
+      withheld: listed.items.length - items.length,
+      skipped: listed.skipped.map((entry) => this.secrets.redactJson(entry)),
+      moreSkipped: listed.moreSkipped,
+    };
+  }
+
+  /** One list request on a shared instance, started when none runs, within the call timeout. */
+  private async list<T>(
+    server: string,
+    what: string,
+    run: (instance: UpstreamInstance, timeoutMs: number) => Promise<T> | T,
+  ): Promise<T> {
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const instance = await this.acquire(server, '', this.now() + timeoutMs);
+    try {
+      const listed = await run(instance, timeoutMs);
+      this.succeeded();
+      return listed;
+    } catch (error) {
+      throw this.callFailed(server, what, instance.failureOf(error), undefined, timeoutMs);
+    } finally {
+      this.release(instance);
+    }
+  }
+
+  /** resources/read of one URI on an instance (of the session in per_session mode), like a tool call. */
+  async readResource(server: string, uri: string, call: CallOptions = {}): Promise<ReadResourceResult> {
+    return this.request(server, `resources/read of ${uri.slice(0, 200)}`, call, (instance, timeoutMs) =>
+      instance.readResource(uri, { timeoutMs, signal: call.signal }),
+    );
+  }
+
+  /** prompts/get of one prompt on an instance (of the session in per_session mode), like a tool call. */
+  async getPrompt(
+    server: string,
+    name: string,
+    args: Record<string, string>,
+    call: CallOptions = {},
+  ): Promise<GetPromptResult> {
+    return this.request(server, `prompts/get of ${name.slice(0, 200)}`, call, (instance, timeoutMs) =>
+      instance.getPrompt(name, args, { timeoutMs, signal: call.signal }),
+    );
+  }
+
+  /**
+   * One request of a caller (not a tool call): the same instance choice, timeout, cancellation,
+   * circuit accounting and redaction as callTool.
+   */
+  private async request<T>(
+    server: string,
+    what: string,
+    call: CallOptions,
+    run: (instance: UpstreamInstance, timeoutMs: number) => Promise<T>,
+  ): Promise<T> {
+    const { signal, session } = call;
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
+    try {
+      const result = await run(instance, timeoutMs);
+      this.succeeded();
+      this.options.events.meter?.call('ok');
+      return this.secrets.redactJson(result);
+    } catch (error) {
+      throw this.callFailed(server, what, instance.failureOf(error), signal, timeoutMs);
+    } finally {
+      this.release(instance);
+    }
+  }
+
+  /** Stops every instance (and refuses calls from now on); children are killed and waited for. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    for (const waiter of this.waiters.splice(0)) {
+      waiter.reject(new DomainError('UPSTREAM_FAILED', 'the upstream server was removed or changed'));
+    }
+    await Promise.all([...this.instances].map((i) => i.close()));
+    this.instances.clear();
+    this.options.events.meter?.instances(0);
+  }
+
+  /** A failure as it may be shown: one line, bounded, without the instance's secrets. */
+  private describe(error: unknown): string {
+    return this.secrets.redact(describe(error));
+  }
+
+  private circuitOpen(): boolean {
+    return this.failures >= CIRCUIT_FAILURES && this.now() < this.nextStartAt;
+  }
+
+  private refuseOpen(server: string): DomainError {
+    this.options.events.meter?.call('refused');
+    return new DomainError(
+      'UPSTREAM_FAILED',
+      `upstream server "${server}" is failing (circuit open after ${this.failures} failures in a row): ${this.lastError ?? 'unknown error'}`,
+      {
+        upstream: server,
+        circuit: 'open',
+        last_error: this.lastError,
+        retry_after_ms: this.nextStartAt - this.now(),
+      },
+    );
+  }
+
+  /** The instances' key of a call: its session in per_session mode, '' (shared) otherwise. */
+  private keyOf(session: string | undefined): string {
+    return this.options.perSession ? (session ?? '') : '';
+  }
+
+  /**
+   * Room for one more instance of `key`. Shared: up to max_instances. Per session: one per session,
+   * max_instances sessions at once; when all are taken, the one idle longest is stopped for it (its
+   * upstream session ends, as it would after the idle timeout).
+   */
+  private roomFor(key: string): boolean {
+    const limit = this.options.limits.maxInstances;
+    if (!this.options.perSession) return this.instances.size + this.starting < limit;
+    if ([...this.instances].some((i) => i.session === key) || (this.startingFor.get(key) ?? 0) > 0)
+      return false;
+    if (this.instances.size + this.starting < limit) return true;
+    let idlest: UpstreamInstance | undefined;
+    for (const instance of this.instances) {
+      if (instance.inFlight === 0 && (!idlest || instance.lastUsedAt < idlest.lastUsedAt)) idlest = instance;
+    }
+    if (!idlest) return false;
+    this.instances.delete(idlest);
+    void idlest.close();
+    return true;
+  }
+
+  /** A free instance, started if none is and the limits allow; else waits for one until `deadline`. */
+  private async acquire(
+    server: string,
+    key: string,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<UpstreamInstance> {
+    if (this.closed)
+      throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
+    if (this.circuitOpen()) throw this.refuseOpen(server);
+    const free = this.freeInstance(key);
+    if (free) return this.take(free);
+    if (this.roomFor(key)) {
+      // Before the backoff's end (after a crash), the start waits for it, within the deadline.
+      const wait = this.nextStartAt - this.now();
+      if (wait > 0) {
+        if (this.now() + wait >= deadline)
+          throw this.timeoutError(server, 'instance start (restart backoff)');
+        await sleep(wait, signal);
+        if (this.circuitOpen()) throw this.refuseOpen(server);
+      }
+      const started = this.take(await this.start(server, key));
+      // Calls that queued while it started share it, up to its concurrency.
+      this.serveWaiters(started);
+      return started;
+    }
+    const slots = this.options.limits.maxInstances * this.options.limits.concurrentCalls;
+    if (this.waiters.length >= slots * QUEUE_PER_SLOT) {
+      this.options.events.meter?.call('refused');
+      throw new DomainError(
+        'RATE_LIMITED',
+        `upstream server "${server}" has too many calls waiting; try again shortly`,
+        {
+          upstream: server,
+        },
+      );
+    }
+    return new Promise<UpstreamInstance>((resolve, reject) => {
+      const waiter: Waiter = {
+        session: key,
+        resolve: (instance) => {
+          clearTimeout(timer);
+          resolve(instance);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      const timer = setTimeout(
+        () => {
+          const at = this.waiters.indexOf(waiter);
+          if (at >= 0) this.waiters.splice(at, 1);
+          reject(this.timeoutError(server, 'waiting for a free instance'));
+        },
+        Math.max(1, deadline - this.now()),
+      );
+      this.waiters.push(waiter);
+    });
+  }
+
+  private freeInstance(key: string): UpstreamInstance | undefined {
+    let best: UpstreamInstance | undefined;
+    for (const instance of this.instances) {
+      if (instance.session !== key) continue;
+      if (!instance.alive || instance.inFlight >= this.options.limits.concurrentCalls) continue;
+      if (!best || instance.inFlight < best.inFlight) best = instance;
+    }
+    return best;
+  }
+
+  private take(instance: UpstreamInstance): UpstreamInstance {
+    instance.inFlight += 1;
+    instance.lastUsedAt = this.now();
+    return instance;
+  }
+
+  private release(instance: UpstreamInstance): void {
+    instance.inFlight -= 1;
+    instance.lastUsedAt = this.now();
+    this.serveWaiters(instance);
+  }
+
+  /** Hands the instance to calls waiting for one of its session, while it has room. */
+  private serveWaiters(instance: UpstreamInstance): void {
+    while (instance.alive && instance.inFlight < this.options.limits.concurrentCalls) {
+      const at = this.waiters.findIndex((w) => w.session === instance.session);
+      if (at < 0) return;
+      const [waiter] = this.waiters.splice(at, 1);
+      waiter!.resolve(this.take(instance));
+    }
+  }
+
+  /** A start failed: the calls waiting for an instance of that session fail with it (none is coming). */
+  private failWaiters(key: string, error: DomainError): void {
+    for (let at = this.waiters.findIndex((w) => w.session === key); at >= 0;) {
+      const [waiter] = this.waiters.splice(at, 1);
+      waiter!.reject(error);
+      at = this.waiters.findIndex((w) => w.session === key);
+    }
+  }
+
+  private async start(server: string, key: string): Promise<UpstreamInstance> {
+    this.starting += 1;
+    this.startingFor.set(key, (this.startingFor.get(key) ?? 0) + 1);
+    if (this.instances.size === 0) this.setState('starting');
+    try {
+      const resolved = await this.options.transport();
+      this.secrets = resolved;
+      // Set once connected: lines before that belong to no call.
+      const connected: { instance?: UpstreamInstance } = {};
+      const instance = await UpstreamInstance.connect({
+        transport: resolved.transport,
+        outbound: this.options.outbound,
+        timeoutMs: Math.min(
+          START_TIMEOUT_MAX_MS,
+          Math.max(START_TIMEOUT_MIN_MS, this.options.limits.callTimeoutMs),
+        ),
+        requestTimeoutMs: this.options.limits.callTimeoutMs,
+        caps: this.options.caps,
+        hooks: {
+          toolsChanged: () => this.options.events.toolsChanged(),
+          catalogChanged: (list) => this.options.events.catalogChanged?.(list),
+          closed: (closed) => this.lost(closed),
+          stderr: (raw) => {
+            const line = this.secrets.redact(raw);
+            this.stderr.push(line);
+            this.options.events.stderr(line);
+            for (const listener of connected.instance?.stderrListeners ?? []) listener(line);
+          },
+        },
+      });
+      if (this.closed) {
+        await instance.close();
+        throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
+      }
+      instance.session = key;
+      connected.instance = instance;
+      this.instances.add(instance);
+      this.options.events.meter?.instances(this.instances.size);
+      return instance;
+    } catch (error) {
+      let failure: DomainError;
+      if (error instanceof DomainError) failure = error;
+      else {
+        const reason = `could not be started: ${this.describe(error)}`;
+        this.failed(reason);
+        failure = new DomainError('UPSTREAM_FAILED', `upstream server "${server}" ${reason}`, {
+          upstream: server,
+        });
+      }
+      if (this.instances.size === 0 || this.options.perSession) this.failWaiters(key, failure);
+      throw failure;
+    } finally {
+      this.starting -= 1;
+      const left = (this.startingFor.get(key) ?? 1) - 1;
+      if (left > 0) this.startingFor.set(key, left);
+      else this.startingFor.delete(key);
+    }
+  }
+
+  /**
+   * An instance ended on its own (a child exited, a stream broke): dropped, restarted later. One
+   * closed for sending more than a cap allows is not a failure of the server's health (it
+   * answered): the next call starts another at once, and the circuit is left alone.
+   */
+  private lost(instance: UpstreamInstance): void {
+    if (!this.instances.delete(instance)) return;
+    void instance.close();
+    this.restarts += 1;
+    this.options.events.meter?.restart();
+    this.options.events.meter?.instances(this.instances.size);
+    if (instance.cutBy) this.lastError = instance.cutBy.message;
+    else this.failed('the upstream server exited or closed the connection');
+  }
+
+  private succeeded(): void {
+    this.failures = 0;
+    this.backoffMs = 0;
+    this.nextStartAt = 0;
+    this.lastError = null;
+    this.setState('ok');
+  }
+
+  private failed(reason: string): void {
+    this.failures += 1;
+    this.lastError = reason;
+    this.options.events.meter?.failure();
+    this.backoffMs = this.backoffMs === 0 ? BACKOFF_FIRST_MS : Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
+    // Jitter: between half and all of the backoff, so restarts of many pools do not line up.
+    this.nextStartAt = this.now() + Math.round(this.backoffMs * (0.5 + this.random() * 0.5));
+    this.setState(this.failures >= CIRCUIT_FAILURES ? 'circuit_open' : 'failing');
+  }
+
+  private setState(state: PoolState): void {
+    if (state === this.state && state !== 'failing' && state !== 'circuit_open') return;
+    this.state = state;
+    this.options.events.stateChanged(state, this.lastError);
+  }
+
+  private timeoutError(server: string, what: string): DomainError {
+    this.options.events.meter?.call('timeout');
+    return new DomainError(
+      'TIMEOUT',
+      `upstream server "${server}" did not answer within ${this.options.limits.callTimeoutMs} ms (${what})`,
+      { upstream: server, timeout_ms: this.options.limits.callTimeoutMs },
+    );
+  }
+
+  /** What a failed request becomes; timeouts and broken connections count against the circuit. */
+  private callFailed(
+    server: string,
+    tool: string,
+    error: unknown,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): DomainError {
+    if (error instanceof DomainError) return error;
+    if (error instanceof AnswerTooLarge) {
+      // The upstream answered, too much: a refusal of this request, not a failure of the server.
+      this.options.events.meter?.call('refused');
+      return new DomainError(
+        'RESULT_TOO_LARGE',
+        `upstream server "${server}" answered ${tool}: ${error.message}`,
+        {
+          upstream: server,
+          limit_bytes: error.limitBytes,
+          cap: error.what === 'message' ? 'UPSTREAM_MESSAGE_MAX_BYTES' : 'UPSTREAM_CALL_MAX_BYTES',
+        },
+      );
+    }
+    if (signal?.aborted) {
+      this.options.events.meter?.call('error');
+      return new DomainError('UPSTREAM_FAILED', `the call of ${tool} on "${server}" was cancelled`, {
+        upstream: server,
+        cancelled: true,
+      });
+    }
+    // The upstream answered, wrongly: it is up, so one such answer is not counted against its circuit.
+    if (error instanceof MalformedAnswer) {
+      this.options.events.meter?.call('error');
+      return new DomainError(
+        'UPSTREAM_FAILED',
+        `upstream server "${server}" answered ${this.secrets.redact(error.request)} with a result MCP does not allow: ${this.describe(error.problem)}`,
+        { upstream: server, malformed: true },
+      );
+    }
+    const code = mcpCode(error);
+    if (code === REQUEST_TIMEOUT) {
+      this.failed(`${tool} did not answer within ${timeoutMs} ms`);
+      return this.timeoutError(server, tool);
+    }
+    if (code === CONNECTION_CLOSED || code === undefined) {
+      this.failed(this.describe(error));
+      this.options.events.meter?.call('error');
+      return new DomainError(
+        'UPSTREAM_FAILED',
+        `upstream server "${server}" failed during ${tool}: ${this.describe(error)}`,
+        {
+          upstream: server,
+        },
+      );
+    }
+    // A JSON-RPC error the upstream answered (unknown tool, bad arguments): the server is fine.
+    this.options.events.meter?.call('error');
+    return new DomainError(
+      'UPSTREAM_FAILED',
+      `upstream server "${server}" refused ${tool}: ${this.describe(error)}`,
+      {
+        upstream: server,
+        rpc_code: code,
+      },
+    );
+  }
+
+  /** Stops idle instances; pings the others now and then (a failed ping stops the instance). */
+  private async tick(): Promise<void> {
+    const now = this.now();
+    for (const instance of [...this.instances]) {
+      if (instance.inFlight === 0 && now - instance.lastUsedAt >= this.options.limits.idleTimeoutMs) {
+        this.instances.delete(instance);
+        this.options.events.meter?.instances(this.instances.size);
+        void instance.close();
+      }
+    }
+    if (this.instances.size === 0 && this.starting === 0 && this.state === 'ok') this.setState('stopped');
+    if (now - this.lastPingAt < this.pingEveryMs) return;
+    this.lastPingAt = now;
+    await Promise.all(
+      [...this.instances].map(async (instance) => {
+        try {
+          await instance.ping(PING_TIMEOUT_MS);
+        } catch (error) {
+          if (!this.instances.delete(instance)) return;
+          void instance.close();
+          this.options.events.meter?.instances(this.instances.size);
+          this.failed(`ping failed: ${this.describe(error)}`);
+        }
+      }),
+    );
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}

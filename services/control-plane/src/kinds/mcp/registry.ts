@@ -1,0 +1,378 @@
+/**
+ * The control plane's upstream pools, one per spec fingerprint, and what ties servers to them:
+ * which servers share a pool, when a pool stops (its last server deleted or changed, or the app
+ * closing), and when a server's tools, resources and prompts are synced again (its upstream said
+ * they changed, debounced; every UPSTREAM_REFRESH_S while it runs). Servers created by another
+ * control plane are read from the database the first time a call needs them.
+ */
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Dispatcher } from 'undici';
+import type { UpstreamServer as UpstreamServerRow } from '../../generated/prisma/client.ts';
+import type { DomainContext } from '../../domain/context.ts';
+import { resolveSecrets, secretReferences } from '../../secrets/secret-references.ts';
+import { DomainError } from '../../domain/errors.ts';
+import {
+  UpstreamPool,
+  type CallOptions,
+  type PoolMeter,
+  type PoolState,
+  type ResolvedTransport,
+} from './pool.ts';
+import type { AnswerCaps } from './instance.ts';
+import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
+import type { UpstreamLimits } from '@bindery/contracts';
+
+export interface UpstreamLog {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  debug(details: object, message: string): void;
+}
+
+export interface RegistryOptions {
+  outbound: Dispatcher;
+  log: UpstreamLog;
+  /** Executables stdio servers may run (UPSTREAM_STDIO_COMMANDS). */
+  stdioCommands: readonly string[];
+  /** How often running servers' tools are listed again, in ms (0: never). */
+  refreshMs: number;
+  /** What an upstream may send at most, per message and per request. */
+  caps: AnswerCaps;
+  /** How long tools/list_changed notifications are gathered before one sync. */
+  debounceMs?: number;
+  meter?: (fingerprint: string) => PoolMeter;
+  /** How often running instances are pinged (30 s unless a test sets it). */
+  pingEveryMs?: number;
+}
+
+/** What the registry keeps of a server (its row's fields the pools need). */
+export interface KnownServer {
+  id: string;
+  userId: string;
+  name: string;
+  fingerprint: string;
+  spec: UpstreamSpec;
+}
+
+/** The spec stored in a server row, as the pools use it. */
+export function specOfRow(row: UpstreamServerRow): UpstreamSpec {
+  const stored = row.spec as Record<string, unknown>;
+  const transport: TransportSpec =
+    row.transport === 'stdio'
+      ? {
+          transport: 'stdio',
+          command: String(stored.command),
+          args: (stored.args as string[] | undefined) ?? [],
+          env: (stored.env as Record<string, string> | undefined) ?? {},
+          cwd: (stored.cwd as string | null | undefined) ?? null,
+        }
+      : {
+          transport: 'http',
+          url: String(stored.url),
+          headers: (stored.headers as Record<string, string> | undefined) ?? {},
+        };
+  return {
+    transport,
+    exposeTools: row.exposeTools,
+    sessionMode: row.sessionMode === 'per_session' ? 'per_session' : 'shared',
+    limits: resolvedLimits(row.limits as UpstreamLimits),
+  };
+}
+
+export function knownServer(row: UpstreamServerRow): KnownServer {
+  return {
+    id: row.id,
+    userId: row.userId,
+    name: row.name,
+    fingerprint: row.fingerprint,
+    spec: specOfRow(row),
+  };
+}
+
+/** The secret names a transport's env or header values reference. */
+export function transportSecretNames(transport: TransportSpec): string[] {
+  const values =
+    transport.transport === 'stdio' ? Object.values(transport.env) : Object.values(transport.headers);
+  return [...new Set(values.flatMap((v) => secretReferences(v)))];
+}
+
+const DEFAULT_DEBOUNCE_MS = 500;
+/** How long a server read from the database is used before it is read again (other control planes' changes). */
+const SERVER_FRESH_MS = 5_000;
+
+export type SyncRunner = (serverId: string, reason: string) => Promise<unknown>;
+
+export class UpstreamRegistry {
+  private readonly pools = new Map<string, UpstreamPool>();
+  private readonly servers = new Map<string, KnownServer>();
+  /** When each server was last read from the database (or saved by this process). */
+  private readonly readAt = new Map<string, number>();
+  private readonly pending = new Map<string, NodeJS.Timeout>();
+  /** Per server, the end of the last sync started: the next one starts after it. */
+  private readonly chains = new Map<string, Promise<void>>();
+  /** Servers being synced now, and those asked to sync again once that one ends (with why). */
+  private readonly syncing = new Set<string>();
+  private readonly syncAgain = new Map<string, string>();
+  private readonly refreshTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private statusWrites: Promise<void> = Promise.resolve();
+  /** Set by the app: how a server's tools are synced (upstream-servers.ts). */
+  syncer: SyncRunner | undefined;
+
+  constructor(
+    private readonly ctx: () => DomainContext,
+    readonly options: RegistryOptions,
+  ) {
+    if (options.refreshMs > 0) {
+      this.refreshTimer = setInterval(() => this.refreshRunning(), options.refreshMs);
+      this.refreshTimer.unref();
+    }
+  }
+
+  /** Remembers a server (created, changed, or read from the database) and returns its pool. */
+  remember(server: KnownServer): UpstreamPool {
+    const before = this.servers.get(server.id);
+    this.servers.set(server.id, server);
+    this.readAt.set(server.id, Date.now());
+    if (before && before.fingerprint !== server.fingerprint) this.releaseFingerprint(before.fingerprint);
+    return this.poolOf(server);
+  }
+
+  /** Forgets a deleted server; its pool stops when no other server shares it. */
+  async forget(serverId: string): Promise<void> {
+    const before = this.servers.get(serverId);
+    this.servers.delete(serverId);
+    this.readAt.delete(serverId);
+    clearTimeout(this.pending.get(serverId));
+    this.pending.delete(serverId);
+    this.syncAgain.delete(serverId);
+    if (before) await this.releaseFingerprint(before.fingerprint);
+  }
+
+  /** The ids of the known servers sharing this server's pool (itself excluded). */
+  sharing(server: Pick<KnownServer, 'id' | 'fingerprint'>): string[] {
+    return [...this.servers.values()]
+      .filter((s) => s.fingerprint === server.fingerprint && s.id !== server.id)
+      .map((s) => s.id);
+  }
+
+  pool(fingerprint: string): UpstreamPool | undefined {
+    return this.pools.get(fingerprint);
+  }
+
+  /** Every pid of every running stdio child (tests and the admin API count them). */
+  get pids(): number[] {
+    return [...this.pools.values()].flatMap((p) => p.pids);
+  }
+
+  get poolCount(): number {
+    return this.pools.size;
+  }
+
+  /** A tool call on a server's pool; the server is read from the database if this process has not seen it. */
+  async callTool(
+    serverId: string,
+    tool: string,
+    args: Record<string, unknown>,
+    call: CallOptions = {},
+  ): Promise<CallToolResult> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).callTool(server.name, tool, args, call);
+  }
+
+  /** resources/read on a server's pool (the caller checked the URI is one the server listed). */
+  async readResource(serverId: string, uri: string, call: CallOptions = {}): Promise<ReadResourceResult> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).readResource(server.name, uri, call);
+  }
+
+  /** prompts/get on a server's pool, by the prompt's upstream name. */
+  async getPrompt(
+    serverId: string,
+    name: string,
+    args: Record<string, string>,
+    call: CallOptions = {},
+  ): Promise<GetPromptResult> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).getPrompt(server.name, name, args, call);
+  }
+
+  /**
+   * A server as this process knows it, read again from the database when that is older than
+   * SERVER_FRESH_MS: a change or a delete made through another control plane reaches this one
+   * within that time (a delete stops this one's pool for it too).
+   */
+  async known(serverId: string): Promise<KnownServer> {
+    const cached = this.servers.get(serverId);
+    const readAt = this.readAt.get(serverId) ?? 0;
+    if (cached && Date.now() - readAt < SERVER_FRESH_MS) return cached;
+    const row = await this.ctx().prisma.upstreamServer.findUnique({ where: { id: serverId } });
+    if (!row) {
+      if (cached) await this.forget(serverId);
+      throw new DomainError(
+        'NOT_FOUND',
+        `upstream server ${serverId} was deleted; remove or rebind this tool`,
+        {
+          upstream_server_id: serverId,
+        },
+      );
+    }
+    const server = knownServer(row);
+    this.remember(server);
+    return server;
+  }
+
+  /**
+   * Asks for a sync of this server soon (debounced): its upstream said its tools, resources or
+   * prompts changed (a sync lists all three).
+   */
+  scheduleSync(serverId: string, reason: string): void {
+    if (this.closed || this.pending.has(serverId)) return;
+    const timer = setTimeout(() => {
+      this.pending.delete(serverId);
+      this.runSync(serverId, reason);
+    }, this.options.debounceMs ?? DEFAULT_DEBOUNCE_MS);
+    timer.unref();
+    this.pending.set(serverId, timer);
+  }
+
+  /**
+   * Runs `work` (a sync of the server) once every sync of it started before has ended, whoever
+   * started it (the admin API, a spec change, a list change announced): listings land in the
+   * order they were taken, never an older one over a newer one.
+   */
+  serialized<T>(serverId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.chains.get(serverId) ?? Promise.resolve();
+    const run = previous.then(work);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.chains.set(serverId, tail);
+    void tail.then(() => {
+      if (this.chains.get(serverId) === tail) this.chains.delete(serverId);
+    });
+    return run;
+  }
+
+  /**
+   * One sync of a server at a time: one asked for while another runs waits for it, and any number
+   * of such asks make one more sync (a server announcing changes without end costs one sync after
+   * another, never several at once, and an older listing never lands after a newer one).
+   */
+  private runSync(serverId: string, reason: string): void {
+    if (this.closed || !this.syncer) return;
+    if (this.syncing.has(serverId)) {
+      this.syncAgain.set(serverId, reason);
+      return;
+    }
+    this.syncing.add(serverId);
+    this.syncer(serverId, reason)
+      .catch((error: unknown) =>
+        this.options.log.warn({ err: error, upstream_server_id: serverId, reason }, 'upstream sync failed'),
+      )
+      .finally(() => {
+        this.syncing.delete(serverId);
+        const again = this.syncAgain.get(serverId);
+        if (again === undefined) return;
+        this.syncAgain.delete(serverId);
+        this.runSync(serverId, again);
+      });
+  }
+
+  /** Syncs the servers whose pool has an instance running (idle servers are synced when they start). */
+  private refreshRunning(): void {
+    for (const server of this.servers.values()) {
+      if ((this.pools.get(server.fingerprint)?.instanceCount ?? 0) > 0) this.runSync(server.id, 'refresh');
+    }
+  }
+
+  private poolOf(server: KnownServer): UpstreamPool {
+    const existing = this.pools.get(server.fingerprint);
+    if (existing) return existing;
+    const fingerprint = server.fingerprint;
+    const log = this.options.log;
+    const pool: UpstreamPool = new UpstreamPool({
+      fingerprint,
+      limits: server.spec.limits,
+      caps: this.options.caps,
+      perSession: server.spec.sessionMode === 'per_session',
+      ...(this.options.pingEveryMs !== undefined && { pingEveryMs: this.options.pingEveryMs }),
+      outbound: this.options.outbound,
+      transport: () => this.resolveTransport(server),
+      events: {
+        toolsChanged: () => {
+          for (const s of this.serversOf(fingerprint)) this.scheduleSync(s.id, 'tools/list_changed');
+        },
+        catalogChanged: (list) => {
+          for (const s of this.serversOf(fingerprint)) this.scheduleSync(s.id, `${list}/list_changed`);
+        },
+        stateChanged: (state, lastError) => this.stateChanged(fingerprint, state, lastError),
+        stderr: (line) => log.debug({ fingerprint: fingerprint.slice(0, 12), line }, 'upstream stderr'),
+        ...(this.options.meter && { meter: this.options.meter(fingerprint) }),
+      },
+    });
+    if (this.closed) void pool.close();
+    this.pools.set(fingerprint, pool);
+    return pool;
+  }
+
+  private serversOf(fingerprint: string): KnownServer[] {
+    return [...this.servers.values()].filter((s) => s.fingerprint === fingerprint);
+  }
+
+  /** The transport with the owner's secrets filled into env values or headers, and their redaction. */
+  private async resolveTransport(server: KnownServer): Promise<ResolvedTransport> {
+    const transport = server.spec.transport;
+    const secrets = await resolveSecrets(this.ctx(), server.userId, transportSecretNames(transport));
+    const fill = (values: Record<string, string>) =>
+      Object.fromEntries(Object.entries(values).map(([k, v]) => [k, secrets.fill(v)]));
+    return {
+      transport:
+        transport.transport === 'stdio'
+          ? { ...transport, env: fill(transport.env) }
+          : { ...transport, headers: fill(transport.headers) },
+      redact: (text) => secrets.redact(text),
+      redactJson: (value) => secrets.redactJson(value),
+    };
+  }
+
+  /** Writes a pool's state onto its servers' rows (for the admin API); a failed write is only logged. */
+  private stateChanged(fingerprint: string, state: PoolState, lastError: string | null): void {
+    const ids = this.serversOf(fingerprint).map((s) => s.id);
+    if (ids.length === 0 || this.closed) return;
+    // One after the other, so an older state never lands after a newer one.
+    this.statusWrites = this.statusWrites.then(() =>
+      this.ctx()
+        .prisma.upstreamServer.updateMany({ where: { id: { in: ids } }, data: { status: state, lastError } })
+        .then(
+          () => undefined,
+          (error: unknown) =>
+            this.options.log.debug({ err: error }, 'could not record the state of an upstream server'),
+        ),
+    );
+  }
+
+  /** Settles once the pools' state changes so far are written (a sync writes its own after them). */
+  statusWritten(): Promise<void> {
+    return this.statusWrites;
+  }
+
+  private async releaseFingerprint(fingerprint: string): Promise<void> {
+    if (this.serversOf(fingerprint).length > 0) return;
+    const pool = this.pools.get(fingerprint);
+    this.pools.delete(fingerprint);
+    await pool?.close();
+  }
+
+  /** Stops every pool: every child is killed and waited for. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.refreshTimer);
+    for (const timer of this.pending.values()) clearTimeout(timer);
+    this.pending.clear();
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.close()));
+    await this.statusWrites;
+  }
+}

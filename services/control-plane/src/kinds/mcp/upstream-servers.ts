@@ -1,0 +1,794 @@
+/**
+ * Upstream MCP servers (`/api/v2/upstream-servers`): an owner's external MCP servers, whose tools
+ * are synced into ADIs of kind `mcp` (mcp-kind.ts). Sync lists the upstream's tools (all
+ * pages), creates an ADI for each new one, updates changed ones in place (bumping the AEIs that
+ * bind them, so their clients hear tools/list_changed), marks vanished ones missing (their calls
+ * fail naming the server and the tool; nothing disappears silently) and binds new tools into the
+ * AEIs the whole server is attached to. `tools/list` never reaches an upstream: it is served from
+ * these rows. Sync also keeps a snapshot of the upstream's resources and prompts, passed through to
+ * the AEIs the server is attached to (upstream-catalog.ts).
+ */
+import { isDeepStrictEqual } from 'node:util';
+import {
+  UPSTREAM_CATALOG_LIMITS,
+  UPSTREAM_LIMITS,
+  findUnstorable,
+  storableText,
+  unstorableMessage,
+  type CreateUpstreamServerBody,
+  type UpdateUpstreamServerBody,
+  type UpstreamServer as UpstreamServerBody,
+  type UpstreamServerLogs,
+} from '@bindery/contracts';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import picomatch from 'picomatch';
+import type { Prisma, UpstreamServer as Row } from '../../generated/prisma/client.ts';
+import { DomainError, notFound } from '../../domain/errors.ts';
+import { newId } from '../../domain/ids.ts';
+import type { UpstreamListing, UpstreamPool } from './pool.ts';
+import type { UpstreamRegistry } from './registry.ts';
+import { knownServer, specOfRow, transportSecretNames } from './registry.ts';
+import {
+  checkStdioCommand,
+  checkUpstreamUrl,
+  fingerprintOf,
+  resolvedLimits,
+  slugOf,
+  type TransportSpec,
+  type UpstreamSpec,
+} from './spec.ts';
+import type { Db, DomainContext, Principal } from '../../domain/context.ts';
+import { brokenOverrides, type OverrideTarget } from '../binding-overrides.ts';
+import { bumpForAdis, changeExposure } from '../../domain/config-versions.ts';
+import { uniqueViolation } from '../../domain/prisma-errors.ts';
+import {
+  checkSecretReferenceSyntax,
+  missingSecretError,
+  missingSecretNames,
+} from '../../secrets/secret-references.ts';
+import { prefixedToolName, quoted, skippedWarnings } from './upstream-names.ts';
+import {
+  promptSnapshot,
+  resourceSnapshot,
+  type PromptEntry,
+  type ResourceEntry,
+} from './upstream-snapshot.ts';
+
+export interface UpstreamDeps {
+  registry: UpstreamRegistry;
+}
+
+function transportOf(body: CreateUpstreamServerBody): TransportSpec {
+  return body.transport === 'stdio'
+    ? {
+        transport: 'stdio',
+        command: body.command,
+        args: body.args ?? [],
+        env: body.env ?? {},
+        cwd: body.cwd ?? null,
+      }
+    : { transport: 'http', url: body.url, headers: body.headers ?? {} };
+}
+
+/** Checks a spec before it is stored: allow-list, URL, secret references (syntax and existence). */
+async function checkSpec(db: Db, caller: Principal, spec: UpstreamSpec, deps: UpstreamDeps): Promise<void> {
+  const transport = spec.transport;
+  if (transport.transport === 'stdio')
+    checkStdioCommand(transport.command, deps.registry.options.stdioCommands);
+  else checkUpstreamUrl(transport.url);
+  const values = transport.transport === 'stdio' ? transport.env : transport.headers;
+  const part = transport.transport === 'stdio' ? 'env' : 'headers';
+  for (const [key, value] of Object.entries(values)) checkSecretReferenceSyntax(value, `${part}/${key}`);
+  const missing = await missingSecretNames(db, caller.userId, transportSecretNames(transport));
+  if (missing.length > 0) throw missingSecretError(missing, part);
+}
+
+function storedSpec(transport: TransportSpec): Prisma.InputJsonObject {
+  const { transport: _kind, ...rest } = transport;
+  return rest as unknown as Prisma.InputJsonObject;
+}
+
+async function findOwnServer(db: Db, caller: Principal, id: string): Promise<Row> {
+  const row = await db.upstreamServer.findFirst({ where: { id, userId: caller.userId } });
+  if (!row) throw notFound('upstream server', id);
+  return row;
+}
+
+/** A slug unique among the caller's servers: the name's, then `_2`, `_3`... */
+async function freeSlug(db: Db, userId: string, name: string): Promise<string> {
+  const base = slugOf(name);
+  const taken = new Set(
+    (
+      await db.upstreamServer.findMany({
+        where: { userId, slug: { startsWith: base } },
+        select: { slug: true },
+      })
+    ).map((r) => r.slug),
+  );
+  if (!taken.has(base)) return base;
+  for (let i = 2; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
+}
+
+export async function serverBody(db: Db, row: Row, deps: UpstreamDeps): Promise<UpstreamServerBody> {
+  const spec = specOfRow(row);
+  const adis = await db.adi.findMany({
+    where: { upstreamServerId: row.id },
+    select: { id: true, name: true, config: true },
+    orderBy: { id: 'asc' },
+  });
+  const pool = deps.registry.pool(row.fingerprint);
+  const shared = await db.upstreamServer.findMany({
+    where: { fingerprint: row.fingerprint, userId: row.userId, id: { not: row.id } },
+    select: { id: true },
+  });
+  const transport = spec.transport;
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    transport: transport.transport,
+    ...(transport.transport === 'stdio'
+      ? { command: transport.command, args: transport.args, env: transport.env, cwd: transport.cwd }
+      : { url: transport.url, headers: transport.headers }),
+    expose_tools: row.exposeTools,
+    session_mode: spec.sessionMode,
+    limits: {
+      max_instances: spec.limits.maxInstances,
+      concurrent_calls: spec.limits.concurrentCalls,
+      call_timeout_ms: spec.limits.callTimeoutMs,
+      idle_timeout_ms: spec.limits.idleTimeoutMs,
+    },
+    fingerprint: row.fingerprint,
+    shared_with: shared.map((s) => s.id),
+    status: row.status as UpstreamServerBody['status'],
+    last_error: row.lastError,
+    last_sync_at: row.lastSyncAt?.toISOString() ?? null,
+    tool_count: adis.filter((a) => !(a.config as { missing?: boolean }).missing).length,
+    tools: adis.map((a) => {
+      const config = a.config as { tool?: string; missing?: boolean };
+      return {
+        adi_id: a.id,
+        name: a.name,
+        upstream_name: config.tool ?? a.name,
+        missing: config.missing === true,
+      };
+    }),
+    pool: {
+      instances: pool?.instanceCount ?? 0,
+      in_flight: pool?.inFlight ?? 0,
+      restarts: pool?.restarts ?? 0,
+    },
+    warnings: row.warnings,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * Creates a server and runs its first sync; the answer carries its tools, or its status and
+ * last_error say why there are none yet (the server is kept: a later sync may succeed).
+ */
+export async function createUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  body: CreateUpstreamServerBody,
+  deps: UpstreamDeps,
+): Promise<UpstreamServerBody> {
+  const spec: UpstreamSpec = {
+    transport: transportOf(body),
+    exposeTools: body.expose_tools ?? [],
+    sessionMode: body.session_mode ?? 'shared',
+    limits: resolvedLimits(body.limits),
+  };
+  await checkSpec(ctx.prisma, caller, spec, deps);
+  const fingerprint = fingerprintOf(caller.userId, spec);
+  let row: Row | undefined;
+  for (let attempt = 0; !row; attempt++) {
+    try {
+      row = await ctx.prisma.upstreamServer.create({
+        data: {
+          id: newId('ups'),
+          userId: caller.userId,
+          name: body.name,
+          slug: await freeSlug(ctx.prisma, caller.userId, body.name),
+          transport: spec.transport.transport,
+          spec: storedSpec(spec.transport),
+          exposeTools: spec.exposeTools,
+          sessionMode: spec.sessionMode,
+          limits: (body.limits ?? {}) as Prisma.InputJsonObject,
+          fingerprint,
+        },
+      });
+    } catch (error) {
+      // Two servers of one name created at once: the slug of the second moves on.
+      if (!uniqueViolation(error) || attempt >= 3) throw error;
+    }
+  }
+  deps.registry.remember(knownServer(row));
+  await syncOrRecord(ctx, row.id, deps, 'create');
+  return serverBody(
+    ctx.prisma,
+    await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id: row.id } }),
+    deps,
+  );
+}
+
+export async function getUpstreamServer(db: Db, caller: Principal, id: string, deps: UpstreamDeps) {
+  return serverBody(db, await findOwnServer(db, caller, id), deps);
+}
+
+export async function listUpstreamServers(db: Db, caller: Principal, deps: UpstreamDeps) {
+  const rows = await db.upstreamServer.findMany({ where: { userId: caller.userId }, orderBy: { id: 'asc' } });
+  return { items: await Promise.all(rows.map((r) => serverBody(db, r, deps))), next_cursor: null };
+}
+
+/**
+ * Changes a server. A change of its spec gives it a new fingerprint: its old pool stops once no
+ * other server shares it (its children killed), and its tools are synced again.
+ */
+export async function updateUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  body: UpdateUpstreamServerBody,
+  deps: UpstreamDeps,
+): Promise<UpstreamServerBody> {
+  const row = await findOwnServer(ctx.prisma, caller, id);
+  const spec = specOfRow(row);
+  const transport = spec.transport;
+  const fields = transport.transport === 'stdio' ? ['command', 'args', 'env', 'cwd'] : ['url', 'headers'];
+  for (const field of ['command', 'args', 'env', 'cwd', 'url', 'headers']) {
+    if (field in body && !fields.includes(field)) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `${field} does not apply to a ${transport.transport} server`,
+        { field },
+      );
+    }
+  }
+  const next: UpstreamSpec = {
+    transport:
+      transport.transport === 'stdio'
+        ? {
+            ...transport,
+            ...(body.command !== undefined && { command: body.command }),
+            ...(body.args !== undefined && { args: body.args }),
+            ...(body.env !== undefined && { env: body.env }),
+            ...(body.cwd !== undefined && { cwd: body.cwd }),
+          }
+        : {
+            ...transport,
+            ...(body.url !== undefined && { url: body.url }),
+            ...(body.headers !== undefined && { headers: body.headers }),
+          },
+    exposeTools: body.expose_tools === undefined ? spec.exposeTools : (body.expose_tools ?? []),
+    sessionMode: body.session_mode ?? spec.sessionMode,
+    limits: body.limits === undefined ? spec.limits : resolvedLimits(body.limits),
+  };
+  await checkSpec(ctx.prisma, caller, next, deps);
+  const fingerprint = fingerprintOf(caller.userId, next);
+  const updated = await ctx.prisma.upstreamServer.update({
+    where: { id },
+    data: {
+      ...(body.name !== undefined && { name: body.name }),
+      spec: storedSpec(next.transport),
+      exposeTools: next.exposeTools,
+      sessionMode: next.sessionMode,
+      ...(body.limits !== undefined && { limits: body.limits as Prisma.InputJsonObject }),
+      fingerprint,
+    },
+  });
+  deps.registry.remember(knownServer(updated));
+  if (fingerprint !== row.fingerprint) await syncOrRecord(ctx, id, deps, 'spec change');
+  return serverBody(ctx.prisma, await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id } }), deps);
+}
+
+/**
+ * Deletes a server: its pool stops once no other server shares it (children killed and waited
+ * for); its tools and all their bindings stay, unlinked, and their calls fail with a clear error
+ * until unbound.
+ */
+export async function deleteUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  id: string,
+  deps: UpstreamDeps,
+): Promise<void> {
+  await changeExposure(ctx, async (tx) => {
+    await findOwnServer(tx, caller, id);
+    const adis = await tx.adi.findMany({ where: { upstreamServerId: id }, select: { id: true } });
+    const bumped = await bumpForAdis(
+      tx,
+      adis.map((a) => a.id),
+    );
+    // The AEIs it is attached to lose its resources and prompts, bound tools or not.
+    const attached = (
+      await tx.aeiAttachment.findMany({ where: { upstreamServerId: id }, select: { aeiId: true } })
+    )
+      .map((a) => a.aeiId)
+      .filter((aeiId) => !bumped.includes(aeiId));
+    if (attached.length > 0) {
+      await tx.aei.updateMany({ where: { id: { in: attached } }, data: { configVersion: { increment: 1 } } });
+    }
+    const changedAeis = [...bumped, ...attached];
+    // Every binding of its tools stays, attached ones included (their attachment goes): an agent
+    // gets a clear error naming the deleted server rather than a tool that silently vanished.
+    await tx.aeiBinding.updateMany({
+      where: { attachment: { upstreamServerId: id } },
+      data: { attachmentId: null },
+    });
+    await tx.upstreamServer.delete({ where: { id } });
+    return { result: undefined, changedAeis };
+  });
+  await deps.registry.forget(id);
+}
+
+export async function upstreamServerLogs(
+  db: Db,
+  caller: Principal,
+  id: string,
+  deps: UpstreamDeps,
+): Promise<UpstreamServerLogs> {
+  const row = await findOwnServer(db, caller, id);
+  const pool = deps.registry.pool(row.fingerprint);
+  return { lines: pool?.stderr.snapshot() ?? [], dropped: pool?.stderr.dropped ?? 0 };
+}
+
+/**
+ * Syncs after a create or a spec change; a failure to reach the upstream is not the request's: it
+ * is recorded on the server (status, last_error), which the answer shows.
+ */
+async function syncOrRecord(
+  ctx: DomainContext,
+  id: string,
+  deps: UpstreamDeps,
+  reason: string,
+): Promise<void> {
+  try {
+    await syncUpstreamServer(ctx, id, deps, reason);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+  }
+}
+
+/** What an upstream tool's ADI config holds (McpToolConfig). */
+function toolConfig(serverId: string, tool: Tool): Record<string, unknown> {
+  return {
+    upstream_server_id: serverId,
+    tool: tool.name,
+    ...(tool.title !== undefined && { title: tool.title }),
+    ...(tool.description !== undefined && { description: tool.description }),
+    input_schema: tool.inputSchema,
+    ...(tool.outputSchema !== undefined && { output_schema: tool.outputSchema }),
+    ...(tool.annotations !== undefined && { annotations: tool.annotations }),
+  };
+}
+
+/**
+ * The tool as it can be stored, or why it cannot (see takenTools): its title and description are
+ * the upstream's prose, so text a database cannot store is replaced there (said in `warnings`);
+ * its annotations are hints, left out when they hold such text; its name and schemas are how it is
+ * called, so they are never rewritten.
+ */
+function storableTool(tool: Tool, warnings: string[]): Tool | string {
+  const name = findUnstorable(tool.name);
+  if (name) return unstorableMessage('its name', name);
+  for (const [part, schema] of [
+    ['input_schema', tool.inputSchema],
+    ['output_schema', tool.outputSchema],
+  ] as const) {
+    const found = findUnstorable(schema);
+    if (found) return unstorableMessage(`its ${part}`, found);
+  }
+  let stored = tool;
+  for (const field of ['title', 'description'] as const) {
+    const text = stored[field];
+    const found = text === undefined ? undefined : findUnstorable(text);
+    if (text === undefined || !found) continue;
+    warnings.push(
+      `tool ${quoted(tool.name)}: ${unstorableMessage(`its ${field}`, found)}; it is stored with U+FFFD in its place`,
+    );
+    stored = { ...stored, [field]: storableText(text) };
+  }
+  const annotations = stored.annotations === undefined ? undefined : findUnstorable(stored.annotations);
+  if (annotations) {
+    warnings.push(
+      `tool ${quoted(tool.name)}: ${unstorableMessage('its annotations', annotations)}; they were left out`,
+    );
+    const { annotations: _left, ...rest } = stored;
+    stored = rest;
+  }
+  return stored;
+}
+
+/**
+ * The tools to take: expose_tools filters by name or glob; tools MCP does not allow, bad names,
+ * names or schemas a database cannot store and schemas too large are skipped and reported.
+ */
+function takenTools(listed: UpstreamListing<Tool>, exposeTools: string[], warnings: string[]): Tool[] {
+  const wanted = exposeTools.length > 0 ? picomatch(exposeTools, { nobrace: true, dot: true }) : () => true;
+  skippedWarnings('tool', listed, warnings);
+  const seen = new Set<string>();
+  const taken: Tool[] = [];
+  for (const listedTool of listed.items) {
+    if (listedTool.name === '' || listedTool.name.length > 128) {
+      warnings.push(`a tool with a name that is empty or over 128 characters was skipped`);
+      continue;
+    }
+    if (!wanted(listedTool.name)) continue;
+    const tool = storableTool(listedTool, warnings);
+    if (typeof tool === 'string') {
+      warnings.push(`tool ${quoted(listedTool.name)} was skipped: ${tool}`);
+      continue;
+    }
+    if (seen.has(tool.name)) {
+      warnings.push(`tool "${tool.name}" is listed twice; the first is kept`);
+      continue;
+    }
+    seen.add(tool.name);
+    if (Buffer.byteLength(JSON.stringify(tool.inputSchema ?? {})) > UPSTREAM_LIMITS.maxSchemaBytes) {
+      warnings.push(
+        `tool "${tool.name}": its input schema is over ${UPSTREAM_LIMITS.maxSchemaBytes} bytes; skipped`,
+      );
+      continue;
+    }
+    taken.push(tool);
+  }
+  return taken;
+}
+
+export interface SyncReport {
+  added: string[];
+  updated: string[];
+  missing: string[];
+  warnings: string[];
+}
+
+/**
+ * The upstream's resources and prompts, as its snapshots keep them (upstream-catalog.ts); each is
+ * undefined when listing it failed (the stored snapshot stays; a warning says why), and empty when
+ * the server does not declare the capability.
+ */
+async function listCatalog(
+  pool: UpstreamPool,
+  server: string,
+  warnings: string[],
+): Promise<{ resources?: ResourceEntry[]; prompts?: PromptEntry[] }> {
+  const failed = (what: string, error: unknown) =>
+    warnings.push(
+      `${what} failed; the ${what.split('/')[0]} listed before are kept: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  const catalog: { resources?: ResourceEntry[]; prompts?: PromptEntry[] } = {};
+  try {
+    const listed = await pool.listResources(server, UPSTREAM_CATALOG_LIMITS.maxResources);
+    catalog.resources = listed ? resourceSnapshot(listed, warnings) : [];
+  } catch (error) {
+    failed('resources/list', error);
+  }
+  try {
+    const listed = await pool.listPrompts(server, UPSTREAM_CATALOG_LIMITS.maxPrompts);
+    catalog.prompts = listed ? promptSnapshot(listed, warnings) : [];
+  } catch (error) {
+    failed('prompts/list', error);
+  }
+  return catalog;
+}
+
+/**
+ * Lists the upstream's tools and stores them (see the file's comment). A failure to reach the
+ * upstream is recorded on the server (status, last_error) and thrown; stored tools stay as they were.
+ */
+export async function syncUpstreamServer(
+  ctx: DomainContext,
+  serverId: string,
+  deps: UpstreamDeps,
+  reason: string,
+): Promise<SyncReport> {
+  // One at a time per server, in the order asked for.
+  return deps.registry.serialized(serverId, () => syncNow(ctx, serverId, deps, reason));
+}
+
+async function syncNow(
+  ctx: DomainContext,
+  serverId: string,
+  deps: UpstreamDeps,
+  reason: string,
+): Promise<SyncReport> {
+  const server = await deps.registry.known(serverId);
+  const row = await ctx.prisma.upstreamServer.findUnique({ where: { id: serverId } });
+  if (!row) throw notFound('upstream server', serverId);
+  const pool = deps.registry.remember(knownServer(row));
+  let listed: UpstreamListing<Tool>;
+  try {
+    listed = await pool.listTools(server.name, UPSTREAM_LIMITS.maxTools);
+  } catch (error) {
+    await deps.registry.statusWritten();
+    // What the pool recorded (the same text its own state change writes), else the error's. A
+    // malformed answer is not recorded by the pool (the server is up): its own words say what happened.
+    const { state, lastError } = pool.status;
+    const malformed = error instanceof DomainError && error.details?.malformed === true;
+    const message =
+      (malformed ? null : lastError) ?? (error instanceof Error ? error.message : String(error));
+    await ctx.prisma.upstreamServer.update({
+      where: { id: serverId },
+      data: { status: state === 'circuit_open' ? 'circuit_open' : 'failing', lastError: message },
+    });
+    throw error;
+  }
+  const warnings: string[] = [];
+  if (listed.truncated)
+    warnings.push(`the server lists more than ${UPSTREAM_LIMITS.maxTools} tools; the rest were skipped`);
+  if (listed.withheld > 0)
+    warnings.push(`${listed.withheld} tool(s) whose name holds one of the server's secrets were left out`);
+  const tools = takenTools(listed, row.exposeTools, warnings);
+  const catalog = await listCatalog(pool, server.name, warnings);
+  await deps.registry.statusWritten();
+  const report: SyncReport = { added: [], updated: [], missing: [], warnings };
+  let catalogChanged = false;
+  await changeExposure(
+    ctx,
+    async (tx) => {
+      const existing = await tx.adi.findMany({
+        where: { upstreamServerId: serverId },
+        select: { id: true, config: true },
+      });
+      const byTool = new Map(existing.map((a) => [(a.config as { tool?: string }).tool ?? '', a]));
+      const changed: string[] = [];
+      const updatedColumns: OverrideTarget[] = [];
+      const added: { id: string; tool: string }[] = [];
+      for (const tool of tools) {
+        const config = toolConfig(serverId, tool);
+        const current = byTool.get(tool.name);
+        byTool.delete(tool.name);
+        if (current) {
+          if (!isDeepStrictEqual(current.config, config)) {
+            await tx.adi.update({
+              where: { id: current.id },
+              data: { config: config as Prisma.InputJsonObject },
+            });
+            changed.push(current.id);
+            updatedColumns.push({
+              id: current.id,
+              kind: 'mcp',
+              tableId: null,
+              jsonPath: null,
+              operationType: null,
+              config,
+            });
+            report.updated.push(tool.name);
+          }
+          continue;
+        }
+        const id = newId('adi');
+        await tx.adi.create({
+          data: {
+            id,
+            userId: row.userId,
+            kind: 'mcp',
+            upstreamServerId: serverId,
+            name: prefixedToolName('', tool.name),
+            config: config as Prisma.InputJsonObject,
+          },
+        });
+        added.push({ id, tool: tool.name });
+        report.added.push(tool.name);
+      }
+      for (const [tool, adi] of byTool) {
+        const config = adi.config as Record<string, unknown>;
+        if (config.missing === true) continue;
+        await tx.adi.update({
+          where: { id: adi.id },
+          data: { config: { ...config, missing: true } as Prisma.InputJsonObject },
+        });
+        changed.push(adi.id);
+        report.missing.push(tool);
+      }
+      // A tool whose schemas changed upstream may no longer fit a binding's narrowing: such a
+      // binding is switched off (and said so), never left promising what the tool no longer does.
+      for (const broken of await brokenOverrides(tx, updatedColumns)) {
+        await tx.aeiBinding.update({ where: { id: broken.binding_id }, data: { enabled: false } });
+        warnings.push(
+          `binding ${broken.binding_id} ("${broken.tool_name}" in AEI ${broken.aei_id}) was disabled: ${broken.reason}`,
+        );
+      }
+      const attachedAeis = await bindAttached(tx, serverId, added, warnings);
+      // The snapshots as stored now (another sync may have written them since this one read the row).
+      const stored = await tx.upstreamServer.findUniqueOrThrow({
+        where: { id: serverId },
+        select: { resources: true, prompts: true },
+      });
+      const resourcesChanged =
+        catalog.resources !== undefined && !isDeepStrictEqual(stored.resources, catalog.resources);
+      const promptsChanged =
+        catalog.prompts !== undefined && !isDeepStrictEqual(stored.prompts, catalog.prompts);
+      catalogChanged = resourcesChanged || promptsChanged;
+      await tx.upstreamServer.update({
+        where: { id: serverId },
+        data: {
+          status: 'ok',
+          lastError: null,
+          lastSyncAt: new Date(),
+          warnings: warnings.slice(0, 50),
+          ...(resourcesChanged && { resources: catalog.resources as unknown as Prisma.InputJsonArray }),
+          ...(promptsChanged && { prompts: catalog.prompts as unknown as Prisma.InputJsonArray }),
+        },
+      });
+      // A changed snapshot changes the config of every AEI the server is attached to.
+      const catalogAeis = catalogChanged
+        ? (
+            await tx.aeiAttachment.findMany({
+              where: { upstreamServerId: serverId },
+              select: { aeiId: true },
+            })
+          ).map((a) => a.aeiId)
+        : [];
+      const bumped = await bumpForAdis(tx, changed);
+      const more = [...new Set([...attachedAeis, ...catalogAeis])].filter((id) => !bumped.includes(id));
+      if (more.length > 0) {
+        await tx.aei.updateMany({ where: { id: { in: more } }, data: { configVersion: { increment: 1 } } });
+      }
+      return { result: undefined, changedAeis: [...bumped, ...more] };
+    },
+    60_000,
+  );
+  if (report.added.length + report.updated.length + report.missing.length > 0) {
+    deps.registry.options.log.info(
+      {
+        upstream_server_id: serverId,
+        reason,
+        added: report.added.length,
+        updated: report.updated.length,
+        missing: report.missing.length,
+      },
+      'upstream tools synced',
+    );
+  }
+  if (catalogChanged) {
+    deps.registry.options.log.info(
+      {
+        upstream_server_id: serverId,
+        reason,
+        resources: catalog.resources?.length,
+        prompts: catalog.prompts?.length,
+      },
+      'upstream resources and prompts synced',
+    );
+  }
+  return report;
+}
+
+/**
+ * Binds new tools into the AEIs the server is attached to, as `{prefix}_{tool}`. A name already
+ * taken there is not bound and is reported (never renamed silently). Returns the AEIs changed.
+ */
+async function bindAttached(
+  tx: Db,
+  serverId: string,
+  added: { id: string; tool: string }[],
+  warnings: string[],
+): Promise<string[]> {
+  if (added.length === 0) return [];
+  const attachments = await tx.aeiAttachment.findMany({ where: { upstreamServerId: serverId } });
+  const changed = new Set<string>();
+  for (const attachment of attachments) {
+    const names = added.map((a) => ({ ...a, name: prefixedToolName(attachment.prefix, a.tool) }));
+    const taken = new Set(
+      (
+        await tx.aeiBinding.findMany({
+          where: { aeiId: attachment.aeiId, toolName: { in: names.map((n) => n.name) } },
+          select: { toolName: true },
+        })
+      ).map((b) => b.toolName),
+    );
+    for (const entry of names) {
+      if (taken.has(entry.name)) {
+        warnings.push(
+          `tool "${entry.tool}" is not bound in AEI ${attachment.aeiId}: the name "${entry.name}" is taken there`,
+        );
+        continue;
+      }
+      await tx.aeiBinding.create({
+        data: {
+          id: newId('bnd'),
+          aeiId: attachment.aeiId,
+          adiId: entry.id,
+          toolName: entry.name,
+          toolNameInherited: false,
+          attachmentId: attachment.id,
+        },
+      });
+      taken.add(entry.name);
+      changed.add(attachment.aeiId);
+    }
+  }
+  return [...changed];
+}
+
+/**
+ * Attaches a whole server to an AEI: each of its current tools is bound as `{prefix}_{tool}` (the
+ * prefix defaults to the server's slug), and later syncs bind new ones. A name already taken in the
+ * AEI, or a tool of the server already bound there, refuses the whole attach (CONFLICT listing them).
+ */
+export async function attachUpstreamServer(
+  ctx: DomainContext,
+  caller: Principal,
+  aeiId: string,
+  body: { upstream_server_id: string; prefix?: string | undefined },
+) {
+  return changeExposure(ctx, async (tx) => {
+    const aei = await tx.aei.findFirst({ where: { id: aeiId, userId: caller.userId }, select: { id: true } });
+    if (!aei) throw notFound('AEI', aeiId);
+    const server = await findOwnServer(tx, caller, body.upstream_server_id);
+    const prefix = body.prefix ?? server.slug;
+    const existing = await tx.aeiAttachment.findFirst({ where: { aeiId, upstreamServerId: server.id } });
+    if (existing) {
+      throw new DomainError('CONFLICT', `upstream server "${server.name}" is already attached to this AEI`, {
+        attachment_id: existing.id,
+      });
+    }
+    const adis = await tx.adi.findMany({
+      where: { upstreamServerId: server.id },
+      select: { id: true, config: true },
+      orderBy: { id: 'asc' },
+    });
+    const wanted = adis
+      .filter((a) => (a.config as { missing?: boolean }).missing !== true)
+      .map((a) => {
+        const tool = (a.config as { tool?: string }).tool ?? a.id;
+        return { adiId: a.id, tool, name: prefixedToolName(prefix, tool) };
+      });
+    const clashes = await tx.aeiBinding.findMany({
+      where: {
+        aeiId,
+        OR: [{ toolName: { in: wanted.map((w) => w.name) } }, { adiId: { in: wanted.map((w) => w.adiId) } }],
+      },
+      select: { id: true, toolName: true, adiId: true },
+    });
+    const names = new Map<string, string>();
+    for (const w of wanted) {
+      const twice = names.get(w.name);
+      if (twice !== undefined) clashes.push({ id: '', toolName: w.name, adiId: w.adiId });
+      names.set(w.name, w.adiId);
+    }
+    if (clashes.length > 0) {
+      throw new DomainError(
+        'CONFLICT',
+        `attaching "${server.name}" with prefix "${prefix}" would clash with ${clashes.length} tool(s) of this AEI ` +
+          `(${clashes
+            .slice(0, 5)
+            .map((c) => `"${c.toolName}"`)
+            .join(', ')}); choose another prefix or unbind them`,
+        {
+          prefix,
+          clashes: clashes.map((c) => ({ tool_name: c.toolName, binding_id: c.id || null, adi_id: c.adiId })),
+        },
+      );
+    }
+    const attachment = await tx.aeiAttachment.create({
+      data: { id: newId('att'), aeiId, upstreamServerId: server.id, prefix },
+    });
+    const items = [];
+    for (const w of wanted) {
+      items.push(
+        await tx.aeiBinding.create({
+          data: {
+            id: newId('bnd'),
+            aeiId,
+            adiId: w.adiId,
+            toolName: w.name,
+            toolNameInherited: false,
+            attachmentId: attachment.id,
+          },
+        }),
+      );
+    }
+    await tx.aei.update({ where: { id: aeiId }, data: { configVersion: { increment: 1 } } });
+    return {
+      result: {
+        attachment: { id: attachment.id, aei_id: aeiId, upstream_server_id: server.id, prefix },
+        items,
+      },
+      changedAeis: [aeiId],
+    };
+  });
+}
