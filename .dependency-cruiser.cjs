@@ -87,6 +87,29 @@ module.exports = {
       },
     },
     {
+      name: 'gateway-layers',
+      severity: 'error',
+      comment:
+        'The gateway by role, one direction: http (guards, errors) <- control-plane (client, batcher, ' +
+        'breaker, config cache) <- auth (admission) <- mcp (one module per capability) <- fast <- routes <- app.',
+      from: { path: '^services/gateway/src/http/' },
+      to: {
+        path: '^services/gateway/src/(control-plane|auth|mcp|fast|routes)/|^services/gateway/src/app\\.ts$',
+      },
+    },
+    {
+      name: 'gateway-layers-control-plane',
+      severity: 'error',
+      from: { path: '^services/gateway/src/control-plane/' },
+      to: { path: '^services/gateway/src/(auth|mcp|fast|routes)/|^services/gateway/src/app\\.ts$' },
+    },
+    {
+      name: 'gateway-layers-mcp',
+      severity: 'error',
+      from: { path: '^services/gateway/src/(auth|mcp)/' },
+      to: { path: '^services/gateway/src/(fast|routes)/|^services/gateway/src/app\\.ts$' },
+    },
+    {
       name: 'console-browser-safe',
       severity: 'error',
       comment: 'The console runs in a browser: no Node.js built-ins, no server-side part of a package.',

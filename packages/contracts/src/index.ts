@@ -113,6 +113,7 @@ export {
   ToolProgress,
   ToolResult,
 } from './internal-api.ts';
+export { toolError, type ToolFailure } from './tool-error.ts';
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 export { ContextAdiRef } from './tool-kinds/context.ts';

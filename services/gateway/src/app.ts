@@ -22,24 +22,24 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import type { GatewayConfig } from './config.ts';
-import { ControlPlaneClient } from './control-plane-client.ts';
-import { ExposureCache } from './exposure-cache.ts';
-import { createFastLane, type FastLane } from './fast-lane.ts';
+import { ControlPlaneClient } from './control-plane/client.ts';
+import { ExposureCache } from './control-plane/exposure-cache.ts';
+import { createFastLane, type FastLane } from './fast/fast-lane.ts';
 import { registerCors } from './http/cors.ts';
 import { errorAnswer } from './http/error-answer.ts';
 import { parseJsonBody, BodyRefused } from './http/json-body.ts';
 import { answerClientError, sendRestError } from './http/rest-errors.ts';
 import { registerUnknownRoutes } from './http/unknown-routes.ts';
-import { INTERNAL_ERROR, JSONRPC, sendJsonRpcError } from './jsonrpc-errors.ts';
-import { lazyChildLogger } from './lazy-logger.ts';
-import { isMcpPath } from './mcp/paths.ts';
+import { INTERNAL_ERROR, JSONRPC, sendJsonRpcError } from './http/jsonrpc-errors.ts';
+import { lazyChildLogger } from './http/lazy-logger.ts';
+import { isMcpPath } from './http/mcp-paths.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { RateLimiter } from './http/rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { restRoutes } from './routes/rest.ts';
 import { invalidate, opsRoutes } from './routes/ops.ts';
-import { MemorySessionStore, RedisSessionStore, type SessionStateStore } from './session-state.ts';
-import { SessionRegistry } from './sessions.ts';
+import { MemorySessionStore, RedisSessionStore, type SessionStateStore } from './mcp/session-state.ts';
+import { SessionRegistry } from './mcp/sessions.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

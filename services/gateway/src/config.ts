@@ -42,7 +42,7 @@ export interface GatewayConfig {
   };
   /** Open MCP sessions: at most `max` in all and `maxPerKey` per api_key; idle ones close after `idleMs`. */
   sessions: { max: number; maxPerKey: number; idleMs: number };
-  /** The circuit breaker in front of the control plane (upstream/circuit-breaker.ts). */
+  /** The circuit breaker in front of the control plane (control-plane/circuit-breaker.ts). */
   breaker: { failureThreshold: number; cooldownMs: number; maxCooldownMs: number };
   /** Per api_key: sustained requests per second and burst; 0 turns the limit off. */
   rateLimit: { perSecond: number; burst: number };

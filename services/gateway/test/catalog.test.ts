@@ -10,7 +10,7 @@ import {
   findApp,
   parametersOf,
   searchApis,
-} from '../src/catalog.ts';
+} from '../src/mcp/catalog.ts';
 
 const binding = (name: string, app: string, category: string, description: string) => ({
   binding_id: `bnd_${name}`,

@@ -13,7 +13,7 @@ import { ERROR_CODES, MAX_BATCH_EXECUTIONS, type ErrorCode } from '@bindery/cont
 import { requestTargetPath } from '@bindery/contracts/server';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { isMcpPath } from '../src/mcp/paths.ts';
+import { isMcpPath } from '../src/http/mcp-paths.ts';
 import { bindAddOrder, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
 import { hostileNumber, hostileText, hostileValue, percentEncoded } from './support/hostile.ts';
 import { PROTOCOL_VERSION, openSession } from './support/mcp-raw.ts';

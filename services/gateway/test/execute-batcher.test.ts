@@ -11,8 +11,8 @@ import type { AddressInfo } from 'node:net';
 import type { ExecuteBatchAnswer, ExecuteRequest, ToolResult } from '@bindery/contracts';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { ControlPlaneClient, UpstreamError } from '../src/control-plane-client.ts';
-import { ExecuteBatcher, type ExecuteBatcherOptions } from '../src/execute-batcher.ts';
+import { ControlPlaneClient, ControlPlaneError } from '../src/control-plane/client.ts';
+import { ExecuteBatcher, type ExecuteBatcherOptions } from '../src/control-plane/execute-batcher.ts';
 import { createMetrics } from '../src/metrics.ts';
 
 const ADI = 'adi_1';
@@ -59,8 +59,8 @@ function harness(options: Partial<ExecuteBatcherOptions> = {}) {
         });
       }),
     answer: (status, body) => {
-      if (status >= 500) throw new UpstreamError(`answered ${status}`, 'error-answer', false, status);
-      if (status !== 200) throw new UpstreamError(`refused ${status}`, 'refused', false, status);
+      if (status >= 500) throw new ControlPlaneError(`answered ${status}`, 'error-answer', false, status);
+      if (status !== 200) throw new ControlPlaneError(`refused ${status}`, 'refused', false, status);
       return body as ToolResult;
     },
     record: (ok) => records.push(ok),
@@ -78,7 +78,7 @@ function harness(options: Partial<ExecuteBatcherOptions> = {}) {
 const outcome = (p: Promise<ToolResult>) =>
   p.then(
     (r) => ({ text: (r.content[0] as { text: string }).text }),
-    (e: UpstreamError) => ({ error: e.message, delivery: e.delivery }),
+    (e: ControlPlaneError) => ({ error: e.message, delivery: e.delivery }),
   );
 
 describe('ExecuteBatcher', () => {
@@ -161,7 +161,7 @@ describe('ExecuteBatcher', () => {
     const calls = [0, 1, 2].map((n) => outcome(h.batcher.execute(ADI, request(n))));
     await h.turn();
     h.exchanges[0]!.onAnswer({ i: 1, status: 200, body: result('one') });
-    h.exchanges[0]!.end(new UpstreamError('control plane unreachable (ECONNRESET)', 'no-answer', false));
+    h.exchanges[0]!.end(new ControlPlaneError('control plane unreachable (ECONNRESET)', 'no-answer', false));
     expect(await Promise.all(calls)).toEqual([
       { error: 'control plane unreachable (ECONNRESET)', delivery: 'no-answer' },
       { text: 'one' },

@@ -5,9 +5,9 @@
 // are built once and go with it; a lookup in flight across an invalidation is not cached; progressive session states are bounded by bytes too, and a state
 // over the whole budget keeps its app but not its catalog answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimatedBytes, keyHash } from '../src/exposure-cache.ts';
+import { estimatedBytes, keyHash } from '../src/control-plane/exposure-cache.ts';
 import { listPage } from '../src/mcp/tools-list.ts';
-import { MemorySessionStore, type SessionState } from '../src/session-state.ts';
+import { MemorySessionStore, type SessionState } from '../src/mcp/session-state.ts';
 import { standaloneCache } from './support/cache.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 

@@ -3,7 +3,7 @@
 // `mcp:` form, any case) restricts, unknown hints are ignored and reported, ambiguity lists names.
 import { describe, expect, it } from 'vitest';
 import { routeTool, sourceHintOf, unknownToolRefusal } from '../src/mcp/source-routing.ts';
-import type { ExposedTool, ToolIndex } from '../src/tools.ts';
+import type { ExposedTool, ToolIndex } from '../src/mcp/tools.ts';
 
 function tool(name: string, originalName: string, server?: { id: string; slug: string; prefix: string }) {
   return {

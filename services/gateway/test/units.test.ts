@@ -4,10 +4,10 @@ import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../src/config.ts';
-import { lazyChildLogger } from '../src/lazy-logger.ts';
-import { checkOrigin } from '../src/origin-guard.ts';
-import { RateLimiter } from '../src/rate-limit.ts';
-import { closeMatches } from '../src/tool-suggestions.ts';
+import { lazyChildLogger } from '../src/http/lazy-logger.ts';
+import { checkOrigin } from '../src/http/origin-guard.ts';
+import { RateLimiter } from '../src/http/rate-limit.ts';
+import { closeMatches } from '../src/mcp/tool-suggestions.ts';
 
 describe('loadGatewayConfig', () => {
   it('has working defaults given the internal token', () => {

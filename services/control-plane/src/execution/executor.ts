@@ -5,12 +5,13 @@
  * (kinds/registry.ts), audits, and answers an MCP-ready result: text JSON, or `isError` with a DESIGN.md
  * §8 code.
  */
-import type {
-  ErrorCode,
-  ExecuteRequest,
-  LegacyExecuteRequest,
-  ToolProgress,
-  ToolResult,
+import {
+  toolError,
+  type ErrorCode,
+  type ExecuteRequest,
+  type LegacyExecuteRequest,
+  type ToolProgress,
+  type ToolResult,
 } from '@bindery/contracts';
 import { OpError, type JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../domain/errors.ts';
@@ -56,10 +57,7 @@ function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta =
 }
 
 function failure(error: DomainError | OpError, meta: Meta = {}): ToolResult {
-  const body = {
-    error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
-  };
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true, ...metaOf(meta) };
+  return { ...toolError(error), ...metaOf(meta) };
 }
 
 /** What a kind adds to a result besides its answer (ToolCall.meta): `_meta`, when there is any. */

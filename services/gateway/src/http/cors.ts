@@ -17,8 +17,8 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import { CALLER_HEADER, REST_PATH } from '@bindery/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isMcpPath } from '../mcp/paths.ts';
-import { checkOrigin, type OriginPolicy } from '../origin-guard.ts';
+import { isMcpPath } from './mcp-paths.ts';
+import { checkOrigin, type OriginPolicy } from './origin-guard.ts';
 
 /** What a browser may send besides the CORS-safelisted headers. */
 export const CORS_ALLOWED_HEADERS = [

@@ -4,7 +4,7 @@
  * failure of the gateway itself.
  */
 import type { FastifyError } from 'fastify';
-import { JSONRPC, PARSE_ERROR, type JsonRpcErrorAnswer } from '../jsonrpc-errors.ts';
+import { JSONRPC, PARSE_ERROR, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
 import { BodyRefused } from './json-body.ts';
 
 export function errorAnswer(error: FastifyError, bodyLimitBytes: number): JsonRpcErrorAnswer | undefined {

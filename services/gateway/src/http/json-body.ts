@@ -6,7 +6,7 @@
  */
 import { MAX_BODY_DEPTH, jsonNestsDeeperThan } from '@bindery/contracts';
 import sjson from 'secure-json-parse';
-import { JSONRPC, PARSE_ERROR, type JsonRpcErrorAnswer } from '../jsonrpc-errors.ts';
+import { JSONRPC, PARSE_ERROR, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
 
 /** A POST without a body. */
 export const EMPTY_BODY: JsonRpcErrorAnswer = {

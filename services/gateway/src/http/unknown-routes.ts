@@ -8,8 +8,8 @@
  */
 import { redactApiKeyInUrl } from '@bindery/contracts';
 import type { FastifyInstance } from 'fastify';
-import { isMcpPath } from '../mcp/paths.ts';
-import { sendJsonRpcError, JSONRPC } from '../jsonrpc-errors.ts';
+import { isMcpPath } from './mcp-paths.ts';
+import { sendJsonRpcError, JSONRPC } from './jsonrpc-errors.ts';
 import { sendRestError } from './rest-errors.ts';
 
 /** A route pattern (`/api/v1/mcp/server/:api_key`) as a matcher of concrete paths. */

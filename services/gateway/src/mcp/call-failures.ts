@@ -12,7 +12,7 @@
  *   idempotency key, which answers the first outcome instead of writing twice.
  */
 import { IDEMPOTENCY_META_KEY, type ToolError } from '@bindery/contracts';
-import type { UpstreamError } from '../control-plane-client.ts';
+import type { ControlPlaneError } from '../control-plane/client.ts';
 
 export interface FailedCall {
   /** The tool only reads (a write-free operation): repeating it can change nothing. */
@@ -22,7 +22,7 @@ export interface FailedCall {
 }
 
 /** The `{code, message, details}` of a call whose outcome the control plane did not give. */
-export function unansweredCall(error: UpstreamError, call: FailedCall): ToolError['error'] {
+export function unansweredCall(error: ControlPlaneError, call: FailedCall): ToolError['error'] {
   if (error.delivery === 'refused') {
     return {
       code: 'UPSTREAM_FAILED',

@@ -11,7 +11,7 @@
  */
 import { hash } from 'node:crypto';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
-import type { Exposure } from '../exposure-cache.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { WireError } from './wire-error.ts';
 
 /**

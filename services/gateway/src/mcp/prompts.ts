@@ -20,9 +20,9 @@ import {
   type GetPromptResult,
   type ListPromptsResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ControlPlaneClient } from '../control-plane-client.ts';
-import type { Exposure } from '../exposure-cache.ts';
-import { closeMatches } from '../tool-suggestions.ts';
+import type { ControlPlaneClient } from '../control-plane/client.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
+import { closeMatches } from './tool-suggestions.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { unstorableArguments } from './unstorable-arguments.ts';
 import { askUpstream, upstreamPromptsOf } from './upstream-catalog.ts';

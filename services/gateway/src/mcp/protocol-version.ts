@@ -15,7 +15,7 @@ import {
   DEFAULT_NEGOTIATED_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import { JSONRPC, type JsonRpcErrorAnswer } from '../jsonrpc-errors.ts';
+import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 
 /** The version a request without the header is taken to speak. */
 export const ASSUMED_PROTOCOL_VERSION = DEFAULT_NEGOTIATED_PROTOCOL_VERSION;

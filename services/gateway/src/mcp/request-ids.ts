@@ -16,7 +16,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { JSONRPC, type JsonRpcErrorAnswer } from '../jsonrpc-errors.ts';
+import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 
 interface InFlight {
   /** The request's HTTP response has closed. */

@@ -31,7 +31,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { IDEMPOTENCY_META_KEY, isIdempotencyKey } from '@bindery/contracts';
 import { EMPTY_BODY } from '../http/json-body.ts';
-import { JSONRPC, type JsonRpcErrorAnswer } from '../jsonrpc-errors.ts';
+import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 
 const invalidRequest = (message: string): JsonRpcErrorAnswer => ({
   status: 400,

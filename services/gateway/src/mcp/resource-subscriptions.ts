@@ -18,8 +18,8 @@ import type { ServerResponse } from 'node:http';
 import type { TableChange } from '@bindery/contracts/server';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Exposure } from '../exposure-cache.ts';
-import { JSONRPC } from '../jsonrpc-errors.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
+import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { parseResourceUri, upstreamResource } from './resources.ts';
 import { WireError } from './wire-error.ts';
 

@@ -17,11 +17,11 @@ import {
   type ListResourceTemplatesResult,
   type ReadResourceResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { ControlPlaneClient } from '../control-plane-client.ts';
-import { UpstreamError } from '../control-plane-client.ts';
-import type { Exposure } from '../exposure-cache.ts';
-import { JSONRPC } from '../jsonrpc-errors.ts';
-import { auditedCaller } from '../tools.ts';
+import type { ControlPlaneClient } from '../control-plane/client.ts';
+import { ControlPlaneError } from '../control-plane/client.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
+import { JSONRPC } from '../http/jsonrpc-errors.ts';
+import { auditedCaller } from './tools.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { askUpstream, upstreamResourcesOf } from './upstream-catalog.ts';
 import { WireError } from './wire-error.ts';
@@ -274,7 +274,7 @@ export async function readResource(
       signal,
     );
   } catch (error) {
-    if (!(error instanceof UpstreamError)) throw error;
+    if (!(error instanceof ControlPlaneError)) throw error;
     throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer the read: ${error.message}`, {
       code: 'UPSTREAM_FAILED',
     });

@@ -12,9 +12,9 @@
  */
 import { progressiveTools } from '@bindery/contracts';
 import { ErrorCode, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ControlPlaneClient } from '../control-plane-client.ts';
-import type { Exposure } from '../exposure-cache.ts';
-import { toolIndex } from '../tools.ts';
+import type { ControlPlaneClient } from '../control-plane/client.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
+import { toolIndex } from './tools.ts';
 import { pageOf, startIn, versionOf } from './pagination.ts';
 import { WireError } from './wire-error.ts';
 

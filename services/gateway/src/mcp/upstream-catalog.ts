@@ -7,11 +7,11 @@
  */
 import type { ConfigUpstreamPrompt, ConfigUpstreamResource, UpstreamRequestBody } from '@bindery/contracts';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
-import type { ControlPlaneClient } from '../control-plane-client.ts';
-import { UpstreamError } from '../control-plane-client.ts';
-import type { Exposure } from '../exposure-cache.ts';
-import { JSONRPC } from '../jsonrpc-errors.ts';
-import { auditedCaller } from '../tools.ts';
+import type { ControlPlaneClient } from '../control-plane/client.ts';
+import { ControlPlaneError } from '../control-plane/client.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
+import { JSONRPC } from '../http/jsonrpc-errors.ts';
+import { auditedCaller } from './tools.ts';
 import { WireError } from './wire-error.ts';
 
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
@@ -55,7 +55,7 @@ export async function askUpstream<T>(
       signal,
     );
   } catch (error) {
-    if (!(error instanceof UpstreamError)) throw error;
+    if (!(error instanceof ControlPlaneError)) throw error;
     throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer: ${error.message}`, {
       code: 'UPSTREAM_FAILED',
     });

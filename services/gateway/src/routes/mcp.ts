@@ -18,7 +18,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
-import { UpstreamError, type ControlPlaneClient } from '../control-plane-client.ts';
+import { ControlPlaneError, type ControlPlaneClient } from '../control-plane/client.ts';
 import {
   MISSING_KEY,
   PLAYGROUND_KEY_IN_PATH,
@@ -26,8 +26,8 @@ import {
   admitKey,
   originRefusal,
   type Flavor,
-} from '../admission.ts';
-import { directAnswer, writeDirectAnswer } from '../direct-answer.ts';
+} from '../auth/admission.ts';
+import { directAnswer, writeDirectAnswer } from '../fast/direct-answer.ts';
 import { keepReplyHeaders } from '../http/cors.ts';
 import {
   LookupsLimitedError,
@@ -36,17 +36,17 @@ import {
   type Credential,
   type Exposure,
   type ExposureCache,
-} from '../exposure-cache.ts';
-import { JSONRPC, answerFault, sendJsonRpcError, writeJsonRpcError } from '../jsonrpc-errors.ts';
-import { createMcpServer } from '../mcp-server.ts';
-import { MCP_ROUTES } from '../mcp/paths.ts';
+} from '../control-plane/exposure-cache.ts';
+import { JSONRPC, answerFault, sendJsonRpcError, writeJsonRpcError } from '../http/jsonrpc-errors.ts';
+import { createMcpServer } from '../mcp/server.ts';
+import { MCP_ROUTES } from '../http/mcp-paths.ts';
 import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
 import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { RateLimiter } from '../rate-limit.ts';
-import type { SessionStateStore } from '../session-state.ts';
-import type { SessionRegistry } from '../sessions.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
+import type { SessionStateStore } from '../mcp/session-state.ts';
+import type { SessionRegistry } from '../mcp/sessions.ts';
 
 export interface McpRouteDeps {
   store: SessionStateStore;
@@ -195,11 +195,11 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
           now = (await cache.resolve(credential, hash, flavor, request.ip)).exposure;
         } catch (error) {
           if (!(error instanceof LookupsLimitedError)) throw error;
-          throw new UpstreamError(error.message, 'not-sent');
+          throw new ControlPlaneError(error.message, 'not-sent');
         }
         if (now.kind === 'unknown') {
           const what = credential.kind === 'api_key' ? 'this api_key' : 'this personal key';
-          throw new UpstreamError(`${what} is no longer valid`, 'not-sent');
+          throw new ControlPlaneError(`${what} is no longer valid`, 'not-sent');
         }
         return now;
       },

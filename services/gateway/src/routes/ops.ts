@@ -11,11 +11,11 @@ import {
   type TableChange,
 } from '@bindery/contracts/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Readiness } from '../control-plane-client.ts';
+import type { Readiness } from '../control-plane/client.ts';
 import { sendRestError } from '../http/rest-errors.ts';
-import type { ExposureCache } from '../exposure-cache.ts';
+import type { ExposureCache } from '../control-plane/exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { SessionRegistry } from '../sessions.ts';
+import type { SessionRegistry } from '../mcp/sessions.ts';
 
 export interface OpsRouteDeps {
   opsToken: string | undefined;

@@ -28,25 +28,25 @@ import {
   type ToolError,
 } from '@bindery/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { admitKey, originRefusal } from '../admission.ts';
+import { admitKey, originRefusal } from '../auth/admission.ts';
 import type { GatewayConfig } from '../config.ts';
-import type { ControlPlaneClient } from '../control-plane-client.ts';
+import type { ControlPlaneClient } from '../control-plane/client.ts';
 import {
   credentialHash,
   keyHash,
   type Credential,
   type Exposure,
   type ExposureCache,
-} from '../exposure-cache.ts';
+} from '../control-plane/exposure-cache.ts';
 import { sendRestError } from '../http/rest-errors.ts';
-import type { JsonRpcErrorAnswer } from '../jsonrpc-errors.ts';
+import type { JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 import { routeTool, unknownToolRefusal } from '../mcp/source-routing.ts';
 import { unstorableArguments } from '../mcp/unstorable-arguments.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { RateLimiter } from '../rate-limit.ts';
-import { inPool, runWithin } from '../tool-batch.ts';
-import { toolIndex, type ExposedTool } from '../tools.ts';
-import { openApiDocument } from '../http/rest-openapi.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
+import { inPool, runWithin } from '../mcp/tool-batch.ts';
+import { toolIndex, type ExposedTool } from '../mcp/tools.ts';
+import { openApiDocument } from './rest-openapi.ts';
 
 export interface RestRouteDeps {
   config: GatewayConfig;

@@ -3,8 +3,8 @@
  * tests that drive `ExposureCache` directly: its client, its metrics and a reader of their totals.
  */
 import Fastify from 'fastify';
-import { ControlPlaneClient } from '../../src/control-plane-client.ts';
-import { ExposureCache } from '../../src/exposure-cache.ts';
+import { ControlPlaneClient } from '../../src/control-plane/client.ts';
+import { ExposureCache } from '../../src/control-plane/exposure-cache.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { INTERNAL_TOKEN, type Stack } from './stack.ts';
 

@@ -11,6 +11,7 @@ import {
   isIdempotencyKey,
   type ConfigV2,
   type ErrorCode,
+  toolError,
 } from '@bindery/contracts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -23,8 +24,8 @@ import {
   searchApis,
   type App,
 } from './catalog.ts';
-import { unstorableArguments } from './mcp/unstorable-arguments.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import { unstorableArguments } from './unstorable-arguments.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
 import type { SessionState, SessionStateStore } from './session-state.ts';
 import { inPool, runWithin } from './tool-batch.ts';
 import type { ToolIndex } from './tools.ts';
@@ -49,17 +50,7 @@ class CatalogError extends Error {
 }
 
 const ok = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value) }] });
-const fail = (e: CatalogError): CallToolResult => ({
-  content: [
-    {
-      type: 'text',
-      text: JSON.stringify({
-        error: { code: e.code, message: e.message, ...(e.details && { details: e.details }) },
-      }),
-    },
-  ],
-  isError: true,
-});
+const fail = (e: CatalogError): CallToolResult => toolError(e);
 
 /** True for the names this module answers (search_apis only when the AEI enables it). */
 export function isCatalogTool(name: string, config: ConfigV2): boolean {

@@ -5,8 +5,8 @@
  * failed or went unanswered.
  */
 import type { ToolError, ToolResult } from '@bindery/contracts';
-import { UpstreamError } from './control-plane-client.ts';
-import { unansweredCall } from './mcp/call-failures.ts';
+import { ControlPlaneError } from '../control-plane/client.ts';
+import { unansweredCall } from './call-failures.ts';
 import type { ExposedTool, RunExtra } from './tools.ts';
 
 export type CallOutcome = { ok: true; data: unknown } | { ok: false; error: ToolError['error'] };
@@ -43,7 +43,8 @@ export async function runWithin(
   try {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new UpstreamError(`${tool.name} took longer than ${timeoutMs} ms`, 'no-answer', true)),
+        () =>
+          reject(new ControlPlaneError(`${tool.name} took longer than ${timeoutMs} ms`, 'no-answer', true)),
         timeoutMs,
       );
     });
@@ -63,7 +64,7 @@ export async function runWithin(
       },
     };
   } catch (error) {
-    if (!(error instanceof UpstreamError)) throw error;
+    if (!(error instanceof ControlPlaneError)) throw error;
     return {
       ok: false,
       error: unansweredCall(error, { readOnly: tool.readOnly, idempotencyKey: extra.idempotencyKey }),

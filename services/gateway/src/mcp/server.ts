@@ -22,21 +22,14 @@ import {
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ControlPlaneClient } from './control-plane-client.ts';
-import { UpstreamError } from './control-plane-client.ts';
-import type { Exposure } from './exposure-cache.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import { unansweredCall } from './mcp/call-failures.ts';
-import { WireError } from './mcp/wire-error.ts';
-import { unstorableArguments } from './mcp/unstorable-arguments.ts';
-import {
-  DEFAULT_LOG_LEVEL,
-  allows,
-  finishLines,
-  refusalLine,
-  startLine,
-  type LogLine,
-} from './mcp/call-log.ts';
+import type { ControlPlaneClient } from '../control-plane/client.ts';
+import { ControlPlaneError } from '../control-plane/client.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import { unansweredCall } from './call-failures.ts';
+import { WireError } from './wire-error.ts';
+import { unstorableArguments } from './unstorable-arguments.ts';
+import { DEFAULT_LOG_LEVEL, allows, finishLines, refusalLine, startLine, type LogLine } from './call-log.ts';
 import {
   completePromptArgument,
   getPrompt,
@@ -44,15 +37,15 @@ import {
   listPrompts,
   promptsDigest,
   upstreamPrompt,
-} from './mcp/prompts.ts';
-import { listResources, listResourceTemplates, readResource, resourcesDigest } from './mcp/resources.ts';
-import type { ResourceSubscriptions } from './mcp/resource-subscriptions.ts';
-import { listPage, type ListPage } from './mcp/tools-list.ts';
-import { idempotencyKeyOf } from './mcp/requests.ts';
+} from './prompts.ts';
+import { listResources, listResourceTemplates, readResource, resourcesDigest } from './resources.ts';
+import type { ResourceSubscriptions } from './resource-subscriptions.ts';
+import { listPage, type ListPage } from './tools-list.ts';
+import { idempotencyKeyOf } from './requests.ts';
 import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
-import { routeTool, sourceHintOf, unknownToolRefusal } from './mcp/source-routing.ts';
+import { routeTool, sourceHintOf, unknownToolRefusal } from './source-routing.ts';
 import { toolIndex } from './tools.ts';
-import { SOURCE_META_KEY, progressiveTools, type ToolProgress } from '@bindery/contracts';
+import { SOURCE_META_KEY, progressiveTools, toolError, type ToolProgress } from '@bindery/contracts';
 
 export interface McpServerDeps {
   client: ControlPlaneClient;
@@ -219,10 +212,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     const unstorable = unstorableArguments(args);
     if (unstorable) {
       deps.metrics.toolCalls.inc({ status: 'error' });
-      const refused: CallToolResult = {
-        content: [{ type: 'text', text: JSON.stringify({ error: unstorable }) }],
-        isError: true,
-      };
+      const refused: CallToolResult = toolError(unstorable);
       for (const line of finishLines(name, refused, 0)) await log(call.notify, line);
       return refused;
     }
@@ -249,11 +239,11 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       })) as CallToolResult;
       deps.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
     } catch (error) {
-      if (!(error instanceof UpstreamError)) throw error;
+      if (!(error instanceof ControlPlaneError)) throw error;
       deps.metrics.toolCalls.inc({ status: 'upstream_failed' });
       deps.log.warn({ tool: name, err: error.message }, 'tool call failed upstream');
       const failure = unansweredCall(error, { readOnly: tool.readOnly, idempotencyKey: call.idempotencyKey });
-      result = { content: [{ type: 'text', text: JSON.stringify({ error: failure }) }], isError: true };
+      result = toolError(failure);
     }
     for (const line of finishLines(name, result, msSince(started))) await log(call.notify, line);
     return result;

@@ -14,11 +14,11 @@ import type { ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyBaseLogger } from 'fastify';
-import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
-import type { RequestIds } from './mcp/request-ids.ts';
-import { ResourceSubscriptions } from './mcp/resource-subscriptions.ts';
-import type { McpEndpoint } from './mcp-server.ts';
-import type { GatewayMetrics } from './metrics.ts';
+import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
+import type { RequestIds } from './request-ids.ts';
+import { ResourceSubscriptions } from './resource-subscriptions.ts';
+import type { McpEndpoint } from './server.ts';
+import type { GatewayMetrics } from '../metrics.ts';
 
 export interface Session {
   id: string;

@@ -6,18 +6,18 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isWellFormedApiKey, isWellFormedPersonalKey, isWellFormedPlaygroundKey } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
-import { CircuitOpenError, UpstreamError } from './control-plane-client.ts';
+import { CircuitOpenError, ControlPlaneError } from '../control-plane/client.ts';
 import {
   LookupsLimitedError,
   keyHash,
   type Credential,
   type Exposure,
   type ExposureCache,
-} from './exposure-cache.ts';
-import { JSONRPC, type JsonRpcErrorAnswer } from './jsonrpc-errors.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import { checkOrigin, type OriginPolicy } from './origin-guard.ts';
-import type { RateLimiter } from './rate-limit.ts';
+} from '../control-plane/exposure-cache.ts';
+import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import { checkOrigin, type OriginPolicy } from '../http/origin-guard.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
 
 export type Flavor = 'v2' | 'v1';
 
@@ -184,7 +184,7 @@ export async function admitKey(
         },
       };
     }
-    if (!(error instanceof UpstreamError)) throw error;
+    if (!(error instanceof ControlPlaneError)) throw error;
     // While the breaker is open nothing was sent: that was logged once, when it opened.
     const level = error instanceof CircuitOpenError ? 'debug' : 'warn';
     deps.log[level]({ err: error.message }, 'control plane unavailable and no cached config for this key');

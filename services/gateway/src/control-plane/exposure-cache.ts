@@ -17,9 +17,9 @@ import { hash as digest } from 'node:crypto';
 import type { CallerIdentity, ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { CircuitOpenError, UpstreamError, type ControlPlaneClient } from './control-plane-client.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { CircuitOpenError, ControlPlaneError, type ControlPlaneClient } from './client.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import { RateLimiter } from '../http/rate-limit.ts';
 
 /**
  * What a credential exposes. `caller` is set for a caller entry (a personal key with a caller):
@@ -219,7 +219,7 @@ export class ExposureCache {
 
   /**
    * What `apiKey` exposes now, for a URL of this flavour: from the cache when fresh, else from the
-   * control plane. Throws UpstreamError when the control plane fails and nothing is cached, and
+   * control plane. Throws ControlPlaneError when the control plane fails and nothing is cached, and
    * LookupsLimitedError when the key is not known and a lookup cap (of the client's `address`, or
    * the gateway's) is spent.
    */
@@ -307,7 +307,10 @@ export class ExposureCache {
           : await this.#client.callerConfig(credential.personalKey, credential.caller, etag);
       if (answer.status === 'not-modified') {
         if (!previous)
-          throw new UpstreamError('control plane answered 304 to a lookup without an ETag', 'error-answer');
+          throw new ControlPlaneError(
+            'control plane answered 304 to a lookup without an ETag',
+            'error-answer',
+          );
         this.#metrics.cache.inc({ result: 'revalidated' });
         if (current()) this.#store(hash, { ...previous, fetchedAt: this.#now() });
         return { exposure: previous.exposure, stale: false };

@@ -11,12 +11,12 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { SOURCE_META_KEY } from '@bindery/contracts';
-import type { Exposure } from './exposure-cache.ts';
-import { sourceHintOf } from './mcp/source-routing.ts';
-import { speaksSupportedVersion } from './mcp/protocol-version.ts';
-import { idempotencyKeyOf, paramsRefusal } from './mcp/requests.ts';
-import { listAnswer } from './mcp/tools-list.ts';
-import type { Session } from './sessions.ts';
+import type { Exposure } from '../control-plane/exposure-cache.ts';
+import { sourceHintOf } from '../mcp/source-routing.ts';
+import { speaksSupportedVersion } from '../mcp/protocol-version.ts';
+import { idempotencyKeyOf, paramsRefusal } from '../mcp/requests.ts';
+import { listAnswer } from '../mcp/tools-list.ts';
+import type { Session } from '../mcp/sessions.ts';
 
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
 export function acceptsDirectAnswer(headers: IncomingHttpHeaders): boolean {

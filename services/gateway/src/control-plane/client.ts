@@ -1,8 +1,8 @@
 /**
  * The gateway's only way to data: HTTP to the control plane's internal API over a keep-alive
- * undici pool, behind a circuit breaker (`upstream/circuit-breaker.ts`). Config reads retry once
+ * undici pool, behind a circuit breaker (`circuit-breaker.ts`). Config reads retry once
  * on a network fault (safe: they change nothing); tool executions never retry, since a write may
- * already have happened. Every failure says how far the request got (`UpstreamError.delivery`).
+ * already have happened. Every failure says how far the request got (`ControlPlaneError.delivery`).
  */
 import {
   ERROR_CODES,
@@ -16,62 +16,22 @@ import {
   type KeyFlavor,
   type LegacyConfig,
   type LegacyExecuteRequest,
-  type ToolError,
   type ToolProgress,
   type ToolResult,
   type UpstreamRequestAnswer,
   type UpstreamRequestBody,
+  toolError,
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { FastifyBaseLogger } from 'fastify';
 import { Pool, errors as undiciErrors } from 'undici';
-import type { GatewayMetrics } from './metrics.ts';
+import type { GatewayMetrics } from '../metrics.ts';
 import { ExecuteBatcher, REFUSED_WHOLE } from './execute-batcher.ts';
-import { CircuitBreaker, type BreakerState } from './upstream/circuit-breaker.ts';
+import { CircuitOpenError, ControlPlaneError, type Delivery } from './errors.ts';
 
-/**
- * How far a failed request got:
- * - `not-sent`: it never reached the control plane (breaker open, connection refused): nothing
- *   was applied, and sending it again is safe;
- * - `no-answer`: it was (or may have been) sent, and no answer came (timeout, connection lost
- *   after the request started): the control plane may have acted on it;
- * - `error-answer`: the control plane answered with a server error (or an answer the gateway
- *   cannot read): it may have acted on it before failing;
- * - `refused`: the control plane answered 4xx: it refused the request itself (a wrong token, a
- *   route it does not have), so nothing was applied, and sending it again fails the same way.
- */
-export type Delivery = 'not-sent' | 'no-answer' | 'error-answer' | 'refused';
-
-/** The control plane could not be reached, failed, or refused the gateway's request. */
-export class UpstreamError extends Error {
-  override name = 'UpstreamError';
-  constructor(
-    message: string,
-    readonly delivery: Delivery,
-    readonly timedOut = false,
-    /** The HTTP status of an answer (`error-answer`, `refused`). */
-    readonly status?: number,
-  ) {
-    super(message);
-  }
-
-  /** False only when the request certainly never reached the control plane. */
-  get sent(): boolean {
-    return this.delivery !== 'not-sent';
-  }
-}
-
-/** Not sent: the circuit breaker is open (the control plane failed repeatedly and has not recovered). */
-export class CircuitOpenError extends UpstreamError {
-  override name = 'CircuitOpenError';
-  constructor() {
-    super(
-      'the control plane is unavailable (it failed repeatedly; the gateway is waiting for it to recover)',
-      'not-sent',
-    );
-  }
-}
+export { CircuitOpenError, ControlPlaneError, type Delivery };
+import { CircuitBreaker, type BreakerState } from './circuit-breaker.ts';
 
 export type KeyAnswer =
   | {
@@ -131,10 +91,7 @@ function refusedCall(status: number, body: unknown): ToolResult | undefined {
   if (status !== 400 && status !== 413) return undefined;
   const error = (body as Partial<ErrorBody> | undefined)?.error;
   if (!error || !ERROR_CODES.includes(error.code) || typeof error.message !== 'string') return undefined;
-  const refusal: ToolError = {
-    error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
-  };
-  return { content: [{ type: 'text', text: JSON.stringify(refusal) }], isError: true };
+  return toolError(error);
 }
 
 /** A tool call's answer from its status and body (the single route's, or a batch line's). */
@@ -142,13 +99,18 @@ function executeAnswer(status: number, body: unknown): ToolResult {
   const refused = refusedCall(status, body);
   if (refused) return refused;
   if (status >= 500) {
-    throw new UpstreamError(`control plane answered ${status} to the call`, 'error-answer', false, status);
+    throw new ControlPlaneError(
+      `control plane answered ${status} to the call`,
+      'error-answer',
+      false,
+      status,
+    );
   }
   if (status !== 200) {
     // A 4xx is about the request itself (token, route, media type): the control plane refused
     // it before running anything. (A 1xx-3xx other than 200 is no answer the route gives.)
     const message = (body as { error?: { message?: string } } | undefined)?.error?.message;
-    throw new UpstreamError(
+    throw new ControlPlaneError(
       `the control plane refused the call (HTTP ${status}${message ? `: ${message}` : ''})`,
       status >= 400 ? 'refused' : 'error-answer',
       false,
@@ -339,7 +301,7 @@ export class ControlPlaneClient {
         if (!options.allLines) this.#latency[kind].observe((performance.now() - started) / 1000);
         if (response.status >= 500) {
           if (!options.probe) this.#breaker.record(false);
-          throw new UpstreamError(
+          throw new ControlPlaneError(
             `control plane answered ${response.status} to ${method} ${kind}`,
             'error-answer',
             false,
@@ -363,7 +325,7 @@ export class ControlPlaneClient {
           // sense; so does a config lookup (a 400 or 404 there is a verdict on the key only in
           // the control plane's own words).
           if (kind !== 'execute' || !REFUSED_WHOLE.has(response.status)) {
-            throw new UpstreamError(
+            throw new ControlPlaneError(
               `control plane answered ${kind} with a body that is not JSON`,
               'error-answer',
             );
@@ -373,9 +335,9 @@ export class ControlPlaneClient {
         if (streamed && !options.allLines) parsed = resultLine(parsed);
         return { status: response.status, headers: response.headers, body: parsed, bytes: response.bytes };
       } catch (error) {
-        if (error instanceof UpstreamError) throw error;
+        if (error instanceof ControlPlaneError) throw error;
         if (options.signal?.aborted) {
-          throw new UpstreamError(`the client cancelled the ${kind} request`, 'no-answer', false);
+          throw new ControlPlaneError(`the client cancelled the ${kind} request`, 'no-answer', false);
         }
         if (attempt === 0 && options.retry && isNetworkFault(error)) continue;
         const timedOut =
@@ -390,7 +352,7 @@ export class ControlPlaneClient {
         const { code, started: wrote } = error as { code?: string; started?: boolean };
         const delivery: Delivery =
           !wrote || (code !== undefined && NEVER_SENT.has(code)) ? 'not-sent' : 'no-answer';
-        throw new UpstreamError(
+        throw new ControlPlaneError(
           timedOut
             ? `control plane did not answer ${kind} within ${timeoutMs} ms`
             : `control plane unreachable (${code ?? (error as Error).message})`,
@@ -494,7 +456,7 @@ export class ControlPlaneClient {
 
   /**
    * One resources/read or prompts/get of an upstream server attached to an AEI: the upstream's
-   * result, or the control plane's error for it (UpstreamRequestAnswer). Throws UpstreamError
+   * result, or the control plane's error for it (UpstreamRequestAnswer). Throws ControlPlaneError
    * when the control plane did not answer, or refused the request itself.
    */
   async upstreamRequest(
@@ -511,7 +473,7 @@ export class ControlPlaneClient {
     );
     if (res.status !== 200) {
       const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
-      throw new UpstreamError(
+      throw new ControlPlaneError(
         `the control plane refused the request (HTTP ${res.status}${message ? `: ${message}` : ''})`,
         res.status >= 400 ? 'refused' : 'error-answer',
         false,
@@ -641,7 +603,7 @@ function configAnswer(
     if ((res.body as { error?: { details?: { kind?: string } } })?.error?.details?.kind === 'unknown') {
       return { status: 'unknown' };
     }
-    throw new UpstreamError(
+    throw new ControlPlaneError(
       `the control plane has no ${route} route: upgrade control planes before their gateways`,
       'refused',
       false,
@@ -649,7 +611,7 @@ function configAnswer(
     );
   }
   if (res.status !== 200) {
-    throw new UpstreamError(
+    throw new ControlPlaneError(
       `control plane answered ${res.status} to a ${what}`,
       res.status < 400 ? 'error-answer' : 'refused',
       false,
@@ -759,7 +721,7 @@ function progressLines(progress: (report: ToolProgress) => void): LineReader {
 function resultLine(line: unknown): unknown {
   const { result, error } = (line ?? {}) as { result?: unknown; error?: { message?: string } };
   if (result !== undefined) return result;
-  throw new UpstreamError(
+  throw new ControlPlaneError(
     `control plane failed the call${error?.message ? `: ${error.message}` : ''}`,
     'error-answer',
   );

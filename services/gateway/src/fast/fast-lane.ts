@@ -18,17 +18,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, isWellFormedPlaygroundKey, redactApiKeyInUrl } from '@bindery/contracts';
 import { requestFramingProblem } from '@bindery/contracts/server';
 import type { FastifyBaseLogger } from 'fastify';
-import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from './admission.ts';
-import type { GatewayConfig } from './config.ts';
+import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from '../auth/admission.ts';
+import type { GatewayConfig } from '../config.ts';
 import { acceptsDirectAnswer, directAnswer, writeDirectAnswer } from './direct-answer.ts';
-import { keyHash, type ExposureCache } from './exposure-cache.ts';
-import { parseJsonBody } from './http/json-body.ts';
-import { answerFault, writeJsonRpcError } from './jsonrpc-errors.ts';
-import { MCP_ROUTES, V1, V2 } from './mcp/paths.ts';
-import { envelopeRefusal } from './mcp/requests.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import type { RateLimiter } from './rate-limit.ts';
-import type { SessionRegistry } from './sessions.ts';
+import { keyHash, type ExposureCache } from '../control-plane/exposure-cache.ts';
+import { parseJsonBody } from '../http/json-body.ts';
+import { answerFault, writeJsonRpcError } from '../http/jsonrpc-errors.ts';
+import { MCP_ROUTES, V1, V2 } from '../http/mcp-paths.ts';
+import { envelopeRefusal } from '../mcp/requests.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
+import type { SessionRegistry } from '../mcp/sessions.ts';
 
 export interface FastLaneDeps {
   config: GatewayConfig;

@@ -28,7 +28,7 @@ import {
   type ToolResult,
 } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
-import { UpstreamError } from './control-plane-client.ts';
+import { ControlPlaneError } from './errors.ts';
 
 /** A call larger than this (its request's JSON) goes alone: a batch carries small calls. */
 const MAX_LINE_BYTES = 64 * 1024;
@@ -54,7 +54,7 @@ export interface ExecuteBatcherOptions {
     onAnswer: (answer: ExecuteBatchAnswer) => void,
     signal: AbortSignal,
   ): Promise<{ status: number; body: unknown }>;
-  /** A call's answer from its line's status and body (throws UpstreamError as the single route's would). */
+  /** A call's answer from its line's status and body (throws ControlPlaneError as the single route's would). */
   answer(status: number, body: unknown): ToolResult;
   /** A call's answer, for the circuit breaker: false for a server error, as alone. */
   record(ok: boolean): void;
@@ -178,7 +178,7 @@ export class ExecuteBatcher {
       call.timer = setTimeout(() => {
         this.#options.timedOut();
         settle(call, () => {
-          throw new UpstreamError(
+          throw new ControlPlaneError(
             `control plane did not answer execute within ${timeoutMs} ms`,
             'no-answer',
             true,
@@ -208,7 +208,7 @@ export class ExecuteBatcher {
         if (status === 200) {
           for (const call of calls) {
             settle(call, () => {
-              throw new UpstreamError(
+              throw new ControlPlaneError(
                 'the control plane ended the batch without answering the call',
                 'error-answer',
               );
@@ -255,6 +255,6 @@ function release(call: Queued): boolean {
   return true;
 }
 
-function cancelled(): UpstreamError {
-  return new UpstreamError('the client cancelled the execute request', 'no-answer', false);
+function cancelled(): ControlPlaneError {
+  return new ControlPlaneError('the client cancelled the execute request', 'no-answer', false);
 }

@@ -1,0 +1,29 @@
+/**
+ * The one builder of tool failures (DESIGN.md section 8): an MCP `CallToolResult` with
+ * `isError: true` whose one text content is `{"error": {code, message, details?}}`, the body
+ * every entry (MCP, REST, the progressive catalog) and the executor answer a failed call with.
+ */
+import type { ErrorCode } from './errors.ts';
+import type { ToolError } from './internal-api.ts';
+
+/** What a failure says: its code, a message for the agent, and details when there are any. */
+export interface ToolFailure {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown> | undefined;
+}
+
+/** A tool failure as an MCP result: `isError` and the error body as JSON text (no empty details). */
+export function toolError(failure: ToolFailure): {
+  content: [{ type: 'text'; text: string }];
+  isError: true;
+} {
+  const body: ToolError = {
+    error: {
+      code: failure.code,
+      message: failure.message,
+      ...(failure.details && { details: failure.details }),
+    },
+  };
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
+}
