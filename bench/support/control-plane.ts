@@ -130,6 +130,10 @@ export async function startControlPlane(
     BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
     BINDERY_SEED_DEMO: 'false',
     RESULT_LIMIT_BYTES: String(32 * 1024 * 1024),
+    // An upstream's message may carry any answer the control plane may pass on (the settings
+    // refuse a message cap under the result limit).
+    UPSTREAM_MESSAGE_MAX_BYTES: String(32 * 1024 * 1024),
+    UPSTREAM_CALL_MAX_BYTES: String(64 * 1024 * 1024),
     ...settings,
   };
   const { name: database, env: where, drop: cleanup } = await newDatabase(engine);
