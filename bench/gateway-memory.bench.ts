@@ -35,7 +35,7 @@ const CONCURRENCY = 16;
 const MiB = 1024 * 1024;
 
 /**
- * The bound the caps set on the gateway's RSS (bench/README.md, docs/api.md "Memory"): its RSS
+ * The bound the caps set on the gateway's RSS (bench/README.md, docs/reference/gateway.md "Memory"): its RSS
  * idle plus twice what the caps let it keep, since V8's committed heap (and malloc's, for Buffers)
  * runs ahead of what is live (RSS grew by 1.04 to 2.1 times the heap in the runs measured):
  *   config cache     CONFIG_CACHE_MAX_BYTES (configs at twice their JSON, their tools/list pages)

@@ -1,4 +1,4 @@
-// Pins the gateway's documented errors: every row of the error tables of docs/api.md that concern
+// Pins the gateway's documented errors: every row of the error tables of docs/reference/gateway.md that concern
 // the gateway (its REST routes, MCP requests refused before the MCP layer, and errors inside MCP
 // on every lane a request can take) is triggered against
 // the real gateway and answers the documented status and code, in the documented body (a row
@@ -127,14 +127,17 @@ async function onSocket(requestLine: string, head: string[], body = ''): Promise
 }
 
 /**
- * The rows of a table under `heading` in docs/api.md (the first, or the `nth` from 0): first cell,
+ * The rows of a table under `heading` in docs/reference/gateway.md (the first, or the `nth` from 0): first cell,
  * HTTP status, code.
  */
 function tableRows(
   heading: string,
   nth = 0,
 ): { situation: string; status: number; code: string; cells: string[] }[] {
-  const doc = readFileSync(fileURLToPath(new URL('../../../docs/api.md', import.meta.url)), 'utf8');
+  const doc = readFileSync(
+    fileURLToPath(new URL('../../../docs/reference/gateway.md', import.meta.url)),
+    'utf8',
+  );
   const start = doc.indexOf(`\n## ${heading}\n`);
   expect(start, `docs/api.md has a section "${heading}"`).toBeGreaterThan(-1);
   const section = doc.slice(start + 1);

@@ -261,7 +261,7 @@ export class QueryPool {
     }
   }
 
-  // `retry_after_seconds`, as every RATE_LIMITED answer (docs/api.md): one query's time, rounded up;
+  // `retry_after_seconds`, as every RATE_LIMITED answer (docs/reference/admin-api.md): one query's time, rounded up;
   // `reason` says which limit was met.
   #refuse(reason: QueryRejection): OpError {
     this.#options.meter?.rejected(reason).inc();

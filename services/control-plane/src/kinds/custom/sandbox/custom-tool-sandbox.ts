@@ -286,7 +286,7 @@ export class CustomToolSandbox {
     }
   }
 
-  // `retry_after_seconds` as every RATE_LIMITED answer (docs/api.md): one call's time, rounded up.
+  // `retry_after_seconds` as every RATE_LIMITED answer (docs/reference/admin-api.md): one call's time, rounded up.
   #refusal(reason: PoolRefusal, limits: SandboxLimits): SandboxOutcome {
     this.#options.refused?.(reason);
     const seconds = Math.max(1, Math.ceil(limits.timeoutMs / 1000));
