@@ -3,7 +3,7 @@
  * budget one JMESPath evaluation runs under.
  */
 // The subpath, not the package's index: a worker thread's bundle (query-worker.ts) then takes no
-// typebox (docs/decisions.md, "Workers load one bundled module").
+// typebox (docs/decisions/028-workers-load-one-bundled-module.md).
 import { MAX_JSON_DEPTH } from '@bindery/contracts/json-depth';
 
 /**

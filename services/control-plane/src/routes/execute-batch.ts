@@ -2,7 +2,7 @@
  * `POST /internal/execute-batch`: the calls a gateway received at about the same time, in one
  * HTTP exchange. Per call, an exchange costs the gateway and this server a request and an answer
  * to write and read, and a pass through the framework; at many calls at once that was a large
- * share of a call's CPU on both sides (docs/decisions.md, "Batched executions").
+ * share of a call's CPU on both sides (docs/decisions/046-batched-executions.md).
  *
  * Each line of the body is one call, `<adi_id>\t<ExecuteRequest JSON>`, and is parsed, checked and
  * validated on its own, by the same parser and schema as the single route's body: a line that

@@ -5,7 +5,7 @@
  *
  * Why: a thread that loads TypeScript itself registers tsx's loader, which on Node 20 runs its hooks
  * in a thread of their own, and then passes every one of its module's files through them: about
- * 1 s of CPU per thread, and every control plane starts four or more (docs/decisions.md, "Workers
+ * 1 s of CPU per thread, and every control plane starts four or more (docs/decisions/028-workers-load-one-bundled-module.md, "Workers
  * load one bundled module"). Compiling one prepared text costs about a fifth of that. The bundle is
  * made from the sources at hand when the pool is made, so a thread never runs older code than its
  * process; should the bundling fail, the thread loads the TypeScript itself, as before.

@@ -2,7 +2,7 @@
  * Context tool calls that arrive at about the same time go to the control plane in one exchange
  * (`POST /internal/execute-batch`) instead of one each. At many calls at once, the per-exchange
  * work (writing and reading a request and an answer on both sides, the framework's pass on the
- * control plane) was a large share of a call's CPU (docs/decisions.md, "Batched executions").
+ * control plane) was a large share of a call's CPU (docs/decisions/046-batched-executions.md).
  *
  * A call is queued; the queue is sent at the end of the event loop's turn in which its first call
  * came (a `setImmediate`), so calls read from the network in one turn share an exchange, and a

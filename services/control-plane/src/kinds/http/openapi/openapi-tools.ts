@@ -2,7 +2,7 @@
  * OpenAPI import: one HTTP tool per operation of a document. Pure and deterministic (the same
  * document and options give the same tools, names and warnings, in document order), so a re-import
  * can be compared with what is stored. The mapping rules are in docs/reference/http-tools.md ("HTTP tools and
- * OpenAPI import"); the choices behind them in docs/decisions.md ("OpenAPI import").
+ * OpenAPI import"); the choices behind them in docs/decisions/039-openapi-import-mapping.md.
  */
 import { HTTP_METHODS, type HttpMethod, type HttpToolParam } from '@bindery/contracts';
 import { DomainError } from '../../../domain/errors.ts';
