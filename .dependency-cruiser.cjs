@@ -87,6 +87,33 @@ module.exports = {
       },
     },
     {
+      name: 'control-plane-ground',
+      severity: 'error',
+      comment:
+        'The ground floor (configuration, metrics, opening the database, the thread pool) imports no layer.',
+      from: { path: '^services/control-plane/src/(db/|workers/|config\\.ts$|metrics\\.ts$)' },
+      to: {
+        path: '^services/control-plane/src/',
+        pathNot:
+          '^services/control-plane/src/(db|workers|generated)/|^services/control-plane/src/(config|metrics)\\.ts$',
+      },
+    },
+    {
+      name: 'control-plane-layers-top',
+      severity: 'error',
+      comment: 'Exposures sit below export/import, the demo and the routes; those sit below the routes.',
+      from: { path: '^services/control-plane/src/(exposure/|transfer/|demo\\.ts$)' },
+      to: {
+        path: '^services/control-plane/src/(routes|http)/|^services/control-plane/src/(app|server)\\.ts$',
+      },
+    },
+    {
+      name: 'control-plane-exposure-below-transfer',
+      severity: 'error',
+      from: { path: '^services/control-plane/src/exposure/' },
+      to: { path: '^services/control-plane/src/transfer/|^services/control-plane/src/demo\\.ts$' },
+    },
+    {
       name: 'gateway-layers',
       severity: 'error',
       comment:
@@ -104,6 +131,18 @@ module.exports = {
       to: { path: '^services/gateway/src/(auth|mcp|fast|routes)/|^services/gateway/src/app\\.ts$' },
     },
     {
+      name: 'gateway-layers-auth',
+      severity: 'error',
+      from: { path: '^services/gateway/src/auth/' },
+      to: { path: '^services/gateway/src/mcp/' },
+    },
+    {
+      name: 'gateway-layers-fast',
+      severity: 'error',
+      from: { path: '^services/gateway/src/fast/' },
+      to: { path: '^services/gateway/src/routes/|^services/gateway/src/app\\.ts$' },
+    },
+    {
       name: 'gateway-layers-mcp',
       severity: 'error',
       from: { path: '^services/gateway/src/(auth|mcp)/' },
@@ -116,10 +155,7 @@ module.exports = {
       from: { path: '^services/console/src/' },
       to: {
         pathNot: '^services/console/',
-        path: [
-          '^packages/contracts/src/(server|logging|shutdown|launcher|invalidation-subscriber|settings)',
-          '^services/',
-        ],
+        path: ['^packages/service-kit/', '^services/'],
       },
     },
     {

@@ -20,7 +20,7 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
   {
-    // Worker entries piscina require()s first (see services/control-plane/src/execution/ts-worker-module.cjs).
+    // Worker entries piscina require()s first (see services/control-plane/src/workers/ts-worker-module.cjs).
     files: ['**/*.cjs'],
     languageOptions: {
       sourceType: 'commonjs',

@@ -19,8 +19,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { styleText } from 'node:util';
-import { isStartedMessage, type ControlPlaneStarted, type GatewayStarted } from '@bindery/contracts/server';
-import { localUrl } from '@bindery/contracts/settings';
+import { isStartedMessage, type ControlPlaneStarted, type GatewayStarted } from '@bindery/service-kit';
+import { localUrl } from '@bindery/service-kit/settings';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const env: NodeJS.ProcessEnv = { ...process.env };

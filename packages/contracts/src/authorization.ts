@@ -1,7 +1,7 @@
 /**
  * The one credential header every Bindery surface reads: `Authorization: Bearer <token>`. Browser
  * safe; checking a header against a configured secret needs node:crypto and lives in
- * `@bindery/contracts/server`.
+ * `@bindery/service-kit`.
  */
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined for anything else. */

@@ -1,7 +1,7 @@
 /**
  * The configuration of an HTTP API tool (an ADI of kind `http`): which request one tool call sends,
  * where each argument goes, and the bounds of the answer. The control plane checks it when the ADI
- * is saved (domain/http-tools) and the OpenAPI import produces it.
+ * is saved (kinds/http) and the OpenAPI import produces it.
  */
 import { Type, type Static } from 'typebox';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';

@@ -13,7 +13,7 @@ export interface ToolFailure {
   details?: Record<string, unknown> | undefined;
 }
 
-/** A tool failure as an MCP result: `isError` and the error body as JSON text (no empty details). */
+/** A tool failure as an MCP result: `isError` and the error body as JSON text (no details when there are none). */
 export function toolError(failure: ToolFailure): {
   content: [{ type: 'text'; text: string }];
   isError: true;

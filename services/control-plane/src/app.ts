@@ -11,7 +11,7 @@ import {
   invalidatesConfig,
   loggerOptions,
   subscribeInvalidations,
-} from '@bindery/contracts/server';
+} from '@bindery/service-kit';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import {
   AUDIT_DEFAULTS,

@@ -1,11 +1,15 @@
 /**
  * The control plane's configuration: read from the environment once at start, validated against
- * its settings schema (`@bindery/contracts/settings`, where every variable is declared), and passed
+ * its settings schema (`@bindery/service-kit/settings`, where every variable is declared), and passed
  * down. Nothing else reads `process.env`.
  */
 import { resolve } from 'node:path';
-import type { LogFormat } from '@bindery/contracts/server';
-import { CONTROL_PLANE_SETTINGS, parseSettings, settingsProblemsMessage } from '@bindery/contracts/settings';
+import type { LogFormat } from '@bindery/service-kit';
+import {
+  CONTROL_PLANE_SETTINGS,
+  parseSettings,
+  settingsProblemsMessage,
+} from '@bindery/service-kit/settings';
 
 export interface Config {
   host: string;

@@ -5,13 +5,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import { redactUrlPassword } from '@bindery/contracts';
-import {
-  closeOnSignals,
-  tellLauncher,
-  underLauncher,
-  type ControlPlaneStarted,
-} from '@bindery/contracts/server';
-import { localUrl, unknownSettingWarnings } from '@bindery/contracts/settings';
+import { closeOnSignals, tellLauncher, underLauncher, type ControlPlaneStarted } from '@bindery/service-kit';
+import { localUrl, unknownSettingWarnings } from '@bindery/service-kit/settings';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DataDirLockedError } from './db/data-dir-lock.ts';

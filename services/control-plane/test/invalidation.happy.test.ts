@@ -6,7 +6,7 @@
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigChangeListener } from '../src/domain/context.ts';
-import { ACK_CHANNEL } from '@bindery/contracts/server';
+import { ACK_CHANNEL } from '@bindery/service-kit';
 import {
   INVALIDATION_CHANNEL,
   type ExposureInvalidationOptions,

@@ -7,7 +7,7 @@
 // headers on a redirect to another origin.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canonicalNetwork } from '@bindery/contracts/settings';
+import { canonicalNetwork } from '@bindery/service-kit/settings';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../src/domain/errors.ts';

@@ -17,6 +17,7 @@ import {
 } from './support/server-process.ts';
 import {
   floodingUpstream,
+  healthProber,
   memoryOf,
   resetPeakMemory,
   stdioServerBody,
@@ -34,9 +35,10 @@ const CALL_CAP = 4 * MiB;
 const MEMORY_MARGIN = 96 * MiB;
 const CALL_TIMEOUT_MS = 20_000;
 /**
- * The slowest /healthz allowed while a flood is cut. Alone on a quiet host it stays under 45 ms
- * (the issue's target is 100 ms); the suite shares its host with other suites' servers, so the
- * bound leaves room for their load while staying under what an uncut flood does (0.4 to 1.4 s).
+ * The slowest /healthz allowed while a flood is cut, measured from a process of its own. The
+ * target is 100 ms (each case prints its figure); the suite shares its host with other suites'
+ * servers, so the bound leaves room for their load while staying under what an uncut flood does
+ * (0.4 to 1.4 s).
  */
 const HEALTHZ_BOUND_MS = 250;
 
@@ -109,47 +111,34 @@ async function boundServer(body: Json) {
   return { id, call };
 }
 
-/** The slowest of `probes` /healthz answers, 25 ms apart, until `done()`. */
-async function slowestHealthz(done: () => boolean, probes = Infinity): Promise<number> {
-  let slowest = 0;
-  for (let i = 0; i < probes && !done(); i++) {
-    const started = performance.now();
-    const res = await fetch(`${server.url}/healthz`);
-    await res.arrayBuffer();
-    expect(res.status).toBe(200);
-    slowest = Math.max(slowest, performance.now() - started);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return slowest;
-}
-
 /**
- * Runs `work` while /healthz is asked every 25 ms and the process's peak memory is watched:
- * answers what `work` did, how far the peak rose above the RSS before, and the slowest /healthz
- * against a bound: HEALTHZ_BOUND_MS, or on a host too loaded for that even at rest, five times the
- * slowest of 20 answers at rest just before.
+ * Runs `work` while /healthz is asked every 25 ms (from a process of its own: this one pumps the
+ * floods) and the process's peak memory is watched: answers what `work` did, how far the peak rose
+ * above the RSS before, and the slowest /healthz against a bound: HEALTHZ_BOUND_MS, or on a host
+ * too loaded for that even at rest, five times the slowest answer over half a second at rest.
  */
 async function watched<T>(
   work: () => Promise<T>,
 ): Promise<{ value: T; slowestHealthzMs: number; boundMs: number; peakGrowth: number }> {
-  const atRest = await slowestHealthz(() => false, 20);
+  const resting = healthProber(`${server.url}/healthz`);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const atRest = await resting.stop();
   resetPeakMemory(server.pid);
   const before = memoryOf(server.pid).rss;
-  let done = false;
-  const probing = slowestHealthz(() => done);
+  const probing = healthProber(`${server.url}/healthz`);
   let value: T;
+  let slowestHealthzMs: number;
   try {
     value = await work();
   } finally {
-    done = true;
+    slowestHealthzMs = await probing.stop();
   }
   const peakGrowth = memoryOf(server.pid).peak - before;
-  return {
-    value,
-    peakGrowth,
-    slowestHealthzMs: await probing,
-    boundMs: Math.max(HEALTHZ_BOUND_MS, 5 * atRest),
-  };
+  // The figures, for a reader of the run: the issue's targets are read off these lines.
+  console.info(
+    `${expect.getState().currentTestName}: slowest /healthz ${slowestHealthzMs.toFixed(1)} ms (at rest ${atRest.toFixed(1)}), peak RSS +${(peakGrowth / MiB).toFixed(1)} MiB`,
+  );
+  return { value, peakGrowth, slowestHealthzMs, boundMs: Math.max(HEALTHZ_BOUND_MS, 5 * atRest) };
 }
 
 describe('an HTTP upstream that answers a tool call without end', () => {

@@ -13,7 +13,7 @@ import {
   requestTargetPath,
   subscribeInvalidations,
   type Subscription,
-} from '@bindery/contracts/server';
+} from '@bindery/service-kit';
 import Fastify, {
   type FastifyError,
   type FastifyInstance,

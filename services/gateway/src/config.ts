@@ -1,10 +1,10 @@
 /**
  * The gateway's configuration, read from the environment once at start, validated against its
- * settings schema (`@bindery/contracts/settings`, where every variable is declared), and passed
+ * settings schema (`@bindery/service-kit/settings`, where every variable is declared), and passed
  * down. Nothing else reads `process.env`.
  */
-import type { LogFormat } from '@bindery/contracts/server';
-import { GATEWAY_SETTINGS, parseSettings, settingsProblemsMessage } from '@bindery/contracts/settings';
+import type { LogFormat } from '@bindery/service-kit';
+import { GATEWAY_SETTINGS, parseSettings, settingsProblemsMessage } from '@bindery/service-kit/settings';
 
 export interface GatewayConfig {
   host: string;

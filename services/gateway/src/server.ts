@@ -3,8 +3,8 @@
  * calls in flight are answered (for up to SHUTDOWN_GRACE_MS), then sessions and connections close.
  */
 import type { AddressInfo } from 'node:net';
-import { closeOnSignals, tellLauncher } from '@bindery/contracts/server';
-import { localUrl, unknownSettingWarnings } from '@bindery/contracts/settings';
+import { closeOnSignals, tellLauncher } from '@bindery/service-kit';
+import { localUrl, unknownSettingWarnings } from '@bindery/service-kit/settings';
 import { buildGateway } from './app.ts';
 import { GatewayConfigError, loadGatewayConfig, type GatewayConfig } from './config.ts';
 

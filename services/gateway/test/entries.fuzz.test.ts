@@ -10,7 +10,7 @@
 // seed is fixed (FUZZ_SEED overrides it, FUZZ_RUNS the number of REST requests; the other
 // properties run a share of it); a failure prints the seed and the shrunk request.
 import { ERROR_CODES, MAX_BATCH_EXECUTIONS, type ErrorCode } from '@bindery/contracts';
-import { requestTargetPath } from '@bindery/contracts/server';
+import { requestTargetPath } from '@bindery/service-kit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isMcpPath } from '../src/http/mcp-paths.ts';

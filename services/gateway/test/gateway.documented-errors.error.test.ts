@@ -139,14 +139,14 @@ function tableRows(
     'utf8',
   );
   const start = doc.indexOf(`\n## ${heading}\n`);
-  expect(start, `docs/api.md has a section "${heading}"`).toBeGreaterThan(-1);
+  expect(start, `docs/reference/gateway.md has a section "${heading}"`).toBeGreaterThan(-1);
   const section = doc.slice(start + 1);
   const lines = section
     .slice(0, section.indexOf('\n## ') === -1 ? undefined : section.indexOf('\n## '))
     .split('\n');
   // Each table starts with a header row right after a line that is not part of a table.
   const headers = lines.flatMap((l, i) => (l.startsWith('|') && !lines[i - 1]?.startsWith('|') ? [i] : []));
-  expect(headers.length, `docs/api.md "${heading}" has table ${nth + 1}`).toBeGreaterThan(nth);
+  expect(headers.length, `docs/reference/gateway.md "${heading}" has table ${nth + 1}`).toBeGreaterThan(nth);
   const first = headers[nth]!;
   const rows: { situation: string; status: number; code: string; cells: string[] }[] = [];
   for (const line of lines.slice(first + 2)) {
@@ -301,7 +301,7 @@ const MCP_UNTRIGGERABLE: Record<string, string> = {
     'needs a request held open on a session stream while its id is sent again; pinned in gateway.request-ids.error.test.ts',
 };
 
-describe('docs/api.md error tables, row by row', () => {
+describe('docs/reference/gateway.md error tables, row by row', () => {
   it('"Gateway routes other than MCP": status, code and the REST body', async () => {
     const rows = tableRows('Gateway routes other than MCP');
     expect(rows.length).toBeGreaterThan(5);
@@ -386,7 +386,7 @@ const IN_MCP_TRIGGERS: Record<string, object[]> = {
   'an unknown method': [{ method: 'nope/nothing', params: {} }],
 };
 
-describe('docs/api.md in-MCP error table, row by row', () => {
+describe('docs/reference/gateway.md in-MCP error table, row by row', () => {
   let lanes: Lanes;
   beforeAll(async () => {
     lanes = await lanesFor(stack.gatewayUrl, mcpPath());

@@ -5,7 +5,7 @@
  * the whole table to check it. Writes that do not grow a table always pass, so a table over a
  * lowered cap can still be shrunk.
  */
-import { CONTROL_PLANE_SETTINGS } from '@bindery/contracts/settings';
+import { CONTROL_PLANE_SETTINGS } from '@bindery/service-kit/settings';
 import { DomainError } from '../domain/errors.ts';
 import type { TableLimits } from '../domain/context.ts';
 

@@ -22,7 +22,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ACK_CHANNEL, INVALIDATION_CHANNEL, MAX_TABLE_CHANGES } from '@bindery/contracts/server';
+import { ACK_CHANNEL, INVALIDATION_CHANNEL, MAX_TABLE_CHANGES } from '@bindery/service-kit';
 import { createClient } from 'redis';
 import { Agent, request } from 'undici';
 import type { ConfigChangeListener } from '../domain/context.ts';

@@ -2,7 +2,7 @@
  * Authentication of the internal API: `Authorization: Bearer <INTERNAL_TOKEN>`, compared in
  * constant time. Admin tokens and api keys never open it; without a configured token it is shut.
  */
-import { bearerTokenCheck } from '@bindery/contracts/server';
+import { bearerTokenCheck } from '@bindery/service-kit';
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../domain/errors.ts';
 

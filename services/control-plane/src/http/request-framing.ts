@@ -4,7 +4,7 @@
  * them: 400 VALIDATION_FAILED in the one error body, before any route, and the connection closed.
  * The checks are shared (`requestFramingProblem` in contracts); see there for why each is refused.
  */
-import { refuseConnect, requestFramingProblem } from '@bindery/contracts/server';
+import { refuseConnect, requestFramingProblem } from '@bindery/service-kit';
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../domain/errors.ts';
 

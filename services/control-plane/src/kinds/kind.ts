@@ -40,9 +40,9 @@ export interface KindServices {
    * hops alike, against HTTP_TOOLS_ALLOWED_NETWORKS.
    */
   outbound: Dispatcher;
-  /** Runs custom tools: QuickJS in worker threads (execution/sandbox). */
+  /** Runs custom tools: QuickJS in worker threads (kinds/custom/sandbox). */
   sandbox: CustomToolSandbox;
-  /** The pools of upstream MCP servers (upstream/); absent where no app runs them. */
+  /** The pools of upstream MCP servers (kinds/mcp); absent where no app runs them. */
   upstreams?: UpstreamRegistry | undefined;
   /** Where a kind writes what is worth a log line (a custom tool's console, at debug). */
   log?: { debug(details: object, message: string): void } | undefined;

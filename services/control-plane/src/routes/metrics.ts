@@ -3,7 +3,7 @@
  * document. With METRICS_TOKEN set it needs `Authorization: Bearer <METRICS_TOKEN>`; unset, it is
  * open (a local start listens on loopback only).
  */
-import { bearerTokenCheck } from '@bindery/contracts/server';
+import { bearerTokenCheck } from '@bindery/service-kit';
 import { DomainError } from '../domain/errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import type { ControlPlaneMetrics } from '../metrics.ts';

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ENCRYPTION_KEY_BYTES, decodeEncryptionKey } from '@bindery/contracts/settings';
+import { ENCRYPTION_KEY_BYTES, decodeEncryptionKey } from '@bindery/service-kit/settings';
 import { ConfigError } from '../config.ts';
 import { SecretKeyring } from './secret-keyring.ts';
 

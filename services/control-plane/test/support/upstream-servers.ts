@@ -3,6 +3,7 @@
  * `node`), the same server over Streamable HTTP on a loopback port, a loopback HTTP server that
  * does not speak MCP, and the count of a process's children from the OS (/proc), not from metrics.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -340,4 +341,42 @@ export function memoryOf(pid: number): { rss: number; peak: number } {
 /** Resets a process's peak resident memory to what it holds now (`/proc/PID/clear_refs`). */
 export function resetPeakMemory(pid: number): void {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
+/**
+ * Asks `url` every `everyMs` from a process of its own, so the time it measures is the server's
+ * alone, not the test process's (which may itself be busy, e.g. pumping a flood at the server).
+ * `stop()` ends it and answers the slowest answer seen, in ms (a failed one counts as Infinity).
+ */
+export function healthProber(url: string, everyMs = 25): { stop(): Promise<number> } {
+  const script = `
+    let slowest = 0, stopping = false;
+    process.stdin.on('data', () => { stopping = true; });
+    process.stdin.on('end', () => { stopping = true; });
+    (async () => {
+      // The first request of a process pays for setting up its HTTP client: not counted.
+      await fetch(${JSON.stringify(url)}).then((res) => res.arrayBuffer()).catch(() => {});
+      while (!stopping) {
+        const started = performance.now();
+        try {
+          const res = await fetch(${JSON.stringify(url)});
+          await res.arrayBuffer();
+          slowest = Math.max(slowest, res.ok ? performance.now() - started : Infinity);
+        } catch { slowest = Infinity; }
+        await new Promise((r) => setTimeout(r, ${everyMs}));
+      }
+      process.stdout.write(String(slowest));
+    })();
+  `;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    async stop() {
+      child.stdin.end('stop');
+      await exited;
+      return out === 'Infinity' ? Infinity : Number(out);
+    },
+  };
 }

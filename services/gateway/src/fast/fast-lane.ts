@@ -16,7 +16,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, isWellFormedPlaygroundKey, redactApiKeyInUrl } from '@bindery/contracts';
-import { requestFramingProblem } from '@bindery/contracts/server';
+import { requestFramingProblem } from '@bindery/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from '../auth/admission.ts';
 import type { GatewayConfig } from '../config.ts';

@@ -15,7 +15,7 @@
  * that closes drops its own, and one served here statelessly cannot subscribe.
  */
 import type { ServerResponse } from 'node:http';
-import type { TableChange } from '@bindery/contracts/server';
+import type { TableChange } from '@bindery/service-kit';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Exposure } from '../control-plane/exposure-cache.ts';

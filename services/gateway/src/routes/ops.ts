@@ -9,7 +9,7 @@ import {
   bearerTokenCheck,
   invalidatesConfig,
   type TableChange,
-} from '@bindery/contracts/server';
+} from '@bindery/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readiness } from '../control-plane/client.ts';
 import { sendRestError } from '../http/rest-errors.ts';

@@ -1,5 +1,5 @@
 /**
- * The `custom` kind: JavaScript its author wrote, run in the sandbox (execution/sandbox) with the
+ * The `custom` kind: JavaScript its author wrote, run in the sandbox (sandbox/) with the
  * host functions its ADI declares (tool-host.ts). Saved only when the source compiles
  * and exports a function, the schemas are usable JSON Schema, the allowed hosts are hosts and the
  * secrets exist; its context is the ADI's `table_id` and `json_path` (so deleting the table

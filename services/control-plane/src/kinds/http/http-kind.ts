@@ -1,5 +1,5 @@
 /**
- * The `http` kind: one call of an HTTP API per tool call (domain/http-tools). Saved, its config is
+ * The `http` kind: one call of an HTTP API per tool call (kinds/http). Saved, its config is
  * checked whole (method, URL template, where each argument goes, headers, bounds) and every secret
  * it references must be one of the caller's; run, it resolves those secrets for the tool's owner,
  * sends the request through the executor's outbound dispatcher (the SSRF guard) and takes every

@@ -1,5 +1,5 @@
 /**
- * Runs OpenAPI documents' conversions (domain/openapi) in threads of their own: a large document
+ * Runs OpenAPI documents' conversions (kinds/http/openapi) in threads of their own: a large document
  * takes seconds of parsing, `$ref` resolution and schema compilation, which on the event loop would
  * hold every other request (tool calls, gateways' config fetches) that long. Each conversion is
  * bounded in time and its thread in heap, and a few run at once at most; each bound has its own

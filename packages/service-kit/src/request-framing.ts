@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ErrorBody } from './errors.ts';
+import type { ErrorBody } from '@bindery/contracts';
 
 /** Why a request's framing is refused (answered 400 `VALIDATION_FAILED`), or undefined. */
 export function requestFramingProblem(req: IncomingMessage): string | undefined {

@@ -1,11 +1,11 @@
 /**
- * @bindery/contracts/server: what both services share that only runs in Node (the main entry stays
- * browser safe for the console): the one way a configured secret (INTERNAL_TOKEN, OPS_TOKEN,
+ * @bindery/service-kit: what both services share that only runs in Node (contracts stays wire
+ * shapes, safe in the browser): the settings engine (`@bindery/service-kit/settings`), the one way a configured secret (INTERNAL_TOKEN, OPS_TOKEN,
  * METRICS_TOKEN) is checked against an `Authorization` header, logging, graceful shutdown, and the
  * refusal of requests whose framing is ambiguous (two Host headers, an absolute URL as target).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { bearerToken } from './authorization.ts';
+import { bearerToken } from '@bindery/contracts';
 
 export {
   PROBE_ROUTES,

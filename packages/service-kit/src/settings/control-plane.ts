@@ -13,7 +13,7 @@ import {
   string,
   url,
 } from './schema.ts';
-import { UPSTREAM_CAPS } from '../upstream-servers.ts';
+import { UPSTREAM_CAPS } from '@bindery/contracts';
 import {
   LOG_FORMAT,
   LOG_LEVEL,

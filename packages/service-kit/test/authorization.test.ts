@@ -2,8 +2,8 @@
 // METRICS_TOKEN): only "Bearer <secret>" passes; other tokens, prefixes, extensions, other schemes
 // and missing headers do not.
 import { describe, expect, it } from 'vitest';
-import { bearerToken } from '../src/authorization.ts';
-import { bearerTokenCheck } from '../src/server.ts';
+import { bearerToken } from '@bindery/contracts';
+import { bearerTokenCheck } from '../src/index.ts';
 
 const SECRET = 'a-configured-secret-0001';
 

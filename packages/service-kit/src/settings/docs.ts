@@ -27,7 +27,7 @@ export function configurationDoc(schemas: readonly Described[]): string {
   return [
     '# Configuration',
     '',
-    '<!-- Generated from the settings schemas (packages/contracts/src/settings) by `pnpm docs:settings`; do not edit. -->',
+    '<!-- Generated from the settings schemas (packages/service-kit/src/settings) by `pnpm docs:settings`; do not edit. -->',
     '',
     'Each service reads its settings from environment variables once, at start. An empty value counts',
     'as unset. Invalid values stop the start with one line per problem, naming the variable, the value',

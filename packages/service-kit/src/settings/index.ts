@@ -1,5 +1,5 @@
 /**
- * @bindery/contracts/settings: both services' settings schemas, the parser and docs built on them,
+ * @bindery/service-kit/settings: both services' settings schemas, the parser and docs built on them,
  * and the typo check of unknown variables.
  */
 import { CONTROL_PLANE_SETTINGS } from './control-plane.ts';
