@@ -121,22 +121,25 @@ async function watched<T>(
   work: () => Promise<T>,
 ): Promise<{ value: T; slowestHealthzMs: number; boundMs: number; peakGrowth: number }> {
   const resting = healthProber(`${server.url}/healthz`);
+  await resting.ready;
   await new Promise((resolve) => setTimeout(resolve, 500));
-  const atRest = await resting.stop();
+  const atRest = (await resting.stop()).slowestMs;
   resetPeakMemory(server.pid);
   const before = memoryOf(server.pid).rss;
   const probing = healthProber(`${server.url}/healthz`);
+  await probing.ready;
   let value: T;
-  let slowestHealthzMs: number;
+  let probed: { slowestMs: number; probes: number };
   try {
     value = await work();
   } finally {
-    slowestHealthzMs = await probing.stop();
+    probed = await probing.stop();
   }
+  const slowestHealthzMs = probed.slowestMs;
   const peakGrowth = memoryOf(server.pid).peak - before;
   // The figures, for a reader of the run: the issue's targets are read off these lines.
   console.info(
-    `${expect.getState().currentTestName}: slowest /healthz ${slowestHealthzMs.toFixed(1)} ms (at rest ${atRest.toFixed(1)}), peak RSS +${(peakGrowth / MiB).toFixed(1)} MiB`,
+    `${expect.getState().currentTestName}: slowest /healthz ${slowestHealthzMs.toFixed(1)} ms of ${probed.probes} (at rest ${atRest.toFixed(1)}), peak RSS +${(peakGrowth / MiB).toFixed(1)} MiB`,
   );
   return { value, peakGrowth, slowestHealthzMs, boundMs: Math.max(HEALTHZ_BOUND_MS, 5 * atRest) };
 }

@@ -346,16 +346,21 @@ export function resetPeakMemory(pid: number): void {
 /**
  * Asks `url` every `everyMs` from a process of its own, so the time it measures is the server's
  * alone, not the test process's (which may itself be busy, e.g. pumping a flood at the server).
- * `stop()` ends it and answers the slowest answer seen, in ms (a failed one counts as Infinity).
+ * `ready` settles once it asks (its first request, which sets up its HTTP client, is not counted);
+ * `stop()` ends it and answers the slowest answer seen, in ms (a failed one counts as Infinity),
+ * and how many it counted.
  */
-export function healthProber(url: string, everyMs = 25): { stop(): Promise<number> } {
+export function healthProber(
+  url: string,
+  everyMs = 25,
+): { ready: Promise<void>; stop(): Promise<{ slowestMs: number; probes: number }> } {
   const script = `
-    let slowest = 0, stopping = false;
+    let slowest = 0, probes = 0, stopping = false;
     process.stdin.on('data', () => { stopping = true; });
     process.stdin.on('end', () => { stopping = true; });
     (async () => {
-      // The first request of a process pays for setting up its HTTP client: not counted.
       await fetch(${JSON.stringify(url)}).then((res) => res.arrayBuffer()).catch(() => {});
+      process.stdout.write('ready\\n');
       while (!stopping) {
         const started = performance.now();
         try {
@@ -363,20 +368,31 @@ export function healthProber(url: string, everyMs = 25): { stop(): Promise<numbe
           await res.arrayBuffer();
           slowest = Math.max(slowest, res.ok ? performance.now() - started : Infinity);
         } catch { slowest = Infinity; }
+        probes += 1;
         await new Promise((r) => setTimeout(r, ${everyMs}));
       }
-      process.stdout.write(String(slowest));
+      process.stdout.write(JSON.stringify({ slowest: Number.isFinite(slowest) ? slowest : -1, probes }));
     })();
   `;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.includes('ready\n')) onReady();
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
+    ready,
     async stop() {
       child.stdin.end('stop');
       await exited;
-      return out === 'Infinity' ? Infinity : Number(out);
+      const { slowest, probes } = JSON.parse(out.slice(out.indexOf('ready\n') + 6)) as {
+        slowest: number;
+        probes: number;
+      };
+      return { slowestMs: slowest < 0 ? Infinity : slowest, probes };
     },
   };
 }
