@@ -49,6 +49,9 @@ export interface BoundedFetchOptions {
 
 type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
+/** Bytes of one answer handed on between two turns of the event loop (most answers: fewer). */
+const TURN_BYTES = 64 * 1024;
+
 /** Statuses whose responses have no body (a Response cannot be built with one). */
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
@@ -93,13 +96,20 @@ export function boundedFetch(options: BoundedFetchOptions): FetchLike {
     const counter = stream
       ? eventCounter(options.maxMessageBytes, post || resumed ? options.maxCallBytes : Infinity)
       : bodyCounter(options.maxMessageBytes);
+    let sinceTurn = 0;
     const bounded = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
           const error = counter(chunk);
           if (error === undefined) {
             controller.enqueue(chunk);
-            return;
+            sinceTurn += chunk.byteLength;
+            if (sinceTurn < TURN_BYTES) return;
+            // A fast upstream's bytes arrive buffered, and a pipe hands them on in microtasks
+            // alone: the event loop would serve no other request until the whole burst is
+            // parsed. Past TURN_BYTES the next chunk waits for a turn of the event loop.
+            sinceTurn = 0;
+            return new Promise<void>((resolve) => setImmediate(resolve));
           }
           // Erroring the transform cancels the source: undici destroys the connection.
           controller.error(error);
