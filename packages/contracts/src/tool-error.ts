@@ -3,15 +3,15 @@
  * `isError: true` whose one text content is `{"error": {code, message, details?}}`, the body
  * every entry (MCP, REST, the progressive catalog) and the executor answer a failed call with.
  */
-import type { ErrorCode } from './errors.ts';
 import type { ToolError } from './internal-api.ts';
 
-/** What a failure says: its code, a message for the agent, and details when there are any. */
-export interface ToolFailure {
-  code: ErrorCode;
-  message: string;
-  details?: Record<string, unknown> | undefined;
-}
+/**
+ * What a failure says: the `error` of ToolError (its code, a message for the agent), whose details
+ * may also be given as undefined, as domain errors carry them.
+ */
+export type ToolFailure = Omit<ToolError['error'], 'details'> & {
+  details?: ToolError['error']['details'] | undefined;
+};
 
 /** A tool failure as an MCP result: `isError` and the error body as JSON text (no details when there are none). */
 export function toolError(failure: ToolFailure): {

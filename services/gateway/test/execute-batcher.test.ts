@@ -11,7 +11,8 @@ import type { AddressInfo } from 'node:net';
 import type { ExecuteBatchAnswer, ExecuteRequest, ToolResult } from '@bindery/contracts';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { ControlPlaneClient, ControlPlaneError } from '../src/control-plane/client.ts';
+import { ControlPlaneClient } from '../src/control-plane/client.ts';
+import { ControlPlaneError } from '../src/control-plane/errors.ts';
 import { ExecuteBatcher, type ExecuteBatcherOptions } from '../src/control-plane/execute-batcher.ts';
 import { createMetrics } from '../src/metrics.ts';
 

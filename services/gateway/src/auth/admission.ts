@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isWellFormedApiKey, isWellFormedPersonalKey, isWellFormedPlaygroundKey } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
-import { CircuitOpenError, ControlPlaneError } from '../control-plane/client.ts';
+import { CircuitOpenError, ControlPlaneError } from '../control-plane/errors.ts';
 import {
   LookupsLimitedError,
   keyHash,

@@ -29,8 +29,6 @@ import { Pool, errors as undiciErrors } from 'undici';
 import type { GatewayMetrics } from '../metrics.ts';
 import { ExecuteBatcher, REFUSED_WHOLE } from './execute-batcher.ts';
 import { CircuitOpenError, ControlPlaneError, type Delivery } from './errors.ts';
-
-export { CircuitOpenError, ControlPlaneError, type Delivery };
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.ts';
 
 export type KeyAnswer =

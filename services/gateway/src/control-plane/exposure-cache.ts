@@ -17,7 +17,8 @@ import { hash as digest } from 'node:crypto';
 import type { CallerIdentity, ConfigV2, KeyFlavor, LegacyConfig } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { CircuitOpenError, ControlPlaneError, type ControlPlaneClient } from './client.ts';
+import { type ControlPlaneClient } from './client.ts';
+import { CircuitOpenError, ControlPlaneError } from './errors.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { RateLimiter } from '../http/rate-limit.ts';
 

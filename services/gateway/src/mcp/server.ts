@@ -23,7 +23,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
-import { ControlPlaneError } from '../control-plane/client.ts';
+import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { unansweredCall } from './call-failures.ts';

@@ -5,7 +5,7 @@
  * failed or went unanswered.
  */
 import type { ToolError, ToolResult } from '@bindery/contracts';
-import { ControlPlaneError } from '../control-plane/client.ts';
+import { ControlPlaneError } from '../control-plane/errors.ts';
 import { unansweredCall } from './call-failures.ts';
 import type { ExposedTool, RunExtra } from './tools.ts';
 

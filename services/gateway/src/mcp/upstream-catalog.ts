@@ -8,7 +8,7 @@
 import type { ConfigUpstreamPrompt, ConfigUpstreamResource, UpstreamRequestBody } from '@bindery/contracts';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
-import { ControlPlaneError } from '../control-plane/client.ts';
+import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { auditedCaller } from './tools.ts';

@@ -18,7 +18,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
-import { ControlPlaneError, type ControlPlaneClient } from '../control-plane/client.ts';
+import { type ControlPlaneClient } from '../control-plane/client.ts';
+import { ControlPlaneError } from '../control-plane/errors.ts';
 import {
   MISSING_KEY,
   PLAYGROUND_KEY_IN_PATH,
