@@ -22,7 +22,8 @@ import { styleText } from 'node:util';
 import { isStartedMessage, type ControlPlaneStarted, type GatewayStarted } from '@bindery/service-kit';
 import { localUrl } from '@bindery/service-kit/settings';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+// The repository: above scripts/ when run from this source (tests), above scripts/dist/ when built.
+const root = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '..' : '../..', import.meta.url));
 const env: NodeJS.ProcessEnv = { ...process.env };
 const generatedToken = () => randomBytes(24).toString('base64url');
 env.BINDERY_DATA_DIR ??= resolve(root, '.bindery');
@@ -76,7 +77,8 @@ const RESTART_MAX_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
 
 function run(service: Service): void {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  // Each service runs its build (dist/, made by `pnpm install` or `pnpm build`) with plain node.
+  const child = spawn(process.execPath, ['dist/server.js'], {
     cwd: resolve(root, 'services', service),
     env,
     // The terminal is the services' own (their logs are readable there); the channel carries

@@ -5,6 +5,7 @@
 // circuits; the happy suites run on both).
 import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
+import { BUILD_SETUP, sourceResolution } from '../../vitest.shared.ts';
 
 // One template database per run, so runs from several checkouts on one server never drop each
 // other's template (the config is read once, in the main process; test workers inherit the env).
@@ -26,10 +27,11 @@ const ENGINE_INDEPENDENT = [
   'test/upstream-catalog.error.test.ts',
   'test/upstream-servers.error.test.ts',
   'test/upstream-answers.error.test.ts',
-  'test/worker-module.test.ts',
+  'test/worker-file.test.ts',
 ];
 
 export default defineConfig({
+  ...sourceResolution,
   test: {
     // Test files share their worker's modules (Prisma's client, PGlite's WASM, Fastify): importing
     // them again for every file cost about a tenth of the suite's time. Each file still builds its
@@ -43,7 +45,7 @@ export default defineConfig({
         test: {
           name: 'postgres',
           env: { BINDERY_TEST_DB: 'postgres' },
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: [BUILD_SETUP, 'test/support/global-setup.ts'],
         },
       },
       {
@@ -51,7 +53,7 @@ export default defineConfig({
         test: {
           name: 'pglite',
           env: { BINDERY_TEST_DB: 'pglite' },
-          globalSetup: ['test/support/global-setup.pglite.ts'],
+          globalSetup: [BUILD_SETUP, 'test/support/global-setup.pglite.ts'],
           exclude: ['test/**/*.postgres.test.ts', ...ENGINE_INDEPENDENT, '**/node_modules/**'],
         },
       },

@@ -4,6 +4,7 @@
 // legacy migration) run
 // again with the control plane on embedded PGlite.
 import { defineConfig } from 'vitest/config';
+import { BUILD_SETUP, sourceResolution } from '../../vitest.shared.ts';
 
 const ON_BOTH_ENGINES = [
   'test/gateway.happy.test.ts',
@@ -15,7 +16,9 @@ const ON_BOTH_ENGINES = [
 ];
 
 export default defineConfig({
+  ...sourceResolution,
   test: {
+    globalSetup: [BUILD_SETUP],
     // Test files share their worker's modules (see the control plane's config): each file still
     // starts its own control plane and gateway.
     isolate: false,

@@ -1,7 +1,7 @@
 /**
  * A task's clock, shared by a pool (worker-pool.ts) and its threads: the pool's deadline counts
- * from when a thread starts the task. Its own file, so a worker's module (bundled for its thread,
- * worker-module.ts) takes this and nothing of the pool.
+ * from when a thread starts the task. Its own file, so a worker's module takes this and nothing of
+ * the pool.
  */
 
 /**

@@ -14,7 +14,7 @@
 import type { ResourceLimits, TransferListItem } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { TaskClock } from './task-clock.ts';
-import { workerDataWith, workerModule } from './worker-module.ts';
+import { workerExecArgv } from './worker-file.ts';
 
 /** Why a task was refused a thread (the `reason` of its RATE_LIMITED answer, a /metrics label). */
 export type PoolRefusal = 'tenant_limit' | 'queue_full' | 'wait_timeout' | 'closing';
@@ -22,7 +22,7 @@ export type PoolRefusal = 'tenant_limit' | 'queue_full' | 'wait_timeout' | 'clos
 export interface FairWorkerPoolOptions {
   /** Names the pool in log lines ("query worker", "custom tool worker"). */
   name: string;
-  /** The module a worker runs (a TypeScript file): its default export takes each task. */
+  /** The module a worker runs (built JavaScript, see worker-file.ts): its default export takes each task. */
   module: URL;
   /** Worker threads at most. */
   threads: number;
@@ -40,8 +40,8 @@ export interface FairWorkerPoolOptions {
   maxWaitMs: number;
   /**
    * A worker checks its own deadline; terminating it this long after the deadline is the backstop
-   * for a single step that runs on (a replacement thread costs about 0.2 s of CPU on a quiet host,
-   * compiling its bundled module).
+   * for a single step that runs on (a replacement thread costs CPU on a quiet host, loading its
+   * module).
    */
   terminateAfterMs: number;
   /** The error a refused task rejects with (the caller counts and words it). */
@@ -61,8 +61,6 @@ export type WorkerRun<Outcome> =
   /** Its worker failed otherwise (a bug, or a thread that could not start). */
   | { status: 'failed'; error: unknown };
 
-// Every pool's threads start here, with the pool's module in their workerData (worker-module.ts).
-const ENTRY = new URL('./worker-entry.cjs', import.meta.url).href;
 // Worker threads run at a lower CPU priority (nice +10; Linux and macOS, through piscina's optional
 // @napi-rs/nice): with every core busy with long tasks, the event loop (and the database) still
 // gets the CPU first, so cheap calls keep answering at once.
@@ -159,14 +157,15 @@ export class FairWorkerPool<Task, Outcome> {
     if (this.#pool !== undefined) return this.#pool;
     const options = this.#options;
     const pool = new Piscina<Task, Outcome>({
-      filename: ENTRY,
+      filename: options.module.href,
       minThreads: Math.min(options.warmThreads ?? 1, options.threads),
       maxThreads: options.threads,
       idleTimeout: 60_000,
       maxQueue: options.threads,
       niceIncrement: WORKER_NICE,
       resourceLimits: options.resourceLimits,
-      workerData: workerDataWith(workerModule(options.module), options.workerData),
+      workerData: options.workerData ?? {},
+      execArgv: workerExecArgv(),
     });
     // A worker failing with no task on it (at start, say) is reported here; without a listener the
     // event would crash the process.

@@ -26,6 +26,7 @@ import {
 import { LRUCache } from 'lru-cache';
 import type { QueryPoolMeter, QueryRejection } from '../../metrics.ts';
 import { FairWorkerPool } from '../../workers/worker-pool.ts';
+import { workerFile } from '../../workers/worker-file.ts';
 import type { QueryOutcome, QueryTask } from './query-worker.ts';
 
 export interface QueryPoolOptions {
@@ -58,7 +59,6 @@ export interface QueryContext {
   place: string;
 }
 
-const WORKER = new URL('./query-worker.ts', import.meta.url);
 const MIB = 1024 * 1024;
 // The interpreter does roughly this many steps a millisecond on the machines measured, so the slice
 // ends at about the same point by steps (deterministic) or by time (under load).
@@ -114,7 +114,7 @@ export class QueryPool {
       // Every thread up from the start: one started on demand at nice +10 on a saturated host took
       // tens of seconds to come up.
       warmThreads: options.threads,
-      module: WORKER,
+      module: workerFile('query-worker', import.meta.url),
       threads: options.threads,
       queue: options.queue,
       perTenant: options.perTenant,
@@ -133,8 +133,8 @@ export class QueryPool {
   }
 
   /**
-   * Starts the worker threads' pool (every thread, each about 0.25 s of CPU on a quiet 2-core host,
-   * compiling its bundled module) now rather than at the first long query; a server calls it at start, an app
+   * Starts the worker threads' pool (every thread loads its module: CPU a first query should not
+   * wait for) now rather than at the first long query; a server calls it at start, an app
    * in a test never needs to.
    */
   warm(): void {

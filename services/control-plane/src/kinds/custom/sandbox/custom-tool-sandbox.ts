@@ -11,6 +11,7 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { FairWorkerPool, type PoolRefusal, type WorkerRun } from '../../../workers/worker-pool.ts';
+import { workerFile } from '../../../workers/worker-file.ts';
 import { answerHostCalls, hostFunctions, type ToolHost } from './host-bridge.ts';
 import { SecretRedaction } from './secret-redaction.ts';
 import {
@@ -62,10 +63,9 @@ export interface CustomToolCall {
 export type { SourceCheck };
 
 const MIB = 1024 * 1024;
-const WORKER = new URL('./sandbox-worker.ts', import.meta.url);
 // A worker checks its deadline between bytecode steps; a single native step (sorting a large
 // array, say) runs on until it ends. Terminating the thread this long after the deadline bounds
-// that, at the price of a replacement thread (about 0.2 s of CPU: it compiles its bundled module).
+// that, at the price of a replacement thread (it loads its module anew).
 const TERMINATE_AFTER_MS = 250;
 // The V8 heap of a worker holds what crosses the boundary (arguments, results, console lines, host
 // answers); the tool's own memory is the engine's WebAssembly memory, outside this heap.
@@ -88,7 +88,7 @@ export class CustomToolSandbox {
     const workerData: SandboxWorkerData = { memoryBytes: options.memoryMb * MIB };
     this.#workers = new FairWorkerPool({
       name: 'custom tool worker',
-      module: WORKER,
+      module: workerFile('sandbox-worker', import.meta.url),
       threads: options.threads,
       // Every call runs in a worker, so every thread is kept: a call never waits for one to start
       // (about 0.2 s of CPU on a quiet host, much longer under load) while another runs.

@@ -23,8 +23,7 @@ import {
 } from 'quickjs-emscripten-core';
 
 // The package's types describe its CommonJS build (the variant under `default`); loaded as an ES
-// module (through tsx), its default export is the variant itself, and the bundled worker module
-// (worker-module.ts) requires the CommonJS build. Either way, this is the variant.
+// module, its default export is the variant itself. Either way, this is the variant.
 const releaseSync = (
   'type' in releaseSyncExport ? releaseSyncExport : releaseSyncExport.default
 ) as QuickJSSyncVariant;

@@ -10,8 +10,8 @@
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '../../../domain/errors.ts';
 import type { OpenApiConversion, OpenApiImportOptions } from './index.ts';
-import type { ConversionOutcome, ConversionTask } from './openapi-worker.ts';
-import { workerDataWith, workerModuleLater } from '../../../workers/worker-module.ts';
+import { CONVERSION_THREAD, type ConversionOutcome, type ConversionTask } from './openapi-worker.ts';
+import { workerExecArgv, workerFile } from '../../../workers/worker-file.ts';
 
 export interface ConversionLimits {
   /** Wall time of one conversion, a thread's start included (TIMEOUT above). */
@@ -44,9 +44,6 @@ export const CONVERSION_LIMITS: ConversionLimits = Object.freeze({
   tasksPerThread: 20,
   keepAfterMs: 2_000,
 });
-
-const ENTRY = new URL('./openapi-worker.mjs', import.meta.url);
-const MODULE = new URL('./openapi-worker.ts', import.meta.url);
 
 interface Thread {
   worker: Worker;
@@ -93,11 +90,10 @@ export class OpenApiConverter {
   }
 
   private async spawn(): Promise<Thread> {
-    // Bundled on the first import, off the event loop (0.5 s of esbuild's time here), then kept.
-    const module = await workerModuleLater(MODULE);
-    const worker = new Worker(ENTRY, {
+    const worker = new Worker(workerFile('openapi-worker', import.meta.url), {
       resourceLimits: { maxOldGenerationSizeMb: this.limits.memoryMb },
-      workerData: workerDataWith(module),
+      workerData: CONVERSION_THREAD,
+      execArgv: workerExecArgv(),
     });
     // An idle thread must not keep the process alive.
     worker.unref();

@@ -1,8 +1,10 @@
 /**
  * The worker side of an OpenAPI import's conversion (openapi-conversion.ts): the document in, the
  * HTTP tool configs out, or the error as plain data (an error's class does not survive the trip
- * between threads).
+ * between threads). Started as a conversion thread (its `workerData` says so), it serves one
+ * conversion at a time, for as many as its owner sends it.
  */
+import { parentPort, workerData } from 'node:worker_threads';
 import type { ErrorCode } from '@bindery/contracts';
 import { DomainError } from '../../../domain/errors.ts';
 import { openApiToHttpTools, type OpenApiConversion, type OpenApiImportOptions } from './index.ts';
@@ -33,4 +35,16 @@ export function convertTask(task: ConversionTask): ConversionOutcome {
       error: { code: 'INTERNAL', message: `the document could not be converted: ${reason.slice(0, 300)}` },
     };
   }
+}
+
+/** The `workerData` of a conversion thread: this module then answers its owner's messages. */
+export const CONVERSION_THREAD = { openApiConversionThread: true } as const;
+
+if (
+  parentPort !== null &&
+  (workerData as Partial<typeof CONVERSION_THREAD> | null)?.openApiConversionThread === true
+) {
+  const port = parentPort;
+  port.on('message', (task: ConversionTask) => port.postMessage(convertTask(task)));
+  port.postMessage({ ready: true });
 }
