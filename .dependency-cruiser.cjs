@@ -78,6 +78,35 @@ module.exports = {
       },
     },
     {
+      name: 'kinds-below-registry',
+      severity: 'error',
+      comment:
+        'A kind folder imports the kind interface (kinds/kind.ts), the shared helpers beside it that ' +
+        'import no kind, and the layers below; never the registry, ADIs or another file above the kinds ' +
+        '(each of those imports every kind, so the arrow would run back up).',
+      from: { path: '^services/control-plane/src/kinds/[^/]+/' },
+      to: {
+        path: '^services/control-plane/src/kinds/[^/]+\\.ts$',
+        pathNot:
+          '^services/control-plane/src/kinds/(kind|arguments|tool-naming|idempotency|binding-overrides)\\.ts$',
+      },
+    },
+    {
+      name: 'kinds-shared-helpers-below-kinds',
+      severity: 'error',
+      comment:
+        'The helpers every kind may import (argument checks, tool names, idempotent writes, binding ' +
+        'overrides) import no kind and nothing above them: a kind module is handed to them, not looked up.',
+      from: {
+        path: '^services/control-plane/src/kinds/(arguments|tool-naming|idempotency|binding-overrides)\\.ts$',
+      },
+      to: {
+        path: '^services/control-plane/src/kinds/',
+        pathNot:
+          '^services/control-plane/src/kinds/(kind|arguments|tool-naming|idempotency|binding-overrides)\\.ts$',
+      },
+    },
+    {
       name: 'execution-below-exposure',
       severity: 'error',
       comment: 'The executor runs tools; exposures and the legacy instances are above it.',

@@ -8,16 +8,22 @@ import type {
   PageQuery,
   UpdateBindingBody,
 } from '@bindery/contracts';
-import { Prisma, type AeiBinding } from '../generated/prisma/client.ts';
+import { Prisma, type Adi, type AeiBinding } from '../generated/prisma/client.ts';
 import { DomainError, notFound } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { findOwnAdi } from '../kinds/adis.ts';
 import { findOwnAei } from './aeis.ts';
 import { checkOutputOverride, checkOverride } from '../kinds/binding-overrides.ts';
+import { columnsOf, kindOf } from '../kinds/registry.ts';
 import type { Db, DomainContext, Principal } from '../domain/context.ts';
 import { bumpConfigVersions, changeExposure } from '../domain/config-versions.ts';
 import { pageWindow, toPage } from '../domain/pagination.ts';
 import { uniqueViolation } from '../domain/prisma-errors.ts';
+
+/** What a binding's overrides are checked against: its ADI's kind and columns as stored. */
+function overrideTarget(adi: Adi) {
+  return { module: kindOf(adi), columns: columnsOf(adi) };
+}
 
 export function bindingBody(b: AeiBinding): BindingBody {
   return {
@@ -60,8 +66,9 @@ export async function createBindings(
     for (const [index, item] of items.entries()) {
       const field = items.length > 1 ? `[${index}].` : '';
       const adi = await findOwnAdi(tx, caller, item.adi_id);
-      if (item.input_schema) checkOverride(adi, item.input_schema, `${field}input_schema`);
-      if (item.output_schema) checkOutputOverride(adi, item.output_schema, `${field}output_schema`);
+      if (item.input_schema) checkOverride(overrideTarget(adi), item.input_schema, `${field}input_schema`);
+      if (item.output_schema)
+        checkOutputOverride(overrideTarget(adi), item.output_schema, `${field}output_schema`);
       const toolName = item.tool_name ?? adi.name;
       const earlier = seen.get(toolName);
       if (earlier !== undefined) {
@@ -144,8 +151,9 @@ export async function updateBinding(
 ): Promise<BindingBody> {
   return changeExposure(ctx, async (tx) => {
     const current = await findBinding(tx, caller, aeiId, bindingId);
-    if (input.input_schema) checkOverride(current.adi, input.input_schema, 'input_schema');
-    if (input.output_schema) checkOutputOverride(current.adi, input.output_schema, 'output_schema');
+    if (input.input_schema) checkOverride(overrideTarget(current.adi), input.input_schema, 'input_schema');
+    if (input.output_schema)
+      checkOutputOverride(overrideTarget(current.adi), input.output_schema, 'output_schema');
     const toolName = input.tool_name === null ? current.adi.name : input.tool_name;
     if (toolName !== undefined && toolName !== current.toolName) {
       const clash = await tx.aeiBinding.findFirst({ where: { aeiId, toolName, id: { not: bindingId } } });

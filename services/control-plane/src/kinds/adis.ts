@@ -254,7 +254,7 @@ export async function updateAdi(
       await requireOwnContext(tx, caller, columns);
     }
     if (columns) {
-      const broken = await brokenOverrides(tx, [{ id, kind: current.kind, ...storedColumns(columns) }]);
+      const broken = await brokenOverrides(tx, [{ id, module, columns }]);
       if (broken.length > 0) {
         throw new DomainError(
           'CONFLICT',

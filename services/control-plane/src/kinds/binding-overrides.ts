@@ -2,24 +2,34 @@
  * A binding's schema overrides, held against its ADI: an input-schema override must narrow the
  * tool's canonical schema, an output-schema override the tool's declared output schema (read-only
  * tools only). Checked when a binding is saved and again when the ADI's schema changes (an ADI
- * update, an upstream sync, an OpenAPI re-import), which is why this sits below both.
+ * update, an upstream sync, an OpenAPI re-import), which is why this sits below both. The caller
+ * names the ADI's kind module, so this file imports no kind and a kind's folder may use it.
  */
 import { MAX_JSON_DEPTH } from '@bindery/contracts';
 import { checkSchemaNarrowing, checkValueArgument, type JsonSchema } from '@bindery/context-ops';
-import { Prisma, type Adi } from '../generated/prisma/client.ts';
+import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError } from '../domain/errors.ts';
 import type { Db } from '../domain/context.ts';
-import { columnsOf, kindOf, type StoredColumns } from './registry.ts';
+import type { KindColumns, ToolKindModule } from './kind.ts';
 
-/** What an override is checked against: the ADI's kind and the columns its schema depends on. */
-export type OverrideTarget = Pick<Adi, 'id' | 'kind'> & StoredColumns;
+/** What an override is checked against: the ADI, its kind's module and the columns its schema depends on. */
+export interface OverrideTarget {
+  id: string;
+  /** The ADI's kind (kindOf in registry.ts, or the kind itself where the caller knows it). */
+  module: Pick<ToolKindModule, 'inputSchema' | 'outputSchema' | 'annotations'>;
+  columns: KindColumns;
+}
 
 /**
  * Refuses an input-schema override the ADI's canonical schema (its kind's) does not accept (a
  * wider one), or one nested deeper than stored JSON may be; `field` names it in the error.
  */
-export function checkOverride(adi: OverrideTarget, schema: Record<string, unknown>, field: string) {
-  const canonical = kindOf(adi).inputSchema(columnsOf(adi));
+export function checkOverride(
+  { module, columns }: Pick<OverrideTarget, 'module' | 'columns'>,
+  schema: Record<string, unknown>,
+  field: string,
+) {
+  const canonical = module.inputSchema(columns);
   // Bounded first: the narrowing check walks the override recursively. One limit whether the
   // override came alone or in a batch (which nests it one level deeper in the body).
   fromOpError(() => checkValueArgument(schema, field, MAX_JSON_DEPTH));
@@ -30,19 +40,21 @@ export function checkOverride(adi: OverrideTarget, schema: Record<string, unknow
  * Refuses an output-schema override that is not a narrowing of the ADI's output schema, one of a
  * tool that may write, or one of an ADI that declares none (nothing to narrow); `field` names it.
  */
-export function checkOutputOverride(adi: OverrideTarget, schema: Record<string, unknown>, field: string) {
-  const kind = kindOf(adi);
-  const columns = columnsOf(adi);
+export function checkOutputOverride(
+  { module, columns }: Pick<OverrideTarget, 'module' | 'columns'>,
+  schema: Record<string, unknown>,
+  field: string,
+) {
   // A write's answer comes once its change is committed: an answer outside the narrowing could
   // then only be an error after the fact. Narrowing is for tools that cannot write.
-  if (kind.annotations(columns, { tableName: null }).readOnlyHint !== true) {
+  if (module.annotations(columns, { tableName: null }).readOnlyHint !== true) {
     throw new DomainError(
       'VALIDATION_FAILED',
       `${field}: only a read-only tool's output schema can be narrowed (this tool may write, and its answer comes after the write)`,
       { field },
     );
   }
-  const declared = kind.outputSchema(columns);
+  const declared = module.outputSchema(columns);
   if (declared === null) {
     throw new DomainError(
       'VALIDATION_FAILED',

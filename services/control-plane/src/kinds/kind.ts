@@ -1,14 +1,16 @@
 /**
  * The shape of one tool kind (DESIGN.md §7b): what an ADI of that kind stores, how it is checked
  * when saved, what it shows an agent (input and output schema, annotations, title, default name
- * and description) and how one call of it runs. One module per kind in this folder, registered in
- * `index.ts`, like the operations of context-ops.
+ * and description) and how one call of it runs. One folder per kind beside this file, each module
+ * registered in `registry.ts`, like the operations of context-ops. A kind's folder imports this
+ * file and the shared helpers that import no kind, never the registry or what uses it (the
+ * `kinds-below-registry` rule of .dependency-cruiser.cjs).
  *
  * What stays outside every kind, in one place: ownership of tables and of everything an ADI
  * references (adis.ts), the binding, AEI and owner checks, argument validation against the
  * binding's effective schema, auditing, metrics and the tool-error body (executor.ts), and schema
- * narrowing of overrides (bindings.ts). A kind throws DomainError or OpError; it never builds an
- * `isError` result itself.
+ * narrowing of overrides (binding-overrides.ts). A kind throws DomainError or OpError; it never
+ * builds an `isError` result itself.
  */
 import type { AdiKind, AdiRef, ToolAnnotations, ToolProgress } from '@bindery/contracts';
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';

@@ -1,6 +1,6 @@
 /** OpenAPI import: `POST /api/v2/openapi-imports`, a document (or its URL) in, HTTP ADIs out. */
 import { OpenApiImportBody, OpenApiImportResult } from '@bindery/contracts';
-import { importOpenApi, type OpenApiImportDeps } from '../kinds/http/openapi/openapi-imports.ts';
+import { importOpenApi, type OpenApiImportDeps } from '../kinds/openapi-imports.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 

@@ -39,6 +39,7 @@ import {
 } from './spec.ts';
 import type { Db, DomainContext, Principal } from '../../domain/context.ts';
 import { brokenOverrides, type OverrideTarget } from '../binding-overrides.ts';
+import { mcpKind } from './mcp-kind.ts';
 import { bumpForAdis, changeExposure } from '../../domain/config-versions.ts';
 import { uniqueViolation } from '../../domain/prisma-errors.ts';
 import {
@@ -549,11 +550,8 @@ async function syncNow(
             changed.push(current.id);
             updatedColumns.push({
               id: current.id,
-              kind: 'mcp',
-              tableId: null,
-              jsonPath: null,
-              operationType: null,
-              config,
+              module: mcpKind,
+              columns: { tableId: null, jsonPath: null, operationType: null, config },
             });
             report.updated.push(tool.name);
           }

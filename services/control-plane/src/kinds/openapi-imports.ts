@@ -5,22 +5,27 @@
  * the same project again updates them in place: new operations are added, changed ones updated,
  * and tools whose operation the document no longer has are deleted with their bindings. One
  * transaction; a dry run reports the same and writes nothing.
+ *
+ * The conversion (http/openapi/) knows no storage; this step stores its tools, renaming and
+ * checking their bindings as an ADI update does (adis.ts), so it sits beside adis.ts, above the
+ * kind folders.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { HttpToolSource, type OpenApiImportBody, type OpenApiImportResult } from '@bindery/contracts';
 import type { Dispatcher } from 'undici';
-import type { Adi, Prisma } from '../../../generated/prisma/client.ts';
-import { DomainError } from '../../../domain/errors.ts';
-import type { OpenApiConverter } from './openapi-conversion.ts';
-import { fetchGuarded } from '../outbound-fetch.ts';
-import { newIds } from '../../../domain/ids.ts';
-import { renameInheritingBindings } from '../../adis.ts';
-import { brokenOverrides, type BrokenOverride } from '../../binding-overrides.ts';
-import type { Db, DomainContext, Principal } from '../../../domain/context.ts';
-import { bumpForAdis, changeExposure } from '../../../domain/config-versions.ts';
-import type { ImportedHttpTool, OpenApiConversion } from './index.ts';
-import { findOwnProject } from '../../../context/projects.ts';
-import { missingSecretNames } from '../../../secrets/secret-references.ts';
+import type { Adi, Prisma } from '../generated/prisma/client.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { OpenApiConverter } from './http/openapi/openapi-conversion.ts';
+import { fetchGuarded } from './http/outbound-fetch.ts';
+import { httpKind } from './http/http-kind.ts';
+import { newIds } from '../domain/ids.ts';
+import { renameInheritingBindings } from './adis.ts';
+import { brokenOverrides, type BrokenOverride } from './binding-overrides.ts';
+import type { Db, DomainContext, Principal } from '../domain/context.ts';
+import { bumpForAdis, changeExposure } from '../domain/config-versions.ts';
+import type { ImportedHttpTool, OpenApiConversion } from './http/openapi/index.ts';
+import { findOwnProject } from '../context/projects.ts';
+import { missingSecretNames } from '../secrets/secret-references.ts';
 
 export interface OpenApiImportDeps {
   /** Converts documents off the event loop, bounded in time and memory. */
@@ -210,11 +215,8 @@ async function overridesToDisable(db: Db, diff: Diff): Promise<BrokenOverride[]>
     db,
     diff.changed.map(({ planned, stored }) => ({
       id: stored.id,
-      kind: 'http',
-      tableId: null,
-      jsonPath: null,
-      operationType: null,
-      config: planned.row.config,
+      module: httpKind,
+      columns: { tableId: null, jsonPath: null, operationType: null, config: planned.row.config },
     })),
   );
 }

@@ -5,6 +5,8 @@
  * executor's own check against its input schema, and the code runs through the custom kind's
  * `run` (same sandbox, limits, secrets, console capture and output-schema check) as a call marked
  * `trial`: its context is read, never written. Nothing is stored and no tool call is audited.
+ * It checks configs as a create does, through the registry, so it sits beside adis.ts, above the
+ * kind folders.
  */
 import {
   CONSOLE_META_KEY,
@@ -14,14 +16,13 @@ import {
   type TrialRunResult,
 } from '@bindery/contracts';
 import { OpError, type JsonValue } from '@bindery/context-ops';
-import { DomainError } from '../../domain/errors.ts';
-import { CustomToolSandbox } from './sandbox/index.ts';
-import { checkAdiDraft } from '../adis.ts';
-import { checkArguments } from '../arguments.ts';
-import type { DomainContext, Principal } from '../../domain/context.ts';
-import { ContextStore } from '../../context/context-store.ts';
-import type { KindServices } from '../kind.ts';
-import { ToolAnswer } from '../registry.ts';
+import { DomainError } from '../domain/errors.ts';
+import { CustomToolSandbox } from './custom/sandbox/index.ts';
+import { checkAdiDraft } from './adis.ts';
+import { checkArguments } from './arguments.ts';
+import type { DomainContext, Principal } from '../domain/context.ts';
+import { ContextStore } from '../context/context-store.ts';
+import { ToolAnswer, type KindServices } from './kind.ts';
 
 /** What a trial run needs of the executor's options: the parts a custom tool's call reaches. */
 export type TrialRunOptions = Pick<KindServices, 'outbound'> & {
