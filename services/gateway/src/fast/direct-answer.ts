@@ -12,10 +12,10 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { SOURCE_META_KEY } from '@bindery/contracts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
-import { sourceHintOf } from '../mcp/source-routing.ts';
+import { sourceHintOf } from '../mcp/tools/source-routing.ts';
 import { speaksSupportedVersion } from '../mcp/protocol-version.ts';
 import { idempotencyKeyOf, paramsRefusal } from '../mcp/requests.ts';
-import { listAnswer } from '../mcp/tools-list.ts';
+import { listAnswer } from '../mcp/tools/list.ts';
 import type { Session } from '../mcp/sessions.ts';
 
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
@@ -27,7 +27,7 @@ export function acceptsDirectAnswer(headers: IncomingHttpHeaders): boolean {
 
 /**
  * A direct answer's body: a serialised answer, or the chunks of a tools/list answer (prebuilt
- * bytes around the request's id, `mcp/tools-list.ts`).
+ * bytes around the request's id, `mcp/tools/list.ts`).
  */
 export type DirectBody = string | readonly Buffer[] | EventStreamBody;
 
@@ -80,8 +80,8 @@ export function directAnswer(
   }
   // Progress tokens need notifications on the request's stream while the call runs: the SDK
   // handles those calls. A call's log lines are known when it ends: they are sent here, before
-  // the answer, in an event stream (mcp/call-log.ts). Other `_meta` (an idempotency key, say) is
-  // read here as the SDK path reads it.
+  // the answer, in an event stream (mcp/tools/call-log.ts). Other `_meta` (an idempotency key,
+  // say) is read here as the SDK path reads it.
   if (
     method === 'tools/call' &&
     typeof params._meta === 'object' &&

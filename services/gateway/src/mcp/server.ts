@@ -26,10 +26,17 @@ import type { ControlPlaneClient } from '../control-plane/client.ts';
 import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import { unansweredCall } from './call-failures.ts';
+import { unansweredCall } from './tools/call-failures.ts';
 import { WireError } from './wire-error.ts';
 import { unstorableArguments } from './unstorable-arguments.ts';
-import { DEFAULT_LOG_LEVEL, allows, finishLines, refusalLine, startLine, type LogLine } from './call-log.ts';
+import {
+  DEFAULT_LOG_LEVEL,
+  allows,
+  finishLines,
+  refusalLine,
+  startLine,
+  type LogLine,
+} from './tools/call-log.ts';
 import {
   completePromptArgument,
   getPrompt,
@@ -40,11 +47,11 @@ import {
 } from './prompts.ts';
 import { listResources, listResourceTemplates, readResource, resourcesDigest } from './resources.ts';
 import type { ResourceSubscriptions } from './resource-subscriptions.ts';
-import { listPage, type ListPage } from './tools-list.ts';
+import { listPage, type ListPage } from './tools/list.ts';
 import { idempotencyKeyOf } from './requests.ts';
-import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './progressive.ts';
-import { routeTool, sourceHintOf, unknownToolRefusal } from './source-routing.ts';
-import { toolIndex } from './tools.ts';
+import { callCatalogTool, isCatalogTool, type ProgressiveDeps } from './tools/progressive.ts';
+import { routeTool, sourceHintOf, unknownToolRefusal } from './tools/source-routing.ts';
+import { toolIndex } from './tools/tool-index.ts';
 import { SOURCE_META_KEY, progressiveTools, toolError, type ToolProgress } from '@bindery/contracts';
 
 export interface McpServerDeps {
@@ -77,7 +84,7 @@ const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
 export interface McpEndpoint {
   server: Server;
   /**
-   * The tools/list page `cursor` names, built once per config (`mcp/tools-list.ts`). `known`: the
+   * The tools/list page `cursor` names, built once per config (`mcp/tools/list.ts`). `known`: the
    * exposure the caller already resolved for this request, saving a second lookup.
    */
   listPage(cursor: string | undefined, known?: Exposure): Promise<ListPage>;
@@ -101,7 +108,7 @@ export interface McpEndpoint {
       signal?: AbortSignal;
       /** The client's `_meta.progressToken`: progress reports of the call are sent with it. */
       progressToken?: string | number;
-      /** `_meta["bindery/source"]`: where the client thinks the tool lives (mcp/source-routing.ts). */
+      /** `_meta["bindery/source"]`: where the client thinks the tool lives (mcp/tools/source-routing.ts). */
       sourceHint?: string | undefined;
     },
   ): Promise<CallToolResult>;
@@ -120,7 +127,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     instructions: 'Tools over JSON data. Every failure comes back as {"error": {code, message, details}}.',
   });
 
-  // The client's logging/setLevel, for this session (mcp/call-log.ts says what is sent at which level).
+  // The client's logging/setLevel, for this session (mcp/tools/call-log.ts says what is sent at which level).
   let logLevel: LoggingLevel = DEFAULT_LOG_LEVEL;
   const log = async (notify: ((n: ServerNotification) => Promise<void>) | undefined, line: LogLine) => {
     if (!notify || !allows(logLevel, line.level)) return;
