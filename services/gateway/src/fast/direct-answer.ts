@@ -2,11 +2,11 @@
  * Plain JSON answers to `tools/call` and `tools/list` on a session this replica holds. The MCP
  * SDK's Streamable HTTP transport (web-standard Request/Response adaption, schema validation, SSE
  * framing) was most of the gateway's latency; these two methods are the hot ones, so they are
- * answered here by the session's own handlers, the very functions the SDK path calls. A list is
- * sent as bytes prebuilt once per config and page. `ping` is answered here too (`{}`, as the SDK
- * answers it), so a client's keep-alive costs no trip through the transport. Malformed params of
- * these get the SDK path's answer from the same check (`mcp/requests.ts`); anything else still
- * goes through the SDK transport.
+ * answered here by the session's own handlers, the very functions the SDK path calls
+ * (`mcp/capabilities/tools.ts`). A list is sent as bytes prebuilt once per config and page.
+ * `ping` is answered here too (`{}`, as the SDK answers it), so a client's keep-alive costs no trip
+ * through the transport. Malformed params of these get the SDK path's answer from the same check
+ * (`mcp/requests.ts`); anything else still goes through the SDK transport.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
