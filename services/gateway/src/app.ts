@@ -38,7 +38,11 @@ import { RateLimiter } from './http/rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { restRoutes } from './routes/rest.ts';
 import { invalidate, opsRoutes } from './routes/ops.ts';
-import { MemorySessionStore, RedisSessionStore, type SessionStateStore } from './mcp/session-state.ts';
+import {
+  MemorySessionStore,
+  RedisSessionStore,
+  type SessionStateStore,
+} from './mcp/tools/progressive-sessions.ts';
 import { SessionRegistry } from './mcp/sessions.ts';
 
 declare module 'fastify' {

@@ -10,7 +10,7 @@ import {
   findApp,
   parametersOf,
   searchApis,
-} from '../src/mcp/catalog.ts';
+} from '../src/mcp/tools/catalog.ts';
 
 const binding = (name: string, app: string, category: string, description: string) => ({
   binding_id: `bnd_${name}`,

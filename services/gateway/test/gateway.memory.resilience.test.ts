@@ -6,8 +6,8 @@
 // over the whole budget keeps its app but not its catalog answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimatedBytes, keyHash } from '../src/control-plane/exposure-cache.ts';
-import { listPage } from '../src/mcp/tools-list.ts';
-import { MemorySessionStore, type SessionState } from '../src/mcp/session-state.ts';
+import { listPage } from '../src/mcp/tools/list.ts';
+import { MemorySessionStore, type SessionState } from '../src/mcp/tools/progressive-sessions.ts';
 import { standaloneCache } from './support/cache.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 

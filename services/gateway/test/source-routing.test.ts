@@ -2,8 +2,8 @@
 // upstream tools before native ones whatever a native hint says, a server hint (id, slug, prefix,
 // `mcp:` form, any case) restricts, unknown hints are ignored and reported, ambiguity lists names.
 import { describe, expect, it } from 'vitest';
-import { routeTool, sourceHintOf, unknownToolRefusal } from '../src/mcp/source-routing.ts';
-import type { ExposedTool, ToolIndex } from '../src/mcp/tools.ts';
+import { routeTool, sourceHintOf, unknownToolRefusal } from '../src/mcp/tools/source-routing.ts';
+import type { ExposedTool, ToolIndex } from '../src/mcp/tools/tool-index.ts';
 
 function tool(name: string, originalName: string, server?: { id: string; slug: string; prefix: string }) {
   return {

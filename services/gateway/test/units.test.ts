@@ -7,7 +7,7 @@ import { loadGatewayConfig } from '../src/config.ts';
 import { lazyChildLogger } from '../src/http/lazy-logger.ts';
 import { checkOrigin } from '../src/http/origin-guard.ts';
 import { RateLimiter } from '../src/http/rate-limit.ts';
-import { closeMatches } from '../src/mcp/tool-suggestions.ts';
+import { closeMatches } from '../src/mcp/tools/suggestions.ts';
 
 describe('loadGatewayConfig', () => {
   it('has working defaults given the internal token', () => {

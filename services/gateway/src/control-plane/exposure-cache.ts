@@ -89,7 +89,7 @@ const ENTRY_OVERHEAD_BYTES = 512;
 /**
  * Estimated heap cost of a config that arrived as `jsonBytes` of JSON. Measured on Node 20: the
  * parsed config takes about 1.2 times its JSON size, and 1.65 times once the tool index
- * (`tools.ts`) has been built from it; twice the JSON size leaves room for richer schemas.
+ * (`mcp/tools/tool-index.ts`) has been built from it; twice the JSON size leaves room for richer schemas.
  */
 export function estimatedBytes(jsonBytes: number): number {
   return 2 * jsonBytes + ENTRY_OVERHEAD_BYTES;

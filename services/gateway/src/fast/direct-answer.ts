@@ -2,20 +2,20 @@
  * Plain JSON answers to `tools/call` and `tools/list` on a session this replica holds. The MCP
  * SDK's Streamable HTTP transport (web-standard Request/Response adaption, schema validation, SSE
  * framing) was most of the gateway's latency; these two methods are the hot ones, so they are
- * answered here by the session's own handlers, the very functions the SDK path calls. A list is
- * sent as bytes prebuilt once per config and page. `ping` is answered here too (`{}`, as the SDK
- * answers it), so a client's keep-alive costs no trip through the transport. Malformed params of
- * these get the SDK path's answer from the same check (`mcp/requests.ts`); anything else still
- * goes through the SDK transport.
+ * answered here by the session's own handlers, the very functions the SDK path calls
+ * (`mcp/capabilities/tools.ts`). A list is sent as bytes prebuilt once per config and page.
+ * `ping` is answered here too (`{}`, as the SDK answers it), so a client's keep-alive costs no trip
+ * through the transport. Malformed params of these get the SDK path's answer from the same check
+ * (`mcp/requests.ts`); anything else still goes through the SDK transport.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { SOURCE_META_KEY } from '@bindery/contracts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
-import { sourceHintOf } from '../mcp/source-routing.ts';
+import { sourceHintOf } from '../mcp/tools/source-routing.ts';
 import { speaksSupportedVersion } from '../mcp/protocol-version.ts';
 import { idempotencyKeyOf, paramsRefusal } from '../mcp/requests.ts';
-import { listAnswer } from '../mcp/tools-list.ts';
+import { listAnswer } from '../mcp/tools/list.ts';
 import type { Session } from '../mcp/sessions.ts';
 
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
@@ -27,7 +27,7 @@ export function acceptsDirectAnswer(headers: IncomingHttpHeaders): boolean {
 
 /**
  * A direct answer's body: a serialised answer, or the chunks of a tools/list answer (prebuilt
- * bytes around the request's id, `mcp/tools-list.ts`).
+ * bytes around the request's id, `mcp/tools/list.ts`).
  */
 export type DirectBody = string | readonly Buffer[] | EventStreamBody;
 
@@ -80,8 +80,8 @@ export function directAnswer(
   }
   // Progress tokens need notifications on the request's stream while the call runs: the SDK
   // handles those calls. A call's log lines are known when it ends: they are sent here, before
-  // the answer, in an event stream (mcp/call-log.ts). Other `_meta` (an idempotency key, say) is
-  // read here as the SDK path reads it.
+  // the answer, in an event stream (mcp/tools/call-log.ts). Other `_meta` (an idempotency key,
+  // say) is read here as the SDK path reads it.
   if (
     method === 'tools/call' &&
     typeof params._meta === 'object' &&

@@ -22,7 +22,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
-import { closeMatches } from './tool-suggestions.ts';
+import { closeMatches } from './tools/suggestions.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { unstorableArguments } from './unstorable-arguments.ts';
 import { askUpstream, upstreamPromptsOf } from './upstream-catalog.ts';

@@ -21,7 +21,7 @@ import type { ControlPlaneClient } from '../control-plane/client.ts';
 import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
-import { auditedCaller } from './tools.ts';
+import { auditedCaller } from './tools/tool-index.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { askUpstream, upstreamResourcesOf } from './upstream-catalog.ts';
 import { WireError } from './wire-error.ts';

@@ -11,7 +11,7 @@ import type { ControlPlaneClient } from '../control-plane/client.ts';
 import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
-import { auditedCaller } from './tools.ts';
+import { auditedCaller } from './tools/tool-index.ts';
 import { WireError } from './wire-error.ts';
 
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {

@@ -46,7 +46,7 @@ import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
-import type { SessionStateStore } from '../mcp/session-state.ts';
+import type { SessionStateStore } from '../mcp/tools/progressive-sessions.ts';
 import type { SessionRegistry } from '../mcp/sessions.ts';
 
 export interface McpRouteDeps {

@@ -6,7 +6,7 @@
  * schemas are JSON Schema 2020-12, so the tools' schemas go in as they are.
  */
 import { CALLER_HEADER, REST_PATH } from '@bindery/contracts';
-import type { ExposedTool } from '../mcp/tools.ts';
+import type { ExposedTool } from '../mcp/tools/tool-index.ts';
 
 export interface OpenApiInput {
   title: string;

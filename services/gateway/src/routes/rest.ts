@@ -12,7 +12,7 @@
  * admin console's, served alike and audited as the caller `console`), or a personal key with the
  * caller in `X-Bindery-Caller` (none: the default profile). Browsers may call it from an origin the
  * origin guard allows (CORS, `http/cors.ts`). Names are routed as on MCP
- * (`mcp/source-routing.ts`). Errors are the gateway's REST error body; a tool's own failure is an
+ * (`mcp/tools/source-routing.ts`). Errors are the gateway's REST error body; a tool's own failure is an
  * item with `ok: false`, never an HTTP error.
  */
 import {
@@ -40,12 +40,12 @@ import {
 } from '../control-plane/exposure-cache.ts';
 import { sendRestError } from '../http/rest-errors.ts';
 import type { JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
-import { routeTool, unknownToolRefusal } from '../mcp/source-routing.ts';
+import { routeTool, unknownToolRefusal } from '../mcp/tools/source-routing.ts';
 import { unstorableArguments } from '../mcp/unstorable-arguments.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
-import { inPool, runWithin } from '../mcp/tool-batch.ts';
-import { toolIndex, type ExposedTool } from '../mcp/tools.ts';
+import { inPool, runWithin } from '../mcp/tools/batch.ts';
+import { toolIndex, type ExposedTool } from '../mcp/tools/tool-index.ts';
 import { openApiDocument } from './rest-openapi.ts';
 
 export interface RestRouteDeps {

@@ -4,19 +4,19 @@
  * direct answer sends with the request's id spliced in. A list of 1,000 tools is about 570 KiB of
  * JSON; serialising it again for every request was most of what a list cost.
  *
- * Pages hang off the exposure object, like its tool index (`tools.ts`): a cached config is
+ * Pages hang off the exposure object, like its tool index (`tool-index.ts`): a cached config is
  * immutable and replaced whole, so they go when it goes (an invalidation, a new version, the LRU),
  * and the cache counts their bytes in its budget (`ExposureCache.charge`). A direct-mode page is
  * keyed by its offset; a progressive exposure has one page, its catalog tools. Cursors name the
- * config version they were cut from (`pagination.ts`).
+ * config version they were cut from (`mcp/pagination.ts`).
  */
 import { progressiveTools } from '@bindery/contracts';
 import { ErrorCode, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ControlPlaneClient } from '../control-plane/client.ts';
-import type { Exposure } from '../control-plane/exposure-cache.ts';
-import { toolIndex } from './tools.ts';
-import { pageOf, startIn, versionOf } from './pagination.ts';
-import { WireError } from './wire-error.ts';
+import type { ControlPlaneClient } from '../../control-plane/client.ts';
+import type { Exposure } from '../../control-plane/exposure-cache.ts';
+import { toolIndex } from './tool-index.ts';
+import { pageOf, startIn, versionOf } from '../pagination.ts';
+import { WireError } from '../wire-error.ts';
 
 export interface ListPage {
   /** The page's result, frozen: shared by every request that lists it. */

@@ -5,9 +5,9 @@
  * failed or went unanswered.
  */
 import type { ToolError, ToolResult } from '@bindery/contracts';
-import { ControlPlaneError } from '../control-plane/errors.ts';
+import { ControlPlaneError } from '../../control-plane/errors.ts';
 import { unansweredCall } from './call-failures.ts';
-import type { ExposedTool, RunExtra } from './tools.ts';
+import type { ExposedTool, RunExtra } from './tool-index.ts';
 
 export type CallOutcome = { ok: true; data: unknown } | { ok: false; error: ToolError['error'] };
 

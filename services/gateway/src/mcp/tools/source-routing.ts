@@ -12,8 +12,8 @@
  * 4. any other hint is ignored (and logged), never an error;
  * 5. a name that matches several tools of the tier that found it is refused with the candidates.
  */
-import { closeMatches } from './tool-suggestions.ts';
-import type { ExposedTool, ToolIndex } from './tools.ts';
+import { closeMatches } from './suggestions.ts';
+import type { ExposedTool, ToolIndex } from './tool-index.ts';
 
 /** Hints that name the gateway itself rather than a server: they change nothing (rule 3). */
 const NATIVE_HINTS = new Set(['native', 'bindery', 'appflowy']);

@@ -4,7 +4,7 @@
  * keyword search. Pure functions: no I/O, no session.
  */
 import type { ConfigBinding, ConfigV2, ToolAnnotations } from '@bindery/contracts';
-import { dataSchemaOf } from './tools.ts';
+import { dataSchemaOf } from './tool-index.ts';
 
 export interface App {
   id: string;

@@ -12,8 +12,8 @@ import {
   type ToolProgress,
   type ToolResult,
 } from '@bindery/contracts';
-import type { ControlPlaneClient } from '../control-plane/client.ts';
-import type { Exposure } from '../control-plane/exposure-cache.ts';
+import type { ControlPlaneClient } from '../../control-plane/client.ts';
+import type { Exposure } from '../../control-plane/exposure-cache.ts';
 
 export interface ExposedTool {
   name: string;

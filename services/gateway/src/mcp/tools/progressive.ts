@@ -24,11 +24,11 @@ import {
   searchApis,
   type App,
 } from './catalog.ts';
-import { unstorableArguments } from './unstorable-arguments.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
-import type { SessionState, SessionStateStore } from './session-state.ts';
-import { inPool, runWithin } from './tool-batch.ts';
-import type { ToolIndex } from './tools.ts';
+import { unstorableArguments } from '../unstorable-arguments.ts';
+import type { RateLimiter } from '../../http/rate-limit.ts';
+import type { SessionState, SessionStateStore } from './progressive-sessions.ts';
+import { inPool, runWithin } from './batch.ts';
+import type { ToolIndex } from './tool-index.ts';
 
 export interface ProgressiveDeps {
   store: SessionStateStore;

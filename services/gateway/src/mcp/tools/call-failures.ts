@@ -12,7 +12,7 @@
  *   idempotency key, which answers the first outcome instead of writing twice.
  */
 import { IDEMPOTENCY_META_KEY, type ToolError } from '@bindery/contracts';
-import type { ControlPlaneError } from '../control-plane/errors.ts';
+import type { ControlPlaneError } from '../../control-plane/errors.ts';
 
 export interface FailedCall {
   /** The tool only reads (a write-free operation): repeating it can change nothing. */

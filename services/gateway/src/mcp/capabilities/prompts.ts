@@ -1,0 +1,28 @@
+/**
+ * The prompts capability: `prompts/list` and `prompts/get` (`mcp/prompts.ts` answers them from the
+ * cached config; an upstream server's prompt is asked for through the control plane).
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { GetPromptRequestSchema, ListPromptsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { getPrompt, getUpstreamPrompt, listPrompts, upstreamPrompt } from '../prompts.ts';
+import type { McpSessionContext } from '../session-context.ts';
+
+export type PromptsContext = Pick<McpSessionContext, 'exposure' | 'client' | 'pageSize' | 'requestOf'>;
+
+/** Sets the prompts/list and prompts/get handlers of `server`. */
+export function registerPrompts(server: Server, session: PromptsContext): void {
+  server.setRequestHandler(ListPromptsRequestSchema, async (request) =>
+    listPrompts(await session.exposure(), request.params?.cursor, session.pageSize),
+  );
+  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+    const exposure = await session.exposure();
+    const { name, arguments: args = {} } = request.params;
+    const upstream = exposure.kind === 'aei' ? upstreamPrompt(exposure, name) : undefined;
+    if (exposure.kind !== 'aei' || !upstream) return getPrompt(exposure, name, args);
+    return getUpstreamPrompt(exposure, upstream, args, {
+      client: session.client,
+      ...session.requestOf(extra),
+      signal: extra.signal,
+    });
+  });
+}

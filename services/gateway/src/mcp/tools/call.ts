@@ -1,0 +1,130 @@
+/**
+ * One `tools/call`, start to finish, for the SDK handler and the direct answer alike: a catalog
+ * tool of a progressive exposure is answered by `progressive.ts`; any other name is routed to a
+ * tool (`source-routing.ts`), its arguments checked, and it runs through the control plane. The
+ * client hears the call's log lines (`call-log.ts`) and, given a progress token, its progress.
+ */
+import { progressiveTools, toolError, type ToolProgress } from '@bindery/contracts';
+import { ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ControlPlaneError } from '../../control-plane/errors.ts';
+import type { Exposure } from '../../control-plane/exposure-cache.ts';
+import type { ClientLog, McpSessionContext, Notify } from '../session-context.ts';
+import { unstorableArguments } from '../unstorable-arguments.ts';
+import { WireError } from '../wire-error.ts';
+import { unansweredCall } from './call-failures.ts';
+import { finishLines, refusalLine, startLine } from './call-log.ts';
+import { callCatalogTool, isCatalogTool } from './progressive.ts';
+import { routeTool, unknownToolRefusal } from './source-routing.ts';
+import { toolIndex } from './tool-index.ts';
+
+/** What a call carries besides the tool's name and arguments. */
+export interface ToolCall {
+  sessionId: string | undefined;
+  requestId: string;
+  /** `params._meta["bindery/idempotency_key"]`: a write sent again with it writes once. */
+  idempotencyKey?: string | undefined;
+  notify?: Notify | undefined;
+  known?: Exposure;
+  /** Aborted when the client cancels the call (notifications/cancelled) or goes away. */
+  signal?: AbortSignal;
+  /** The client's `_meta.progressToken`: progress reports of the call are sent with it. */
+  progressToken?: string | number;
+  /** `_meta["bindery/source"]`: where the client thinks the tool lives (`source-routing.ts`). */
+  sourceHint?: string | undefined;
+}
+
+export type ToolCallContext = Pick<
+  McpSessionContext,
+  'exposure' | 'client' | 'metrics' | 'log' | 'progressive' | 'clientLog'
+>;
+
+/** Milliseconds since `started` (a performance.now() reading), to two decimals. */
+const msSince = (started: number) => Math.round((performance.now() - started) * 100) / 100;
+
+/**
+ * The result of calling tool `name`: a tool's failure is an `isError` result, and so is a call the
+ * control plane left unanswered (`call-failures.ts`). Throws WireError -32602 for a name that
+ * names no tool.
+ */
+export async function callTool(
+  session: ToolCallContext,
+  name: string,
+  args: Record<string, unknown>,
+  call: ToolCall,
+): Promise<CallToolResult> {
+  const exposure = await session.exposure(call.known);
+  const log: ClientLog['send'] = (notify, line) => session.clientLog.send(notify, line);
+  const index = toolIndex(exposure, session.client);
+  const progressive = exposure.kind === 'aei' && exposure.config.aei.exposure_mode === 'progressive';
+  if (progressive && isCatalogTool(name, exposure.config)) {
+    await log(call.notify, startLine(name));
+    const started = performance.now();
+    const result = await callCatalogTool(
+      name,
+      args,
+      exposure.config,
+      index,
+      call.sessionId,
+      session.progressive,
+      call.requestId,
+    );
+    session.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
+    for (const line of finishLines(name, result, msSince(started))) await log(call.notify, line);
+    return result;
+  }
+  const routed = progressive ? undefined : routeTool(index, name, call.sourceHint);
+  if (routed?.ignoredHint !== undefined) {
+    session.log.info({ tool: name, source: routed.ignoredHint }, 'unknown source hint ignored');
+  }
+  const tool = routed && 'tool' in routed ? routed.tool : undefined;
+  if (!tool) {
+    session.metrics.toolCalls.inc({ status: 'unknown_tool' });
+    const refusal = unknownToolRefusal(name, routed, () =>
+      progressive
+        ? progressiveTools(exposure.kind === 'aei' && exposure.config.aei.catalog_search).map((t) => t.name)
+        : index.list.map((t) => t.name),
+    );
+    await log(call.notify, refusalLine(name, refusal.message));
+    throw new WireError(ErrorCode.InvalidParams, refusal.message, refusal.details);
+  }
+  // A number that overflowed to Infinity would reach the control plane as null: only here can
+  // it still be seen, so the gateway refuses it as the control plane refuses a NUL.
+  const unstorable = unstorableArguments(args);
+  if (unstorable) {
+    session.metrics.toolCalls.inc({ status: 'error' });
+    const refused: CallToolResult = toolError(unstorable);
+    for (const line of finishLines(name, refused, 0)) await log(call.notify, line);
+    return refused;
+  }
+  await log(call.notify, startLine(name));
+  const started = performance.now();
+  let result: CallToolResult;
+  try {
+    const token = call.progressToken;
+    const notify = call.notify;
+    result = (await tool.run(args, call.requestId, {
+      idempotencyKey: call.idempotencyKey,
+      signal: call.signal,
+      sessionId: call.sessionId,
+      sourceHint: call.sourceHint,
+      // The client sent a progress token: each report of the tool reaches it on this call's stream.
+      ...(token !== undefined &&
+        notify && {
+          progress: (report: ToolProgress) => {
+            notify({ method: 'notifications/progress', params: { progressToken: token, ...report } }).catch(
+              (error: unknown) => session.log.debug({ err: error }, 'progress not delivered to the client'),
+            );
+          },
+        }),
+    })) as CallToolResult;
+    session.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
+  } catch (error) {
+    if (!(error instanceof ControlPlaneError)) throw error;
+    session.metrics.toolCalls.inc({ status: 'upstream_failed' });
+    session.log.warn({ tool: name, err: error.message }, 'tool call failed upstream');
+    const failure = unansweredCall(error, { readOnly: tool.readOnly, idempotencyKey: call.idempotencyKey });
+    result = toolError(failure);
+  }
+  for (const line of finishLines(name, result, msSince(started))) await log(call.notify, line);
+  return result;
+}
