@@ -23,7 +23,6 @@ import {
   databaseUrl,
   spawnService,
   startControlPlane,
-  stopChild,
 } from './support/control-plane.ts';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
@@ -216,7 +215,7 @@ async function run(
       );
     }
   } finally {
-    await stopChild(gateway.child);
+    await gateway.stop();
   }
 }
 
