@@ -28,6 +28,15 @@ module.exports = {
       to: { path: '^services/' },
     },
     {
+      name: 'test-support-for-tests-only',
+      severity: 'error',
+      comment:
+        'The stacks tests run against are started by packages/test-support (docs/decisions/' +
+        '062-one-test-support-package.md); tests and bench/ import it, no service or package source does.',
+      from: { path: '^(services|packages)/[^/]+/src/', pathNot: '^packages/test-support/' },
+      to: { path: '^packages/test-support/' },
+    },
+    {
       name: 'gateway-without-database',
       severity: 'error',
       comment: 'The gateway holds no database: the control plane is the only owner of PostgreSQL.',

@@ -11,7 +11,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ADMIN_TOKEN, startControlPlane, stopChild, startGateway } from './support/control-plane.ts';
+import { ADMIN_TOKEN, startControlPlane, startGateway } from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 1000);
@@ -114,6 +114,6 @@ try {
   );
   await client.close();
 } finally {
-  await stopChild(gw.child);
+  await gw.stop();
   await cp.stop();
 }

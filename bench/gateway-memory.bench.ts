@@ -23,7 +23,6 @@ import {
   databaseUrl,
   spawnService,
   startControlPlane,
-  stopChild,
 } from './support/control-plane.ts';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
@@ -149,6 +148,7 @@ async function run(
       ...env,
     },
     ['--expose-gc', '--import', GC_PRELOAD],
+    'dist/server.js',
   );
   try {
     // Wait for the gateway to reach the control plane.
@@ -216,7 +216,7 @@ async function run(
       );
     }
   } finally {
-    await stopChild(gateway.child);
+    await gateway.stop();
   }
 }
 

@@ -14,7 +14,6 @@ import {
   INTERNAL_TOKEN,
   spawnService,
   startControlPlane,
-  stopChild,
   startGateway,
 } from './support/control-plane.ts';
 import { cpuMs, ms, summarize } from './support/stats.ts';
@@ -263,7 +262,7 @@ try {
 
   for (const client of clients) await client.close();
 } finally {
-  await stopChild(gw.child);
-  await stopChild(reference.child);
+  await gw.stop();
+  await reference.stop();
   await cp.stop();
 }

@@ -29,7 +29,6 @@ import {
   INTERNAL_TOKEN,
   spawnService,
   startControlPlane,
-  stopChild,
   startGateway,
 } from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
@@ -110,7 +109,7 @@ try {
     ).then((text) => void toolCallResult(text, 'naive SDK server'));
   for (const engine of engines) await benchEngine(engine, naiveCall);
 } finally {
-  await stopChild(naive.child);
+  await naive.stop();
   await agent.close();
 }
 
@@ -271,8 +270,8 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
       );
     }
   } finally {
-    await stopChild(proxy.child);
-    await stopChild(gw.child);
+    await proxy.stop();
+    await gw.stop();
     await cp.stop();
   }
 }

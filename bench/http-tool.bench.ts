@@ -24,7 +24,6 @@ import {
   profileArgs,
   spawnService,
   startControlPlane,
-  stopChild,
   startGateway,
 } from './support/control-plane.ts';
 import { toolCallResult } from './support/answers.ts';
@@ -286,12 +285,12 @@ try {
       );
       for (const client of clients) await client.close();
     } finally {
-      if (proxyProcess) await stopChild(proxyProcess.child);
-      await stopChild(apiProcess.child);
+      if (proxyProcess) await proxyProcess.stop();
+      await apiProcess.stop();
     }
   }
 } finally {
   await agent.close();
-  await stopChild(gw.child);
+  await gw.stop();
   await cp.stop();
 }

@@ -22,13 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Pool } from 'undici';
-import {
-  ADMIN_TOKEN,
-  spawnService,
-  startControlPlane,
-  stopChild,
-  startGateway,
-} from './support/control-plane.ts';
+import { ADMIN_TOKEN, spawnService, startControlPlane, startGateway } from './support/control-plane.ts';
 import { loadThread, type LoadThread, type Throughput } from './support/list-load.ts';
 import { cpuMs, ms, summarize, type Summary } from './support/stats.ts';
 
@@ -259,8 +253,8 @@ try {
 } finally {
   await load?.close();
   await gateway.close();
-  await stopChild(gw.child);
-  if (bareServer) await stopChild(bareServer.child);
+  await gw.stop();
+  if (bareServer) await bareServer.stop();
   await rm(answers, { recursive: true, force: true });
   await cp.stop();
 }

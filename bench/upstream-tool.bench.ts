@@ -20,7 +20,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request } from 'undici';
-import { ADMIN_TOKEN, startControlPlane, startGateway, stopChild } from './support/control-plane.ts';
+import { ADMIN_TOKEN, startControlPlane, startGateway } from './support/control-plane.ts';
 import { ms, summarize, throughput, timeSequential, type Summary } from './support/stats.ts';
 
 const SCRIPT = fileURLToPath(
@@ -195,6 +195,6 @@ try {
   );
 } finally {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
-  await stopChild(gw.child);
+  await gw.stop();
   await cp.stop();
 }

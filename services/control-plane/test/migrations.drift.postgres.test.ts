@@ -5,8 +5,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_DATABASE_URL } from '@bindery/test-support';
 import { openDatabase } from '../src/db/database.ts';
-import { ADMIN_URL, createDatabase } from './support/postgres.ts';
+import { createDatabase } from './support/postgres.ts';
 
 const schemaSqlScript = fileURLToPath(new URL('../../../prisma/scripts/schema-sql.mjs', import.meta.url));
 
@@ -46,7 +47,7 @@ describe('migrations match schema.prisma', () => {
   beforeAll(async () => {
     const rendered = spawnSync(process.execPath, [schemaSqlScript], {
       encoding: 'utf8',
-      env: { ...process.env, DATABASE_URL: ADMIN_URL },
+      env: { ...process.env, DATABASE_URL: ADMIN_DATABASE_URL },
       timeout: 120_000,
     });
     if (rendered.status !== 0) throw new Error(`rendering schema.prisma failed: ${rendered.stderr}`);

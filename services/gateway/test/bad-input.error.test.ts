@@ -8,7 +8,8 @@
 // the fast lane, Fastify's route, the SDK transport on a held session and without one.
 import { MAX_BODY_DEPTH, MAX_JSON_DEPTH } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindAddOrder, type Exposed, type Json, resultJson, twoTableExposure } from './support/fixtures.ts';
+import { type Exposed, type Json, resultJson, twoTableExposure } from '@bindery/test-support';
+import { bindAddOrder } from './support/fixtures.ts';
 import { LANES, lanesFor, responseTo, servedByLane, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';

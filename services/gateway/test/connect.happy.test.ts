@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 

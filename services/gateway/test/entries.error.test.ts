@@ -5,7 +5,8 @@
 import { MAX_BATCH_EXECUTIONS, PERSONAL_KEY_PREFIX } from '@bindery/contracts';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postInitialize, restCall, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
+import { postInitialize, restCall } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

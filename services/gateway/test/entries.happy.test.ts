@@ -9,7 +9,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { validate } from '@scalar/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { restCall, resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
+import { restCall } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const SCRIPT = fileURLToPath(

@@ -6,7 +6,7 @@
 // by itself. Also: a refused connection is reported as "not sent", a timeout is not.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { resultJson, twoTableExposure, unusedApiKey, type Exposed } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, unusedApiKey, type Exposed } from '@bindery/test-support';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, type Json } from './support/fixtures.ts';
+import { resultJson, type Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 const TOOL_LIMIT_MS = 20_000;

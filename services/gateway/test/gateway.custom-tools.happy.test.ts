@@ -5,7 +5,7 @@
 // stuck in `while (true) {}` ends with TIMEOUT in under 2 s while a context query through the same
 // gateway answers meanwhile.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, type Json } from './support/fixtures.ts';
+import { resultJson, type Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

@@ -15,7 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
-import { twoTableExposure, unusedApiKey, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, unusedApiKey, type Exposed, type Json } from '@bindery/test-support';
 import { LANES, lanesFor, responseTo, type Lane, type Lanes } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { requestText, socketRequest } from './support/raw-socket.ts';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactApiKeyInUrl } from '@bindery/contracts';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
-import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { rawPost } from './support/raw-post.ts';
 import { INTERNAL_TOKEN, OPS_TOKEN, startStack, type Stack } from './support/stack.ts';
 

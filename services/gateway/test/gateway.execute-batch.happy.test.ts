@@ -8,7 +8,8 @@ import { request as httpRequest, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindAddOrder, type Exposed, type Json, resultJson, twoTableExposure } from './support/fixtures.ts';
+import { type Exposed, type Json, resultJson, twoTableExposure } from '@bindery/test-support';
+import { bindAddOrder } from './support/fixtures.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const BATCH_ROUTE = '/internal/execute-batch';

@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
-import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { rawPost, type RawPostOptions } from './support/raw-post.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 

@@ -6,7 +6,7 @@ import type { LoggingMessageNotification } from '@modelcontextprotocol/sdk/types
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

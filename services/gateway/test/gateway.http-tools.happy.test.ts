@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, type Json } from './support/fixtures.ts';
+import { resultJson, type Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 const PETSTORE = readFileSync(

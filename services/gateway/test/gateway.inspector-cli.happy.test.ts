@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 const CLI = fileURLToPath(

@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
-import { resultJson, twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, type Exposed } from '@bindery/test-support';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -5,7 +5,7 @@
 // before the migration keeps working across it; after a rollback the key is the instance's again.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, type Json } from './support/fixtures.ts';
+import { resultJson, type Json } from '@bindery/test-support';
 import { INTERNAL_TOKEN, OPS_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

@@ -13,7 +13,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

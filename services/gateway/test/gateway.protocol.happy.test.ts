@@ -18,7 +18,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { openSession, readAnswer, responseTo, type McpAnswer } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';

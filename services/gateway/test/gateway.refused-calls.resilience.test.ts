@@ -6,7 +6,8 @@
 // which would have the agent check data or retry a write that never happened; no token in it.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindAddOrder, type Exposed, type Json, resultJson, twoTableExposure } from './support/fixtures.ts';
+import { type Exposed, type Json, resultJson, twoTableExposure } from '@bindery/test-support';
+import { bindAddOrder } from './support/fixtures.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 const ROTATED_TOKEN = 'e2e-internal-token-rotated-0002';

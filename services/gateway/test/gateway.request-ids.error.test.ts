@@ -6,7 +6,7 @@
 // direct-answer path two same-id requests each get their own answer.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed } from '@bindery/test-support';
 import { rawPost, type RawAnswer } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 

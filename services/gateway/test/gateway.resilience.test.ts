@@ -3,7 +3,7 @@
 // UPSTREAM_FAILED, readiness and metrics say so, and once the control plane is back calls succeed
 // again without restarting the gateway.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, twoTableExposure, unusedApiKey, type Exposed } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, unusedApiKey, type Exposed } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

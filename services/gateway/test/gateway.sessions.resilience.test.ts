@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
-import { resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { INTERNAL_TOKEN, freePort, startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Json } from './support/fixtures.ts';
+import type { Json } from '@bindery/test-support';
 import { freePort, INTERNAL_TOKEN, OPS_TOKEN, startStack, type Stack } from './support/stack.ts';
 
 const CALLS = 20;

@@ -7,7 +7,7 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, type Json } from './support/fixtures.ts';
+import { resultJson, type Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;

@@ -6,7 +6,7 @@
 // that exist never spend either (more new keys at once than the cap are all served), and cached
 // keys are served all along. Clients are told apart by their loopback source address.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, unusedApiKey, type Exposed } from './support/fixtures.ts';
+import { twoTableExposure, unusedApiKey, type Exposed } from '@bindery/test-support';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 

@@ -11,7 +11,7 @@ import {
   ResourceListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json } from './support/fixtures.ts';
+import type { Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 const SCRIPT = fileURLToPath(

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultJson, type Json } from './support/fixtures.ts';
+import { resultJson, type Json } from '@bindery/test-support';
 import { startStack, type Stack } from './support/stack.ts';
 
 const SCRIPT = fileURLToPath(

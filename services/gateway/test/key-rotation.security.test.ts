@@ -9,7 +9,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { restCall, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
+import { restCall } from './support/fixtures.ts';
 import { delayProxy, type DelayProxy } from './support/delay-proxy.ts';
 import { LANES, lanesFor, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
 import { freePort, startStack, type Stack } from './support/stack.ts';

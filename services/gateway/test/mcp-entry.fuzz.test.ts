@@ -11,7 +11,8 @@
 // shrunk request that reproduces it.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { bindAddOrder, type Exposed, type Json, twoTableExposure } from './support/fixtures.ts';
+import { type Exposed, type Json, twoTableExposure } from '@bindery/test-support';
+import { bindAddOrder } from './support/fixtures.ts';
 import { LANES, lanesFor, readAnswer, type Lane, type Lanes, type McpAnswer } from './support/mcp-raw.ts';
 import { hostileNumber, hostileText, hostileValue, percentEncoded } from './support/hostile.ts';
 import { rawPost } from './support/raw-post.ts';

@@ -11,7 +11,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyHash } from '../src/control-plane/exposure-cache.ts';
-import { postInitialize, resultJson, twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { resultJson, twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
+import { postInitialize } from './support/fixtures.ts';
 import { standaloneCache } from './support/cache.ts';
 import { startStack, type Stack } from './support/stack.ts';
 

@@ -5,7 +5,7 @@
 // `OPTIONS *` and CONNECT. MCP endpoints answer with a JSON-RPC error, everything else with the
 // REST error body, and the connection is closed. Sent over raw sockets: no HTTP client sends these.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, type Exposed, type Json } from './support/fixtures.ts';
+import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
 import { PROTOCOL_VERSION, openSession } from './support/mcp-raw.ts';
 import { requestText, socketRequest, type SocketAnswer } from './support/raw-socket.ts';
 import { OPS_TOKEN, startStack, type Stack } from './support/stack.ts';

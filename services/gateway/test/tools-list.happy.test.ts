@@ -7,7 +7,7 @@
 // SDK Client's pages and cursors; a progressive exposure lists its catalog tools the same way.
 import { progressiveTools } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json } from './support/fixtures.ts';
+import type { Json } from '@bindery/test-support';
 import { LANES, lanesFor, openSession, readAnswer, responseTo } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';

@@ -2,6 +2,7 @@
  * A real control plane for tests: its own database (a clone of the run's migrated template, on
  * PostgreSQL or in-memory PGlite per BINDERY_TEST_DB), listening on a loopback port, driven over HTTP with fetch.
  */
+import { testEngine } from '@bindery/test-support';
 import { buildApp } from '../../src/app.ts';
 import type { AUDIT_DEFAULTS, CUSTOM_TOOL_DEFAULTS, QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
@@ -16,7 +17,7 @@ import { createDatabase, TEMPLATE_DB } from './postgres.ts';
 
 export const ROOT_TOKEN = 'bnd_admin_root-token-for-tests-only';
 export const INTERNAL_TOKEN = 'internal-token-for-tests-only';
-export const engine = process.env.BINDERY_TEST_DB === 'pglite' ? 'pglite' : 'postgres';
+export const engine = testEngine();
 /** The secrets' key of test apps unless a test gives its own (32 bytes). */
 export const TEST_SECRET_KEY = new Uint8Array(32).fill(7);
 

@@ -6,9 +6,7 @@
  * only) and a migrated one, each dumped to a file, plus the migrated one as a data directory on
  * disk. Tests start from these; the migration tests still migrate for real, from the empty one.
  */
-import { cp, mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { inject } from 'vitest';
 
@@ -52,11 +50,4 @@ export function migratedDump(): Promise<Blob> {
  */
 export async function emptyPGlite(dataDir?: string): Promise<PGlite> {
   return PGlite.create({ dataDir, loadDataDir: await dump('emptyDump') });
-}
-
-/** A new directory holding a copy of the migrated template's data directory. */
-export async function migratedDataDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'bindery-process-'));
-  await cp(inject('pgliteTemplates').migratedDataDir, dir, { recursive: true });
-  return dir;
 }

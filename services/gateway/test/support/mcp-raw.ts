@@ -3,7 +3,7 @@
  * session opened by hand, the paths a request can take to an answer, and answers read alike
  * whether they came as JSON or as an SSE stream.
  */
-import type { Json } from './fixtures.ts';
+import type { Json } from '@bindery/test-support';
 import { rawPost, type RawAnswer } from './raw-post.ts';
 
 export const PROTOCOL_VERSION = '2025-06-18';

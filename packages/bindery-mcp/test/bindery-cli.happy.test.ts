@@ -9,10 +9,9 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { twoTableExposure, unusedApiKey, type Exposed } from './support/fixtures.ts';
-import { startStack, type Stack } from './support/stack.ts';
+import { startStack, twoTableExposure, unusedApiKey, type Exposed, type Stack } from '@bindery/test-support';
 
-const CLI = fileURLToPath(new URL('../../../packages/bindery-mcp/bin/bindery.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../bin/bindery.js', import.meta.url));
 const CONTEXT = 'bindery://tools/find_customers/context';
 const CUSTOMERS = [
   { id: 1, name: 'Ada' },

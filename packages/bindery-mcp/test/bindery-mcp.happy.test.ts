@@ -15,7 +15,7 @@
 // sent again unless it carries an idempotency key).
 //
 // The relay talks to a gateway of this file (restarted in the middle), which the control plane
-// tells of admin changes (GATEWAY_URLS); the stack's own gateway is not used.
+// tells of admin changes (GATEWAY_URLS); the stack starts no gateway of its own.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
@@ -41,14 +41,27 @@ import {
   isInitializeRequest,
   type LoggingMessageNotification,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyInstance } from 'fastify';
+import {
+  freePort,
+  reservePort,
+  resultJson,
+  startStack,
+  twoTableExposure,
+  unusedApiKey,
+  type Exposed,
+  type Json,
+  type ReservedPort,
+  type Stack,
+} from '@bindery/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildGateway } from '../src/app.ts';
-import { loadGatewayConfig } from '../src/config.ts';
-import { resultJson, twoTableExposure, unusedApiKey, type Exposed, type Json } from './support/fixtures.ts';
-import { INTERNAL_TOKEN, OPS_TOKEN, freePort, startStack, type Stack } from './support/stack.ts';
+// The gateway runs in this process: the tests reach into its sessions (to drop the relay's, and to
+// see its standing stream open and its subscriptions replayed).
+import { buildGateway } from '@bindery/gateway/src/app.ts';
+import { loadGatewayConfig } from '@bindery/gateway/src/config.ts';
 
-const RELAY = fileURLToPath(new URL('../../../packages/bindery-mcp/bin/bindery-mcp.js', import.meta.url));
+type Gateway = Awaited<ReturnType<typeof buildGateway>>;
+
+const RELAY = fileURLToPath(new URL('../bin/bindery-mcp.js', import.meta.url));
 const CONTEXT = 'bindery://tools/find_customers/context';
 /** Long enough for a notification that was going to come to have come (they take milliseconds). */
 const QUIET_MS = 400;
@@ -66,23 +79,16 @@ let stack: Stack;
 let exposed: Exposed;
 /** A personal key of the exposure's owner, whose caller `vscode` maps to the exposure. */
 let personalKey: string;
+/** The gateway's port, held from the start of the stack (which names it) until it first listens. */
+let reserved: ReservedPort;
 let port: number;
 let gatewayUrl: string;
-let gateway: FastifyInstance | undefined;
+let gateway: Gateway | undefined;
 /** Session ids of the GET streams the relay opened on the current gateway. */
 let relayStreams: string[] = [];
 
 async function startGateway(): Promise<void> {
-  const started = await buildGateway(
-    loadGatewayConfig({
-      GATEWAY_PORT: String(port),
-      CONTROL_PLANE_URL: stack.controlPlaneUrl,
-      INTERNAL_TOKEN,
-      OPS_TOKEN,
-      LOG_REQUESTS: 'false',
-    }),
-    false,
-  );
+  const started = await buildGateway(loadGatewayConfig(stack.gatewayEnv(port)), false);
   relayStreams = [];
   started.server.on('request', (request) => {
     const id = request.headers['mcp-session-id'];
@@ -90,6 +96,7 @@ async function startGateway(): Promise<void> {
       relayStreams.push(id);
     }
   });
+  await reserved.release();
   await started.listen({ host: '127.0.0.1', port });
   gateway = started;
 }
@@ -204,9 +211,13 @@ async function renameOrders(): Promise<string> {
 }
 
 beforeAll(async () => {
-  port = await freePort();
+  reserved = await reservePort();
+  port = reserved.port;
   gatewayUrl = `http://127.0.0.1:${port}`;
-  stack = await startStack({ controlPlaneEnv: { GATEWAY_URLS: gatewayUrl } });
+  stack = await startStack({
+    gateway: false,
+    controlPlaneEnv: { GATEWAY_URLS: gatewayUrl, GATEWAY_PUBLIC_URL: gatewayUrl },
+  });
   exposed = await twoTableExposure(stack);
   const addCustomer = await admin('POST', '/api/v2/adis', {
     table_id: exposed.tables.customers,
@@ -227,6 +238,7 @@ afterAll(async () => {
   for (const { client } of opened) await client.close().catch(() => undefined);
   await gateway?.close();
   await stack?.close();
+  await reserved?.release();
 });
 
 describe('bindery-mcp relaying to the gateway', () => {
