@@ -92,6 +92,16 @@ module.exports = {
       },
     },
     {
+      name: 'kind-interface-below-kind-folders',
+      severity: 'error',
+      comment:
+        'The kind interface (kinds/kind.ts) is what every kind folder imports, so it imports none of ' +
+        'them, not even a type: a service only one kind uses (the query pool, the sandbox, the ' +
+        'upstream servers) is declared in that kind’s folder and gathered by the registry.',
+      from: { path: '^services/control-plane/src/kinds/kind\\.ts$' },
+      to: { path: '^services/control-plane/src/kinds/[^/]+/' },
+    },
+    {
       name: 'kinds-shared-helpers-below-kinds',
       severity: 'error',
       comment:
