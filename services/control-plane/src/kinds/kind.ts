@@ -36,7 +36,7 @@ export interface KindServices {
   metrics: Pick<ControlPlaneMetrics, 'writes'>;
   /**
    * Every request a tool sends out (HTTP tools, a custom tool's fetch) goes through this: the SSRF
-   * guard (kinds/http/ssrf-guard.ts) checks each connection, literal IPs, DNS answers and redirect
+   * guard (outbound/ssrf-guard.ts) checks each connection, literal IPs, DNS answers and redirect
    * hops alike, against HTTP_TOOLS_ALLOWED_NETWORKS.
    */
   outbound: Dispatcher;

@@ -9,11 +9,11 @@
 import { OPERATIONS, parsePointerArgument, resolveTokens, type JsonValue } from '@bindery/context-ops';
 import { isOperationType, type CustomToolConfig, type OperationType } from '@bindery/contracts';
 import { DomainError } from '../../domain/errors.ts';
-import { fetchGuarded } from '../http/outbound-fetch.ts';
+import { fetchGuarded } from '../../outbound/outbound-fetch.ts';
 import type { ToolFetchRequest, ToolFetchResponse, ToolHost } from './sandbox/index.ts';
 import { checkArguments } from '../arguments.ts';
 import { argumentsDigest } from '../../audit/audit.ts';
-import { headerNameProblem, isSendableHeaderValue } from '../http/http-headers.ts';
+import { headerNameProblem, isSendableHeaderValue } from '../../outbound/http-headers.ts';
 import { ReplayedOutcome, type KeyedWrite } from '../idempotency.ts';
 import type { ResolvedSecrets } from '../../secrets/secret-references.ts';
 import { contextKind, type ContextKindServices } from '../context/context-kind.ts';
