@@ -49,7 +49,7 @@ module.exports = {
       comment:
         'HTTP is the routes’ business: the domain, the execution layer and the kinds never import Fastify.',
       from: {
-        path: '^services/control-plane/src/(domain|execution|kinds|context|exposure|audit|secrets|accounts|legacy|transfer)/',
+        path: '^services/control-plane/src/(domain|execution|kinds|context|outbound|exposure|audit|secrets|accounts|legacy|transfer)/',
       },
       to: { path: 'node_modules/(fastify|@fastify)/' },
     },
@@ -58,7 +58,7 @@ module.exports = {
       severity: 'error',
       comment:
         'The control plane is layered (docs/decisions/007-control-plane-layers.md), one direction: ' +
-        'domain (kernel) <- context, secrets, audit, accounts <- kinds <- execution, legacy <- exposure ' +
+        'domain (kernel) <- context, secrets, audit, accounts, outbound <- kinds <- execution, legacy <- exposure ' +
         '<- transfer, demo <- routes <- app. A folder never imports one of a layer above its own.',
       from: { path: '^services/control-plane/src/domain/' },
       to: {
@@ -69,8 +69,10 @@ module.exports = {
     {
       name: 'control-plane-layers-data',
       severity: 'error',
-      comment: 'Contexts, secrets, audit and accounts sit below every tool kind and what runs them.',
-      from: { path: '^services/control-plane/src/(context|secrets|audit|accounts)/' },
+      comment:
+        'Contexts, secrets, audit, accounts and the guarded way out (outbound) sit below every tool ' +
+        'kind and what runs them.',
+      from: { path: '^services/control-plane/src/(context|secrets|audit|accounts|outbound)/' },
       to: {
         path: '^services/control-plane/src/(kinds|execution|legacy|exposure|transfer|routes|http)/|^services/control-plane/src/(app|server|demo)\\.ts$',
       },
@@ -99,6 +101,16 @@ module.exports = {
         pathNot:
           '^services/control-plane/src/kinds/(kind|arguments|tool-naming|idempotency|binding-overrides)\\.ts$',
       },
+    },
+    {
+      name: 'kind-interface-below-kind-folders',
+      severity: 'error',
+      comment:
+        'The kind interface (kinds/kind.ts) is what every kind folder imports, so it imports none of ' +
+        'them, not even a type: a service only one kind uses (the query pool, the sandbox, the ' +
+        'upstream servers) is declared in that kind’s folder and gathered by the registry.',
+      from: { path: '^services/control-plane/src/kinds/kind\\.ts$' },
+      to: { path: '^services/control-plane/src/kinds/[^/]+/' },
     },
     {
       name: 'kinds-shared-helpers-below-kinds',

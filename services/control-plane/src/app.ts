@@ -51,7 +51,7 @@ import { purgeExpiredOutcomes } from './kinds/idempotency.ts';
 import { QueryPool } from './kinds/context/query-pool.ts';
 import { CustomToolSandbox } from './kinds/custom/sandbox/index.ts';
 import { OpenApiConverter } from './kinds/http/openapi/openapi-conversion.ts';
-import { createGuardedDispatcher } from './kinds/http/ssrf-guard.ts';
+import { createGuardedDispatcher } from './outbound/ssrf-guard.ts';
 import { requireInternal } from './http/internal-auth.ts';
 import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';

@@ -11,14 +11,14 @@ import { canonicalNetwork } from '@bindery/service-kit/settings';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../src/domain/errors.ts';
-import { fetchGuarded } from '../src/kinds/http/outbound-fetch.ts';
+import { fetchGuarded } from '../src/outbound/outbound-fetch.ts';
 import {
   AddressRefusedError,
   addressAllowed,
   createGuardedDispatcher,
   nonPublicRange,
   parseAllowedNetworks,
-} from '../src/kinds/http/ssrf-guard.ts';
+} from '../src/outbound/ssrf-guard.ts';
 
 const none = parseAllowedNetworks([]);
 

@@ -15,7 +15,7 @@ import { LRUCache } from 'lru-cache';
 import type { BindingCacheMeter } from '../metrics.ts';
 import type { Db } from '../domain/context.ts';
 import { OWNER_STATUS } from '../accounts/users.ts';
-import { columnsOf, registeredKind, type KindColumns, type ToolKindModule } from '../kinds/registry.ts';
+import { columnsOf, registeredKind, type KindColumns, type RegisteredKind } from '../kinds/registry.ts';
 import { deepFreeze } from '@bindery/context-ops';
 
 /** How long an entry is trusted without news of a change. */
@@ -43,7 +43,7 @@ export interface ExecutableBinding {
     kind: string;
     columns: KindColumns;
     /** The kind's module, or undefined when this server does not run the kind. */
-    module: ToolKindModule | undefined;
+    module: RegisteredKind | undefined;
   };
 }
 

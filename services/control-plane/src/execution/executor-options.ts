@@ -1,14 +1,14 @@
 /**
- * What the executor is given once at start: the services its tool kinds get (KindServices, the
- * kind interface's own), and what only the executor uses around them: the binding cache, the
- * audit writer, the idempotency window and its metrics.
+ * What the executor is given once at start: the services its tool kinds get (every kind's
+ * KindServices and each kind's own, gathered by the registry), and what only the executor uses
+ * around them: the binding cache, the audit writer, the idempotency window and its metrics.
  */
 import type { ControlPlaneMetrics } from '../metrics.ts';
 import type { AuditWriter } from './audit-writer.ts';
 import type { BindingCache } from './binding-cache.ts';
-import type { KindServices } from '../kinds/kind.ts';
+import type { RegisteredKindServices } from '../kinds/registry.ts';
 
-export interface ExecutorOptions extends KindServices {
+export interface ExecutorOptions extends RegisteredKindServices {
   /** Bindings kept in memory, dropped when their exposure changes. */
   bindings: BindingCache;
   metrics: Pick<ControlPlaneMetrics, 'execution' | 'writes' | 'executionsInFlight'>;

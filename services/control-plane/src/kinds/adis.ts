@@ -35,7 +35,7 @@ import {
   kindOf,
   offeredKind,
   type KindColumns,
-  type ToolKindModule,
+  type RegisteredKind,
 } from './registry.ts';
 
 type AdiWithTable = Adi & { table: { projectId: string | null; name: string } | null };
@@ -158,7 +158,7 @@ export async function checkAdiDraft(
   caller: Principal,
   input: CreateAdiBody,
   sandbox?: SourceChecker,
-): Promise<{ module: ToolKindModule; columns: KindColumns; projectId: string | null }> {
+): Promise<{ module: RegisteredKind; columns: KindColumns; projectId: string | null }> {
   const module = offeredKind(input.kind ?? DEFAULT_ADI_KIND);
   if (input.name !== undefined) checkToolName(input.name, 'name');
   const columns = await checkColumns(module, module.columnsOf(input), { db, caller, sandbox });

@@ -16,36 +16,30 @@ import type { AdiKind, AdiRef, ToolAnnotations, ToolProgress } from '@bindery/co
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import type { TObject } from 'typebox';
 import type { Db, DomainContext, Principal, SourceChecker } from '../domain/context.ts';
-import type { CustomToolSandbox } from './custom/sandbox/index.ts';
 import type { Limits } from '@bindery/context-ops';
 import type { Dispatcher } from 'undici';
-import type { QueryPool } from './context/query-pool.ts';
 import type { ControlPlaneMetrics } from '../metrics.ts';
-import type { UpstreamRegistry } from './mcp/registry.ts';
 import type { ContextStore } from '../context/context-store.ts';
 
 /**
- * What a kind's call is given besides its own columns and arguments: the services the control
- * plane runs once at start. Narrow on purpose: a kind knows nothing of the executor, the binding
- * cache or the audit writer around it.
+ * What every kind's call is given besides its own columns and arguments: the services the control
+ * plane runs once at start that all kinds share. Narrow on purpose: a kind knows nothing of the
+ * executor, the binding cache or the audit writer around it. A kind that needs a service of its
+ * own (context: the query pool, custom: the sandbox, mcp: the upstream servers) declares it in its
+ * folder, extending this, and names it as its module's `Services`; the registry gathers them all
+ * (`RegisteredKindServices`), so this file imports no kind.
  */
 export interface KindServices {
   limits: Limits;
   /** Reads and writes contexts (the context cache, the patch log, table versions). */
   contexts: ContextStore;
   metrics: Pick<ControlPlaneMetrics, 'writes'>;
-  /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
-  queries: QueryPool;
   /**
    * Every request a tool sends out (HTTP tools, a custom tool's fetch) goes through this: the SSRF
-   * guard (kinds/http/ssrf-guard.ts) checks each connection, literal IPs, DNS answers and redirect
+   * guard (outbound/ssrf-guard.ts) checks each connection, literal IPs, DNS answers and redirect
    * hops alike, against HTTP_TOOLS_ALLOWED_NETWORKS.
    */
   outbound: Dispatcher;
-  /** Runs custom tools: QuickJS in worker threads (kinds/custom/sandbox). */
-  sandbox: CustomToolSandbox;
-  /** The pools of upstream MCP servers (kinds/mcp); absent where no app runs them. */
-  upstreams?: UpstreamRegistry | undefined;
   /** Where a kind writes what is worth a log line (a custom tool's console, at debug). */
   log?: { debug(details: object, message: string): void } | undefined;
 }
@@ -131,10 +125,13 @@ export class ToolAnswer {
   }
 }
 
-/** One call of a tool, after the shared checks passed (binding, AEI, owner, arguments). */
-export interface ToolCall {
+/**
+ * One call of a tool, after the shared checks passed (binding, AEI, owner, arguments). `Services`
+ * is what its kind is given: every kind's services and the kind's own.
+ */
+export interface ToolCall<Services extends KindServices = KindServices> {
   ctx: DomainContext;
-  options: KindServices;
+  options: Services;
   /** The tool's name as its caller knows it (for messages). */
   toolName: string;
   /** The ADI's id; null for a tool of a legacy v1 instance (a context tool without an ADI row). */
@@ -166,9 +163,14 @@ export interface ToolCall {
 
 /**
  * One tool kind. `Body` is its create body (the wire shape in `createBody`), `Patch` the fields of
- * a PATCH it accepts besides name, description and category (listed in `patchFields`).
+ * a PATCH it accepts besides name, description and category (listed in `patchFields`), `Services`
+ * what its calls are given (KindServices, and the kind's own services when it has any).
  */
-export interface ToolKindModule<Body = unknown, Patch = unknown> {
+export interface ToolKindModule<
+  Body = unknown,
+  Patch = unknown,
+  Services extends KindServices = KindServices,
+> {
   kind: AdiKind;
   /** The create body of this kind (packages/contracts), one branch of `POST /api/v2/adis`. */
   createBody: TObject;
@@ -210,12 +212,15 @@ export interface ToolKindModule<Body = unknown, Patch = unknown> {
    */
   operation(columns: KindColumns): string;
   /** Runs one call; its answer becomes the tool result's JSON text (or see ToolAnswer). */
-  run(call: ToolCall): Promise<JsonValue | ToolAnswer>;
+  run(call: ToolCall<Services>): Promise<JsonValue | ToolAnswer>;
   /**
    * The node at `pointer` under the tool's context (MCP resources/read), within the result size
    * limit; absent for kinds without a context.
    */
-  readContext?(call: Pick<ToolCall, 'options' | 'toolName' | 'adi'>, pointer: string): Promise<JsonValue>;
+  readContext?(
+    call: Pick<ToolCall<Services>, 'options' | 'toolName' | 'adi'>,
+    pointer: string,
+  ): Promise<JsonValue>;
   /**
    * Whether a binding of this tool serves its context as a resource: only when calling the tool
    * can already read all of it (`override`: the binding's input-schema override, null if none),

@@ -16,7 +16,7 @@ import type { Dispatcher } from 'undici';
 import type { Adi, Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { OpenApiConverter } from './http/openapi/openapi-conversion.ts';
-import { fetchGuarded } from './http/outbound-fetch.ts';
+import { fetchGuarded } from '../outbound/outbound-fetch.ts';
 import { httpKind } from './http/http-kind.ts';
 import { newIds } from '../domain/ids.ts';
 import { renameInheritingBindings } from './adis.ts';

@@ -7,25 +7,36 @@ import { createAdiBodySchema, isAdiKind, type AdiKind } from '@bindery/contracts
 import { parsePointer } from '@bindery/context-ops';
 import type { Adi } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError } from '../domain/errors.ts';
-import { contextKind } from './context/context-kind.ts';
-import { customKind } from './custom/custom-kind.ts';
+import { contextKind, type ContextKindServices } from './context/context-kind.ts';
+import { customKind, type CustomKindServices } from './custom/custom-kind.ts';
 import { httpKind } from './http/http-kind.ts';
-import { mcpKind } from './mcp/mcp-kind.ts';
+import { mcpKind, type McpKindServices } from './mcp/mcp-kind.ts';
 import type { KindColumns, SaveScope, ToolKindModule } from './kind.ts';
 
 export { ToolAnswer } from './kind.ts';
-export type { KindColumns, SaveScope, ToolCall, ToolKindModule, ToolPlace } from './kind.ts';
+export type { KindColumns, SaveScope, ToolCall, ToolPlace } from './kind.ts';
 
-// Each module is typed by its own body and patch; the registry forgets them (`unknown`): bodies
-// reach a module only after the route checked them against that module's `createBody`.
-const KIND_MODULES: readonly ToolKindModule[] = [
-  contextKind as ToolKindModule,
-  customKind as ToolKindModule,
-  httpKind as ToolKindModule,
-  mcpKind as ToolKindModule,
+/**
+ * What the registered kinds' calls are given, together: every kind's services (KindServices) and
+ * each kind's own. Whoever runs tools (the executor) is handed one object of this shape at start.
+ */
+export type RegisteredKindServices = ContextKindServices & CustomKindServices & McpKindServices;
+
+/**
+ * A registered kind's module. Each module is typed by its own body and patch; the registry forgets
+ * them (`unknown`): bodies reach a module only after the route checked them against that module's
+ * `createBody`.
+ */
+export type RegisteredKind = ToolKindModule<unknown, unknown, RegisteredKindServices>;
+
+const KIND_MODULES: readonly RegisteredKind[] = [
+  contextKind as RegisteredKind,
+  customKind as RegisteredKind,
+  httpKind as RegisteredKind,
+  mcpKind as RegisteredKind,
 ];
 
-const BY_KIND = new Map<string, ToolKindModule>(KIND_MODULES.map((m) => [m.kind, m]));
+const BY_KIND = new Map<string, RegisteredKind>(KIND_MODULES.map((m) => [m.kind, m]));
 
 /** The kinds offered, in registration order. */
 export const OFFERED_KINDS: readonly AdiKind[] = KIND_MODULES.map((m) => m.kind);
@@ -37,7 +48,7 @@ export const CREATE_ADI_BODY = createAdiBodySchema(KIND_MODULES.map((m) => m.cre
  * The module of a kind named in a request or a document; VALIDATION_FAILED naming `field` for a
  * kind this server does not offer (yet) or does not know.
  */
-export function offeredKind(kind: unknown, field = 'kind'): ToolKindModule {
+export function offeredKind(kind: unknown, field = 'kind'): RegisteredKind {
   const module = typeof kind === 'string' ? BY_KIND.get(kind) : undefined;
   if (module?.notCreatable)
     throw new DomainError('VALIDATION_FAILED', `${field}: ${module.notCreatable}`, { field });
@@ -53,7 +64,7 @@ export function offeredKind(kind: unknown, field = 'kind'): ToolKindModule {
 }
 
 /** The module of a stored ADI's kind, or undefined when this server does not run that kind. */
-export function registeredKind(kind: string): ToolKindModule | undefined {
+export function registeredKind(kind: string): RegisteredKind | undefined {
   return BY_KIND.get(kind);
 }
 
@@ -61,7 +72,7 @@ export function registeredKind(kind: string): ToolKindModule | undefined {
  * The module of a stored ADI's kind. INTERNAL when this server does not run it: only a newer
  * control plane on the same database could have saved it.
  */
-export function kindOf(adi: { id: string; kind: string }): ToolKindModule {
+export function kindOf(adi: { id: string; kind: string }): RegisteredKind {
   const module = BY_KIND.get(adi.kind);
   if (!module) {
     throw new DomainError(
@@ -91,7 +102,7 @@ export function columnsOf(adi: StoredColumns): KindColumns {
  * Pointer together or neither; then the kind's own check. Table ownership is the caller's.
  */
 export async function checkColumns(
-  module: ToolKindModule,
+  module: RegisteredKind,
   columns: KindColumns,
   scope: SaveScope,
 ): Promise<KindColumns> {
@@ -116,7 +127,7 @@ export async function checkColumns(
  * Refuses PATCH fields that belong to another kind than `module`'s (VALIDATION_FAILED naming the
  * first); the common ones (name, description, category) apply to every kind.
  */
-export function checkPatchFields(module: ToolKindModule, patch: object, common: readonly string[]): void {
+export function checkPatchFields(module: RegisteredKind, patch: object, common: readonly string[]): void {
   for (const field of Object.keys(patch)) {
     if (!common.includes(field) && !module.patchFields.includes(field)) {
       throw new DomainError('VALIDATION_FAILED', `${field} does not apply to a ${module.kind} ADI`, {

@@ -23,6 +23,7 @@ import { checkArguments } from './arguments.ts';
 import type { DomainContext, Principal } from '../domain/context.ts';
 import { ContextStore } from '../context/context-store.ts';
 import { ToolAnswer, type KindServices } from './kind.ts';
+import type { RegisteredKindServices } from './registry.ts';
 
 /** What a trial run needs of the executor's options: the parts a custom tool's call reaches. */
 export type TrialRunOptions = Pick<KindServices, 'outbound'> & {
@@ -56,7 +57,11 @@ export async function trialRun(
   // A custom tool's call reaches only the sandbox, the contexts (reads: writes are refused in a
   // trial), the outbound dispatcher (ctx.fetch) and the log; the rest of the executor's options
   // (audit, bindings, queries, metrics) belong to saved tools' calls.
-  const options = { ...trial, sandbox, contexts } as Partial<KindServices> as KindServices;
+  const options = {
+    ...trial,
+    sandbox,
+    contexts,
+  } as Partial<RegisteredKindServices> as RegisteredKindServices;
   const meta: Record<string, JsonValue> = {};
   const started = performance.now();
   const done = (outcome: Omit<TrialRunResult, 'console' | 'duration_ms'>): TrialRunResult => {

@@ -13,7 +13,7 @@ import { Type } from 'typebox';
 import type { Dispatcher } from 'undici';
 import { createAdi, deleteAdi, getAdi, listAdis, updateAdi } from '../kinds/adis.ts';
 import { trialRun } from '../kinds/trial-runs.ts';
-import { createGuardedDispatcher } from '../kinds/http/ssrf-guard.ts';
+import { createGuardedDispatcher } from '../outbound/ssrf-guard.ts';
 import { CREATE_ADI_BODY } from '../kinds/registry.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';

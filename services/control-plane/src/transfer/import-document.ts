@@ -29,7 +29,7 @@ import { uniqueViolation } from '../domain/prisma-errors.ts';
 import { dataBytes, firstSnapshot } from '../context/table-data.ts';
 import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from '../context/table-limits.ts';
 import type { SourceChecker } from '../domain/context.ts';
-import { checkColumns, offeredKind, type KindColumns, type ToolKindModule } from '../kinds/registry.ts';
+import { checkColumns, offeredKind, type KindColumns, type RegisteredKind } from '../kinds/registry.ts';
 
 const NAME_MAX = 200;
 const SLUG_MAX = 64;
@@ -103,7 +103,7 @@ async function checkDocument(
   sandbox: SourceChecker | undefined,
   /** Collects the secrets the ADIs reference that the caller lacks (reported, not refused). */
   missingSecrets: Set<string>,
-): Promise<Map<string, { module: ToolKindModule; columns: KindColumns }>> {
+): Promise<Map<string, { module: RegisteredKind; columns: KindColumns }>> {
   const projects = indexIds(doc.projects, 'projects');
   const tables = indexIds(doc.tables, 'tables');
   const adis = indexIds(doc.adis, 'adis');
@@ -121,7 +121,7 @@ async function checkDocument(
       reference(projects, table.project_id, `/tables/${i}/project_id`, 'project');
     at(`/tables/${i}/data`, () => checkValueArgument(table.data, 'data', MAX_JSON_DEPTH));
   });
-  const checked = new Map<string, { module: ToolKindModule; columns: KindColumns }>();
+  const checked = new Map<string, { module: RegisteredKind; columns: KindColumns }>();
   for (const [i, adi] of doc.adis.entries()) {
     // Documents written before tool kinds have none: their ADIs are context ADIs.
     const module = at(`/adis/${i}/kind`, () => offeredKind(adi.kind ?? DEFAULT_ADI_KIND));
@@ -411,7 +411,7 @@ async function applyImport(
   tx: Db,
   caller: Principal,
   doc: ExportDocument,
-  checked: Map<string, { module: ToolKindModule; columns: KindColumns }>,
+  checked: Map<string, { module: RegisteredKind; columns: KindColumns }>,
   sizes: Map<string, { text: string; bytes: number }>,
 ): Promise<{ result: Omit<ImportResult, 'secrets_to_create'>; changedAeis: string[] }> {
   // Planned inside the transaction, so the names it picks are still free when written (a slug

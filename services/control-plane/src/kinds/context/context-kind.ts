@@ -25,7 +25,21 @@ import {
 import { DomainError, fromOpError } from '../../domain/errors.ts';
 import { idempotent, recordOutcome, replayIfRecorded } from '../idempotency.ts';
 import { defaultToolName } from '../tool-naming.ts';
-import { ToolAnswer, type KindColumns, type ToolCall, type ToolKindModule, type ToolPlace } from '../kind.ts';
+import {
+  ToolAnswer,
+  type KindColumns,
+  type KindServices,
+  type ToolCall,
+  type ToolKindModule,
+  type ToolPlace,
+} from '../kind.ts';
+import type { QueryPool } from './query-pool.ts';
+
+/** What a context tool's call is given besides every kind's services. */
+export interface ContextKindServices extends KindServices {
+  /** Runs `query`: in-process for a short slice, then in a worker thread (query-pool.ts). */
+  queries: QueryPool;
+}
 
 type ContextPatch = Pick<UpdateAdiBody, 'json_path' | 'config'>;
 
@@ -110,7 +124,7 @@ function writeAnswer(result: JsonValue, version: number): Record<string, JsonVal
  * own transaction, and a retry of it is answered from that record (ReplayedOutcome) without
  * writing; reads ignore the key, they are safe to repeat.
  */
-async function run(call: ToolCall): Promise<JsonValue | ToolAnswer> {
+async function run(call: ToolCall<ContextKindServices>): Promise<JsonValue | ToolAnswer> {
   const { ctx, options, args } = call;
   const adi = contextOf(call.adi);
   const op = adi.operationType;
@@ -186,7 +200,7 @@ function resourceReadable(columns: KindColumns, override: unknown): boolean {
   return op !== null && WHOLE_CONTEXT_READS.has(op) && (op === 'get_all' || override === null);
 }
 
-export const contextKind: ToolKindModule<CreateContextAdiBody, ContextPatch> = {
+export const contextKind: ToolKindModule<CreateContextAdiBody, ContextPatch, ContextKindServices> = {
   kind: 'context',
   createBody: CreateContextAdiBody,
   patchFields: ['json_path', 'config'],

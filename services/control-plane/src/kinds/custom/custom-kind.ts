@@ -20,6 +20,17 @@ import { checkSecretsExist, resolveSecrets } from '../../secrets/secret-referenc
 import { defaultToolName } from '../tool-naming.ts';
 import { checkAnswer } from '../arguments.ts';
 import type { KindColumns, SaveScope, ToolCall, ToolKindModule, ToolPlace } from '../kind.ts';
+import type { ContextKindServices } from '../context/context-kind.ts';
+import type { CustomToolSandbox } from './sandbox/index.ts';
+
+/**
+ * What a custom tool's call is given besides every kind's services: the sandbox, and the context
+ * kind's services, since `ctx.context.write` runs a context tool's write (tool-host.ts).
+ */
+export interface CustomKindServices extends ContextKindServices {
+  /** Runs custom tools: QuickJS in worker threads (sandbox/). */
+  sandbox: CustomToolSandbox;
+}
 
 type CustomPatch = Pick<
   UpdateAdiBody,
@@ -140,7 +151,7 @@ function annotations(columns: KindColumns, place: ToolPlace): ToolAnnotations {
  * (every form `redact` knows) from the answer, the console and the error; the console goes into
  * the result's `_meta` and a debug log line. An answer is checked against the output schema.
  */
-async function run(call: ToolCall): Promise<JsonValue> {
+async function run(call: ToolCall<CustomKindServices>): Promise<JsonValue> {
   const config = configOf(call.adi);
   const secrets = await resolveSecrets(call.ctx, call.userId, config.secrets);
   const effects: CallEffects = { changed: false };
@@ -181,7 +192,7 @@ async function run(call: ToolCall): Promise<JsonValue> {
   return value;
 }
 
-export const customKind: ToolKindModule<CreateCustomAdiBody, CustomPatch> = {
+export const customKind: ToolKindModule<CreateCustomAdiBody, CustomPatch, CustomKindServices> = {
   kind: 'custom',
   createBody: CreateCustomAdiBody,
   patchFields: [

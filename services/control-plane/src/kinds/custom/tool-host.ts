@@ -9,14 +9,14 @@
 import { OPERATIONS, parsePointerArgument, resolveTokens, type JsonValue } from '@bindery/context-ops';
 import { isOperationType, type CustomToolConfig, type OperationType } from '@bindery/contracts';
 import { DomainError } from '../../domain/errors.ts';
-import { fetchGuarded } from '../http/outbound-fetch.ts';
+import { fetchGuarded } from '../../outbound/outbound-fetch.ts';
 import type { ToolFetchRequest, ToolFetchResponse, ToolHost } from './sandbox/index.ts';
 import { checkArguments } from '../arguments.ts';
 import { argumentsDigest } from '../../audit/audit.ts';
-import { headerNameProblem, isSendableHeaderValue } from '../http/http-headers.ts';
+import { headerNameProblem, isSendableHeaderValue } from '../../outbound/http-headers.ts';
 import { ReplayedOutcome, type KeyedWrite } from '../idempotency.ts';
 import type { ResolvedSecrets } from '../../secrets/secret-references.ts';
-import { contextKind } from '../context/context-kind.ts';
+import { contextKind, type ContextKindServices } from '../context/context-kind.ts';
 import { ToolAnswer, type ToolCall } from '../kind.ts';
 import { hostAllowed } from './allowed-hosts.ts';
 
@@ -39,9 +39,12 @@ export interface CallEffects {
   changed: boolean;
 }
 
-/** The host functions of one call of a custom tool with `config`. */
+/**
+ * The host functions of one call of a custom tool with `config`. The call carries the context
+ * kind's services: a write is a call of the context kind.
+ */
 export function customToolHost(
-  call: ToolCall,
+  call: ToolCall<ContextKindServices>,
   config: CustomToolConfig,
   secrets: ResolvedSecrets,
   effects: CallEffects,
@@ -99,7 +102,7 @@ async function readAt(call: ToolCall, tableId: string, jsonPath: string, path: s
  * the rest.
  */
 async function writeAt(
-  call: ToolCall,
+  call: ToolCall<ContextKindServices>,
   tableId: string,
   jsonPath: string,
   op: string,

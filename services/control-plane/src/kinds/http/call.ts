@@ -29,7 +29,7 @@ import {
 } from '@bindery/context-ops';
 import type { Dispatcher } from 'undici';
 import { DomainError } from '../../domain/errors.ts';
-import { sendFollowingRedirects } from './outbound-fetch.ts';
+import { sendFollowingRedirects } from '../../outbound/outbound-fetch.ts';
 import { outgoingRequest, type ResolveSecrets } from './outgoing-request.ts';
 import {
   contentLength,

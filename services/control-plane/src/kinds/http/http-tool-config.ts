@@ -16,7 +16,7 @@ import {
 } from '@bindery/context-ops';
 import { DomainError } from '../../domain/errors.ts';
 import { checkSecretReferenceSyntax, secretReferences } from '../../secrets/secret-references.ts';
-import { headerNameProblem, isSendableHeaderValue } from './http-headers.ts';
+import { headerNameProblem, isSendableHeaderValue } from '../../outbound/http-headers.ts';
 import type { JsonSchemaObject } from './input-schema.ts';
 import { perConfig } from './per-config.ts';
 import { parseUrlTemplate, type UrlTemplate } from './url-template.ts';

@@ -6,7 +6,7 @@
  */
 import type { HttpMethod, HttpToolConfig, HttpToolParam } from '@bindery/contracts';
 import { DomainError } from '../../domain/errors.ts';
-import { isSendableHeaderValue } from './http-headers.ts';
+import { isSendableHeaderValue } from '../../outbound/http-headers.ts';
 import { fillPath, urlTemplateOf } from './url-template.ts';
 
 export interface OutgoingRequest {

@@ -8,7 +8,20 @@ import { CreateMcpAdiBody, STDERR_META_KEY, type ToolAnnotations } from '@binder
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../../domain/errors.ts';
 import { defaultToolName } from '../tool-naming.ts';
-import { ToolAnswer, type KindColumns, type ToolCall, type ToolKindModule } from '../kind.ts';
+import {
+  ToolAnswer,
+  type KindColumns,
+  type KindServices,
+  type ToolCall,
+  type ToolKindModule,
+} from '../kind.ts';
+import type { UpstreamRegistry } from './registry.ts';
+
+/** What an upstream tool's call is given besides every kind's services. */
+export interface McpKindServices extends KindServices {
+  /** The pools of upstream MCP servers (registry.ts); absent where no app runs them. */
+  upstreams?: UpstreamRegistry | undefined;
+}
 
 interface StoredConfig {
   upstream_server_id?: string;
@@ -35,7 +48,7 @@ function inputSchema(columns: KindColumns): JsonSchema {
   return { type: 'object' } as JsonSchema;
 }
 
-async function run(call: ToolCall): Promise<ToolAnswer> {
+async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
   const config = configOf(call.adi);
   const serverId = config.upstream_server_id;
   const tool = config.tool;
@@ -103,7 +116,7 @@ class StderrLines {
   }
 }
 
-export const mcpKind: ToolKindModule<unknown, never> = {
+export const mcpKind: ToolKindModule<unknown, never, McpKindServices> = {
   kind: 'mcp',
   createBody: CreateMcpAdiBody,
   notCreatable:

@@ -6,7 +6,7 @@
  */
 import { HTTP_METHODS, type HttpMethod, type HttpToolParam } from '@bindery/contracts';
 import { DomainError } from '../../../domain/errors.ts';
-import { headerNameProblem } from '../http-headers.ts';
+import { headerNameProblem } from '../../../outbound/http-headers.ts';
 import { validateHttpToolConfig, type CheckedHttpToolConfig } from '../http-tool-config.ts';
 import { loadOpenApiDocument } from './openapi-document.ts';
 import { operationFilter, type OperationFilters } from './operation-filters.ts';

@@ -7,7 +7,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
-import { DomainError } from '../../domain/errors.ts';
+import { DomainError } from '../domain/errors.ts';
 
 export const OUTBOUND_DEFAULTS = {
   timeoutMs: 10_000,

@@ -1,5 +1,6 @@
 /**
- * Which header names an HTTP tool may set, and which values it may send. Framing and connection
+ * Which header names a tool may set on an outgoing request (an HTTP tool's headers, a custom
+ * tool's fetch), and which values it may send. Framing and connection
  * headers belong to the HTTP client: a tool setting them could desynchronise the connection or
  * address another virtual host than its URL names.
  */

@@ -11,7 +11,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
-import { DomainError } from '../../domain/errors.ts';
+import { DomainError } from '../domain/errors.ts';
 
 /** The setting that widens what the guard lets through. */
 export const ALLOWED_NETWORKS_SETTING = 'HTTP_TOOLS_ALLOWED_NETWORKS';
