@@ -9,6 +9,8 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 export const JSONRPC = {
   PARSE_ERROR: -32700,
   INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
   INTERNAL_ERROR: -32603,
   UNAUTHORIZED: -32001,
   FORBIDDEN: -32003,
@@ -45,24 +47,35 @@ export const INTERNAL_ERROR: JsonRpcErrorAnswer = {
   bindery: 'INTERNAL',
 };
 
-/** The JSON-RPC error object of an answer (no request id: it is refused before one is known). */
-export function jsonRpcErrorBody(answer: JsonRpcErrorAnswer) {
+/**
+ * The JSON-RPC error object of an answer: no request id when it is refused before one is known,
+ * the request's own where it is (the modern era's refusals).
+ */
+export function jsonRpcErrorBody(answer: JsonRpcErrorAnswer, id: string | number | null = null) {
   return {
     jsonrpc: '2.0',
-    id: null,
+    id,
     error: { code: answer.code, message: answer.message, data: { ...answer.data, code: answer.bindery } },
   } as const;
 }
 
-export function sendJsonRpcError(reply: FastifyReply, answer: JsonRpcErrorAnswer): FastifyReply {
+export function sendJsonRpcError(
+  reply: FastifyReply,
+  answer: JsonRpcErrorAnswer,
+  id: string | number | null = null,
+): FastifyReply {
   for (const [name, value] of Object.entries(answer.headers ?? {})) reply.header(name, value);
-  return reply.status(answer.status).send(jsonRpcErrorBody(answer));
+  return reply.status(answer.status).send(jsonRpcErrorBody(answer, id));
 }
 
 /** The same answer on a raw Node response (the routes' fast lane, which bypasses Fastify). */
-export function writeJsonRpcError(res: ServerResponse, answer: JsonRpcErrorAnswer): void {
+export function writeJsonRpcError(
+  res: ServerResponse,
+  answer: JsonRpcErrorAnswer,
+  id: string | number | null = null,
+): void {
   res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', ...answer.headers });
-  res.end(JSON.stringify(jsonRpcErrorBody(answer)));
+  res.end(JSON.stringify(jsonRpcErrorBody(answer, id)));
 }
 
 /**

@@ -8,11 +8,16 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { registerCompletion } from './capabilities/completion.ts';
 import { registerLogging } from './capabilities/logging.ts';
 import { registerPrompts } from './capabilities/prompts.ts';
-import { registerResources } from './capabilities/resources.ts';
+import { registerResourceSubscriptions, registerResources } from './capabilities/resources.ts';
 import { registerTools, type ToolHandlers } from './capabilities/tools.ts';
 import { sessionContext, type McpServerDeps, type McpSessionContext } from './session-context.ts';
 
-const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
+/** Who the gateway says it is, in both eras. */
+export const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
+
+/** What the gateway tells a client about itself, in both eras. */
+export const INSTRUCTIONS =
+  'Tools over JSON data. Every failure comes back as {"error": {code, message, details}}.';
 
 /**
  * One session's MCP server, plus its two hot handlers for the gateway's fast path (plain JSON
@@ -35,12 +40,13 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
       completions: {},
       logging: {},
     },
-    instructions: 'Tools over JSON data. Every failure comes back as {"error": {code, message, details}}.',
+    instructions: INSTRUCTIONS,
   });
   registerLogging(server, session);
   const tools = registerTools(server, session);
   registerPrompts(server, session);
   registerResources(server, session);
+  registerResourceSubscriptions(server, session);
   registerCompletion(server, session);
   return { server, ...tools, listsChanged: session.listsChanged };
 }

@@ -44,6 +44,8 @@ import { MCP_ROUTES } from '../http/mcp-paths.ts';
 import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
 import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
+import { eraOf, type Era } from '../mcp/modern/envelope.ts';
+import { serveModern } from '../mcp/modern/serve.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
 import type { SessionStateStore } from '../mcp/tools/progressive-sessions.ts';
@@ -135,18 +137,21 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     entry: Credential | { kind: 'api_key'; apiKey: string | undefined },
     flavor: Flavor,
   ) {
+    let era: Era = { era: 'legacy' };
     if (request.method === 'POST') {
       // Part of reading the body, as parsing is: answered before the key is looked at, and no
       // rate-limit token is spent on it (the fast lane does the same).
       const refusal = envelopeRefusal(request.body);
       if (refusal) return sendJsonRpcError(reply, refusal);
+      // A modern request's envelope, version and standard headers are checked as its body is.
+      era = eraOf(request.body, request.headers);
+      if (era.era === 'refused') return sendJsonRpcError(reply, era.refusal, era.id);
     }
     // A header check, answered before the key as the body's are: an MCP-Protocol-Version no
     // supported version is refused on every path alike (the initialize request negotiates instead).
-    const unsupported = protocolVersionRefusal(
-      request.headers,
-      request.method === 'POST' && wantsInitialize(request.body),
-    );
+    const unsupported =
+      era.era === 'legacy' &&
+      protocolVersionRefusal(request.headers, request.method === 'POST' && wantsInitialize(request.body));
     if (unsupported) return sendJsonRpcError(reply, unsupported);
     const sessionHeader = request.headers['mcp-session-id'];
     let credential: Credential;
@@ -158,11 +163,13 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       // No caller in the URL: the one the session id carries, or on initialize, what the client
       // calls itself (unmapped or absent, the default profile answers).
       const caller =
-        typeof sessionHeader === 'string'
-          ? callerInSessionId(sessionHeader)
-          : request.method === 'POST'
-            ? clientCaller(request.body)
-            : undefined;
+        era.era === 'modern'
+          ? era.envelope.clientInfo && normaliseCallerName(era.envelope.clientInfo.name)
+          : typeof sessionHeader === 'string'
+            ? callerInSessionId(sessionHeader)
+            : request.method === 'POST'
+              ? clientCaller(request.body)
+              : undefined;
       credential = { ...entry, caller };
     }
     const hash = credentialHash(credential);
@@ -205,6 +212,21 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         return now;
       },
     });
+    if (era.era === 'modern') {
+      // Stateless: a session id the client sends is not looked at.
+      const { message, envelope } = era;
+      keepReplyHeaders(reply);
+      reply.hijack();
+      try {
+        await serveModern(reply.raw, request.headers, message, envelope, {
+          server: serverDeps(),
+          cacheTtlMs: config.cache.ttlMs,
+        });
+      } catch (error) {
+        answerFault(reply.raw, log, error);
+      }
+      return reply;
+    }
     const held = typeof sessionHeader === 'string' ? sessions.get(sessionHeader, owner) : undefined;
     // A personal key's session serves the caller it was opened for, and no other.
     const known = held && held.caller === caller ? held : undefined;

@@ -2,15 +2,15 @@
  * The completions capability: `completion/complete` for prompt arguments that declare their
  * choices (`mcp/prompts.ts`).
  */
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CompleteRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { completePromptArgument } from '../prompts.ts';
+import type { HandlerRegistry } from '../handler-table.ts';
 import type { McpSessionContext } from '../session-context.ts';
 
 export type CompletionContext = Pick<McpSessionContext, 'exposure'>;
 
 /** Sets the completion/complete handler of `server`. */
-export function registerCompletion(server: Server, session: CompletionContext): void {
+export function registerCompletion(server: HandlerRegistry, session: CompletionContext): void {
   server.setRequestHandler(CompleteRequestSchema, async (request) => {
     const { ref, argument } = request.params;
     // No resource templates take completions (yet): nothing to offer, which is a valid answer.

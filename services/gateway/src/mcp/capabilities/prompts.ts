@@ -2,15 +2,15 @@
  * The prompts capability: `prompts/list` and `prompts/get` (`mcp/prompts.ts` answers them from the
  * cached config; an upstream server's prompt is asked for through the control plane).
  */
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { GetPromptRequestSchema, ListPromptsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { getPrompt, getUpstreamPrompt, listPrompts, upstreamPrompt } from '../prompts.ts';
+import type { HandlerRegistry } from '../handler-table.ts';
 import type { McpSessionContext } from '../session-context.ts';
 
 export type PromptsContext = Pick<McpSessionContext, 'exposure' | 'client' | 'pageSize' | 'requestOf'>;
 
 /** Sets the prompts/list and prompts/get handlers of `server`. */
-export function registerPrompts(server: Server, session: PromptsContext): void {
+export function registerPrompts(server: HandlerRegistry, session: PromptsContext): void {
   server.setRequestHandler(ListPromptsRequestSchema, async (request) =>
     listPrompts(await session.exposure(), request.params?.cursor, session.pageSize),
   );

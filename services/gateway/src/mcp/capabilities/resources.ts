@@ -1,7 +1,7 @@
 /**
  * The resources capability: `resources/list`, `resources/templates/list` and `resources/read`
- * (`mcp/resources.ts`), and `resources/subscribe` and `resources/unsubscribe`
- * (`mcp/resource-subscriptions.ts`).
+ * (`mcp/resources.ts`), in both eras; and the legacy era's `resources/subscribe` and
+ * `resources/unsubscribe` (`mcp/resource-subscriptions.ts`).
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
@@ -12,6 +12,7 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { listResources, listResourceTemplates, readResource } from '../resources.ts';
+import type { HandlerRegistry } from '../handler-table.ts';
 import type { McpSessionContext } from '../session-context.ts';
 
 export type ResourcesContext = Pick<
@@ -19,8 +20,8 @@ export type ResourcesContext = Pick<
   'exposure' | 'resolve' | 'client' | 'pageSize' | 'requestOf' | 'subscriptions'
 >;
 
-/** Sets the five resources handlers of `server`. */
-export function registerResources(server: Server, session: ResourcesContext): void {
+/** Sets the resources handlers both eras serve: list, templates and read. */
+export function registerResources(server: HandlerRegistry, session: ResourcesContext): void {
   server.setRequestHandler(ListResourcesRequestSchema, async (request) =>
     listResources(await session.exposure(), request.params?.cursor, session.pageSize),
   );
@@ -38,6 +39,16 @@ export function registerResources(server: Server, session: ResourcesContext): vo
       sessionId,
     );
   });
+}
+
+/**
+ * Sets `resources/subscribe` and `resources/unsubscribe`: the legacy era's, on a session (the
+ * modern era subscribes through `subscriptions/listen`).
+ */
+export function registerResourceSubscriptions(
+  server: Pick<Server, 'setRequestHandler' | 'sendResourceUpdated'>,
+  session: ResourcesContext,
+): void {
   // Only a session this replica holds subscribes (the client's hint is no session here), and
   // updates go on its standing stream (the GET it keeps open), as sendResourceUpdated does.
   server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {

@@ -3,7 +3,6 @@
  * `tools/call` (`mcp/tools/call.ts`). The two functions the handlers call are handed back too:
  * they are the session's hot handlers, which the direct answer (`fast/direct-answer.ts`) calls.
  */
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
@@ -12,6 +11,7 @@ import {
 import { SOURCE_META_KEY } from '@bindery/contracts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
 import { idempotencyKeyOf } from '../requests.ts';
+import type { HandlerRegistry } from '../handler-table.ts';
 import type { McpSessionContext } from '../session-context.ts';
 import { callTool, type ToolCall, type ToolCallContext } from '../tools/call.ts';
 import { listPage, type ListPage } from '../tools/list.ts';
@@ -30,7 +30,7 @@ export interface ToolHandlers {
 }
 
 /** Sets the tools/list and tools/call handlers of `server`; returns the functions they call. */
-export function registerTools(server: Server, session: ToolsContext): ToolHandlers {
+export function registerTools(server: HandlerRegistry, session: ToolsContext): ToolHandlers {
   const handlers: ToolHandlers = {
     listPage: async (cursor, known) =>
       listPage(await session.exposure(known), cursor, {

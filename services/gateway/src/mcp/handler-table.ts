@@ -1,0 +1,62 @@
+/**
+ * Where a capability module (`capabilities/`) sets its request handlers: the legacy era's MCP SDK
+ * `Server` (a session's, or a stateless request's), or a `HandlerTable` the modern era
+ * (`modern/`) dispatches from by method name. One registration serves both eras, so a handler is
+ * written once.
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { getLiteralValue, getObjectShape, safeParse } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import type { RequestId, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+
+/** What a capability registers on: the SDK server's `setRequestHandler`. */
+export type HandlerRegistry = Pick<Server, 'setRequestHandler'>;
+
+/** What a handler is told of its request (the part of the SDK's `extra` the capabilities read). */
+export interface RequestExtra {
+  requestId: RequestId;
+  sessionId?: string | undefined;
+  signal: AbortSignal;
+  sendNotification(notification: ServerNotification): Promise<void>;
+}
+
+type Handler = (request: unknown, extra: RequestExtra) => unknown;
+
+interface Entry {
+  schema: Parameters<Server['setRequestHandler']>[0];
+  handler: Handler;
+}
+
+/** The outcome of checking a request against its method's schema. */
+export type Parsed = { ok: true; request: unknown } | { ok: false; message: string };
+
+/** Request handlers by method, as the SDK's server keeps them, without a transport. */
+export class HandlerTable implements HandlerRegistry {
+  readonly #entries = new Map<string, Entry>();
+
+  setRequestHandler: Server['setRequestHandler'] = (schema, handler) => {
+    const method = getLiteralValue(getObjectShape(schema)?.method ?? schema);
+    if (typeof method !== 'string') throw new Error('a request schema names its method');
+    this.#entries.set(method, { schema, handler: handler as unknown as Handler });
+  };
+
+  has(method: string): boolean {
+    return this.#entries.has(method);
+  }
+
+  /** `message` checked against its method's schema (the SDK's own check of a request). */
+  parse(method: string, message: unknown): Parsed {
+    const entry = this.#entries.get(method);
+    if (!entry) return { ok: false, message: `Method not found: ${method}` };
+    const parsed = safeParse(entry.schema, message);
+    if (parsed.success) return { ok: true, request: parsed.data };
+    const reason = parsed.error instanceof Error ? parsed.error.message : String(parsed.error);
+    return { ok: false, message: `Invalid params for ${method}: ${reason}` };
+  }
+
+  /** Runs the handler of a parsed request. */
+  run(method: string, request: unknown, extra: RequestExtra): Promise<unknown> {
+    const entry = this.#entries.get(method);
+    if (!entry) return Promise.reject(new Error(`no handler for ${method}`));
+    return Promise.resolve(entry.handler(request, extra));
+  }
+}

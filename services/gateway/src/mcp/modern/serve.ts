@@ -1,0 +1,191 @@
+/**
+ * A modern (MCP 2026-07-28) request, served statelessly: no session is made or read. The same
+ * capability modules as a legacy session's server (`capabilities/`) register their handlers on a
+ * table for this one request, with the request's own log level; `server/discover` answers the
+ * versions, capabilities and identity. Every result carries `resultType`, the server's identity in
+ * `_meta`, and, for lists and reads, how long it may be cached (`ttlMs`, `cacheScope`). Progress
+ * and log messages travel on the request's own response as server-sent events; a client that
+ * closes that response cancels the request.
+ */
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { ErrorCode, McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPC } from '../../http/jsonrpc-errors.ts';
+import { registerCompletion } from '../capabilities/completion.ts';
+import { registerPrompts } from '../capabilities/prompts.ts';
+import { registerResources } from '../capabilities/resources.ts';
+import { registerTools } from '../capabilities/tools.ts';
+import { HandlerTable, type RequestExtra } from '../handler-table.ts';
+import { INSTRUCTIONS, SERVER_INFO } from '../server.ts';
+import { sessionContext, type McpServerDeps } from '../session-context.ts';
+import { allows } from '../tools/call-log.ts';
+import { META, MODERN_PROTOCOL_VERSIONS, type Envelope, type ModernRequest } from './envelope.ts';
+
+/** Results a client may cache, and for how long (`server/utilities/caching.mdx`). */
+const CACHEABLE: ReadonlySet<string> = new Set([
+  'server/discover',
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+]);
+
+/** The capabilities a modern client is told of (`server/discover`). */
+const CAPABILITIES = {
+  tools: {},
+  prompts: {},
+  resources: {},
+  completions: {},
+  logging: {},
+};
+
+export interface ModernDeps {
+  /** What a legacy session's server is built from (the session id hint is unused here). */
+  server: Omit<McpServerDeps, 'sessionIdHint' | 'initial'>;
+  /** How long the gateway keeps an exposure's config before asking again: the results' `ttlMs`. */
+  cacheTtlMs: number;
+}
+
+/** The handlers a modern request may reach, set up for this one request. */
+function handlersFor(deps: ModernDeps, envelope: Envelope): HandlerTable {
+  const session = sessionContext({ ...deps.server, sessionIdHint: undefined });
+  const level = envelope.logLevel;
+  // Log messages only at the level the request asked for, and none when it asked for none.
+  session.clientLog.send = async (notify, line) => {
+    if (!notify || level === undefined || !allows(level, line.level)) return;
+    await notify({ method: 'notifications/message', params: line }).catch(() => undefined);
+  };
+  const table = new HandlerTable();
+  registerTools(table, session);
+  registerResources(table, session);
+  registerPrompts(table, session);
+  registerCompletion(table, session);
+  return table;
+}
+
+/** The answer of a request the server does not offer (including the legacy era's own methods). */
+const methodNotFound = (method: string) =>
+  new McpError(ErrorCode.MethodNotFound, `Method not found: ${method.slice(0, 100)}`);
+
+/**
+ * Answers `message` on `res`: JSON, or an event stream once a notification is sent before the
+ * result (when the client accepts one).
+ */
+export async function serveModern(
+  res: ServerResponse,
+  headers: IncomingHttpHeaders,
+  message: ModernRequest,
+  envelope: Envelope,
+  deps: ModernDeps,
+): Promise<void> {
+  if (message.id === undefined) {
+    // A notification: nothing to answer (none is defined from client to server over HTTP).
+    res.writeHead(202).end();
+    return;
+  }
+  const id = message.id;
+  const stream = new ResponseStream(res, (headers.accept ?? '').includes('text/event-stream'));
+  const cancel = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) cancel.abort();
+  });
+  try {
+    const result = await dispatch(message, envelope, deps, {
+      requestId: id,
+      signal: cancel.signal,
+      sendNotification: (notification) => stream.notify(notification),
+    });
+    stream.finish({ jsonrpc: '2.0', id, result: stamped(message.method, result, deps.cacheTtlMs) });
+  } catch (error) {
+    const mcp = error instanceof McpError ? error : undefined;
+    if (mcp?.code === ErrorCode.MethodNotFound && !stream.started) {
+      stream.finish({ jsonrpc: '2.0', id, error: { code: mcp.code, message: mcp.message } }, 404);
+      return;
+    }
+    if (!mcp) deps.server.log.error({ err: error }, 'modern request failed');
+    stream.finish({ jsonrpc: '2.0', id, error: errorOf(mcp) });
+  }
+}
+
+async function dispatch(
+  message: ModernRequest,
+  envelope: Envelope,
+  deps: ModernDeps,
+  extra: RequestExtra,
+): Promise<Record<string, unknown>> {
+  if (message.method === 'server/discover') {
+    return {
+      supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
+      capabilities: CAPABILITIES,
+      instructions: INSTRUCTIONS,
+    };
+  }
+  const table = handlersFor(deps, envelope);
+  if (!table.has(message.method)) throw methodNotFound(message.method);
+  const parsed = table.parse(message.method, message);
+  if (!parsed.ok) throw new McpError(ErrorCode.InvalidParams, parsed.message);
+  return (await table.run(message.method, parsed.request, extra)) as Record<string, unknown>;
+}
+
+/** A result as the modern era sends it: its type, the server's identity and, where it applies, its cache life. */
+function stamped(method: string, result: Record<string, unknown>, ttlMs: number): Record<string, unknown> {
+  const meta = (result._meta ?? {}) as Record<string, unknown>;
+  return {
+    ...result,
+    resultType: 'complete',
+    ...(CACHEABLE.has(method) && { ttlMs, cacheScope: 'private' }),
+    _meta: { ...meta, [META.serverInfo]: SERVER_INFO },
+  };
+}
+
+/**
+ * The JSON-RPC error of a failed request. A missing resource is -32602 with its URI in the modern
+ * era (-32002 before it).
+ */
+function errorOf(error: McpError | undefined): { code: number; message: string; data?: unknown } {
+  if (!error) {
+    return {
+      code: JSONRPC.INTERNAL_ERROR,
+      message: 'internal error in the gateway (it is logged); try again',
+    };
+  }
+  const code = error.code === JSONRPC.RESOURCE_NOT_FOUND ? ErrorCode.InvalidParams : error.code;
+  // McpError prefixes its message with "MCP error <code>: "; the client gets the reason alone.
+  const text = error.message.replace(/^MCP error -?\d+: /, '');
+  return { code, message: text, ...(error.data !== undefined && { data: error.data }) };
+}
+
+/** One request's response: a JSON answer, or an event stream once a notification goes first. */
+class ResponseStream {
+  started = false;
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly acceptsEvents: boolean,
+  ) {}
+
+  /** Sends a notification before the result (dropped when the client takes JSON only). */
+  async notify(notification: ServerNotification): Promise<void> {
+    if (!this.acceptsEvents || this.res.writableEnded || this.res.destroyed) return;
+    if (!this.started) {
+      this.started = true;
+      this.res.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
+    }
+    this.res.write(event({ jsonrpc: '2.0', ...notification }));
+  }
+
+  finish(answer: object, status = 200): void {
+    if (this.res.writableEnded || this.res.destroyed) return;
+    if (this.started) {
+      this.res.end(event(answer));
+      return;
+    }
+    this.res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+    this.res.end(JSON.stringify(answer));
+  }
+}
+
+const event = (message: object) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;

@@ -1,0 +1,72 @@
+// A modern client and a legacy client walk one exposure at once, through the real gateway and
+// control plane: the v2 SDK Client probes with server/discover and stays modern (no session), the
+// v1 SDK Client opens a legacy session with initialize; each lists and calls the tools, lists the
+// resources and prompts, and sees the same answers.
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+} from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { twoTableExposure, type Exposed } from '@bindery/test-support';
+import { startStack, type Stack } from './support/stack.ts';
+
+let stack: Stack;
+let exposed: Exposed;
+let url: URL;
+/** The session id header of every request the gateway received, by the client's name. */
+const sessionHeaders: (string | undefined)[] = [];
+
+beforeAll(async () => {
+  stack = await startStack();
+  exposed = await twoTableExposure(stack);
+  url = new URL(`/api/v2/mcp/server/${exposed.apiKey}`, stack.gatewayUrl);
+  stack.gateway.server.on('request', (req) => {
+    if (req.headers['mcp-protocol-version'] === '2026-07-28') {
+      sessionHeaders.push(req.headers['mcp-session-id'] as string | undefined);
+    }
+  });
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+it('a modern and a legacy client walk one exposure at once', async () => {
+  const modern = new ModernClient(
+    { name: 'modern-walker', version: '1.0.0' },
+    { versionNegotiation: { mode: 'auto' } },
+  );
+  const legacy = new LegacyClient({ name: 'legacy-walker', version: '1.0.0' });
+  await Promise.all([modern.connect(new ModernTransport(url)), legacy.connect(new LegacyTransport(url))]);
+  try {
+    expect(modern.getProtocolEra()).toBe('modern');
+    const [modernTools, legacyTools] = await Promise.all([modern.listTools(), legacy.listTools()]);
+    const names = (tools: { tools: { name: string }[] }) => tools.tools.map((t) => t.name).sort();
+    expect(names(modernTools)).toEqual(['find_customers', 'peek_orders']);
+    expect(names(legacyTools)).toEqual(names(modernTools));
+
+    const call = { name: 'find_customers', arguments: { query: '[1].name' } };
+    const [modernCall, legacyCall] = await Promise.all([modern.callTool(call), legacy.callTool(call)]);
+    expect(modernCall.isError).toBeFalsy();
+    expect(JSON.stringify(modernCall.content)).toContain('Grace');
+    expect(modernCall.content).toEqual(legacyCall.content);
+
+    const [modernResources, modernPrompts] = await Promise.all([
+      modern.listResources(),
+      modern.listPrompts(),
+    ]);
+    const [legacyResources, legacyPrompts] = await Promise.all([
+      legacy.listResources(),
+      legacy.listPrompts(),
+    ]);
+    expect(modernResources.resources).toEqual(legacyResources.resources);
+    expect(modernPrompts.prompts).toEqual(legacyPrompts.prompts);
+
+    // The modern client never had a session: no request of its carried one.
+    expect(sessionHeaders.length).toBeGreaterThanOrEqual(5);
+    expect(sessionHeaders.every((id) => id === undefined)).toBe(true);
+  } finally {
+    await Promise.all([modern.close(), legacy.close()]);
+  }
+});
