@@ -1,12 +1,14 @@
 // A modern client and a legacy client walk one exposure at once, through the real gateway and
 // control plane: the v2 SDK Client probes with server/discover and stays modern (no session), the
 // v1 SDK Client opens a legacy session with initialize; each lists and calls the tools, lists the
-// resources and prompts, and sees the same answers.
+// resources and prompts, and sees the same answers; a binding renamed by the admin API reaches
+// both as tools/list_changed (the modern one through subscriptions/listen).
 import {
   Client as ModernClient,
   StreamableHTTPClientTransport as ModernTransport,
 } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { twoTableExposure, type Exposed } from '@bindery/test-support';
@@ -62,6 +64,37 @@ it('a modern and a legacy client walk one exposure at once', async () => {
     ]);
     expect(modernResources.resources).toEqual(legacyResources.resources);
     expect(modernPrompts.prompts).toEqual(legacyPrompts.prompts);
+
+    // A list change reaches both: the legacy client on its session, the modern one on its listen stream.
+    const heard = (register: (wake: () => void) => void) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no tools/list_changed within 5 s')), 5_000);
+        register(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    const modernHeard = heard((wake) =>
+      modern.setNotificationHandler('notifications/tools/list_changed', wake),
+    );
+    const legacyHeard = heard((wake) =>
+      legacy.setNotificationHandler(ToolListChangedNotificationSchema, wake),
+    );
+    const subscription = await modern.listen({ toolsListChanged: true });
+    expect(subscription.honoredFilter).toMatchObject({ toolsListChanged: true });
+    await stack.admin(
+      'PATCH',
+      `/api/v2/aeis/${exposed.aeiId}/bindings/${exposed.bindings.peek_orders}`,
+      { tool_name: 'peek_all_orders' },
+      exposed.token,
+    );
+    await Promise.all([modernHeard, legacyHeard]);
+    expect((await modern.listTools()).tools.map((t) => t.name).sort()).toEqual([
+      'find_customers',
+      'peek_all_orders',
+    ]);
+    await subscription.close();
+    expect(await subscription.closed).toBe('local');
 
     // The modern client never had a session: no request of its carried one.
     expect(sessionHeaders.length).toBeGreaterThanOrEqual(5);

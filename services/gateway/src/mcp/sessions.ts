@@ -16,6 +16,7 @@ import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/se
 import type { FastifyBaseLogger } from 'fastify';
 import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 import type { RequestIds } from './request-ids.ts';
+import { ListenStreams } from './modern/listen.ts';
 import { ResourceSubscriptions } from './resource-subscriptions.ts';
 import type { McpEndpoint } from './server.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -73,17 +74,20 @@ export class SessionRegistry {
   readonly #limits: SessionLimits;
   readonly #sweeper: NodeJS.Timeout;
   #lastSweepAt = 0;
-  /** The resources each open session subscribed to (resources/subscribe). */
+  /** The resources each open session (or listen stream) subscribed to. */
   readonly subscriptions: ResourceSubscriptions;
+  /** The modern era's open `subscriptions/listen` streams (held like sessions, under the same caps). */
+  readonly listens: ListenStreams;
 
   constructor(metrics: GatewayMetrics, log: FastifyBaseLogger, limits: SessionLimits) {
     this.#metrics = metrics;
     this.#log = log;
     this.#limits = limits;
+    this.listens = new ListenStreams(log);
     this.subscriptions = new ResourceSubscriptions(
       log,
-      (id) => this.#sessions.has(id),
-      (id) => this.#sessions.get(id)?.standing,
+      (id) => this.#sessions.has(id) || this.listens.holds(id),
+      (id) => this.#sessions.get(id)?.standing ?? this.listens.stream(id),
     );
     this.#sweeper = setInterval(() => this.#sweep(), Math.min(limits.idleMs, 60_000));
     this.#sweeper.unref();
@@ -124,6 +128,22 @@ export class SessionRegistry {
         else this.#reservedByKey.set(keyHash, left);
       },
     };
+  }
+
+  /**
+   * Room for a listen stream of this key: at most as many as sessions, per key and in all (a
+   * stream is never closed to make room: it is in use as long as it is open).
+   */
+  listenRefusal(keyHash: string): JsonRpcErrorAnswer | undefined {
+    if (this.listens.countOf(keyHash) >= this.#limits.maxPerKey) {
+      this.#metrics.sessionsRefused.inc({ cap: 'key' });
+      return full(`this api_key already has ${this.#limits.maxPerKey} listen streams open on this gateway`);
+    }
+    if (this.listens.size >= this.#limits.max) {
+      this.#metrics.sessionsRefused.inc({ cap: 'global' });
+      return full(`this gateway has ${this.#limits.max} listen streams open`);
+    }
+    return undefined;
   }
 
   /** Closes the least recently used session of `sessions` that is not busy; false when all are. */
@@ -214,7 +234,8 @@ export class SessionRegistry {
    * Tells every open session of these AEIs that its tool list changed (answers how many), and,
    * without waiting, those whose prompts or resources changed that those lists did: each session
    * compares the exposure as it is now (one config lookup per key, the cache shares it) with what
-   * it last saw.
+   * it last saw. Listen streams of these AEIs hear the same, as they asked (counted with the
+   * sessions).
    */
   async announceToolListChanged(aeiIds: readonly string[]): Promise<number> {
     const wanted = new Set(aeiIds);
@@ -222,6 +243,7 @@ export class SessionRegistry {
     const undelivered = (s: Session) => (error: unknown) =>
       this.#log.debug({ err: error, session: s.id }, 'list_changed not delivered');
     await Promise.all(targets.map((s) => s.server.sendToolListChanged().catch(undelivered(s))));
+    const listening = this.listens.announce(aeiIds);
     // A binding renamed or moved to another table changes what a subscribed URI watches.
     void this.subscriptions.exposuresChanged(aeiIds);
     for (const s of targets) {
@@ -233,7 +255,7 @@ export class SessionRegistry {
         })
         .catch(undelivered(s));
     }
-    return targets.length;
+    return targets.length + listening;
   }
 
   #sweep(): void {
@@ -254,12 +276,14 @@ export class SessionRegistry {
    */
   endStandingStreams(): void {
     for (const session of this.#sessions.values()) session.transport.closeStandaloneSSEStream();
+    this.listens.endAll();
   }
 
   async closeAll(): Promise<void> {
     clearInterval(this.#sweeper);
     const all = [...this.#sessions.values()];
     for (const session of all) this.remove(session.id);
+    this.listens.endAll();
     this.subscriptions.clear();
     await Promise.all(all.map((s) => s.transport.close()));
   }

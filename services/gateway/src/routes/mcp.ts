@@ -221,6 +221,8 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         await serveModern(reply.raw, request.headers, message, envelope, {
           server: serverDeps(),
           cacheTtlMs: config.cache.ttlMs,
+          sessions,
+          keyHash: owner,
         });
       } catch (error) {
         answerFault(reply.raw, log, error);

@@ -8,7 +8,12 @@
  * closes that response cancels the request.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { ErrorCode, McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  type RequestId,
+  type ServerNotification,
+} from '@modelcontextprotocol/sdk/types.js';
 import { JSONRPC } from '../../http/jsonrpc-errors.ts';
 import { registerCompletion } from '../capabilities/completion.ts';
 import { registerPrompts } from '../capabilities/prompts.ts';
@@ -18,7 +23,9 @@ import { HandlerTable, type RequestExtra } from '../handler-table.ts';
 import { INSTRUCTIONS, SERVER_INFO } from '../server.ts';
 import { sessionContext, type McpServerDeps } from '../session-context.ts';
 import { allows } from '../tools/call-log.ts';
+import type { SessionRegistry } from '../sessions.ts';
 import { META, MODERN_PROTOCOL_VERSIONS, type Envelope, type ModernRequest } from './envelope.ts';
+import { listenFilterOf } from './listen.ts';
 
 /** Results a client may cache, and for how long (`server/utilities/caching.mdx`). */
 const CACHEABLE: ReadonlySet<string> = new Set([
@@ -30,11 +37,11 @@ const CACHEABLE: ReadonlySet<string> = new Set([
   'resources/read',
 ]);
 
-/** The capabilities a modern client is told of (`server/discover`). */
+/** The capabilities a modern client is told of (`server/discover`); changes come on `subscriptions/listen`. */
 const CAPABILITIES = {
-  tools: {},
-  prompts: {},
-  resources: {},
+  tools: { listChanged: true },
+  prompts: { listChanged: true },
+  resources: { listChanged: true, subscribe: true },
   completions: {},
   logging: {},
 };
@@ -44,6 +51,10 @@ export interface ModernDeps {
   server: Omit<McpServerDeps, 'sessionIdHint' | 'initial'>;
   /** How long the gateway keeps an exposure's config before asking again: the results' `ttlMs`. */
   cacheTtlMs: number;
+  /** Where listen streams are held (beside the legacy sessions, under their caps). */
+  sessions: SessionRegistry;
+  /** The hash of the key the request came with (listen streams count by it). */
+  keyHash: string;
 }
 
 /** The handlers a modern request may reach, set up for this one request. */
@@ -84,6 +95,10 @@ export async function serveModern(
     return;
   }
   const id = message.id;
+  if (message.method === 'subscriptions/listen') {
+    await listen(res, id, message, deps);
+    return;
+  }
   const stream = new ResponseStream(res, (headers.accept ?? '').includes('text/event-stream'));
   const cancel = new AbortController();
   res.once('close', () => {
@@ -105,6 +120,45 @@ export async function serveModern(
     if (!mcp) deps.server.log.error({ err: error }, 'modern request failed');
     stream.finish({ jsonrpc: '2.0', id, error: errorOf(mcp) });
   }
+}
+
+/** Opens a listen stream, or answers why not (a bad filter, no room). */
+async function listen(
+  res: ServerResponse,
+  id: RequestId,
+  message: ModernRequest,
+  deps: ModernDeps,
+): Promise<void> {
+  const answer = (status: number, error: { code: number; message: string; data?: unknown }) => {
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id, error }));
+  };
+  const filter = listenFilterOf(message.params);
+  if (typeof filter === 'string') {
+    answer(200, { code: ErrorCode.InvalidParams, message: `Invalid params: ${filter}` });
+    return;
+  }
+  const full = deps.sessions.listenRefusal(deps.keyHash);
+  if (full) {
+    res.setHeader('retry-after', '1');
+    answer(full.status, { code: full.code, message: full.message });
+    return;
+  }
+  // Its own view of the exposure: what its prompt and resource list changes compare with.
+  const session = sessionContext({ ...deps.server, sessionIdHint: undefined });
+  const exposure = await session.exposure();
+  deps.sessions.listens.open(
+    res,
+    {
+      keyHash: deps.keyHash,
+      subscriptionId: id,
+      filter,
+      exposure,
+      resolve: session.resolve,
+      listsChanged: session.listsChanged,
+    },
+    deps.sessions.subscriptions,
+  );
 }
 
 async function dispatch(

@@ -1,0 +1,205 @@
+// subscriptions/listen, the modern era's stream of changes, against the real gateway and control
+// plane: the stream opens with notifications/subscriptions/acknowledged naming what is honoured (a
+// URI naming no resource is left out); a binding renamed by the admin API arrives as
+// tools/list_changed and a write to a subscribed context as resources/updated, each stamped with
+// the listen request's id; a stream that asked for neither hears nothing of it; a bad filter is
+// -32602; a stream the client closes is dropped; the gateway's shutdown ends each stream with the
+// listen request's result.
+import { request, type IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { twoTableExposure, type Exposed } from '@bindery/test-support';
+import { rawPost } from './support/raw-post.ts';
+import { startStack, type Stack } from './support/stack.ts';
+
+const VERSION = '2026-07-28';
+const ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': VERSION,
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+const CONTEXT = 'bindery://tools/find_customers/context';
+const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+let stack: Stack;
+let exposed: Exposed;
+let path: string;
+
+beforeAll(async () => {
+  stack = await startStack();
+  exposed = await twoTableExposure(stack);
+  path = `/api/v2/mcp/server/${exposed.apiKey}`;
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+/** A JSON-RPC message read off the stream. */
+interface Message {
+  jsonrpc?: string;
+  id?: string | number;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+}
+
+interface Stream {
+  res: IncomingMessage;
+  messages: Message[];
+  /** The first message after `from` (an index into messages) that `match` accepts. */
+  next(match: (m: Message) => boolean, from?: number, timeoutMs?: number): Promise<Message>;
+  close(): void;
+}
+
+/** Opens a listen stream and reads its events as they come. */
+function openListen(id: string | number, notifications: Record<string, unknown>): Promise<Stream> {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'subscriptions/listen',
+    params: { notifications, _meta: ENVELOPE },
+  });
+  const { port } = new URL(stack.gatewayUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'content-length': String(Buffer.byteLength(body)),
+          'mcp-protocol-version': VERSION,
+          'mcp-method': 'subscriptions/listen',
+        },
+      },
+      (res) => {
+        const messages: Message[] = [];
+        const waiters: (() => void)[] = [];
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          let end;
+          while ((end = buffer.indexOf('\n\n')) !== -1) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const data = block.split('\n').find((line) => line.startsWith('data: '));
+            if (data) messages.push(JSON.parse(data.slice(6)));
+          }
+          for (const wake of waiters.splice(0)) wake();
+        });
+        resolve({
+          res,
+          messages,
+          next(match, from = 0, timeoutMs = 5_000) {
+            return new Promise((found, fail) => {
+              const timer = setTimeout(
+                () => fail(new Error(`no matching event within ${timeoutMs} ms`)),
+                timeoutMs,
+              );
+              const check = () => {
+                const hit = messages.slice(from).find(match);
+                if (hit) {
+                  clearTimeout(timer);
+                  found(hit);
+                } else waiters.push(check);
+              };
+              check();
+            });
+          },
+          close: () => req.destroy(),
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+it('acknowledges what it honours, then carries the changes asked for, stamped with its id', async () => {
+  const all = await openListen('listen-1', {
+    toolsListChanged: true,
+    resourceSubscriptions: [CONTEXT, 'bindery://tools/no_such_tool/context'],
+  });
+  const quiet = await openListen(2, { promptsListChanged: true });
+  try {
+    expect(all.res.statusCode).toBe(200);
+    expect(all.res.headers['content-type']).toMatch(/^text\/event-stream/);
+    const ack = await all.next(() => true);
+    expect(ack).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: {
+        _meta: { [SUBSCRIPTION_ID]: 'listen-1' },
+        notifications: { toolsListChanged: true, resourceSubscriptions: [CONTEXT] },
+      },
+    });
+    await quiet.next((m) => m.method === 'notifications/subscriptions/acknowledged');
+
+    const mark = all.messages.length;
+    await stack.admin(
+      'PUT',
+      `/api/v2/tables/${exposed.tables.customers}/data`,
+      { list: [{ id: 1, name: 'Ada' }] },
+      exposed.token,
+    );
+    const updated = await all.next((m) => m.method === 'notifications/resources/updated', mark);
+    expect(updated.params).toEqual({ uri: CONTEXT, _meta: { [SUBSCRIPTION_ID]: 'listen-1' } });
+
+    await stack.admin(
+      'PATCH',
+      `/api/v2/aeis/${exposed.aeiId}/bindings/${exposed.bindings.peek_orders}`,
+      { tool_name: 'peek_all_orders' },
+      exposed.token,
+    );
+    const changed = await all.next((m) => m.method === 'notifications/tools/list_changed', mark);
+    expect(changed.params).toEqual({ _meta: { [SUBSCRIPTION_ID]: 'listen-1' } });
+
+    // The stream that asked for prompt changes only heard none of these.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(quiet.messages.map((m) => m.method)).toEqual(['notifications/subscriptions/acknowledged']);
+    // Nothing but notifications went on the listen stream (no progress, no log, no result).
+    expect(all.messages.every((m) => typeof m.method === 'string' && m.id === undefined)).toBe(true);
+  } finally {
+    all.close();
+    quiet.close();
+  }
+});
+
+it('a bad filter is -32602, and a closed stream is dropped', async () => {
+  const bad = await rawPost(
+    stack.gatewayUrl,
+    path,
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'subscriptions/listen',
+      params: { notifications: { toolsListChanged: 'yes' }, _meta: ENVELOPE },
+    }),
+    { headers: { 'mcp-protocol-version': VERSION, 'mcp-method': 'subscriptions/listen' } },
+  );
+  expect(JSON.parse(bad.text)).toMatchObject({ id: 3, error: { code: -32602 } });
+
+  const stream = await openListen(4, { toolsListChanged: true });
+  await stream.next(() => true);
+  const listens = stack.gateway.gateway.sessions.listens;
+  const before = listens.size;
+  stream.close();
+  const deadline = Date.now() + 5_000;
+  while (listens.size >= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(listens.size).toBe(before - 1);
+});
+
+it("the gateway's shutdown ends a stream with the listen request's result", async () => {
+  const stream = await openListen('last', { toolsListChanged: true });
+  await stream.next(() => true);
+  const ended = new Promise<void>((resolve) => stream.res.once('end', () => resolve()));
+  stack.gateway.gateway.sessions.endStandingStreams();
+  await ended;
+  expect(stream.messages.at(-1)).toMatchObject({
+    jsonrpc: '2.0',
+    id: 'last',
+    result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID]: 'last' } },
+  });
+});
