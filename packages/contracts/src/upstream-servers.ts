@@ -203,6 +203,15 @@ export const UpstreamServer = Type.Object({
     description: 'ids of the caller’s other servers with the same fingerprint (one pool serves them all)',
   }),
   status: UpstreamStatus,
+  protocol_era: Nullable(
+    Type.Union([Type.Literal('modern'), Type.Literal('legacy')], {
+      description:
+        'the MCP era the server was found to speak by this control plane: modern (2026-07-28, found by server/discover) or legacy (2025, initialize); null until an instance started here',
+    }),
+  ),
+  protocol_version: Nullable(
+    Type.String({ description: 'the protocol version it speaks (2026-07-28, or the one initialize agreed)' }),
+  ),
   last_error: Nullable(Type.String()),
   last_sync_at: Nullable(Timestamp),
   tool_count: Type.Integer(),

@@ -85,9 +85,11 @@ describe('upstream resources and prompts that fail', () => {
       read_resource: { uri: 'test://missing-one' },
     });
     expect(gone.status).toBe(200);
+    // The upstream answers -32002; the SDK's client reads it as the 2026-07-28 era's code for a
+    // resource not found, -32602 with the URI in its data.
     expect(gone.body.error).toMatchObject({
       code: 'NOT_FOUND',
-      details: { rpc_code: -32002 },
+      details: { rpc_code: -32602 },
     });
     const small = await upstreamRequest(aei.id, {
       upstream_server_id: server.id,

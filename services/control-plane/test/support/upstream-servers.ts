@@ -1,7 +1,9 @@
 /**
  * Real upstream MCP servers for tests: the stdio script in ./upstream/mcp-server.mjs (run with
- * `node`), the same server over Streamable HTTP on a loopback port, a loopback HTTP server that
- * does not speak MCP, and the count of a process's children from the OS (/proc), not from metrics.
+ * `node`), the same server over Streamable HTTP on a loopback port (both of the 2025 era only), a
+ * server of the 2026-07-28 era only (./upstream/modern-server.mjs, over stdio and HTTP), a loopback
+ * HTTP server that does not speak MCP, and the count of a process's children from the OS (/proc),
+ * not from metrics.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -13,8 +15,71 @@ import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 // @ts-expect-error: a plain ES module of test support, without types.
 import { createMcpServer } from './upstream/mcp-server.mjs';
+// @ts-expect-error: a plain ES module of test support, without types.
+import { modernHandler } from './upstream/modern-server.mjs';
 
 export const UPSTREAM_SCRIPT = fileURLToPath(new URL('./upstream/mcp-server.mjs', import.meta.url));
+export const MODERN_UPSTREAM_SCRIPT = fileURLToPath(new URL('./upstream/modern-server.mjs', import.meta.url));
+
+/** The body of a stdio upstream server of the 2026-07-28 era only (`node`). */
+export function modernStdioServerBody(name: string) {
+  return { name, transport: 'stdio', command: 'node', args: [MODERN_UPSTREAM_SCRIPT] };
+}
+
+/**
+ * The modern-only test server over HTTP (the v2 SDK's handler with `legacy: 'reject'`: no
+ * session, an `initialize` refused); `methods` lists the JSON-RPC methods POSTed, in order.
+ */
+export async function modernHttpUpstream(): Promise<{
+  url: string;
+  methods(): string[];
+  close(): Promise<void>;
+}> {
+  const handler = modernHandler() as {
+    fetch(request: Request): Promise<Response>;
+    close(): Promise<void>;
+  };
+  const methods: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async () => {
+        const body = Buffer.concat(chunks);
+        if (body.length > 0) {
+          const method = (JSON.parse(body.toString('utf8')) as { method?: unknown }).method;
+          if (typeof method === 'string') methods.push(method);
+        }
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(req.headers)) {
+          if (typeof value === 'string') headers.set(name, value);
+        }
+        const answer = await handler.fetch(
+          new Request(`http://127.0.0.1${req.url ?? '/'}`, {
+            method: req.method ?? 'GET',
+            headers,
+            ...(body.length > 0 && { body }),
+          }),
+        );
+        res.writeHead(answer.status, Object.fromEntries(answer.headers));
+        res.end(Buffer.from(await answer.arrayBuffer()));
+      })().catch(() => {
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    methods: () => [...methods],
+    async close() {
+      await handler.close().catch(() => {});
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 /** The body of a stdio upstream server running the test script (`node`). */
 export function stdioServerBody(name: string, env: Record<string, string> = {}, extra: object = {}) {

@@ -1,30 +1,41 @@
 /**
- * One running instance of an upstream server: an MCP SDK `Client` over stdio (a child process of
- * the control plane) or Streamable HTTP (falling back to the legacy SSE transport when the server
- * refuses the first). The pool (pool.ts) decides when instances start and stop; an instance only
+ * One running instance of an upstream server: an MCP SDK (v2) `Client` over stdio (a child process
+ * of the control plane) or Streamable HTTP (falling back to the legacy SSE transport when the server
+ * refuses the first). The client speaks either protocol era: it probes with `server/discover` (the
+ * 2026-07-28 era) and falls back to `initialize` (the 2025 era) when the server does not answer it
+ * as a modern server would; the pool remembers the era and hands it to the next start, which then
+ * skips the probe. The pool (pool.ts) decides when instances start and stop; an instance only
  * connects, forwards requests with their deadline and cancellation, keeps its child's stderr in a
  * bounded ring, and closes: a stdio child is always killed and waited for (the SDK ends its stdin,
  * then SIGTERM, then SIGKILL), so none is left behind.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  PromptListChangedNotificationSchema,
+  Client,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type DiscoverResult,
+  type ServerCapabilities,
+  type Transport,
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+// The v1 package's zod schemas check results and list entries: a refused answer reads as zod's
+// issues (see answered), the same on both eras.
+import {
+  CallToolResultSchema,
+  GetPromptResultSchema,
   PromptSchema,
-  ResourceListChangedNotificationSchema,
+  ReadResourceResultSchema,
   ResourceSchema,
   ResultSchema,
-  ToolListChangedNotificationSchema,
   ToolSchema,
   type CallToolResult,
   type GetPromptResult,
   type Prompt,
   type ReadResourceResult,
   type Resource,
-  type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { printable, type ToolProgress } from '@bindery/contracts';
@@ -83,8 +94,19 @@ export interface AnswerCaps {
   maxCallBytes: number;
 }
 
+/**
+ * The protocol era an upstream server was found to speak: `modern` (2026-07-28, stateless, found
+ * by `server/discover`) or `legacy` (the 2025 era's `initialize` and session).
+ */
+export type ProtocolEra = 'modern' | 'legacy';
+
+/** What a start learned of the server's era, handed to the next start so it skips the probe. */
+export type KnownEra = { era: 'modern'; discover: DiscoverResult } | { era: 'legacy' };
+
 export interface ConnectOptions {
   transport: TransportSpec;
+  /** The era an earlier start found; absent: probe (modern first, then legacy). */
+  knownEra?: KnownEra | undefined;
   /** The guarded dispatcher HTTP upstreams are reached through (the SSRF guard). */
   outbound: Dispatcher;
   /** How long the handshake may take. */
@@ -96,6 +118,13 @@ export interface ConnectOptions {
 }
 
 const CLIENT_INFO = { name: 'bindery-control-plane', version: '0.1.0' };
+
+/**
+ * The SDK's stdio transport under our own name. The SDK probes its own class (exactly) on a
+ * short-lived sibling process whose stderr it discards; a subclass is probed in place, on the one
+ * child whose stderr we keep, whose lines our read buffer caps, and that the pool counts and reaps.
+ */
+class UpstreamStdioTransport extends StdioClientTransport {}
 
 /** Reads a stream line by line, handing each (without its end) to `line`; partial lines bounded. */
 function eachLine(stream: NodeJS.ReadableStream, line: (text: string) => void): void {
@@ -144,7 +173,7 @@ export class UpstreamInstance {
   static async connect(options: ConnectOptions): Promise<UpstreamInstance> {
     const { transport: spec } = options;
     if (spec.transport === 'stdio') {
-      const transport = new StdioClientTransport({
+      const transport = new UpstreamStdioTransport({
         command: spec.command,
         args: spec.args,
         env: spec.env,
@@ -172,9 +201,10 @@ export class UpstreamInstance {
       if (!refusedAsOldProtocol(error)) throw error;
       const legacy = new CutRelay();
       const fetch = legacy.fetch(options);
+      // The SSE transport is the 2025 era's alone: no probe on it.
       return UpstreamInstance.handshake(
         new SSEClientTransport(url, { requestInit, fetch, eventSourceInit: { fetch } }),
-        options,
+        { ...options, knownEra: { era: 'legacy' } },
         () => null,
         legacy,
       );
@@ -187,15 +217,22 @@ export class UpstreamInstance {
     pidOf: () => number | null,
     cuts: CutRelay,
   ): Promise<UpstreamInstance> {
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, {
+      capabilities: {},
+      // Modern first, legacy when the server does not answer server/discover as a modern one. A
+      // stdio server silent to the probe is taken for legacy after half the start's time.
+      versionNegotiation: { mode: 'auto', probe: { timeoutMs: Math.ceil(options.timeoutMs / 2) } },
+    });
     cuts.transport = transport;
     // Set once connected: a close before that is the failed start's, reported by connect itself.
     const connected: { instance?: UpstreamInstance } = {};
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.hooks.toolsChanged());
-    client.setNotificationHandler(ResourceListChangedNotificationSchema, () =>
+    // A legacy server announces list changes on its session; a modern one has none to announce
+    // them on (it would need subscriptions/listen): its lists are refreshed by the periodic sync.
+    client.setNotificationHandler('notifications/tools/list_changed', () => options.hooks.toolsChanged());
+    client.setNotificationHandler('notifications/resources/list_changed', () =>
       options.hooks.catalogChanged('resources'),
     );
-    client.setNotificationHandler(PromptListChangedNotificationSchema, () =>
+    client.setNotificationHandler('notifications/prompts/list_changed', () =>
       options.hooks.catalogChanged('prompts'),
     );
     client.onclose = () => {
@@ -218,7 +255,13 @@ export class UpstreamInstance {
       void transport.close().catch(() => {});
     }, options.timeoutMs);
     try {
-      await client.connect(transport, { timeout: options.timeoutMs + HANDSHAKE_SDK_SLACK_MS });
+      const known = options.knownEra;
+      await client.connect(transport, {
+        timeout: options.timeoutMs + HANDSHAKE_SDK_SLACK_MS,
+        ...(known && {
+          prior: known.era === 'modern' ? { kind: 'modern', discover: known.discover } : { kind: 'legacy' },
+        }),
+      });
     } catch (error) {
       await transport.close().catch(() => {});
       if (timedOut) throw new HandshakeTimeout(options.timeoutMs);
@@ -242,12 +285,28 @@ export class UpstreamInstance {
   failureOf(error: unknown): unknown {
     const cut = answerTooLargeIn(error);
     if (cut) return cut;
-    if (this.cutBy && (error as { code?: unknown } | null)?.code === CONNECTION_CLOSED) return this.cutBy;
+    if (this.cutBy && requestFailure(error) === 'closed') return this.cutBy;
     return error;
   }
 
   get alive(): boolean {
     return !this.closing;
+  }
+
+  /** The era the connection speaks (negotiated at connect). */
+  get era(): ProtocolEra {
+    return this.client.getProtocolEra() ?? 'legacy';
+  }
+
+  /** The protocol version the connection speaks: `2026-07-28`, or the one `initialize` agreed. */
+  get protocolVersion(): string | null {
+    return this.client.getNegotiatedProtocolVersion() ?? null;
+  }
+
+  /** What the next start may skip the probe with: this connection's era (and discover result). */
+  knownEra(): KnownEra {
+    const discover = this.client.getDiscoverResult();
+    return this.era === 'modern' && discover ? { era: 'modern', discover } : { era: 'legacy' };
   }
 
   async callTool(
@@ -268,7 +327,7 @@ export class UpstreamInstance {
     // The SDK turns an abort's reason into a timeout error: the cap is taken from the signal.
     const call = answered(
       `tools/call of ${name}`,
-      this.client.callTool({ name, arguments: args }, undefined, {
+      this.client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, {
         timeout: options.timeoutMs,
         signal,
         // With it the SDK sends a progress token and hands each report over; the timeout stays whole.
@@ -354,10 +413,10 @@ export class UpstreamInstance {
   ): Promise<ReadResourceResult> {
     return answered(
       'resources/read',
-      this.client.readResource(
-        { uri },
-        { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
-      ),
+      this.client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema, {
+        timeout: options.timeoutMs,
+        ...(options.signal && { signal: options.signal }),
+      }),
     );
   }
 
@@ -368,15 +427,21 @@ export class UpstreamInstance {
   ): Promise<GetPromptResult> {
     return answered(
       'prompts/get',
-      this.client.getPrompt(
-        { name, arguments: args },
-        { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+      this.client.request(
+        { method: 'prompts/get', params: { name, arguments: args } },
+        GetPromptResultSchema,
+        {
+          timeout: options.timeoutMs,
+          ...(options.signal && { signal: options.signal }),
+        },
       ),
     );
   }
 
+  /** Asks whether the server is up: `ping` in the 2025 era, `server/discover` in the modern one (no ping). */
   async ping(timeoutMs: number): Promise<void> {
-    await this.client.ping({ timeout: timeoutMs });
+    if (this.era === 'modern') await this.client.discover({ timeout: timeoutMs });
+    else await this.client.ping({ timeout: timeoutMs });
   }
 
   /** Closes the connection; a stdio child is killed and waited for. */
@@ -455,13 +520,19 @@ function issuesOf(error: unknown): Issue[] | undefined {
   return Array.isArray(issues) ? (issues as Issue[]) : undefined;
 }
 
-/** `request`'s result, a result the SDK's schema refused as a MalformedAnswer in words. */
+/**
+ * `request`'s result, a result the SDK's schema refused as a MalformedAnswer in words. The v2 SDK
+ * reports the schema's issues in the message of an INVALID_RESULT error, after the method's name.
+ */
 async function answered<T>(request: string, result: Promise<T>): Promise<T> {
   try {
     return await result;
   } catch (error) {
     const issues = issuesOf(error);
-    throw issues ? new MalformedAnswer(request, issuesText(issues)) : error;
+    if (issues) throw new MalformedAnswer(request, issuesText(issues));
+    if (error instanceof SdkError && error.code === SdkErrorCode.InvalidResult)
+      throw new MalformedAnswer(request, error.message.replace(/^Invalid result for [^:]*: /, ''));
+    throw error;
   }
 }
 
@@ -522,8 +593,24 @@ async function listAll<T>(
   return listing;
 }
 
-/** The SDK's code of a request failed by a closed connection. */
-const CONNECTION_CLOSED = -32000;
+/**
+ * How the SDK failed a request locally: `timeout` (no answer in time), `closed` (the connection
+ * ended, or the request could not be sent), `local` (another error of the SDK's own), or undefined
+ * for an error the upstream answered (a JSON-RPC error, with its numeric code).
+ */
+export function requestFailure(error: unknown): 'timeout' | 'closed' | 'local' | undefined {
+  if (!(error instanceof SdkError)) return undefined;
+  switch (error.code) {
+    case SdkErrorCode.RequestTimeout:
+      return 'timeout';
+    case SdkErrorCode.ConnectionClosed:
+    case SdkErrorCode.NotConnected:
+    case SdkErrorCode.SendFailed:
+      return 'closed';
+    default:
+      return 'local';
+  }
+}
 /** What the SDK's stdio read buffer says when a line passes its cap. */
 const STDIO_LINE_TOO_LONG = /^ReadBuffer exceeded maximum size/;
 /** The SDK's handshake timeout is this much past ours, so ours (which closes) always comes first. */
@@ -596,6 +683,6 @@ class CutRelay {
 }
 
 function refusedAsOldProtocol(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && code >= 400 && code < 500 && code !== 401 && code !== 403;
+  const status = error instanceof SdkHttpError ? error.status : undefined;
+  return status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403;
 }

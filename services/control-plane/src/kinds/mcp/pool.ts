@@ -20,7 +20,16 @@ import type {
 import type { Dispatcher } from 'undici';
 import { DomainError } from '../../domain/errors.ts';
 import { AnswerTooLarge } from './bounded-fetch.ts';
-import { MalformedAnswer, StderrRing, UpstreamInstance, type AnswerCaps, type Listing } from './instance.ts';
+import {
+  MalformedAnswer,
+  requestFailure,
+  StderrRing,
+  UpstreamInstance,
+  type AnswerCaps,
+  type KnownEra,
+  type Listing,
+  type ProtocolEra,
+} from './instance.ts';
 import type { ResolvedLimits, TransportSpec } from './spec.ts';
 
 export const PING_EVERY_MS = 30_000;
@@ -137,13 +146,12 @@ function describe(error: unknown): string {
   return storableText(line.length > 300 ? `${line.slice(0, 300)}…` : line);
 }
 
+/** The JSON-RPC code of an error the upstream answered; undefined for the SDK's own errors. */
 function mcpCode(error: unknown): number | undefined {
+  if (requestFailure(error) !== undefined) return undefined;
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'number' ? code : undefined;
 }
-
-const REQUEST_TIMEOUT = -32001;
-const CONNECTION_CLOSED = -32000;
 
 export class UpstreamPool {
   readonly fingerprint: string;
@@ -165,6 +173,14 @@ export class UpstreamPool {
   private readonly pingEveryMs: number;
   private readonly now: () => number;
   private readonly random: () => number;
+  /**
+   * The era the last start found the server to speak (with its discover result when modern), kept
+   * while this control plane runs the pool: later starts skip the probe. Forgotten when a start
+   * fails, so a server that changed era is probed again.
+   */
+  private knownEra: KnownEra | undefined;
+  /** What the last successful start spoke, shown by the admin API (kept after a failure). */
+  private spoken: { era: ProtocolEra | null; version: string | null } = { era: null, version: null };
   /** Takes the secrets the running instances were given out of what they send back. */
   private secrets: Omit<ResolvedTransport, 'transport'> = NO_SECRETS;
 
@@ -193,6 +209,11 @@ export class UpstreamPool {
 
   get status(): { state: PoolState; lastError: string | null } {
     return { state: this.state, lastError: this.lastError };
+  }
+
+  /** The protocol era and version the server was last found to speak here (null: never started). */
+  get protocol(): { era: ProtocolEra | null; version: string | null } {
+    return this.spoken;
   }
 
   /** The pids of the running stdio children (for the admin API and tests). */
@@ -524,6 +545,7 @@ export class UpstreamPool {
       const connected: { instance?: UpstreamInstance } = {};
       const instance = await UpstreamInstance.connect({
         transport: resolved.transport,
+        knownEra: this.knownEra,
         outbound: this.options.outbound,
         timeoutMs: Math.min(
           START_TIMEOUT_MAX_MS,
@@ -549,10 +571,14 @@ export class UpstreamPool {
       }
       instance.session = key;
       connected.instance = instance;
+      this.knownEra = instance.knownEra();
+      this.spoken = { era: instance.era, version: instance.protocolVersion };
       this.instances.add(instance);
       this.options.events.meter?.instances(this.instances.size);
       return instance;
     } catch (error) {
+      // The server may have changed era (upgraded, or rolled back): the next start probes again.
+      this.knownEra = undefined;
       let failure: DomainError;
       if (error instanceof DomainError) failure = error;
       else {
@@ -659,11 +685,11 @@ export class UpstreamPool {
       );
     }
     const code = mcpCode(error);
-    if (code === REQUEST_TIMEOUT) {
+    if (requestFailure(error) === 'timeout') {
       this.failed(`${tool} did not answer within ${timeoutMs} ms`);
       return this.timeoutError(server, tool);
     }
-    if (code === CONNECTION_CLOSED || code === undefined) {
+    if (code === undefined) {
       this.failed(this.describe(error));
       this.options.events.meter?.call('error');
       return new DomainError(

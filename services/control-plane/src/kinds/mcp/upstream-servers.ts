@@ -142,6 +142,9 @@ export async function serverBody(db: Db, row: Row, deps: UpstreamDeps): Promise<
     fingerprint: row.fingerprint,
     shared_with: shared.map((s) => s.id),
     status: row.status as UpstreamServerBody['status'],
+    // Learned by this control plane's pool when an instance starts, not stored: see decision 066.
+    protocol_era: pool?.protocol.era ?? null,
+    protocol_version: pool?.protocol.version ?? null,
     last_error: row.lastError,
     last_sync_at: row.lastSyncAt?.toISOString() ?? null,
     tool_count: adis.filter((a) => !(a.config as { missing?: boolean }).missing).length,

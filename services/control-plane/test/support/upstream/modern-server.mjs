@@ -1,0 +1,45 @@
+// A real MCP server of the 2026-07-28 era only, for tests, written with the v2 SDK's McpServer: run
+// as a script it serves stdio; imported, `modernHandler()` gives the web handler for HTTP. Both
+// refuse the 2025 era (an `initialize` is answered -32022 with the versions it supports), as a
+// modern-only server does. Its tools:
+//   shout {text}  -> the text in capitals
+//   whoami        -> {pid, era: "modern"}
+// It writes a line to stderr at start.
+import { createMcpHandler, fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { pathToFileURL } from 'node:url';
+
+/** A fresh server of the two tools (the SDK builds one per request or connection). */
+function createModernServer() {
+  const server = new McpServer({ name: 'bindery-test-modern-upstream', version: '1.0.0' });
+  server.registerTool(
+    'shout',
+    {
+      description: 'Answers the text in capitals.',
+      inputSchema: fromJsonSchema({
+        type: 'object',
+        properties: { text: { type: 'string' } },
+        required: ['text'],
+      }),
+    },
+    async (args) => ({ content: [{ type: 'text', text: String(args.text).toUpperCase() }] }),
+  );
+  server.registerTool(
+    'whoami',
+    { description: 'This process and its era.', inputSchema: fromJsonSchema({ type: 'object' }) },
+    async () => ({
+      content: [{ type: 'text', text: JSON.stringify({ pid: process.pid, era: 'modern' }) }],
+    }),
+  );
+  return server;
+}
+
+/** The modern-only HTTP handler (`fetch(request)` answers a web Request). */
+export function modernHandler() {
+  return createMcpHandler(() => createModernServer(), { legacy: 'reject' });
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  process.stderr.write(`test modern upstream ${process.pid} starting\n`);
+  serveStdio(() => createModernServer(), { legacy: 'reject' });
+}
