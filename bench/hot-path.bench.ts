@@ -68,6 +68,13 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 }
 
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+/** A modern (2026-07-28) request carries its version and client in `_meta` and headers, no session. */
+const MODERN = '2026-07-28';
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+};
 const initialize = {
   jsonrpc: '2.0',
   id: 0,
@@ -159,6 +166,22 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
           { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'q', arguments: args } },
           { ...MCP_HEADERS, 'mcp-session-id': sessions[w]! },
         ).then((text) => void toolCallResult(text, 'gateway')),
+      'gateway, modern era (no session)': () =>
+        post(
+          mcpUrl,
+          {
+            jsonrpc: '2.0',
+            id: id++,
+            method: 'tools/call',
+            params: { name: 'q', arguments: args, _meta: MODERN_META },
+          },
+          {
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': MODERN,
+            'mcp-method': 'tools/call',
+            'mcp-name': 'q',
+          },
+        ).then((text) => void toolCallResult(text, 'gateway, modern era')),
       'bare Node proxy -> executor': () =>
         post(
           `${proxy.url}/internal/adi/${adi.id}/execute`,
@@ -226,6 +249,11 @@ async function benchEngine(engine: 'pglite' | 'postgres', naiveCall: (w: number)
       `  gateway / naive SDK server at c=${CONCURRENCY}: ${ratio.toFixed(2)}x  (target >= 2x, stretch 3x: ${
         ratio >= 3 ? 'stretch met' : ratio >= 2 ? 'met' : 'NOT met'
       })`,
+    );
+    const eras =
+      median(rates['gateway, modern era (no session)']!) / median(rates['gateway (JSON-RPC over HTTP)']!);
+    console.log(
+      `  modern era / legacy session at c=${CONCURRENCY}: ${eras.toFixed(2)}x  (target >= 1.2x: ${eras >= 1.2 ? 'met' : 'NOT met'})`,
     );
     for (const name of names) {
       const { calls, parts } = cpu[name]!;
