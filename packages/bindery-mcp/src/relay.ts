@@ -4,8 +4,17 @@
  * transport level: requests, answers, notifications both ways and the gateway's own requests to
  * the client. Nothing here knows MCP's methods beyond what a new session needs.
  *
- * It keeps what a new session needs to look like the old one to the client: the client's
- * initialize request, its last logging/setLevel and the resources it subscribed to. When the
+ * Both protocol eras, told apart per request as the gateway does (decision 067): a request whose
+ * `_meta` names a protocol version is of the 2026-07-28 era. Once a `server/discover` of the
+ * relay's own found the gateway modern (asked once, remembered), such a request goes to it as it
+ * is, statelessly (modern-gateway.ts), and a `notifications/cancelled` for it abandons its POST.
+ * A gateway that does not know the era (an older one) gets them instead on a legacy session the
+ * relay opens for them and renews as below (modern-era.ts translates). Everything else is the
+ * 2025 era: an `initialize` opens a session whatever the gateway speaks, since only a session
+ * carries list_changed, subscriptions, the log level and the gateway's requests to the client.
+ *
+ * Of a session, it keeps what a new one needs to look like the old one to the client: the
+ * client's initialize request, its last logging/setLevel and the resources it subscribed to. When the
  * gateway drops the session (404, seen on a request or on the standalone stream: a POST with an
  * unknown session is served without one, so the stream is what tells) or goes away (connection
  * refused or reset, the stream ends and cannot be reopened), the relay starts a new session with

@@ -13,6 +13,12 @@
 // stand-in MCP server (the SDK's) covers what the gateway never sends: requests to the client,
 // progress, 404 for a request of a lost session, and a connection lost during a tools/call (not
 // sent again unless it carries an idempotency key).
+// Both eras: a modern stdio client (the v2 SDK's, negotiating with server/discover) and a legacy
+// one list and call the tools through the relay, the modern one's requests reaching the gateway as
+// stateless 2026-07-28 POSTs (their MCP-Protocol-Version header), the legacy one's on a session;
+// on the wire the relay answers server/discover and the modern refusals as the gateway does; and
+// a modern client against the stand-in (a server of the 2025 era only) is served modern over a
+// legacy session, its cancel reaching the server.
 //
 // The relay talks to a gateway of this file (restarted in the middle), which the control plane
 // tells of admin changes (GATEWAY_URLS); the stack starts no gateway of its own.
