@@ -501,13 +501,15 @@ export class Relay {
       this.#reply(request.id, refusal);
       return;
     }
-    if (!this.#bridgeReady) {
+    const first = !this.#bridgeReady;
+    if (first) {
       this.#savedInitialize ??= bridgeInitialize(envelope);
       this.#bridgeReady = this.#recover('a modern client');
     }
-    // When that first attempt failed, #forward tries again and answers the error.
+    // When that first attempt failed, a later request tries again (#forward does it by itself).
     await this.#bridgeReady;
     if (request.method === 'server/discover') {
+      if (!first && !this.#isUp()) await this.#waitFor(request, this.#recoverWithin('server/discover'));
       if (this.#initialized && this.#isUp()) {
         this.#toClient({ jsonrpc: '2.0', id: request.id, result: discoverFromInitialize(this.#initialized) });
       } else {

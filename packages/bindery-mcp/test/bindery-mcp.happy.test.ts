@@ -885,6 +885,50 @@ describe('bindery-mcp with a stand-in MCP server', () => {
     await stdio.client.close();
   });
 
+  it('on the wire, the server of the 2025 era: server/discover from the session, the modern refusals', async () => {
+    const envelope = {
+      'io.modelcontextprotocol/protocolVersion': MODERN,
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    };
+    const request = (id: number, method: string, meta: object = envelope) => ({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: { _meta: meta },
+    });
+    const run = await runRelay(
+      { BINDERY_URL: url, BINDERY_KEY: KEY },
+      [],
+      [
+        request(1, 'server/discover'),
+        request(2, 'tools/list'),
+        request(3, 'ping'),
+        request(4, 'resources/subscribe', envelope),
+        request(5, 'tools/list', { ...envelope, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }),
+      ],
+      (lines) => lines.length === 5,
+    );
+    expect(run.code).toBe(0);
+    const answers = new Map(run.stdout.map((line) => JSON.parse(line) as Json).map((m) => [m.id, m]));
+    expect(answers.get(1).result).toEqual({
+      supportedVersions: [MODERN],
+      capabilities: { tools: {} },
+      resultType: 'complete',
+      ttlMs: 0,
+      cacheScope: 'private',
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'stand-in', version: '1.0.0' } },
+    });
+    expect(answers.get(2).result).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
+    expect(answers.get(2).result.tools).toHaveLength(3);
+    expect(answers.get(3).error.code).toBe(-32601);
+    expect(answers.get(4).error.code).toBe(-32601);
+    expect(answers.get(5).error).toMatchObject({
+      code: -32022,
+      data: { supported: [MODERN], requested: '2099-01-01' },
+    });
+  });
+
   it('a modern client, the server of the 2025 era: its requests go on a legacy session, answered modern', async () => {
     const initializes = seen.initializes;
     const cancelled = seen.cancelled;
