@@ -386,11 +386,22 @@ export class Relay {
    */
   async #modern(request: JSONRPCRequest, envelope: Envelope): Promise<void> {
     if (this.#refusedAsTooMany(request)) return;
+    // Pending from now on: a cancel finds it, and stdin ending waits for its answer.
+    const cancel = new AbortController();
+    this.#modernPending.set(keyOf(request.id), cancel);
     const era = await this.#eraOfGateway(envelope);
-    if (this.#closing()) return;
-    if (era === 'modern') await this.#sendModern(request);
-    else if (era === 'legacy') await this.#bridge(request, envelope);
-    else this.#reply(request.id, this.#modernError(era));
+    if (!this.#stillPending(request, cancel)) return;
+    if (era === 'modern') await this.#sendModern(request, cancel);
+    else if (era === 'legacy') await this.#bridge(request, envelope, cancel);
+    else {
+      this.#modernPending.delete(keyOf(request.id));
+      this.#reply(request.id, this.#modernError(era));
+    }
+  }
+
+  /** Whether the modern `request` is still to be answered (not cancelled, the relay not closing). */
+  #stillPending(request: JSONRPCRequest, cancel: AbortController): boolean {
+    return this.#modernPending.get(keyOf(request.id)) === cancel && !this.#closing();
   }
 
   #eraOfGateway(envelope: Envelope): Promise<'modern' | 'legacy' | Failure> {
@@ -433,10 +444,8 @@ export class Relay {
   }
 
   /** One POST; the answer comes through #fromModern, a failure is answered here. */
-  async #sendModern(request: JSONRPCRequest): Promise<void> {
+  async #sendModern(request: JSONRPCRequest, cancel: AbortController): Promise<void> {
     const key = keyOf(request.id);
-    const cancel = new AbortController();
-    this.#modernPending.set(key, cancel);
     try {
       await this.#modernGatewayOf().send(request, cancel.signal);
     } catch (error) {
@@ -495,9 +504,11 @@ export class Relay {
    * legacy client's is): the relay refuses what that session cannot carry, answers server/discover
    * from the session's initialize result, and adds resultType to the gateway's results.
    */
-  async #bridge(request: JSONRPCRequest, envelope: Envelope): Promise<void> {
+  async #bridge(request: JSONRPCRequest, envelope: Envelope, cancel: AbortController): Promise<void> {
+    const key = keyOf(request.id);
     const refusal = bridgeRefusal(request, envelope);
     if (refusal) {
+      this.#modernPending.delete(key);
       this.#reply(request.id, refusal);
       return;
     }
@@ -508,8 +519,13 @@ export class Relay {
     }
     // When that first attempt failed, a later request tries again (#forward does it by itself).
     await this.#bridgeReady;
+    if (request.method === 'server/discover' && !first && !this.#isUp()) {
+      await this.#recoverWithin('server/discover');
+    }
+    // Cancelled while the session opened: not sent.
+    if (!this.#stillPending(request, cancel)) return;
+    this.#modernPending.delete(key);
     if (request.method === 'server/discover') {
-      if (!first && !this.#isUp()) await this.#waitFor(request, this.#recoverWithin('server/discover'));
       if (this.#initialized && this.#isUp()) {
         this.#toClient({ jsonrpc: '2.0', id: request.id, result: discoverFromInitialize(this.#initialized) });
       } else {
@@ -517,7 +533,7 @@ export class Relay {
       }
       return;
     }
-    this.#bridged.set(keyOf(request.id), request.method);
+    this.#bridged.set(key, request.method);
     await this.#forward(withoutEnvelope(request));
   }
 

@@ -554,6 +554,15 @@ describe('bindery-mcp for both protocol eras', () => {
       code: -32022,
       data: { supported: [MODERN], requested: '2099-01-01' },
     });
+
+    // Piped with stdin closed at once, a modern request is still answered before the relay exits.
+    const piped = await runRelay(
+      { BINDERY_URL: gatewayUrl, BINDERY_KEY: exposed.apiKey },
+      ['vscode'],
+      [request(5, 'tools/list')],
+    );
+    expect(piped.code).toBe(0);
+    expect(piped.stdout.map((line) => (JSON.parse(line) as Json).result?.resultType)).toEqual(['complete']);
   });
 });
 
