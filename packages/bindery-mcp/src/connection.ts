@@ -197,7 +197,7 @@ function isAbort(error: unknown): boolean {
 }
 
 /** The JSON-RPC error of a refusal's body (`{"jsonrpc": "2.0", "id": null, "error": {...}}`). */
-function rpcErrorOf(text: string): RpcError | undefined {
+export function rpcErrorOf(text: string): RpcError | undefined {
   try {
     const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; data?: unknown } };
     const error = body?.error;

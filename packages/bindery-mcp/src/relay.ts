@@ -4,8 +4,17 @@
  * transport level: requests, answers, notifications both ways and the gateway's own requests to
  * the client. Nothing here knows MCP's methods beyond what a new session needs.
  *
- * It keeps what a new session needs to look like the old one to the client: the client's
- * initialize request, its last logging/setLevel and the resources it subscribed to. When the
+ * Both protocol eras, told apart per request as the gateway does (decision 067): a request whose
+ * `_meta` names a protocol version is of the 2026-07-28 era. Once a `server/discover` of the
+ * relay's own found the gateway modern (asked once, remembered), such a request goes to it as it
+ * is, statelessly (modern-gateway.ts), and a `notifications/cancelled` for it abandons its POST.
+ * A gateway that does not know the era (an older one) gets them instead on a legacy session the
+ * relay opens for them and renews as below (modern-era.ts translates). Everything else is the
+ * 2025 era: an `initialize` opens a session whatever the gateway speaks, since only a session
+ * carries list_changed, subscriptions, the log level and the gateway's requests to the client.
+ *
+ * Of a session, it keeps what a new one needs to look like the old one to the client: the
+ * client's initialize request, its last logging/setLevel and the resources it subscribed to. When the
  * gateway drops the session (404, seen on a request or on the standalone stream: a POST with an
  * unknown session is served without one, so the stream is what tells) or goes away (connection
  * refused or reset, the stream ends and cannot be reopened), the relay starts a new session with
@@ -27,6 +36,18 @@ import type {
 import type { Readable, Writable } from 'node:stream';
 import { GatewayConnection, SendError, type Failure, type RpcError, type StreamLoss } from './connection.ts';
 import type { Logger } from './log.ts';
+import {
+  bridgeInitialize,
+  bridgeRefusal,
+  discoverFromInitialize,
+  envelopeOf,
+  modernResult,
+  offersModern,
+  probeMeta,
+  withoutEnvelope,
+  type Envelope,
+} from './modern-era.ts';
+import { ModernGateway } from './modern-gateway.ts';
 
 /** JSON-RPC's "server error" range; what an SDK client reports as a closed connection. */
 export const UNREACHABLE_CODE = -32000;
@@ -144,6 +165,20 @@ export class Relay {
   #streamReopens = 0;
   #closed: Promise<void> | undefined;
 
+  // The modern era (see "Modern clients" below).
+  #modernGateway: ModernGateway | undefined;
+  /** What the probe found the gateway speaks; undefined until a probe could tell. */
+  #gatewayEra: 'modern' | 'legacy' | undefined;
+  #probing: Promise<'modern' | 'legacy' | Failure> | undefined;
+  /** Modern requests the gateway is answering, by id key: the controller that cancels one. */
+  readonly #modernPending = new Map<string, AbortController>();
+  /** Modern requests on a legacy session (an older gateway): their methods, by id key (see #toClient). */
+  readonly #bridged = new Map<string, string>();
+  /** The first attempt at the legacy session a modern client's requests share (an older gateway). */
+  #bridgeReady: Promise<boolean> | undefined;
+  /** The current session's initialize result: what server/discover answers on that session. */
+  #initialized: Record<string, unknown> | undefined;
+
   constructor(options: RelayOptions) {
     this.#options = options;
     this.#timings = { ...DEFAULT_TIMINGS, ...options.timings };
@@ -180,12 +215,13 @@ export class Relay {
   async #close(): Promise<void> {
     // Answers on their way still go out (a script piping requests in reads them), briefly.
     const deadline = Date.now() + this.#timings.closeTimeoutMs;
-    while (this.#pending.size > 0 && Date.now() < deadline) await sleep(20);
+    while (this.#pending.size + this.#modernPending.size > 0 && Date.now() < deadline) await sleep(20);
     this.#state = 'closing';
     clearTimeout(this.#retryTimer);
     const current = this.#current;
     if (current && !current.closed) await current.terminate(this.#timings.closeTimeoutMs);
     await Promise.all([...this.#connections].map((c) => c.close()));
+    await this.#modernGateway?.close();
     for (const own of this.#own.values()) own.reject({ kind: 'aborted' });
     this.#own.clear();
     await this.#stdio.close().catch(() => undefined);
@@ -209,10 +245,12 @@ export class Relay {
 
   #dispatch(message: JSONRPCMessage): void {
     if (isRequest(message)) {
-      if (message.method === 'initialize') void this.#initialize(message);
+      const envelope = envelopeOf(message);
+      if (envelope) void this.#modern(message, envelope);
+      else if (message.method === 'initialize') void this.#initialize(message);
       else void this.#forward(message);
     } else if (isNotification(message)) {
-      this.#notify(message);
+      if (!this.#cancelModern(message)) this.#notify(message);
     } else {
       this.#answerGateway(message);
     }
@@ -238,14 +276,18 @@ export class Relay {
     }
   }
 
+  /** Answers `request` with an error when MAX_WAITING requests are waiting already; true then. */
+  #refusedAsTooMany(request: JSONRPCRequest): boolean {
+    if (this.#pending.size + this.#waiting.size + this.#modernPending.size < MAX_WAITING) return false;
+    this.#reply(request.id, {
+      code: UNREACHABLE_CODE,
+      message: `${MAX_WAITING} requests are waiting for the Bindery gateway's answers already; try again later`,
+    });
+    return true;
+  }
+
   async #forward(request: JSONRPCRequest): Promise<void> {
-    if (this.#pending.size + this.#waiting.size >= MAX_WAITING) {
-      this.#reply(request.id, {
-        code: UNREACHABLE_CODE,
-        message: `${MAX_WAITING} requests are waiting for the Bindery gateway's answers already; try again later`,
-      });
-      return;
-    }
+    if (this.#refusedAsTooMany(request)) return;
     for (let attempt = 0; ; attempt += 1) {
       if (this.#state === 'down') {
         const recovered = await this.#waitFor(request, this.#recoverWithin('a request arrived'));
@@ -306,7 +348,9 @@ export class Relay {
       }
     }
     if (this.#state === 'down' || !connection || connection.closed) {
-      this.#log.debug(`dropped ${notification.method}: the gateway is unreachable`);
+      this.#log.debug(
+        `dropped ${notification.method}: ${connection ? 'the gateway is unreachable' : 'no session with the gateway'}`,
+      );
       return;
     }
     connection.send(notification).catch((error: unknown) => {
@@ -332,6 +376,176 @@ export class Relay {
     });
   }
 
+  // Modern clients ------------------------------------------------------------------------------
+
+  /**
+   * A 2026-07-28 request: straight to a gateway that speaks that era (stateless, no session), or
+   * carried on a legacy session when the gateway is older. Which one the gateway is, a probe
+   * (server/discover) tells once; a probe that could not tell (unreachable, refused with 401, 403
+   * or 5xx) answers the request with its error and is tried again with the next request.
+   */
+  async #modern(request: JSONRPCRequest, envelope: Envelope): Promise<void> {
+    if (this.#refusedAsTooMany(request)) return;
+    // Pending from now on: a cancel finds it, and stdin ending waits for its answer.
+    const cancel = new AbortController();
+    this.#modernPending.set(keyOf(request.id), cancel);
+    const era = await this.#eraOfGateway(envelope);
+    if (!this.#stillPending(request, cancel)) return;
+    if (era === 'modern') await this.#sendModern(request, cancel);
+    else if (era === 'legacy') await this.#bridge(request, envelope, cancel);
+    else {
+      this.#modernPending.delete(keyOf(request.id));
+      this.#reply(request.id, this.#modernError(era));
+    }
+  }
+
+  /** Whether the modern `request` is still to be answered (not cancelled, the relay not closing). */
+  #stillPending(request: JSONRPCRequest, cancel: AbortController): boolean {
+    return this.#modernPending.get(keyOf(request.id)) === cancel && !this.#closing();
+  }
+
+  #eraOfGateway(envelope: Envelope): Promise<'modern' | 'legacy' | Failure> {
+    if (this.#gatewayEra) return Promise.resolve(this.#gatewayEra);
+    this.#probing ??= this.#probe(envelope).finally(() => {
+      this.#probing = undefined;
+    });
+    return this.#probing;
+  }
+
+  async #probe(envelope: Envelope): Promise<'modern' | 'legacy' | Failure> {
+    let verdict: 'modern' | 'legacy' | Failure;
+    try {
+      const discovered = await this.#ownRequest(this.#modernGatewayOf(), 'server/discover', {
+        _meta: probeMeta(envelope),
+      });
+      verdict = offersModern(discovered) ? 'modern' : 'legacy';
+    } catch (failure) {
+      verdict = probeVerdict(failure as Failure);
+    }
+    if (typeof verdict === 'string') {
+      this.#gatewayEra = verdict;
+      this.#log.info(
+        verdict === 'modern'
+          ? 'the gateway speaks MCP 2026-07-28: relaying modern requests statelessly'
+          : 'the gateway does not speak MCP 2026-07-28: relaying modern requests on a 2025 session',
+      );
+    } else {
+      this.#log.debug(`server/discover could not tell the gateway's era (${describe(verdict)})`);
+    }
+    return verdict;
+  }
+
+  #modernGatewayOf(): ModernGateway {
+    this.#modernGateway ??= new ModernGateway(this.#options.endpoint, this.#options.headers, {
+      message: (message) => this.#fromModern(message),
+      answerStreamEnded: (id) => this.#modernStreamEnded(id),
+    });
+    return this.#modernGateway;
+  }
+
+  /** One POST; the answer comes through #fromModern, a failure is answered here. */
+  async #sendModern(request: JSONRPCRequest, cancel: AbortController): Promise<void> {
+    const key = keyOf(request.id);
+    try {
+      await this.#modernGatewayOf().send(request, cancel.signal);
+    } catch (error) {
+      const failure = (error as SendError).failure;
+      // Answered meanwhile, or cancelled (its abort is the failure): nothing to say.
+      if (this.#modernPending.get(key) !== cancel) return;
+      this.#modernPending.delete(key);
+      if (failure.kind === 'aborted' || this.#closing()) return;
+      this.#log.debug(`${request.method} failed (${describe(failure)})`);
+      this.#reply(
+        request.id,
+        mayRepeat(request, failure) === 'unsure'
+          ? this.#unsure(request, failure)
+          : this.#modernError(failure),
+      );
+    }
+  }
+
+  #fromModern(message: JSONRPCMessage): void {
+    if (this.#state === 'closing') return;
+    const id = (message as { id?: RequestId }).id;
+    if (!('method' in message) && id !== undefined) {
+      if (this.#answerOwn(id, message)) return;
+      if (!this.#modernPending.delete(keyOf(id))) {
+        this.#log.debug(`dropped an answer to request ${JSON.stringify(id)}: already answered or cancelled`);
+        return;
+      }
+    }
+    this.#toClient(message);
+  }
+
+  #modernStreamEnded(id: RequestId): void {
+    setTimeout(() => {
+      if (!this.#modernPending.delete(keyOf(id))) return;
+      this.#reply(id, {
+        code: UNREACHABLE_CODE,
+        message: `the connection to the Bindery gateway at ${this.#options.gatewayUrl} broke before its answer came; the request may have been carried out`,
+      });
+    }, ANSWER_GRACE_MS).unref();
+  }
+
+  /** A cancelled modern request: its POST is abandoned, which is the cancel on HTTP. True if it was one. */
+  #cancelModern(notification: JSONRPCNotification): boolean {
+    if (notification.method !== 'notifications/cancelled') return false;
+    const id = (notification.params as { requestId?: RequestId } | undefined)?.requestId;
+    const cancel = id === undefined ? undefined : this.#modernPending.get(keyOf(id));
+    if (!cancel || id === undefined) return false;
+    this.#modernPending.delete(keyOf(id));
+    cancel.abort();
+    this.#log.debug(`request ${JSON.stringify(id)} cancelled`);
+    return true;
+  }
+
+  /**
+   * A modern request to an older gateway, on a legacy session opened for it (and renewed as a
+   * legacy client's is): the relay refuses what that session cannot carry, answers server/discover
+   * from the session's initialize result, and adds resultType to the gateway's results.
+   */
+  async #bridge(request: JSONRPCRequest, envelope: Envelope, cancel: AbortController): Promise<void> {
+    const key = keyOf(request.id);
+    const refusal = bridgeRefusal(request, envelope);
+    if (refusal) {
+      this.#modernPending.delete(key);
+      this.#reply(request.id, refusal);
+      return;
+    }
+    const first = !this.#bridgeReady;
+    if (first) {
+      this.#savedInitialize ??= bridgeInitialize(envelope);
+      this.#bridgeReady = this.#recover('a modern client');
+    }
+    // When that first attempt failed, a later request tries again (#forward does it by itself).
+    await this.#bridgeReady;
+    if (request.method === 'server/discover' && !first && !this.#isUp()) {
+      await this.#recoverWithin('server/discover');
+    }
+    // Cancelled while the session opened: not sent.
+    if (!this.#stillPending(request, cancel)) return;
+    this.#modernPending.delete(key);
+    if (request.method === 'server/discover') {
+      if (this.#initialized && this.#isUp()) {
+        this.#toClient({ jsonrpc: '2.0', id: request.id, result: discoverFromInitialize(this.#initialized) });
+      } else {
+        this.#reply(request.id, this.#errorFor(this.#failure));
+      }
+      return;
+    }
+    this.#bridged.set(key, request.method);
+    await this.#forward(withoutEnvelope(request));
+  }
+
+  /** The error a failed modern request is answered with (nothing is retried in the background). */
+  #modernError(failure: Failure): RpcError {
+    if (failure.kind !== 'unreachable') return this.#errorFor(failure);
+    return {
+      code: UNREACHABLE_CODE,
+      message: `the Bindery gateway at ${this.#options.gatewayUrl} is unreachable (${failure.reason}); try again shortly`,
+    };
+  }
+
   // From the gateway --------------------------------------------------------------------------
 
   #fromGateway(connection: GatewayConnection, message: JSONRPCMessage): void {
@@ -342,13 +556,7 @@ export class Relay {
         this.#toClient(message);
         return;
       }
-      const own = this.#own.get(keyOf(id));
-      if (own) {
-        this.#own.delete(keyOf(id));
-        if ('result' in message) own.resolve(message.result as Record<string, unknown>);
-        else own.reject({ kind: 'rpc', error: (message as { error: RpcError }).error });
-        return;
-      }
+      if (this.#answerOwn(id, message)) return;
       const pending = this.#take(id);
       if (!pending) {
         this.#log.debug(`dropped an answer to request ${JSON.stringify(id)}: already answered`);
@@ -367,11 +575,22 @@ export class Relay {
     this.#toClient(message);
   }
 
+  /** Settles the relay's own request `id` with `answer`; false when `id` is not one. */
+  #answerOwn(id: RequestId, answer: JSONRPCMessage): boolean {
+    const own = this.#own.get(keyOf(id));
+    if (!own) return false;
+    this.#own.delete(keyOf(id));
+    if ('result' in answer) own.resolve(answer.result as Record<string, unknown>);
+    else own.reject({ kind: 'rpc', error: (answer as { error: RpcError }).error });
+    return true;
+  }
+
   /** What a new session must replay, learnt from the gateway's successful answers. */
   #remember(request: JSONRPCRequest, connection: GatewayConnection, result: Record<string, unknown>): void {
     const params = (request.params ?? {}) as Record<string, unknown>;
     switch (request.method) {
       case 'initialize': {
+        if (connection === this.#current) this.#initialized = result;
         // Every request after this one carries the negotiated version (MCP-Protocol-Version).
         if (typeof result.protocolVersion === 'string') {
           connection.transport.setProtocolVersion(result.protocolVersion);
@@ -547,11 +766,13 @@ export class Relay {
     const saved = this.#savedInitialize!;
     const connection = await this.#open();
     let capabilities: Record<string, { listChanged?: boolean } | undefined>;
+    let initialized: Record<string, unknown>;
     try {
       const result = await this.#ownRequest(connection, 'initialize', saved.params);
       if (typeof result.protocolVersion === 'string') {
         connection.transport.setProtocolVersion(result.protocolVersion);
       }
+      initialized = result;
       capabilities = (result.capabilities ?? {}) as typeof capabilities;
       // The gateway answers 202; the transport then opens the standalone stream by itself.
       await connection.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -569,6 +790,7 @@ export class Relay {
     }
     const previous = this.#current;
     this.#current = connection;
+    this.#initialized = initialized;
     if (previous && previous !== connection) this.#retire(previous);
     const downFor = this.#downSince === undefined ? undefined : Date.now() - this.#downSince;
     this.#up();
@@ -648,7 +870,7 @@ export class Relay {
   }
 
   #ownRequest(
-    connection: GatewayConnection,
+    connection: { send(message: JSONRPCMessage): Promise<void> },
     method: string,
     params: Record<string, unknown> | undefined,
   ): Promise<Record<string, unknown>> {
@@ -687,10 +909,16 @@ export class Relay {
 
   #toClient(message: JSONRPCMessage): void {
     if (this.#state === 'closing') return;
+    const id = (message as { id?: RequestId }).id;
+    // A modern request carried on a legacy session: its result as the modern era has it.
+    const bridged = !('method' in message) && id !== undefined ? this.#bridged.get(keyOf(id)) : undefined;
+    if (bridged !== undefined) {
+      this.#bridged.delete(keyOf(id!));
+      if ('result' in message) message = { ...message, result: modernResult(bridged, message.result) };
+    }
     this.#stdio.send(message).catch((error: unknown) => {
       this.#log.debug(`could not write to stdout: ${(error as Error).message}`);
     });
-    const id = (message as { id?: RequestId }).id;
     if (this.#held && !('method' in message) && id !== undefined && keyOf(id) === this.#held.id) {
       this.#release();
     }
@@ -761,6 +989,25 @@ function mayRepeat(request: JSONRPCRequest, failure: Failure): boolean | 'unsure
   if (failure.kind === 'unreachable' && NOT_SENT.test(failure.reason)) return true;
   const meta = (request.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
   return request.method !== 'tools/call' || typeof meta?.[IDEMPOTENCY_META_KEY] === 'string' || 'unsure';
+}
+
+/**
+ * What a failed probe says of the gateway's era, as the SDK's own client decides: a gateway that
+ * answered but does not know server/discover (a JSON-RPC error, a 4xx) is of the 2025 era; an
+ * unreachable one, or one refusing the key (401, 403) or failing (5xx), tells nothing yet.
+ */
+function probeVerdict(failure: Failure): 'legacy' | Failure {
+  if (failure.kind === 'rpc') return 'legacy';
+  if (
+    failure.kind === 'http' &&
+    failure.status >= 400 &&
+    failure.status < 500 &&
+    failure.status !== 401 &&
+    failure.status !== 403
+  ) {
+    return 'legacy';
+  }
+  return failure;
 }
 
 function describe(failure: Failure): string {

@@ -13,6 +13,12 @@
 // stand-in MCP server (the SDK's) covers what the gateway never sends: requests to the client,
 // progress, 404 for a request of a lost session, and a connection lost during a tools/call (not
 // sent again unless it carries an idempotency key).
+// Both eras: a modern stdio client (the v2 SDK's, negotiating with server/discover) and a legacy
+// one list and call the tools through the relay, the modern one's requests reaching the gateway as
+// stateless 2026-07-28 POSTs (their MCP-Protocol-Version header), the legacy one's on a session;
+// on the wire the relay answers server/discover and the modern refusals as the gateway does; and
+// a modern client against the stand-in (a server of the 2025 era only) is served modern over a
+// legacy session, its cancel reaching the server.
 //
 // The relay talks to a gateway of this file (restarted in the middle), which the control plane
 // tells of admin changes (GATEWAY_URLS); the stack starts no gateway of its own.
@@ -21,6 +27,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Client as ModernClient } from '@modelcontextprotocol/client';
+import { StdioClientTransport as ModernStdioTransport } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -86,14 +94,28 @@ let gatewayUrl: string;
 let gateway: Gateway | undefined;
 /** Session ids of the GET streams the relay opened on the current gateway. */
 let relayStreams: string[] = [];
+/** The MCP headers of every POST the current gateway received. */
+let gatewayPosts: { version?: string; method?: string; session?: string }[] = [];
 
 async function startGateway(): Promise<void> {
   const started = await buildGateway(loadGatewayConfig(stack.gatewayEnv(port)), false);
   relayStreams = [];
+  gatewayPosts = [];
   started.server.on('request', (request) => {
     const id = request.headers['mcp-session-id'];
     if (request.method === 'GET' && request.url?.startsWith('/api/v2/mcp/') && typeof id === 'string') {
       relayStreams.push(id);
+    }
+    if (request.method === 'POST' && request.url?.startsWith('/api/v2/mcp/')) {
+      const header = (name: string) => {
+        const value = request.headers[name];
+        return typeof value === 'string' ? value : undefined;
+      };
+      gatewayPosts.push({
+        version: header('mcp-protocol-version'),
+        method: header('mcp-method'),
+        session: header('mcp-session-id'),
+      });
     }
   });
   await reserved.release();
@@ -179,6 +201,32 @@ async function relay(
   opened.push(relayed);
   await client.connect(transport);
   return relayed;
+}
+
+interface ModernRelayed {
+  client: ModernClient;
+  stderr(): string;
+}
+
+/**
+ * The relay as a child process with the v2 SDK's stdio Client on it, negotiating the era ('auto':
+ * server/discover first, on a probe process of its own, then the session's process).
+ */
+async function modernRelay(env: Record<string, string> = {}, args = ['vscode']): Promise<ModernRelayed> {
+  const transport = new ModernStdioTransport({
+    command: process.execPath,
+    args: [RELAY, ...args],
+    env: { BINDERY_URL: gatewayUrl, BINDERY_KEY: personalKey, ...env },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new ModernClient(
+    { name: 'relay-modern', version: '1.0.0' },
+    { versionNegotiation: { mode: 'auto' } },
+  );
+  await client.connect(transport);
+  return { client, stderr: () => stderr };
 }
 
 /** An SDK client on the gateway itself, to compare with. */
@@ -429,6 +477,95 @@ function runRelay(
   });
 }
 
+const MODERN = '2026-07-28';
+
+describe('bindery-mcp for both protocol eras', () => {
+  it('a modern stdio client and a legacy one list and call the tools; the modern one’s requests reach the gateway modern', async () => {
+    const posts = gatewayPosts.length;
+    const modern = await modernRelay();
+    const legacy = await relay();
+    try {
+      expect(modern.client.getProtocolEra()).toBe('modern');
+      const [modernTools, legacyTools] = await Promise.all([
+        modern.client.listTools(),
+        legacy.client.listTools(),
+      ]);
+      const names = modernTools.tools.map((t) => t.name);
+      expect(names).toContain('find_customers');
+      expect(names).toEqual(legacyTools.tools.map((t) => t.name));
+      const [modernCall, legacyCall] = await Promise.all([
+        modern.client.callTool({ name: 'find_customers', arguments: count }),
+        legacy.client.callTool({ name: 'find_customers', arguments: count }),
+      ]);
+      expect(modernCall.isError).toBeFalsy();
+      expect(resultJson(modernCall)).toEqual(expect.any(Number));
+      expect(resultJson(modernCall)).toEqual(resultJson(legacyCall));
+
+      // The modern client's relay probed once and then sent its requests statelessly, modern.
+      const seen = gatewayPosts.slice(posts);
+      const modernPosts = seen.filter((post) => post.version === MODERN);
+      expect(modernPosts.map((post) => post.method)).toEqual(
+        expect.arrayContaining(['server/discover', 'tools/list', 'tools/call']),
+      );
+      expect(modernPosts.every((post) => post.session === undefined)).toBe(true);
+      expect(modern.stderr()).toContain('the gateway speaks MCP 2026-07-28');
+      // The legacy client's went on a session, as before.
+      expect(seen.some((post) => post.session !== undefined && post.version !== MODERN)).toBe(true);
+      expect(legacy.errors).toEqual([]);
+    } finally {
+      await Promise.all([modern.client.close(), legacy.client.close()]);
+    }
+  });
+
+  it('on the wire: server/discover and results as the modern era has them, and its refusals', async () => {
+    const envelope = {
+      'io.modelcontextprotocol/protocolVersion': MODERN,
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    };
+    const request = (id: number, method: string, meta: object = envelope) => ({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: { _meta: meta },
+    });
+    const run = await runRelay(
+      { BINDERY_URL: gatewayUrl, BINDERY_KEY: exposed.apiKey },
+      ['vscode'],
+      [
+        request(1, 'server/discover'),
+        request(2, 'tools/list'),
+        request(3, 'ping'),
+        request(4, 'tools/list', { ...envelope, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }),
+      ],
+      (lines) => lines.length === 4,
+    );
+    expect(run.code).toBe(0);
+    const answers = new Map(run.stdout.map((line) => JSON.parse(line) as Json).map((m) => [m.id, m]));
+    expect(answers.get(1).result).toMatchObject({
+      supportedVersions: [MODERN],
+      resultType: 'complete',
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'bindery-gateway' } },
+    });
+    expect(answers.get(2).result.resultType).toBe('complete');
+    expect(answers.get(2).result.tools).toHaveLength(3);
+    expect(answers.get(3).error.code).toBe(-32601);
+    expect(answers.get(4).error).toMatchObject({
+      code: -32022,
+      data: { supported: [MODERN], requested: '2099-01-01' },
+    });
+
+    // Piped with stdin closed at once, a modern request is still answered before the relay exits.
+    const piped = await runRelay(
+      { BINDERY_URL: gatewayUrl, BINDERY_KEY: exposed.apiKey },
+      ['vscode'],
+      [request(5, 'tools/list')],
+    );
+    expect(piped.code).toBe(0);
+    expect(piped.stdout.map((line) => (JSON.parse(line) as Json).result?.resultType)).toEqual(['complete']);
+  });
+});
+
 describe('bindery-mcp as a process', () => {
   it('writes JSON-RPC lines only to stdout and exits 0 once stdin ends, closing its session', async () => {
     const before = gateway!.gateway.sessions.size;
@@ -610,10 +747,13 @@ describe('bindery-mcp with a stand-in MCP server', () => {
       { capabilities: { tools: { listChanged: true } } },
     );
     server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: ['work', 'wait'].map((name) => ({ name, inputSchema: { type: 'object' as const } })),
+      tools: ['work', 'wait', 'echo'].map((name) => ({ name, inputSchema: { type: 'object' as const } })),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       if (request.params.name === 'break') return { content: [] };
+      if (request.params.name === 'echo') {
+        return { content: [{ type: 'text' as const, text: JSON.stringify(request.params.arguments ?? {}) }] };
+      }
       if (request.params.name === 'wait') {
         await new Promise((resolve) => extra.signal.addEventListener('abort', resolve));
         seen.cancelled += 1;
@@ -721,7 +861,7 @@ describe('bindery-mcp with a stand-in MCP server', () => {
   it('a request the server answers 404 (session dropped): a new session, the request retried, tools/list_changed', async () => {
     const stdio = await relay({ BINDERY_URL: url, BINDERY_KEY: KEY }, { roots: {} });
     stdio.client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [] }));
-    expect((await stdio.client.listTools()).tools).toHaveLength(2);
+    expect((await stdio.client.listTools()).tools).toHaveLength(3);
     const initializes = seen.initializes;
     for (const [id, transport] of transports) {
       transports.delete(id);
@@ -752,5 +892,75 @@ describe('bindery-mcp with a stand-in MCP server', () => {
     expect(seen.breaks).toBe(3);
     expect(stdio.errors).toEqual([]);
     await stdio.client.close();
+  });
+
+  it('on the wire, the server of the 2025 era: server/discover from the session, the modern refusals', async () => {
+    const envelope = {
+      'io.modelcontextprotocol/protocolVersion': MODERN,
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    };
+    const request = (id: number, method: string, meta: object = envelope) => ({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: { _meta: meta },
+    });
+    const run = await runRelay(
+      { BINDERY_URL: url, BINDERY_KEY: KEY },
+      [],
+      [
+        request(1, 'server/discover'),
+        request(2, 'tools/list'),
+        request(3, 'ping'),
+        request(4, 'resources/subscribe', envelope),
+        request(5, 'tools/list', { ...envelope, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }),
+      ],
+      (lines) => lines.length === 5,
+    );
+    expect(run.code).toBe(0);
+    const answers = new Map(run.stdout.map((line) => JSON.parse(line) as Json).map((m) => [m.id, m]));
+    expect(answers.get(1).result).toEqual({
+      supportedVersions: [MODERN],
+      capabilities: { tools: {} },
+      resultType: 'complete',
+      ttlMs: 0,
+      cacheScope: 'private',
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'stand-in', version: '1.0.0' } },
+    });
+    expect(answers.get(2).result).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
+    expect(answers.get(2).result.tools).toHaveLength(3);
+    expect(answers.get(3).error.code).toBe(-32601);
+    expect(answers.get(4).error.code).toBe(-32601);
+    expect(answers.get(5).error).toMatchObject({
+      code: -32022,
+      data: { supported: [MODERN], requested: '2099-01-01' },
+    });
+  });
+
+  it('a modern client, the server of the 2025 era: its requests go on a legacy session, answered modern', async () => {
+    const initializes = seen.initializes;
+    const cancelled = seen.cancelled;
+    const modern = await modernRelay({ BINDERY_URL: url, BINDERY_KEY: KEY }, []);
+    try {
+      // The relay answered server/discover from the session it opened.
+      expect(modern.client.getProtocolEra()).toBe('modern');
+      expect(modern.client.getServerVersion()).toMatchObject({ name: 'stand-in' });
+      expect(seen.initializes).toBeGreaterThan(initializes);
+      expect((await modern.client.listTools()).tools.map((t) => t.name)).toEqual(['work', 'wait', 'echo']);
+      const echoed = await modern.client.callTool({ name: 'echo', arguments: { say: 'hi' } });
+      expect(resultJson(echoed)).toEqual({ say: 'hi' });
+
+      // A cancel (notifications/cancelled on stdio) reaches the server on the session.
+      const controller = new AbortController();
+      const waiting = modern.client.callTool({ name: 'wait', arguments: {} }, { signal: controller.signal });
+      await sleep(200);
+      controller.abort('changed my mind');
+      await expect(waiting).rejects.toThrow();
+      await until('notifications/cancelled at the server', () => seen.cancelled === cancelled + 1);
+      expect(modern.stderr()).toContain('the gateway does not speak MCP 2026-07-28');
+    } finally {
+      await modern.client.close();
+    }
   });
 });
