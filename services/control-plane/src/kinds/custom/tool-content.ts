@@ -106,7 +106,7 @@ function checkItem(item: JsonObject, where: string, fail: Fail): void {
     if (key === 'type' || key === 'annotations' || key === '_meta' || allowed.includes(key)) continue;
     throw fail(
       `${where}/${key}`,
-      `is not a field of a ${type} item (it has ${['type', ...allowed, 'annotations', '_meta'].join(', ')})`,
+      `is not a field of ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} item (it has ${['type', ...allowed, 'annotations', '_meta'].join(', ')})`,
     );
   }
   if (item.annotations !== undefined) checkAnnotations(item.annotations, `${where}/annotations`, fail);
