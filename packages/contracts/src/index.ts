@@ -109,7 +109,12 @@ export {
   LegacyConfig,
   LegacyExecuteRequest,
   LegacyTool,
+  LOG_LEVELS,
+  isLogLevel,
+  logLevelAllows,
+  type LogLevel,
   ToolError,
+  ToolLogLine,
   ToolProgress,
   ToolResult,
 } from './internal-api.ts';

@@ -174,6 +174,29 @@ export const IdempotencyKey = Type.String({
     'A write sent again with the same key (in the same exposure) answers the first outcome instead of writing twice; ignored by reads.',
 });
 
+/** MCP's log levels (RFC 5424 severities), from the least to the most severe. */
+export const LOG_LEVELS = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** True for one of MCP's log levels. */
+export function isLogLevel(value: unknown): value is LogLevel {
+  return typeof value === 'string' && (LOG_LEVELS as readonly string[]).includes(value);
+}
+
+/** True when a caller hearing `threshold` and above hears a line of `level`. */
+export function logLevelAllows(threshold: LogLevel, level: LogLevel): boolean {
+  return LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(threshold);
+}
+
 export const ExecuteRequest = Type.Object(
   {
     aei_id: Type.String({ maxLength: 64 }),
@@ -190,6 +213,12 @@ export const ExecuteRequest = Type.Object(
       Type.Boolean({
         description:
           'true: the answer is NDJSON, lines {"progress": {progress, total?, message?}} as the tool reports them, then {"result": ToolResult}',
+      }),
+    ),
+    log_level: Type.Optional(
+      Type.Enum(LOG_LEVELS, {
+        description:
+          'the lowest MCP log level the caller hears: the answer is NDJSON, lines {"log": {level, data}} as the tool logs at that level or above (ctx.log of a custom tool), then {"result": ToolResult}',
       }),
     ),
     session_id: Type.Optional(
@@ -268,6 +297,16 @@ export const LegacyExecuteRequest = Type.Object(
   { additionalProperties: false },
 );
 export type LegacyExecuteRequest = Static<typeof LegacyExecuteRequest>;
+
+/**
+ * One log line a running call sends its caller (a custom tool's `ctx.log`): MCP
+ * `notifications/message` without its `logger`, which the gateway sets to the tool's name.
+ */
+export const ToolLogLine = Type.Object({
+  level: Type.Enum(LOG_LEVELS),
+  data: Type.Unknown(),
+});
+export type ToolLogLine = { level: LogLevel; data: unknown };
 
 /** One progress report of a running call (MCP `notifications/progress` without its token). */
 export const ToolProgress = Type.Object({

@@ -171,12 +171,17 @@ describe('host functions', () => {
       keys: Object.keys(ctx), context: ctx.context && Object.keys(ctx.context), fetch: typeof ctx.fetch,
       token: ctx.secrets.API_TOKEN, names: Object.keys(ctx.secrets) })`;
     expect(await run(code)).toMatchObject({
-      value: { keys: ['secrets'], fetch: 'undefined', names: [] },
+      value: { keys: ['progress', 'log', 'secrets'], fetch: 'undefined', names: [] },
     });
     const readOnly = await run(code, {}, { readContext: async () => null, secrets: { API_TOKEN: 'tok' } });
     // A secret returned as is does not leave the sandbox (see the security suite); its name does.
     expect(readOnly).toMatchObject({
-      value: { keys: ['context', 'secrets'], context: ['read'], fetch: 'undefined', names: ['API_TOKEN'] },
+      value: {
+        keys: ['context', 'progress', 'log', 'secrets'],
+        context: ['read'],
+        fetch: 'undefined',
+        names: ['API_TOKEN'],
+      },
     });
   });
 
@@ -207,5 +212,51 @@ describe('checking a source when it is saved', () => {
         'alice',
       ),
     ).toEqual({ ok: true });
+  });
+});
+
+describe('notices', () => {
+  it('hands ctx.progress and ctx.log to the host before the outcome, secrets out; a failing host fails nothing', async () => {
+    const reports: unknown[] = [];
+    const lines: unknown[] = [];
+    const host: ToolHost = {
+      secrets: { API_TOKEN: 'tok-123456' },
+      progress: (report) => void reports.push(report),
+      log: {
+        level: 'info',
+        send: (line) => {
+          lines.push(line);
+          throw new Error('the caller went away');
+        },
+      },
+    };
+    const outcome = await run(
+      `export default (args, ctx) => {
+        ctx.progress(1, 2, 'half of ' + ctx.secrets.API_TOKEN);
+        ctx.log('debug', 'below the level');
+        ctx.log('info', { token: ctx.secrets.API_TOKEN });
+        ctx.log('error', 'second');
+        ctx.progress(2, 2);
+        return 'ok';
+      }`,
+      {},
+      host,
+    );
+    expect(outcome).toMatchObject({ ok: true, value: 'ok' });
+    expect(reports).toEqual([
+      { progress: 1, total: 2, message: 'half of [secret]' },
+      { progress: 2, total: 2 },
+    ]);
+    expect(lines).toEqual([
+      { level: 'info', data: { token: '[secret]' } },
+      { level: 'error', data: 'second' },
+    ]);
+  });
+
+  it('sends nothing, and needs no host, when nobody listens', async () => {
+    const outcome = await run(
+      `export default (args, ctx) => { ctx.progress(1); ctx.log('emergency', 'x'); return 1; }`,
+    );
+    expect(outcome).toEqual({ ok: true, value: 1, console: [] });
   });
 });

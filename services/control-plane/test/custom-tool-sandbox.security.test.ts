@@ -316,7 +316,7 @@ describe('no ambient authority', () => {
     const outcome = await run(
       `export default (args, ctx) => {
         const tries = [() => ctx.context.read.caller, () => ctx.context.read.arguments,
-                       () => console.log.caller];
+                       () => console.log.caller, () => ctx.progress.caller, () => ctx.log.arguments];
         const errors = tries.map((t) => { try { t(); return 'reachable'; } catch (e) { return e.name; } });
         return { errors, ctxKeys: Reflect.ownKeys(ctx).map(String), frozen: Object.isFrozen(ctx) };
       }`,
@@ -325,8 +325,8 @@ describe('no ambient authority', () => {
     expect(outcome).toMatchObject({
       ok: true,
       value: {
-        errors: ['TypeError', 'TypeError', 'TypeError'],
-        ctxKeys: ['context', 'secrets'],
+        errors: ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError'],
+        ctxKeys: ['context', 'progress', 'log', 'secrets'],
         frozen: true,
       },
     });

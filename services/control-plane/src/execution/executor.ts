@@ -10,7 +10,6 @@ import {
   type ErrorCode,
   type ExecuteRequest,
   type LegacyExecuteRequest,
-  type ToolProgress,
   type ToolResult,
 } from '@bindery/contracts';
 import { OpError, type JsonValue } from '@bindery/context-ops';
@@ -24,6 +23,7 @@ import { OWNER_STATUS } from '../accounts/users.ts';
 import { contextKind } from '../kinds/context/context-kind.ts';
 import { legacyColumns, legacyTools } from '../kinds/context/legacy-tools.ts';
 import { ToolAnswer, kindOf } from '../kinds/registry.ts';
+import type { ToolCall } from '../kinds/kind.ts';
 import type { ExecutionMeter } from '../metrics.ts';
 
 export type { ExecutorOptions } from './executor-options.ts';
@@ -139,7 +139,7 @@ async function runBinding(
   request: ExecuteRequest,
   options: ExecutorOptions,
   signal?: AbortSignal,
-  progress?: (report: ToolProgress) => void,
+  heard: Pick<ToolCall, 'progress' | 'log'> = {},
 ): Promise<ToolResult> {
   const resource = request.resource;
   // A resource read ignores the arguments: its trail records the pointer it read.
@@ -208,7 +208,8 @@ async function runBinding(
       meta,
       signal,
       session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
-      progress,
+      progress: heard.progress,
+      log: heard.log,
     });
     // What the binding shows as its output schema is what its answers are held to.
     if (binding.outputSchema !== null && !isErrorAnswer(answer)) {

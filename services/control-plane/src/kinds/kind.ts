@@ -12,7 +12,14 @@
  * narrowing of overrides (binding-overrides.ts). A kind throws DomainError or OpError; it never
  * builds an `isError` result itself.
  */
-import type { AdiKind, AdiRef, ToolAnnotations, ToolProgress } from '@bindery/contracts';
+import type {
+  AdiKind,
+  AdiRef,
+  LogLevel,
+  ToolAnnotations,
+  ToolLogLine,
+  ToolProgress,
+} from '@bindery/contracts';
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import type { TObject } from 'typebox';
 import type { Db, DomainContext, Principal, SourceChecker } from '../domain/context.ts';
@@ -125,6 +132,12 @@ export class ToolAnswer {
   }
 }
 
+/** Where a call's log lines go: the caller hears `level` and above (MCP `notifications/message`). */
+export interface ToolLog {
+  level: LogLevel;
+  send(line: ToolLogLine): void;
+}
+
 /**
  * One call of a tool, after the shared checks passed (binding, AEI, owner, arguments). `Services`
  * is what its kind is given: every kind's services and the kind's own.
@@ -152,8 +165,10 @@ export interface ToolCall<Services extends KindServices = KindServices> {
   signal?: AbortSignal | undefined;
   /** The exposure and MCP session the call came in, `{aei_id}:{session_id}` (absent: stateless). */
   session?: string | undefined;
-  /** Set when the caller wants progress reports: a kind that has them (mcp) passes them on. */
+  /** Set when the caller wants progress reports: a kind that has them (mcp, custom) passes them on. */
   progress?: ((report: ToolProgress) => void) | undefined;
+  /** Set when the caller hears log lines: a kind that has them (custom: `ctx.log`) sends them here. */
+  log?: ToolLog | undefined;
   /**
    * Set for a trial run of a tool that is not saved (`POST /api/v2/adis/trial-runs`): the call may
    * read but must not change data (custom: `ctx.context.write` refuses).

@@ -21,6 +21,8 @@ import {
   ToolResult,
   UpstreamRequestAnswer,
   UpstreamRequestBody,
+  type LogLevel,
+  type ToolLogLine,
   type ToolProgress,
 } from '@bindery/contracts';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
@@ -56,21 +58,33 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
 }
 
 /**
- * A call that asked for progress: NDJSON, one `{"progress": ...}` line per report as the tool sends
- * it, then `{"result": ToolResult}` (or, for a fault of this server, `{"error": {code, message}}`).
+ * A call that asked for progress or log lines: NDJSON, one `{"progress": ...}` line per report and
+ * one `{"log": {level, data}}` per log line at `logLevel` or above as the tool sends them, then
+ * `{"result": ToolResult}` (or, for a fault of this server, `{"error": {code, message}}`).
  */
-async function streamWithProgress(
+async function streamWithNotices(
   reply: FastifyReply,
   log: FastifyBaseLogger,
-  run: (progress: (report: ToolProgress) => void) => Promise<ToolResult>,
+  wants: { progress: boolean; logLevel: LogLevel | undefined },
+  run: (heard: {
+    progress?: (report: ToolProgress) => void;
+    log?: { level: LogLevel; send(line: ToolLogLine): void };
+  }) => Promise<ToolResult>,
 ): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  const send = (line: object) => {
+    if (!raw.writableEnded) raw.write(`${JSON.stringify(line)}\n`);
+  };
+  const { logLevel } = wants;
   let line: string;
   try {
-    const result = await run((report) => {
-      if (!raw.writableEnded) raw.write(`${JSON.stringify({ progress: report })}\n`);
+    const result = await run({
+      ...(wants.progress && { progress: (report: ToolProgress) => send({ progress: report }) }),
+      ...(logLevel !== undefined && {
+        log: { level: logLevel, send: (entry: ToolLogLine) => send({ log: entry }) },
+      }),
     });
     line = JSON.stringify({ result });
   } catch (error) {
@@ -229,11 +243,12 @@ export function internalRoutes(executor: ExecutorOptions) {
         // The gateway closing its request (its client cancelled, or went away) cancels the call
         // where a kind can pass that on.
         const signal = abortedOnClose(reply.raw, CALLER_GONE);
-        if (request.body.progress !== true) {
+        const wants = { progress: request.body.progress === true, logLevel: request.body.log_level };
+        if (!wants.progress && wants.logLevel === undefined) {
           return executeBinding(ctx, request.params.adi_id, request.body, executor, signal);
         }
-        return streamWithProgress(reply, request.log, (progress) =>
-          executeBinding(ctx, request.params.adi_id, request.body, executor, signal, progress),
+        return streamWithNotices(reply, request.log, wants, (heard) =>
+          executeBinding(ctx, request.params.adi_id, request.body, executor, signal, heard),
         );
       },
     );

@@ -16,6 +16,8 @@ import {
   type KeyFlavor,
   type LegacyConfig,
   type LegacyExecuteRequest,
+  isLogLevel,
+  type ToolLogLine,
   type ToolProgress,
   type ToolResult,
   type UpstreamRequestAnswer,
@@ -30,6 +32,12 @@ import type { GatewayMetrics } from '../metrics.ts';
 import { ExecuteBatcher, REFUSED_WHOLE } from './execute-batcher.ts';
 import { CircuitOpenError, ControlPlaneError, type Delivery } from './errors.ts';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.ts';
+
+/** What a tool call's caller hears while it runs: its progress reports and its log lines. */
+export interface CallNotices {
+  progress?: ((report: ToolProgress) => void) | undefined;
+  log?: ((line: ToolLogLine) => void) | undefined;
+}
 
 export type KeyAnswer =
   | {
@@ -402,27 +410,28 @@ export class ControlPlaneClient {
   }
 
   /**
-   * Runs a bound tool; the answer is the executor's MCP result (isError included). With `progress`
-   * (and `request.progress`), the control plane streams the call's progress reports before it.
+   * Runs a bound tool; the answer is the executor's MCP result (isError included). With `heard`
+   * (and `request.progress` or `request.log_level`), the control plane streams the call's progress
+   * reports and log lines before it, and each is handed over as it arrives.
    */
   async execute(
     adiId: string,
     request: ExecuteRequest,
     signal?: AbortSignal,
-    progress?: (report: ToolProgress) => void,
+    heard?: CallNotices,
     batchable = false,
   ): Promise<ToolResult> {
-    if (batchable && !progress && this.#batcher) return this.#batcher.execute(adiId, request, signal);
-    return this.#executeAlone(adiId, request, signal, progress);
+    if (batchable && !heard && this.#batcher) return this.#batcher.execute(adiId, request, signal);
+    return this.#executeAlone(adiId, request, signal, heard);
   }
 
   #executeAlone(
     adiId: string,
     request: ExecuteRequest,
     signal?: AbortSignal,
-    progress?: (report: ToolProgress) => void,
+    heard?: CallNotices,
   ): Promise<ToolResult> {
-    return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request, signal, progress);
+    return this.#execute(`/internal/adi/${encodeURIComponent(adiId)}/execute`, request, signal, heard);
   }
 
   /**
@@ -490,13 +499,13 @@ export class ControlPlaneClient {
     path: string,
     body: unknown,
     signal?: AbortSignal,
-    progress?: (report: ToolProgress) => void,
+    heard?: CallNotices,
   ): Promise<ToolResult> {
     const res = await this.#request('execute', 'POST', path, this.#options.toolCallTimeoutMs, {
       body,
       retry: false,
       signal,
-      ...(progress && { lines: progressLines(progress) }),
+      ...(heard && { lines: noticeLines(heard) }),
     });
     return executeAnswer(res.status, res.body);
   }
@@ -691,20 +700,22 @@ function answerLines(onAnswer: (answer: ExecuteBatchAnswer) => void): LineReader
 }
 
 /**
- * The reader of an execute answer with progress: each `{"progress": ...}` line is handed to
- * `progress` at once; the last line, `{"result": ...}` (or `{"error": ...}`), is the answer.
+ * The reader of an execute answer with notices: each `{"progress": ...}` line is handed to
+ * `heard.progress` and each `{"log": ...}` line to `heard.log` at once; the last line,
+ * `{"result": ...}` (or `{"error": ...}`), is the answer.
  */
-function progressLines(progress: (report: ToolProgress) => void): LineReader {
+function noticeLines(heard: CallNotices): LineReader {
   let last = '';
   const lines = lineSplitter((line) => {
     last = line;
-    let parsed: { progress?: ToolProgress };
+    let parsed: { progress?: ToolProgress; log?: ToolLogLine };
     try {
-      parsed = JSON.parse(line) as { progress?: ToolProgress };
+      parsed = JSON.parse(line) as { progress?: ToolProgress; log?: ToolLogLine };
     } catch {
       return;
     }
-    if (parsed.progress) progress(parsed.progress);
+    if (parsed.progress) heard.progress?.(parsed.progress);
+    else if (parsed.log && isLogLevel(parsed.log.level)) heard.log?.(parsed.log);
   });
   return {
     push: (chunk) => lines.push(chunk),

@@ -31,6 +31,11 @@ export interface McpServerDeps {
   initial?: Exposure | undefined;
   /** This gateway's resource subscriptions (resources/subscribe needs a session it holds). */
   subscriptions: ResourceSubscriptions;
+  /**
+   * The level the client hears log messages at from the start: absent, DEFAULT_LOG_LEVEL until it
+   * sends `logging/setLevel` (a legacy session); null, none (a modern request that named none).
+   */
+  logLevel?: LoggingLevel | null;
 }
 
 /** Sends a notification on the stream of the request being answered. */
@@ -41,7 +46,8 @@ export type Notify = (n: ServerNotification) => Promise<void>;
  * `tools/call-log.ts` says which line is sent at which level.
  */
 export interface ClientLog {
-  level: LoggingLevel;
+  /** The lowest level the client hears; undefined: none (a modern request that named no level). */
+  level: LoggingLevel | undefined;
   /** Sends `line` on the request's stream when the client's level lets it through. */
   send(notify: Notify | undefined, line: LogLine): Promise<void>;
 }
@@ -96,9 +102,9 @@ export function sessionContext(deps: McpServerDeps): McpSessionContext {
   let asked = 0;
 
   const clientLog: ClientLog = {
-    level: DEFAULT_LOG_LEVEL,
+    level: deps.logLevel === undefined ? DEFAULT_LOG_LEVEL : (deps.logLevel ?? undefined),
     async send(notify, line) {
-      if (!notify || !allows(clientLog.level, line.level)) return;
+      if (!notify || clientLog.level === undefined || !allows(clientLog.level, line.level)) return;
       // Sent on the call's own stream, so it reaches the client before the result does.
       await notify({ method: 'notifications/message', params: line }).catch((error: unknown) =>
         deps.log.debug({ err: error }, 'log message not delivered to the client'),

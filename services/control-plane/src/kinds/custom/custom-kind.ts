@@ -19,7 +19,15 @@ import { customToolHost, type CallEffects } from './tool-host.ts';
 import { checkSecretsExist, resolveSecrets } from '../../secrets/secret-references.ts';
 import { defaultToolName } from '../tool-naming.ts';
 import { checkAnswer } from '../arguments.ts';
-import type { KindColumns, SaveScope, ToolCall, ToolKindModule, ToolPlace } from '../kind.ts';
+import {
+  ToolAnswer,
+  type KindColumns,
+  type SaveScope,
+  type ToolCall,
+  type ToolKindModule,
+  type ToolPlace,
+} from '../kind.ts';
+import { checkContentResult, isContentResult } from './tool-content.ts';
 import type { ContextKindServices } from '../context/context-kind.ts';
 import type { CustomToolSandbox } from './sandbox/index.ts';
 
@@ -149,9 +157,10 @@ function annotations(columns: KindColumns, place: ToolPlace): ToolAnnotations {
 /**
  * Runs the tool in the sandbox. Secrets are resolved for the ADI's owner and taken out again
  * (every form `redact` knows) from the answer, the console and the error; the console goes into
- * the result's `_meta` and a debug log line. An answer is checked against the output schema.
+ * the result's `_meta` and a debug log line. An answer is checked against the output schema; one
+ * that is an MCP tool result (tool-content.ts) is passed on as that result, its items checked.
  */
-async function run(call: ToolCall<CustomKindServices>): Promise<JsonValue> {
+async function run(call: ToolCall<CustomKindServices>): Promise<JsonValue | ToolAnswer> {
   const config = configOf(call.adi);
   const secrets = await resolveSecrets(call.ctx, call.userId, config.secrets);
   const effects: CallEffects = { changed: false };
@@ -188,6 +197,14 @@ async function run(call: ToolCall<CustomKindServices>): Promise<JsonValue> {
     throw new DomainError(outcome.code, message, details);
   }
   const value = secrets.redactJson(outcome.value);
+  if (isContentResult(value)) {
+    // The tool speaks MCP itself (tool-content.ts): its result goes out as it made it.
+    const result = checkContentResult(value as Record<string, JsonValue>, call.toolName);
+    if (config.output_schema !== undefined && result.isError !== true) {
+      checkAnswer(config.output_schema, result.structuredContent, call.toolName);
+    }
+    return ToolAnswer.result(result as unknown as { content: JsonValue[] });
+  }
   if (config.output_schema !== undefined) checkAnswer(config.output_schema, value, call.toolName);
   return value;
 }

@@ -2,7 +2,8 @@
  * The host functions one custom tool call gets (`ctx` in the sandbox), each confined to what its
  * ADI declares: `ctx.context.read(path)` inside its context, `ctx.context.write(op, args)` only on
  * a read-write context, `ctx.fetch` only to its allowed hosts, `ctx.secrets` only the secrets it
- * names; in a trial run (ToolCall.trial) `ctx.context.write` refuses. The context functions are
+ * names; in a trial run (ToolCall.trial) `ctx.context.write` refuses. `ctx.progress` and `ctx.log`
+ * reach the caller when it listens (ToolCall.progress and ToolCall.log). The context functions are
  * the context kind's own paths (the context cache, the row-locked store, idempotency records), not
  * a second implementation of them.
  */
@@ -52,6 +53,21 @@ export function customToolHost(
   const host: ToolHost = {
     secrets: Object.fromEntries(config.secrets.map((name) => [name, secrets.value(name)])),
   };
+  // What the caller hears while the call runs, with every form of a secret taken out as from the
+  // answer (the worker has taken out the plain values already).
+  const { progress, log } = call;
+  if (progress) {
+    host.progress = (report) =>
+      progress(
+        report.message === undefined ? report : { ...report, message: secrets.redact(report.message) },
+      );
+  }
+  if (log) {
+    host.log = {
+      level: log.level,
+      send: (line) => log.send({ level: line.level, data: secrets.redactJson(line.data as JsonValue) }),
+    };
+  }
   const { tableId, jsonPath } = call.adi;
   if (tableId !== null && jsonPath !== null) {
     host.readContext = (path) => readAt(call, tableId, jsonPath, path);

@@ -11,6 +11,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { LoggingLevel, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { JSONRPC, type JsonRpcErrorAnswer } from '../../http/jsonrpc-errors.ts';
+import { LOG_LEVELS, isLogLevel } from '@bindery/contracts';
 
 /** The modern revisions the gateway serves, newest first. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -31,17 +32,6 @@ export const MODERN_ERRORS = {
   MISSING_REQUIRED_CLIENT_CAPABILITY: -32021,
   UNSUPPORTED_PROTOCOL_VERSION: -32022,
 } as const;
-
-const LOG_LEVELS: ReadonlySet<string> = new Set([
-  'debug',
-  'info',
-  'notice',
-  'warning',
-  'error',
-  'critical',
-  'alert',
-  'emergency',
-]);
 
 /** What a modern request says of its client, lifted from its `_meta`. */
 export interface Envelope {
@@ -119,10 +109,8 @@ function envelopeOf(meta: Record<string, unknown>): Envelope | string {
   }
   const level = meta[META.logLevel];
   if (level !== undefined) {
-    if (typeof level !== 'string' || !LOG_LEVELS.has(level)) {
-      return `${META.logLevel} must be one of ${[...LOG_LEVELS].join(', ')}`;
-    }
-    envelope.logLevel = level as LoggingLevel;
+    if (!isLogLevel(level)) return `${META.logLevel} must be one of ${LOG_LEVELS.join(', ')}`;
+    envelope.logLevel = level;
   }
   return envelope;
 }

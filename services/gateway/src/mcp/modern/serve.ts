@@ -22,7 +22,6 @@ import { registerTools } from '../capabilities/tools.ts';
 import { HandlerTable, type RequestExtra } from '../handler-table.ts';
 import { INSTRUCTIONS, SERVER_INFO } from '../server.ts';
 import { sessionContext, type McpServerDeps } from '../session-context.ts';
-import { allows } from '../tools/call-log.ts';
 import type { SessionRegistry } from '../sessions.ts';
 import { META, MODERN_PROTOCOL_VERSIONS, type Envelope, type ModernRequest } from './envelope.ts';
 import { listenFilterOf } from './listen.ts';
@@ -59,13 +58,12 @@ export interface ModernDeps {
 
 /** The handlers a modern request may reach, set up for this one request. */
 function handlersFor(deps: ModernDeps, envelope: Envelope): HandlerTable {
-  const session = sessionContext({ ...deps.server, sessionIdHint: undefined });
-  const level = envelope.logLevel;
   // Log messages only at the level the request asked for, and none when it asked for none.
-  session.clientLog.send = async (notify, line) => {
-    if (!notify || level === undefined || !allows(level, line.level)) return;
-    await notify({ method: 'notifications/message', params: line }).catch(() => undefined);
-  };
+  const session = sessionContext({
+    ...deps.server,
+    sessionIdHint: undefined,
+    logLevel: envelope.logLevel ?? null,
+  });
   const table = new HandlerTable();
   registerTools(table, session);
   registerResources(table, session);

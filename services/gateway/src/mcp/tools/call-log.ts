@@ -12,7 +12,13 @@
  * | a custom tool's console line                          | its console level (below)   | `console`    |
  * | an upstream server's stderr line during the call      | info                        | `upstream`   |
  */
-import { CONSOLE_META_KEY, ERROR_CODES, STDERR_META_KEY, type ErrorCode } from '@bindery/contracts';
+import {
+  CONSOLE_META_KEY,
+  ERROR_CODES,
+  STDERR_META_KEY,
+  logLevelAllows,
+  type ErrorCode,
+} from '@bindery/contracts';
 import type {
   CallToolResult,
   LoggingLevel,
@@ -22,22 +28,11 @@ import type {
 /** The level of a session that never sent `logging/setLevel`. */
 export const DEFAULT_LOG_LEVEL: LoggingLevel = 'warning';
 
-const LEVELS: readonly LoggingLevel[] = [
-  'debug',
-  'info',
-  'notice',
-  'warning',
-  'error',
-  'critical',
-  'alert',
-  'emergency',
-];
-
 export type LogLine = LoggingMessageNotification['params'];
 
 /** True when a session at `threshold` receives lines of `level`. */
 export function allows(threshold: LoggingLevel, level: LoggingLevel): boolean {
-  return LEVELS.indexOf(level) >= LEVELS.indexOf(threshold);
+  return logLevelAllows(threshold, level);
 }
 
 /** Codes that say something broke (the tool, its upstream, the platform); the others, that the call was refused. */

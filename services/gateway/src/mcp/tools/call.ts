@@ -4,7 +4,7 @@
  * tool (`source-routing.ts`), its arguments checked, and it runs through the control plane. The
  * client hears the call's log lines (`call-log.ts`) and, given a progress token, its progress.
  */
-import { progressiveTools, toolError, type ToolProgress } from '@bindery/contracts';
+import { progressiveTools, toolError, type ToolLogLine, type ToolProgress } from '@bindery/contracts';
 import { ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ControlPlaneError } from '../../control-plane/errors.ts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
@@ -107,6 +107,15 @@ export async function callTool(
       signal: call.signal,
       sessionId: call.sessionId,
       sourceHint: call.sourceHint,
+      // The client hears log messages: the tool's own lines (a custom tool's ctx.log) at its level
+      // reach it on this call's stream, named after the tool, as the gateway's lines do.
+      ...(session.clientLog.level !== undefined &&
+        notify && {
+          log: {
+            level: session.clientLog.level,
+            send: (line: ToolLogLine) => void log(notify, { ...line, logger: name }),
+          },
+        }),
       // The client sent a progress token: each report of the tool reaches it on this call's stream.
       ...(token !== undefined &&
         notify && {

@@ -8,7 +8,9 @@ import {
   READ_OPERATIONS,
   WRAPPED_RESULT_OPERATIONS,
   type ConfigBinding,
+  type LogLevel,
   type ToolAnnotations,
+  type ToolLogLine,
   type ToolProgress,
   type ToolResult,
 } from '@bindery/contracts';
@@ -46,9 +48,20 @@ export interface RunExtra {
   sessionId?: string | undefined;
   /** Told each progress report of the call (the client sent a progress token). */
   progress?: ((report: ToolProgress) => void) | undefined;
+  /**
+   * Told each log line of the call at `level` or above (the client hears log messages): only tools
+   * of a kind that logs (KINDS_THAT_LOG) are asked for lines.
+   */
+  log?: { level: LogLevel; send(line: ToolLogLine): void } | undefined;
   /** The source hint the call came with (seed 004), for the audit row. */
   sourceHint?: string | undefined;
 }
+
+/**
+ * The kinds whose calls send log lines of their own (custom: `ctx.log`). Only their calls ask the
+ * control plane for lines, since asking makes the answer a stream and keeps the call out of a batch.
+ */
+const KINDS_THAT_LOG: ReadonlySet<string> = new Set(['custom']);
 
 /** Where a binding's tool comes from, and the names source routing knows it by. */
 function sourceOf(b: ConfigBinding): Pick<ExposedTool, 'source' | 'originalName' | 'serverNames'> {
@@ -145,8 +158,13 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
         ),
         wrapsResult: wrapsResult(b),
         ...source,
-        run: (args, requestId, extra = {}) =>
-          client.execute(
+        run: (args, requestId, extra = {}) => {
+          const log = KINDS_THAT_LOG.has(b.adi_ref.kind) ? extra.log : undefined;
+          const heard =
+            extra.progress !== undefined || log !== undefined
+              ? { progress: extra.progress, log: log && ((line: ToolLogLine) => log.send(line)) }
+              : undefined;
+          return client.execute(
             b.adi_ref.adi_id,
             {
               aei_id: aeiId,
@@ -160,12 +178,14 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
               ...(extra.idempotencyKey !== undefined && { idempotency_key: extra.idempotencyKey }),
               ...(extra.sessionId !== undefined && { session_id: extra.sessionId }),
               ...(extra.progress !== undefined && { progress: true }),
+              ...(log !== undefined && { log_level: log.level }),
             },
             extra.signal,
-            extra.progress,
+            heard,
             // Cancelling a context call never stopped it: such calls may share an exchange.
             b.adi_ref.kind === 'context',
-          ),
+          );
+        },
       };
     });
   }

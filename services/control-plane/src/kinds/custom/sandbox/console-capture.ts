@@ -51,7 +51,7 @@ export class ConsoleCapture {
 }
 
 /** The longest prefix of `text` within `bytes` UTF-8 bytes, never splitting a character. */
-function cutToBytes(text: string, bytes: number): string {
+export function cutToBytes(text: string, bytes: number): string {
   if (bytes <= 0) return '';
   const encoded = Buffer.from(text, 'utf8').subarray(0, bytes);
   // A cut inside a multi-byte character decodes to U+FFFD at the end: drop it.

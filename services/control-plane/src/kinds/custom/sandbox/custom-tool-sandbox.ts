@@ -17,6 +17,7 @@ import { SecretRedaction } from './secret-redaction.ts';
 import {
   DEFAULT_SANDBOX_LIMITS,
   MAX_SOURCE_BYTES,
+  type NoticeWants,
   type SandboxLimits,
   type SandboxOutcome,
   type SandboxTask,
@@ -76,6 +77,9 @@ const CHECK_ARGS = '{}';
 // can take longer than a call's budget, and a save must not fail for that. A top level slower than
 // a call's budget is saved, and its calls then end with TIMEOUT, naming the call's limit.
 const CHECK_MIN_TIME_MS = 5_000;
+// The end marker of a call's notices follows its outcome by a moment; past this the caller is
+// answered without the notices still on their way (the worker would have to be stuck).
+const NOTICES_WAIT_MS = 1_000;
 
 export class CustomToolSandbox {
   readonly #options: CustomToolSandboxOptions;
@@ -147,15 +151,21 @@ export class CustomToolSandbox {
       return { ok: false, code: 'VALIDATION_FAILED', message: 'The arguments are not JSON.', console: [] };
     }
     const functions = hostFunctions(host);
+    const notices: NoticeWants = {
+      progress: host.progress !== undefined,
+      ...(host.log && { logLevel: host.log.level }),
+    };
+    const hearsNotices = notices.progress || notices.logLevel !== undefined;
     const ended = new AbortController();
     let port: MessageChannel['port2'] | undefined;
-    if (functions.length > 0) {
+    let noticesEnded: Promise<void> | undefined;
+    if (functions.length > 0 || hearsNotices) {
       const channel = new MessageChannel();
       port = channel.port2;
       // The error is logged by name and message only, with the call's secrets taken out: a failed
       // fetch, say, may quote a URL that carries one.
       const redaction = new SecretRedaction(host.secrets ?? {});
-      answerHostCalls(
+      noticesEnded = answerHostCalls(
         channel.port1,
         host,
         limits,
@@ -183,10 +193,15 @@ export class CustomToolSandbox {
           limits,
           functions,
           secrets: { ...host.secrets },
+          ...(hearsNotices && { notices }),
           ...(port && { port }),
         }),
         port ? { transferList: [port] } : {},
       );
+      // The outcome came on the pool's channel and may overtake the last notices on the port:
+      // they reach the caller before the result does (the worker ends them with a marker).
+      if (hearsNotices && noticesEnded && run.status === 'done')
+        await settledWithin(noticesEnded, NOTICES_WAIT_MS);
       return this.#outcome(run, limits);
     } catch (error) {
       if (error instanceof Refusal) return this.#refusal(error.reason, limits);
@@ -304,6 +319,13 @@ export class CustomToolSandbox {
       console: [],
     };
   }
+}
+
+/** Resolves when `promise` settles or `ms` have passed, whichever comes first. */
+async function settledWithin(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /** A refusal of the pool, carried to where the outcome is made. */

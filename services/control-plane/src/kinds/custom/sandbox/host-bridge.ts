@@ -9,9 +9,22 @@
  * these are the boundary); answers are bounded in size. A host function is told through its
  * AbortSignal when the call has ended (answered, timed out, terminated), so it can stop its work.
  */
-import { ERROR_CODES, type ErrorCode } from '@bindery/contracts';
+import {
+  ERROR_CODES,
+  isLogLevel,
+  type ErrorCode,
+  type ToolLogLine,
+  type ToolProgress,
+} from '@bindery/contracts';
 import type { MessagePort } from 'node:worker_threads';
-import type { HostAnswer, HostFunction, HostRequest, SandboxLimits } from './protocol.ts';
+import type {
+  HostAnswer,
+  HostFunction,
+  HostNotice,
+  HostRequest,
+  NoticeFunction,
+  SandboxLimits,
+} from './protocol.ts';
 import { WritePace } from './write-pace.ts';
 
 /** The limits of a call that its host calls are held to here. */
@@ -55,6 +68,10 @@ export interface ToolHost {
   fetch?(request: ToolFetchRequest, signal: AbortSignal): Promise<ToolFetchResponse>;
   /** `ctx.secrets`: names and plain values (never logged, and redacted from what the tool answers). */
   secrets?: Readonly<Record<string, string>>;
+  /** Told each `ctx.progress` report, as it comes (absent: the caller hears none). */
+  progress?(report: ToolProgress): void;
+  /** Told each `ctx.log` line the caller hears (absent: it hears none). */
+  log?: { level: ToolLogLine['level']; send(line: ToolLogLine): void } | undefined;
 }
 
 const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
@@ -70,7 +87,10 @@ export function hostFunctions(host: ToolHost): HostFunction[] {
 }
 
 /**
- * Answers the host calls arriving on `port` until `signal` aborts (the call ended); `onUnexpected`
+ * Answers the host calls arriving on `port` until `signal` aborts (the call ended), and hands the
+ * notices (`ctx.progress`, `ctx.log`) to `host.progress` and `host.log` as they arrive; the promise
+ * answered settles at the worker's end marker (or when the port closes), after its last notice.
+ * `onUnexpected`
  * is told of host function errors that carry no code (they are bugs or outages, worth a log line).
  * `cancelled` aborts when the caller gave up: the host work in flight is stopped (a fetch is cut)
  * and every host call is answered UPSTREAM_FAILED from then on, so code awaiting one ends soon
@@ -89,9 +109,12 @@ export function answerHostCalls(
   host: ToolHost,
   limits: HostCallLimits,
   signal: AbortSignal,
-  onUnexpected: (fn: HostFunction, error: unknown) => void,
+  onUnexpected: (fn: HostFunction | NoticeFunction, error: unknown) => void,
   cancelled?: AbortSignal,
-): void {
+): Promise<void> {
+  let drained!: () => void;
+  const noticesEnded = new Promise<void>((resolve) => (drained = resolve));
+  port.once('close', () => drained());
   // What host functions are given: stops their work when the call ends or is cancelled.
   const work = cancelled ? AbortSignal.any([signal, cancelled]) : signal;
   const answer = (message: HostAnswer) => {
@@ -109,7 +132,13 @@ export function answerHostCalls(
     round ??= setImmediate(runRound);
   };
 
-  port.on('message', (request: HostRequest) => {
+  port.on('message', (message: HostRequest | HostNotice) => {
+    if ('notice' in message) {
+      if (message.notice === 'end') drained();
+      else deliver(host, message, onUnexpected);
+      return;
+    }
+    const request = message;
     // The worker holds its calls to the same bound; this is the boundary's own check.
     if (started - answered + waiting.length >= limits.maxHostCallsInFlight) {
       answer(
@@ -137,6 +166,8 @@ export function answerHostCalls(
     },
     { once: true },
   );
+
+  return noticesEnded;
 
   function runRound(): void {
     round = undefined;
@@ -226,6 +257,35 @@ export function answerHostCalls(
       default:
         throw unavailable(fn);
     }
+  }
+}
+
+/**
+ * Hands a notice to the host, checked again here (the boundary); a malformed one is dropped, and a
+ * host that throws is told to `onUnexpected`: a notice never fails the call.
+ */
+function deliver(
+  host: ToolHost,
+  notice: Exclude<HostNotice, { notice: 'end' }>,
+  onUnexpected: (fn: HostFunction | NoticeFunction, error: unknown) => void,
+): void {
+  try {
+    if (notice.notice === 'progress') {
+      const { progress, total, message } = notice;
+      if (!host.progress || !Number.isFinite(progress)) return;
+      if (total !== undefined && !Number.isFinite(total)) return;
+      if (message !== undefined && typeof message !== 'string') return;
+      host.progress({
+        progress,
+        ...(total !== undefined && { total }),
+        ...(message !== undefined && { message }),
+      });
+      return;
+    }
+    if (!host.log || !isLogLevel(notice.level) || typeof notice.data !== 'string') return;
+    host.log.send({ level: notice.level, data: JSON.parse(notice.data) as unknown });
+  } catch (error) {
+    onUnexpected(notice.notice === 'progress' ? 'progress' : 'log', error);
   }
 }
 

@@ -7,7 +7,7 @@
  * the other (nor the sandbox).
  */
 import type { JsonValue } from '@bindery/context-ops';
-import type { ErrorCode } from '@bindery/contracts';
+import type { ErrorCode, LogLevel } from '@bindery/contracts';
 import type { MessagePort } from 'node:worker_threads';
 import type { TaskClock } from '../../../workers/task-clock.ts';
 
@@ -34,6 +34,15 @@ export interface SandboxLimits {
    * write past the pace waits for its turn (within the call's time).
    */
   writesPerSecond: number;
+  /**
+   * `ctx.progress` reports of one call sent to the caller; past it only the latest is kept, and
+   * sent when the call ends.
+   */
+  maxProgressReports: number;
+  /** `ctx.log` lines of one call sent to the caller; past it one marker line says so, then none. */
+  maxLogLines: number;
+  /** Bytes of one `ctx.log` line's data as JSON; a larger one is sent cut, as a string. */
+  maxLogLineBytes: number;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
@@ -46,6 +55,9 @@ export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
   maxHostCallsInFlight: 16,
   maxWrites: 1_000,
   writesPerSecond: 100,
+  maxProgressReports: 100,
+  maxLogLines: 100,
+  maxLogLineBytes: 8 * 1024,
 };
 
 /** Largest source of a custom tool, in bytes (VALIDATION_FAILED above). */
@@ -59,6 +71,8 @@ export interface SandboxWorkerData {
 
 /** The host functions a tool may be given; each exists in the sandbox only when the caller supplies it. */
 export type HostFunction = 'context.read' | 'context.write' | 'fetch';
+/** What a call may tell its caller while it runs (one-way notices, HostNotice). */
+export type NoticeFunction = 'progress' | 'log';
 
 export interface SandboxTask extends TaskClock {
   /** `check` evaluates the module and checks its default export; `run` also calls it. */
@@ -71,9 +85,31 @@ export interface SandboxTask extends TaskClock {
   functions: HostFunction[];
   /** `ctx.secrets`: names and plain values, given by the caller. */
   secrets: Record<string, string>;
-  /** Where host calls go (absent when the call has no host function). */
+  /**
+   * What the caller hears while the call runs: progress reports, and log lines at `logLevel` and
+   * above (absent: it hears none). Without either, `ctx.progress` and `ctx.log` check their
+   * arguments and send nothing.
+   */
+  notices?: NoticeWants;
+  /** Where host calls and notices go (absent when the call has no host function and hears nothing). */
   port?: MessagePort;
 }
+
+/** What a call's caller hears while it runs. */
+export interface NoticeWants {
+  progress: boolean;
+  logLevel?: LogLevel | undefined;
+}
+
+/**
+ * A one-way message, worker -> event loop, on the host call port: a progress report, a log line
+ * (its data as JSON text), or the call's end (no notice follows; the event loop waits for it, since
+ * the outcome travels on another channel and could overtake the last notices).
+ */
+export type HostNotice =
+  | { notice: 'progress'; progress: number; total?: number; message?: string }
+  | { notice: 'log'; level: LogLevel; data: string }
+  | { notice: 'end' };
 
 /** A host call, worker -> event loop; `payload` is the JSON text of its arguments. */
 export interface HostRequest {

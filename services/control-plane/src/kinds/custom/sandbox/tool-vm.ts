@@ -16,7 +16,7 @@
  * overflow of the worker's native stack.
  */
 import type { JsonValue } from '@bindery/context-ops';
-import type { ErrorCode } from '@bindery/contracts';
+import { LOG_LEVELS, type ErrorCode, type LogLevel } from '@bindery/contracts';
 import type {
   JSPromiseState,
   QuickJSContext,
@@ -28,6 +28,7 @@ import { ConsoleCapture } from './console-capture.ts';
 import type { Engine } from './engine.ts';
 import type { ConsoleLevel, HostAnswer, HostFunction, SandboxOutcome, SandboxTask } from './protocol.ts';
 import { SecretRedaction } from './secret-redaction.ts';
+import { ToolNotices, type ProgressReport } from './tool-notices.ts';
 import { PRELUDE } from './vm-prelude.ts';
 
 /** The name the tool's module has in QuickJS's error positions. */
@@ -93,6 +94,8 @@ export async function runInVm(
     engineFailed = true;
     outcome = call.failure(call.unexpected(error));
   }
+  // Sent before the outcome is answered: the event loop waits for it before it answers the caller.
+  call.notices.end();
   try {
     call.dispose();
   } catch {
@@ -111,6 +114,8 @@ class ToolCall {
   readonly #vm: QuickJSContext;
   readonly #console: ConsoleCapture;
   readonly #redaction: SecretRedaction;
+  /** `ctx.progress` and `ctx.log`, bounded, on their way to the caller. */
+  readonly notices: ToolNotices;
   /** Handles this call made and must free before its runtime. */
   readonly #handles: QuickJSHandle[] = [];
   readonly #pending = new Map<number, QuickJSDeferredPromise>();
@@ -127,6 +132,7 @@ class ToolCall {
     this.#memoryBytes = memoryBytes;
     this.#console = new ConsoleCapture(task.limits);
     this.#redaction = new SecretRedaction(task.secrets);
+    this.notices = new ToolNotices(task.port, task.notices, task.limits, this.#redaction);
     this.#runtime = engine.module.newRuntime();
     // QuickJS's own limit: it bounds any single allocation (its running total is not kept in this
     // build, so the engine's WebAssembly memory is what bounds the sum).
@@ -216,6 +222,20 @@ class ToolCall {
         if (CONSOLE_LEVELS.includes(name)) this.#console.write(name, vm.getString(message));
       }),
     );
+    const notify = this.#keep(
+      vm.newFunction('notify', (kind, first, second) => {
+        // Only the prelude holds this native, and it passes strings; a notice never fails the tool.
+        try {
+          const name = vm.getString(kind);
+          if (name === 'progress') this.notices.progress(JSON.parse(vm.getString(first)) as ProgressReport);
+          else if (name === 'log' && second !== undefined) {
+            this.notices.log(vm.getString(first) as LogLevel, vm.getString(second));
+          }
+        } catch {
+          // Nothing to tell the tool: the caller misses one notice.
+        }
+      }),
+    );
     const limits = this.#task.limits;
     const config = this.#keep(
       vm.newString(
@@ -224,11 +244,14 @@ class ToolCall {
           secrets: this.#task.secrets,
           maxConsoleBytes: limits.maxConsoleBytes,
           maxResultBytes: limits.maxResultBytes,
+          logLevels: LOG_LEVELS,
+          logLevel: LOG_LEVELS.find((level) => this.notices.hears(level)) ?? null,
+          progress: this.notices.hearsProgress,
         }),
       ),
     );
     return this.#keep(
-      vm.unwrapResult(vm.callFunction(factory, vm.undefined, hostCall, consoleWrite, config)),
+      vm.unwrapResult(vm.callFunction(factory, vm.undefined, hostCall, consoleWrite, notify, config)),
     );
   }
 

@@ -1,8 +1,9 @@
 /**
  * The JavaScript that runs inside each sandbox before the tool's own module: it builds `console`,
  * the `ctx` object handed to the tool and the runner that calls the tool's default export. It is
- * one function expression, called with the two native functions of the call (host calls and
- * console lines) and the call's configuration as JSON, so the natives are only ever reachable
+ * one function expression, called with the three native functions of the call (host calls,
+ * console lines, and notices: progress reports and log lines for the caller) and the call's
+ * configuration as JSON, so the natives are only ever reachable
  * through the closures built here, never as globals the tool could take.
  *
  * It keeps its own references to JSON, Object and Error before the tool's code runs: a tool that
@@ -15,7 +16,7 @@
  *   the run's outcome  '1' + JSON result | '0' + JSON description of what was thrown
  *                      | '2' + JSON description (the result is not JSON) | '3' + length (too large)
  */
-export const PRELUDE = String.raw`(function (hostCall, consoleWrite, configJson) {
+export const PRELUDE = String.raw`(function (hostCall, consoleWrite, notify, configJson) {
   'use strict';
   const parse = JSON.parse;
   const stringify = JSON.stringify;
@@ -26,6 +27,8 @@ export const PRELUDE = String.raw`(function (hostCall, consoleWrite, configJson)
   const StringOf = String;
   const ErrorClass = Error;
   const TypeErrorClass = TypeError;
+  const RangeErrorClass = RangeError;
+  const finite = Number.isFinite;
   const config = parse(configJson);
   const maxLine = config.maxConsoleBytes;
   const maxMessage = 4000;
@@ -151,6 +154,48 @@ export const PRELUDE = String.raw`(function (hostCall, consoleWrite, configJson)
       return response(await call('fetch', request));
     };
   }
+  // ctx.progress and ctx.log: checked here whether or not the caller listens, so a mistake shows
+  // in every call; sent (natives, one way, never awaited) only when it does.
+  const logLevels = config.logLevels;
+  const threshold = config.logLevel === null ? -1 : logLevels.indexOf(config.logLevel);
+  let lastProgress = null;
+  ctx.progress = function progress(value, total, message) {
+    const usage = 'ctx.progress(progress, total, message): ';
+    if (typeof value !== 'number' || !finite(value)) throw new TypeErrorClass(usage + 'progress is a finite number');
+    if (total === null) total = undefined;
+    if (total !== undefined && (typeof total !== 'number' || !finite(total))) {
+      throw new TypeErrorClass(usage + 'total is a finite number, or left out when unknown');
+    }
+    if (message === null) message = undefined;
+    if (message !== undefined && typeof message !== 'string') {
+      throw new TypeErrorClass(usage + 'message is a string, or left out');
+    }
+    if (lastProgress !== null && value <= lastProgress) {
+      throw new RangeErrorClass(usage + 'progress must grow with each report (it was ' + lastProgress + ', now ' + value + ')');
+    }
+    lastProgress = value;
+    if (config.progress) notify('progress', stringify({ progress: value, total: total, message: message }));
+  };
+  ctx.log = function log(level, data) {
+    const usage = 'ctx.log(level, data): ';
+    const at = typeof level === 'string' ? logLevels.indexOf(level) : -1;
+    if (at === -1) throw new TypeErrorClass(usage + 'level is one of ' + logLevels.join(', '));
+    const kind = typeof data;
+    if (kind === 'undefined' || kind === 'function' || kind === 'symbol' || kind === 'bigint') {
+      throw new TypeErrorClass(usage + 'data is JSON: a string, number, boolean, null, array or object');
+    }
+    // Serialising is the costly part: only for a line the caller hears.
+    if (threshold === -1 || at < threshold) return;
+    let json;
+    try {
+      json = stringify(data);
+    } catch (thrown) {
+      throw new TypeErrorClass(usage + 'data is not JSON (' + text(thrown) + ')');
+    }
+    if (typeof json !== 'string') throw new TypeErrorClass(usage + 'data is not JSON');
+    notify('log', level, json);
+  };
+
   const secrets = {};
   const names = keys(config.secrets);
   for (let i = 0; i < names.length; i += 1) {
