@@ -117,7 +117,16 @@ export function startService(options: ServiceOptions): Promise<ServiceProcess> {
           }
           const timeout = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
           try {
-            return await gone;
+            const code = await gone;
+            // Ended by a signal rather than by itself: say which, with its last words, for the
+            // test that expected a clean exit.
+            if (code === null) {
+              process.stderr.write(
+                `${name} (pid ${child.pid}) ended by ${String(child.signalCode)} after SIGTERM; its last output:\n` +
+                  `${output.slice(-3000)}\n`,
+              );
+            }
+            return code;
           } finally {
             clearTimeout(timeout);
           }

@@ -253,6 +253,29 @@ describe('notices', () => {
     ]);
   });
 
+  it('takes a secret out of a log line cut for its size, also where JSON escapes it', async () => {
+    const lines: { level: string; data: unknown }[] = [];
+    const secret = 'pa"ss\\word-42';
+    const host: ToolHost = {
+      secrets: { PASSWORD: secret },
+      log: { level: 'info', send: (line) => void lines.push(line) },
+    };
+    const outcome = await run(
+      `export default (args, ctx) => {
+        ctx.log('info', { password: ctx.secrets.PASSWORD, padding: 'x'.repeat(20000) });
+        return 'ok';
+      }`,
+      {},
+      host,
+    );
+    expect(outcome).toMatchObject({ ok: true, value: 'ok' });
+    expect(lines).toHaveLength(1);
+    const text = JSON.stringify(lines[0]!.data);
+    expect(text).toContain('[secret]');
+    expect(text).not.toContain('word-42');
+    expect(text.length).toBeLessThan(20000);
+  });
+
   it('sends nothing, and needs no host, when nobody listens', async () => {
     const outcome = await run(
       `export default (args, ctx) => { ctx.progress(1); ctx.log('emergency', 'x'); return 1; }`,

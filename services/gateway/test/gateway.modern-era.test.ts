@@ -95,11 +95,29 @@ describe('modern requests', () => {
   });
 
   it('tools/list and tools/call answer statelessly, a session id sent is not looked at', async () => {
+    // A session this gateway holds: the modern request is still served without it.
+    const init = await rawPost(
+      stack.gatewayUrl,
+      path,
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'held', version: '1' },
+        },
+      }),
+    );
+    const held = init.headers['mcp-session-id'] as string;
+    expect(held).toEqual(expect.any(String));
     const list = await modern({
       id: 2,
       method: 'tools/list',
-      headers: { 'mcp-session-id': 'no-such-session' },
+      headers: { 'mcp-session-id': held },
     });
+    expect(list.headers['mcp-session-id']).toBeUndefined();
     expect(list.status).toBe(200);
     expect(list.body.result.resultType).toBe('complete');
     expect(list.body.result.cacheScope).toBe('private');
@@ -257,8 +275,22 @@ describe('modern refusals', () => {
       JSON.stringify({ jsonrpc: '2.0', id: 15, method: 'server/discover', params: { _meta: ENVELOPE } }),
       { headers: { 'mcp-protocol-version': VERSION, 'mcp-method': 'server/discover' } },
     );
-    expect(res.status).toBeGreaterThanOrEqual(400);
-    expect(res.status).toBeLessThan(500);
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.text)).toMatchObject({ error: { code: -32001, data: { code: 'UNAUTHORIZED' } } });
+  });
+
+  it('a browser of an allowed origin may send the modern headers (CORS preflight)', async () => {
+    const res = await fetch(`${stack.gatewayUrl}${path}`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'http://127.0.0.1:4321',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,mcp-protocol-version,mcp-method,mcp-name',
+      },
+    });
+    expect(res.status).toBe(204);
+    const allowed = res.headers.get('access-control-allow-headers')?.split(/,\s*/) ?? [];
+    expect(allowed).toEqual(expect.arrayContaining(['mcp-protocol-version', 'mcp-method', 'mcp-name']));
   });
 });
 

@@ -2,9 +2,10 @@
 // plane: the stream opens with notifications/subscriptions/acknowledged naming what is honoured (a
 // URI naming no resource is left out); a binding renamed by the admin API arrives as
 // tools/list_changed and a write to a subscribed context as resources/updated, each stamped with
-// the listen request's id; a stream that asked for neither hears nothing of it; a bad filter is
-// -32602; a stream the client closes is dropped; the gateway's shutdown ends each stream with the
-// listen request's result.
+// the listen request's id; a stream that asked for prompt changes only hears a new prompt and
+// nothing before it; a bad filter is -32602; a key holds at most GATEWAY_MAX_SESSIONS_PER_KEY
+// streams (429 beyond, room again once one closes); a stream the client closes is dropped; the
+// gateway's shutdown ends each stream with the listen request's result.
 import { request, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { twoTableExposure, type Exposed } from '@bindery/test-support';
@@ -18,13 +19,14 @@ const ENVELOPE = {
 };
 const CONTEXT = 'bindery://tools/find_customers/context';
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+const MAX_PER_KEY = 2;
 
 let stack: Stack;
 let exposed: Exposed;
 let path: string;
 
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({ gatewayEnv: { GATEWAY_MAX_SESSIONS_PER_KEY: String(MAX_PER_KEY) } });
   exposed = await twoTableExposure(stack);
   path = `/api/v2/mcp/server/${exposed.apiKey}`;
 });
@@ -156,15 +158,46 @@ it('acknowledges what it honours, then carries the changes asked for, stamped wi
     const changed = await all.next((m) => m.method === 'notifications/tools/list_changed', mark);
     expect(changed.params).toEqual({ _meta: { [SUBSCRIPTION_ID]: 'listen-1' } });
 
-    // The stream that asked for prompt changes only heard none of these.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(quiet.messages.map((m) => m.method)).toEqual(['notifications/subscriptions/acknowledged']);
+    // The stream that asked for prompt changes only: the first thing it hears after its
+    // acknowledgement is the prompt added last, nothing of the write or the rename before it.
+    await stack.admin(
+      'POST',
+      `/api/v2/aeis/${exposed.aeiId}/prompts`,
+      { name: 'greet', messages: [{ role: 'user', text: 'Hello' }] },
+      exposed.token,
+    );
+    await quiet.next((m) => m.method === 'notifications/prompts/list_changed');
+    expect(quiet.messages.map((m) => m.method)).toEqual([
+      'notifications/subscriptions/acknowledged',
+      'notifications/prompts/list_changed',
+    ]);
     // Nothing but notifications went on the listen stream (no progress, no log, no result).
     expect(all.messages.every((m) => typeof m.method === 'string' && m.id === undefined)).toBe(true);
   } finally {
     all.close();
     quiet.close();
   }
+});
+
+it('a key holds at most its cap of streams: 429 beyond, room again once one closes', async () => {
+  const open = [];
+  for (let i = 0; i < MAX_PER_KEY; i++) {
+    const stream = await openListen(`cap-${i}`, { toolsListChanged: true });
+    await stream.next(() => true);
+    open.push(stream);
+  }
+  const refused = await openListen('cap-over', { toolsListChanged: true });
+  expect(refused.res.statusCode).toBe(429);
+  expect(refused.res.headers['retry-after']).toBe('1');
+  refused.close();
+  open.pop()!.close();
+  const listens = stack.gateway.gateway.sessions.listens;
+  const deadline = Date.now() + 5_000;
+  while (listens.size >= MAX_PER_KEY && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const again = await openListen('cap-again', { toolsListChanged: true });
+  expect(again.res.statusCode).toBe(200);
+  again.close();
+  for (const stream of open) stream.close();
 });
 
 it('a bad filter is -32602, and a closed stream is dropped', async () => {

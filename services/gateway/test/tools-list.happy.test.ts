@@ -192,10 +192,14 @@ describe('tools/list in direct mode', () => {
 
   it('refuses a cursor past the end or not its own on every lane, as before', async () => {
     const lanes = await lanesFor(stack.gatewayUrl, direct.path);
+    // A new id each time: a session's transport may still count the previous request with the same
+    // id in flight for a moment after its answer was read (409, its own test elsewhere).
+    let id = 3;
     for (const lane of LANES) {
       for (const cursor of [Buffer.from('9').toString('base64url'), 'not-a-cursor!']) {
-        const answer = await lanes.post(lane, list(3, cursor));
-        expect(responseTo(answer, 3).error).toMatchObject({
+        id += 1;
+        const answer = await lanes.post(lane, list(id, cursor));
+        expect(responseTo(answer, id).error).toMatchObject({
           code: -32602,
           message: expect.stringMatching(/cursor/),
         });

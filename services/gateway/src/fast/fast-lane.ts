@@ -26,6 +26,7 @@ import { parseJsonBody } from '../http/json-body.ts';
 import { answerFault, writeJsonRpcError } from '../http/jsonrpc-errors.ts';
 import { MCP_ROUTES, V1, V2 } from '../http/mcp-paths.ts';
 import { envelopeRefusal } from '../mcp/requests.ts';
+import { eraOf } from '../mcp/modern/envelope.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
 import type { SessionRegistry } from '../mcp/sessions.ts';
@@ -118,6 +119,13 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     const refusal = envelopeRefusal(parsed.value);
     if (refusal) {
       writeJsonRpcError(res, refusal);
+      return;
+    }
+    // A body in the modern era's envelope: the lane takes only requests whose version header is
+    // legacy or absent, so it is refused here as the routes refuse it (-32020), never served.
+    const era = eraOf(parsed.value, req.headers);
+    if (era.era === 'refused') {
+      writeJsonRpcError(res, era.refusal, era.id);
       return;
     }
     // Checked again now that the body is here: the exposure may have been disabled, the key

@@ -27,6 +27,9 @@ export const CORS_ALLOWED_HEADERS = [
   'accept',
   'mcp-session-id',
   'mcp-protocol-version',
+  // The modern era's standard headers (2026-07-28).
+  'mcp-method',
+  'mcp-name',
   'last-event-id',
   CALLER_HEADER,
 ];

@@ -685,6 +685,12 @@ export class UpstreamPool {
       );
     }
     const code = mcpCode(error);
+    // A server remembered as modern that refuses the version or the method, or fails outside
+    // JSON-RPC (a legacy server's 400), may have gone back to the legacy era: the next instance
+    // probes again instead of trusting the verdict.
+    if (this.spoken?.era === 'modern' && (code === undefined || code === -32022 || code === -32601)) {
+      this.knownEra = undefined;
+    }
     if (requestFailure(error) === 'timeout') {
       this.failed(`${tool} did not answer within ${timeoutMs} ms`);
       return this.timeoutError(server, tool);

@@ -39,6 +39,8 @@ export interface Listener {
   subscriptionId: RequestId;
   honoured: ListenFilter;
   res: ServerResponse;
+  /** List changes waiting for a client that does not read its stream (each sent once on drain). */
+  pending: Set<string>;
   /** Which of the prompt and resource lists changed since this stream last looked. */
   listsChanged(): Promise<{ prompts: boolean; resources: boolean }>;
 }
@@ -131,6 +133,7 @@ export class ListenStreams {
       subscriptionId: request.subscriptionId,
       honoured,
       res,
+      pending: new Set(),
       listsChanged: request.listsChanged,
     };
     // Held before subscribing: the subscriptions ask whether their holder is open.
@@ -231,6 +234,19 @@ export class ListenStreams {
   ): Promise<void> {
     const { res } = listener;
     if (res.writableEnded || res.destroyed) return;
+    // A client that does not read: a list change waits, once however often it happens, and goes
+    // when the stream drains (resource updates wait the same way, in resource-subscriptions.ts).
+    if (res.writableNeedDrain && notification.params === undefined) {
+      if (listener.pending.size === 0) {
+        res.once('drain', () => {
+          const methods = [...listener.pending];
+          listener.pending.clear();
+          for (const method of methods) void this.#send(listener, { method });
+        });
+      }
+      listener.pending.add(notification.method);
+      return;
+    }
     const message: ServerNotification | { method: string; params: Record<string, unknown> } = {
       method: notification.method,
       params: {

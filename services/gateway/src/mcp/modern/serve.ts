@@ -93,6 +93,8 @@ export async function serveModern(
     return;
   }
   const id = message.id;
+  // The client left while the request was admitted: nothing is run for it.
+  if (res.destroyed || res.writableEnded) return;
   if (message.method === 'subscriptions/listen') {
     await listen(res, id, message, deps);
     return;
@@ -145,6 +147,14 @@ async function listen(
   // Its own view of the exposure: what its prompt and resource list changes compare with.
   const session = sessionContext({ ...deps.server, sessionIdHint: undefined });
   const exposure = await session.exposure();
+  // While the exposure was looked up, the client may have left, or other streams taken the room.
+  if (res.destroyed || res.writableEnded) return;
+  const taken = deps.sessions.listenRefusal(deps.keyHash);
+  if (taken) {
+    res.setHeader('retry-after', '1');
+    answer(taken.status, { code: taken.code, message: taken.message });
+    return;
+  }
   deps.sessions.listens.open(
     res,
     {

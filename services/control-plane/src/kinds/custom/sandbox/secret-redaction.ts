@@ -30,6 +30,19 @@ export class SecretRedaction {
     return out;
   }
 
+  /**
+   * `text` as `text` does, for JSON text: a secret holding a quote, a backslash or a control
+   * character stands there escaped, so its escaped form is taken out too.
+   */
+  jsonText(text: string): string {
+    let out = this.text(text);
+    for (const value of this.#values) {
+      const escaped = JSON.stringify(value).slice(1, -1);
+      if (escaped !== value && out.includes(escaped)) out = out.replaceAll(escaped, REDACTED);
+    }
+    return out;
+  }
+
   json(value: JsonValue): JsonValue {
     if (!this.active) return value;
     if (typeof value === 'string') return this.text(value);

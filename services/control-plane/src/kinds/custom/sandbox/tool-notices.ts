@@ -100,7 +100,7 @@ export class ToolNotices {
         : dataJson;
     } else {
       // Secrets out before the cut, so none is left half in the line.
-      data = JSON.stringify(cut(this.#redaction.text(dataJson), max));
+      data = JSON.stringify(cut(this.#redaction.jsonText(dataJson), max));
     }
     this.#post({ notice: 'log', level, data });
   }

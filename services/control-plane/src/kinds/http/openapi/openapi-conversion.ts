@@ -10,7 +10,8 @@
 import { Worker } from 'node:worker_threads';
 import { DomainError } from '../../../domain/errors.ts';
 import type { OpenApiConversion, OpenApiImportOptions } from './index.ts';
-import { CONVERSION_THREAD, type ConversionOutcome, type ConversionTask } from './openapi-worker.ts';
+import { CONVERSION_THREAD } from './conversion-thread.ts';
+import type { ConversionOutcome, ConversionTask } from './openapi-worker.ts';
 import { workerExecArgv, workerFile } from '../../../workers/worker-file.ts';
 
 export interface ConversionLimits {

@@ -5,6 +5,7 @@
  * conversion at a time, for as many as its owner sends it.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type { CONVERSION_THREAD } from './conversion-thread.ts';
 import type { ErrorCode } from '@bindery/contracts';
 import { DomainError } from '../../../domain/errors.ts';
 import { openApiToHttpTools, type OpenApiConversion, type OpenApiImportOptions } from './index.ts';
@@ -36,9 +37,6 @@ export function convertTask(task: ConversionTask): ConversionOutcome {
     };
   }
 }
-
-/** The `workerData` of a conversion thread: this module then answers its owner's messages. */
-export const CONVERSION_THREAD = { openApiConversionThread: true } as const;
 
 if (
   parentPort !== null &&
