@@ -1,8 +1,9 @@
 // A modern client and a legacy client walk one exposure at once, through the real gateway and
 // control plane: the v2 SDK Client probes with server/discover and stays modern (no session), the
 // v1 SDK Client opens a legacy session with initialize; each lists and calls the tools, lists the
-// resources and prompts, and sees the same answers; a binding renamed by the admin API reaches
-// both as tools/list_changed (the modern one through subscriptions/listen).
+// resources and prompts, reads a context's resource and gets a prompt, and sees the same answers;
+// a binding renamed by the admin API reaches both as tools/list_changed (the modern one through
+// subscriptions/listen).
 import {
   Client as ModernClient,
   StreamableHTTPClientTransport as ModernTransport,
@@ -24,6 +25,16 @@ beforeAll(async () => {
   stack = await startStack();
   exposed = await twoTableExposure(stack);
   url = new URL(`/api/v2/mcp/server/${exposed.apiKey}`, stack.gatewayUrl);
+  await stack.admin(
+    'POST',
+    `/api/v2/aeis/${exposed.aeiId}/prompts`,
+    {
+      name: 'greet',
+      arguments: [{ name: 'who', required: true }],
+      messages: [{ role: 'user', text: 'Say hello to {{who}}.' }],
+    },
+    exposed.token,
+  );
   stack.gateway.server.on('request', (req) => {
     if (req.headers['mcp-protocol-version'] === '2026-07-28') {
       sessionHeaders.push(req.headers['mcp-session-id'] as string | undefined);
@@ -64,6 +75,19 @@ it('a modern and a legacy client walk one exposure at once', async () => {
     ]);
     expect(modernResources.resources).toEqual(legacyResources.resources);
     expect(modernPrompts.prompts).toEqual(legacyPrompts.prompts);
+    expect(modernPrompts.prompts.map((p) => p.name)).toContain('greet');
+
+    const uri = 'bindery://tools/find_customers/context';
+    const [modernRead, legacyRead] = await Promise.all([
+      modern.readResource({ uri }),
+      legacy.readResource({ uri }),
+    ]);
+    expect(JSON.stringify(modernRead.contents)).toContain('Grace');
+    expect(modernRead.contents).toEqual(legacyRead.contents);
+    const ask = { name: 'greet', arguments: { who: 'Ada' } };
+    const [modernPrompt, legacyPrompt] = await Promise.all([modern.getPrompt(ask), legacy.getPrompt(ask)]);
+    expect(JSON.stringify(modernPrompt.messages)).toContain('Ada');
+    expect(modernPrompt.messages).toEqual(legacyPrompt.messages);
 
     // A list change reaches both: the legacy client on its session, the modern one on its listen stream.
     const heard = (register: (wake: () => void) => void) =>
