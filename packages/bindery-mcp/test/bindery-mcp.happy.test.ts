@@ -478,6 +478,19 @@ function runRelay(
 }
 
 const MODERN = '2026-07-28';
+/** What a modern client puts in every request's `_meta`, for the raw-wire tests. */
+const envelope = {
+  'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+};
+/** A raw modern request of `method`, with `meta` as its `_meta`. */
+const request = (id: number, method: string, meta: object = envelope) => ({
+  jsonrpc: '2.0',
+  id,
+  method,
+  params: { _meta: meta },
+});
 
 describe('bindery-mcp for both protocol eras', () => {
   it('a modern stdio client and a legacy one list and call the tools; the modern one’s requests reach the gateway modern', async () => {
@@ -518,17 +531,6 @@ describe('bindery-mcp for both protocol eras', () => {
   });
 
   it('on the wire: server/discover and results as the modern era has them, and its refusals', async () => {
-    const envelope = {
-      'io.modelcontextprotocol/protocolVersion': MODERN,
-      'io.modelcontextprotocol/clientCapabilities': {},
-      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-    };
-    const request = (id: number, method: string, meta: object = envelope) => ({
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: { _meta: meta },
-    });
     const run = await runRelay(
       { BINDERY_URL: gatewayUrl, BINDERY_KEY: exposed.apiKey },
       ['vscode'],
@@ -895,17 +897,6 @@ describe('bindery-mcp with a stand-in MCP server', () => {
   });
 
   it('on the wire, the server of the 2025 era: server/discover from the session, the modern refusals', async () => {
-    const envelope = {
-      'io.modelcontextprotocol/protocolVersion': MODERN,
-      'io.modelcontextprotocol/clientCapabilities': {},
-      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-    };
-    const request = (id: number, method: string, meta: object = envelope) => ({
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: { _meta: meta },
-    });
     const run = await runRelay(
       { BINDERY_URL: url, BINDERY_KEY: KEY },
       [],

@@ -12,6 +12,7 @@
 //   beside modern requests.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { twoTableExposure, type Exposed } from '@bindery/test-support';
+import { PROTOCOL_VERSION, openSession, readAnswer, responseTo } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
@@ -59,18 +60,8 @@ async function modern({ id = 1, method, params = {}, meta = ENVELOPE, headers = 
       },
     },
   );
-  const body = res.headers['content-type']?.startsWith('text/event-stream')
-    ? JSON.parse(
-        res.text
-          .trim()
-          .split('\n')
-          .filter((l) => l.startsWith('data: '))
-          .pop()!
-          .slice(6),
-      )
-    : res.text
-      ? JSON.parse(res.text)
-      : undefined;
+  // The response is the last message (after any notifications).
+  const body = readAnswer(res).messages.at(-1);
   return { status: res.status, headers: res.headers, body };
 }
 
@@ -96,22 +87,7 @@ describe('modern requests', () => {
 
   it('tools/list and tools/call answer statelessly, a session id sent is not looked at', async () => {
     // A session this gateway holds: the modern request is still served without it.
-    const init = await rawPost(
-      stack.gatewayUrl,
-      path,
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 'held', version: '1' },
-        },
-      }),
-    );
-    const held = init.headers['mcp-session-id'] as string;
-    expect(held).toEqual(expect.any(String));
+    const held = await openSession(stack.gatewayUrl, path);
     const list = await modern({
       id: 2,
       method: 'tools/list',
@@ -296,32 +272,8 @@ describe('modern refusals', () => {
 
 describe('both eras on one endpoint', () => {
   it('a legacy session keeps working between modern requests', async () => {
-    const init = await rawPost(
-      stack.gatewayUrl,
-      path,
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 'legacy', version: '1' },
-        },
-      }),
-    );
-    expect(init.status).toBe(200);
-    const session = init.headers['mcp-session-id'] as string;
-    expect(session).toEqual(expect.any(String));
-    const legacyHeaders = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
-    await rawPost(
-      stack.gatewayUrl,
-      path,
-      JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-      {
-        headers: legacyHeaders,
-      },
-    );
+    const session = await openSession(stack.gatewayUrl, path);
+    const legacyHeaders = { 'mcp-session-id': session, 'mcp-protocol-version': PROTOCOL_VERSION };
     const [modernList, legacyCall] = await Promise.all([
       modern({ id: 20, method: 'tools/list' }),
       rawPost(
@@ -338,14 +290,7 @@ describe('both eras on one endpoint', () => {
     ]);
     expect(modernList.body.result.tools).toHaveLength(2);
     expect(legacyCall.status).toBe(200);
-    const legacy = legacyCall.text.includes('data: ')
-      ? JSON.parse(
-          legacyCall.text
-            .split('\n')
-            .find((l) => l.startsWith('data: '))!
-            .slice(6),
-        )
-      : JSON.parse(legacyCall.text);
+    const legacy = responseTo(readAnswer(legacyCall), 21);
     expect(legacy.result.resultType).toBeUndefined();
     expect(JSON.stringify(legacy.result.content)).toContain('Ada');
   });

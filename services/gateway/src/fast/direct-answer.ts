@@ -11,6 +11,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { McpError, type ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { SOURCE_META_KEY } from '@bindery/contracts';
+import { sseEvent } from '../http/event-stream.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { sourceHintOf } from '../mcp/tools/source-routing.ts';
 import { speaksSupportedVersion } from '../mcp/protocol-version.ts';
@@ -44,9 +45,8 @@ function acceptsEventStream(headers: IncomingHttpHeaders): boolean {
 /** `answer` as is, or, after notifications, as the SSE events the SDK transport would send. */
 function withNotifications(answer: string, notes: readonly ServerNotification[]): DirectBody {
   if (notes.length === 0) return answer;
-  const event = (data: string) => `event: message\ndata: ${data}\n\n`;
   return {
-    events: notes.map((n) => event(JSON.stringify({ jsonrpc: '2.0', ...n }))).join('') + event(answer),
+    events: notes.map((n) => sseEvent(JSON.stringify({ jsonrpc: '2.0', ...n }))).join('') + sseEvent(answer),
   };
 }
 

@@ -12,9 +12,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { RequestId, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
+import { EVENT_STREAM_HEADERS, sseEvent } from '../../http/event-stream.ts';
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type ResourceSubscriptions } from '../resource-subscriptions.ts';
 import { SERVER_INFO } from '../server.ts';
 import { META } from './envelope.ts';
@@ -72,7 +73,7 @@ export function listenFilterOf(params: Record<string, unknown>): ListenFilter | 
   return filter;
 }
 
-const event = (message: object) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+const event = (message: object) => sseEvent(JSON.stringify(message));
 
 /** The open listen streams of this gateway. */
 export class ListenStreams {
@@ -146,7 +147,7 @@ export class ListenStreams {
           uri,
           exposure,
           resolve: request.resolve,
-          notify: (updated) =>
+          notify: async (updated) =>
             this.#send(listener, { method: 'notifications/resources/updated', params: { uri: updated } }),
         });
         subscribed.push(uri);
@@ -155,11 +156,7 @@ export class ListenStreams {
       }
     }
     if (subscribed.length > 0) honoured.resourceSubscriptions = subscribed;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-    });
+    res.writeHead(200, EVENT_STREAM_HEADERS);
     res.write(
       event({
         jsonrpc: '2.0',
@@ -190,18 +187,18 @@ export class ListenStreams {
       if (listener.aeiId === undefined || !wanted.has(listener.aeiId)) continue;
       const { honoured } = listener;
       if (honoured.toolsListChanged) {
-        void this.#send(listener, { method: 'notifications/tools/list_changed' });
+        this.#send(listener, { method: 'notifications/tools/list_changed' });
         told += 1;
       }
       if (!honoured.promptsListChanged && !honoured.resourcesListChanged) continue;
       void listener
         .listsChanged()
-        .then(async (changed) => {
+        .then((changed) => {
           if (changed.prompts && honoured.promptsListChanged) {
-            await this.#send(listener, { method: 'notifications/prompts/list_changed' });
+            this.#send(listener, { method: 'notifications/prompts/list_changed' });
           }
           if (changed.resources && honoured.resourcesListChanged) {
-            await this.#send(listener, { method: 'notifications/resources/list_changed' });
+            this.#send(listener, { method: 'notifications/resources/list_changed' });
           }
         })
         .catch((error: unknown) => this.#log.debug({ err: error }, 'listen: list change not delivered'));
@@ -228,10 +225,7 @@ export class ListenStreams {
   }
 
   /** Sends a notification on the listener's stream, stamped with its subscription id. */
-  async #send(
-    listener: Listener,
-    notification: { method: string; params?: Record<string, unknown> },
-  ): Promise<void> {
+  #send(listener: Listener, notification: { method: string; params?: Record<string, unknown> }): void {
     const { res } = listener;
     if (res.writableEnded || res.destroyed) return;
     // A client that does not read: a list change waits, once however often it happens, and goes
@@ -241,19 +235,18 @@ export class ListenStreams {
         res.once('drain', () => {
           const methods = [...listener.pending];
           listener.pending.clear();
-          for (const method of methods) void this.#send(listener, { method });
+          for (const method of methods) this.#send(listener, { method });
         });
       }
       listener.pending.add(notification.method);
       return;
     }
-    const message: ServerNotification | { method: string; params: Record<string, unknown> } = {
-      method: notification.method,
-      params: {
-        ...notification.params,
-        _meta: { [META.subscriptionId]: listener.subscriptionId },
-      },
-    };
-    res.write(event({ jsonrpc: '2.0', ...message }));
+    res.write(
+      event({
+        jsonrpc: '2.0',
+        method: notification.method,
+        params: { ...notification.params, _meta: { [META.subscriptionId]: listener.subscriptionId } },
+      }),
+    );
   }
 }

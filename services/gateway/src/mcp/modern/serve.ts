@@ -14,6 +14,7 @@ import {
   type RequestId,
   type ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
+import { EVENT_STREAM_HEADERS, sseEvent } from '../../http/event-stream.ts';
 import { JSONRPC } from '../../http/jsonrpc-errors.ts';
 import { registerCompletion } from '../capabilities/completion.ts';
 import { registerPrompts } from '../capabilities/prompts.ts';
@@ -230,24 +231,18 @@ class ResponseStream {
     if (!this.acceptsEvents || this.res.writableEnded || this.res.destroyed) return;
     if (!this.started) {
       this.started = true;
-      this.res.writeHead(200, {
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-      });
+      this.res.writeHead(200, EVENT_STREAM_HEADERS);
     }
-    this.res.write(event({ jsonrpc: '2.0', ...notification }));
+    this.res.write(sseEvent(JSON.stringify({ jsonrpc: '2.0', ...notification })));
   }
 
   finish(answer: object, status = 200): void {
     if (this.res.writableEnded || this.res.destroyed) return;
     if (this.started) {
-      this.res.end(event(answer));
+      this.res.end(sseEvent(JSON.stringify(answer)));
       return;
     }
     this.res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
     this.res.end(JSON.stringify(answer));
   }
 }
-
-const event = (message: object) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
