@@ -197,6 +197,60 @@ export function logLevelAllows(threshold: LogLevel, level: LogLevel): boolean {
   return LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(threshold);
 }
 
+/**
+ * What a call's client can answer when a tool asks it for input (a custom tool's `ctx.elicit`,
+ * `ctx.sample`, `ctx.roots`): the MCP client capabilities it declared, and, on a retry, its
+ * answers (MCP `inputResponses`) and the state the previous round handed out (`requestState`).
+ */
+export const CLIENT_INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
+export type ClientInputCapability = (typeof CLIENT_INPUT_CAPABILITIES)[number];
+/** The MCP request each input capability lets a server make of its client. */
+export const INPUT_REQUEST_METHODS: Record<ClientInputCapability, string> = {
+  elicitation: 'elicitation/create',
+  sampling: 'sampling/createMessage',
+  roots: 'roots/list',
+};
+/** MCP's MissingRequiredClientCapabilityError (2026-07-28). */
+export const MISSING_CLIENT_CAPABILITY_ERROR = -32021;
+/** Largest `requestState` Bindery hands out or takes back, in characters. */
+export const MAX_REQUEST_STATE_CHARS = 256 * 1024;
+export const ClientInput = Type.Object(
+  {
+    capabilities: Type.Object(
+      {
+        elicitation: Type.Optional(Type.Boolean()),
+        sampling: Type.Optional(Type.Boolean()),
+        roots: Type.Optional(Type.Boolean()),
+      },
+      { additionalProperties: false, description: 'the input capabilities the client declared' },
+    ),
+    responses: Type.Optional(
+      Type.Record(Type.String({ maxLength: 128 }), JsonObject, {
+        description:
+          'the client’s answers to the previous round’s input requests, by key (MCP inputResponses)',
+      }),
+    ),
+    state: Type.Optional(
+      Type.String({
+        maxLength: MAX_REQUEST_STATE_CHARS,
+        description: 'the requestState the previous round answered, as the client sent it back',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'the client can answer input requests (MCP elicitation, sampling, roots): a tool that asks answers input_required instead of failing',
+  },
+);
+export type ClientInput = Static<typeof ClientInput>;
+
+/** One request a tool makes of its client (MCP InputRequest): `elicitation/create`, say. */
+export interface InputRequest {
+  method: string;
+  params: Record<string, unknown>;
+}
+
 export const ExecuteRequest = Type.Object(
   {
     aei_id: Type.String({ maxLength: 64 }),
@@ -243,6 +297,7 @@ export const ExecuteRequest = Type.Object(
         description: 'where the tool was found: "native", or "mcp:{server slug}" for an upstream tool',
       }),
     ),
+    input: Type.Optional(ClientInput),
     resource: Type.Optional(
       Type.Object(
         {
@@ -337,6 +392,32 @@ export const ToolResult = Type.Object({
   ),
   structuredContent: Type.Optional(JsonObject),
   isError: Type.Optional(Type.Boolean()),
+  input_required: Type.Optional(
+    Type.Object(
+      {
+        requests: Type.Record(
+          Type.String(),
+          Type.Object({ method: Type.String(), params: JsonObject }, { additionalProperties: false }),
+        ),
+        state: Type.String(),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'the tool asked its client for input (request `input` declared the capability): content is empty; the gateway asks the client (a legacy session) or answers MCP input_required with these requests and state (a modern request), then calls again with the answers',
+      },
+    ),
+  ),
+  protocol_error: Type.Optional(
+    Type.Object(
+      { code: Type.Integer(), message: Type.String(), data: Type.Optional(JsonObject) },
+      {
+        additionalProperties: false,
+        description:
+          'on an isError result: the JSON-RPC error a modern-era MCP client is answered instead (-32021 when the tool needed input capabilities the client did not declare, -32602 for a requestState or inputResponses that cannot be used)',
+      },
+    ),
+  ),
   _meta: Type.Optional(
     Type.Record(Type.String(), Type.Unknown(), {
       description: 'MCP result metadata, e.g. "bindery/console": what a custom tool wrote to its console',
@@ -353,12 +434,16 @@ export const STDERR_META_KEY = 'bindery/stderr';
 export type ToolResult = Static<typeof ToolResult>;
 
 // audit ---------------------------------------------------------------------------------------
-/** `replayed`: a write retried with its idempotency key, answered from its first outcome. */
+/**
+ * `replayed`: a write retried with its idempotency key, answered from its first outcome;
+ * `input_required`: one round of a call that asked its client for input (the retry is its own row).
+ */
 export const AuditStatus = Type.Union([
   Type.Literal('ok'),
   Type.Literal('error'),
   Type.Literal('refused'),
   Type.Literal('replayed'),
+  Type.Literal('input_required'),
 ]);
 export type AuditStatus = Static<typeof AuditStatus>;
 export const AuditEvent = Type.Object({

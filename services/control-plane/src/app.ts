@@ -76,6 +76,7 @@ import { userRoutes } from './routes/users.ts';
 import { upstreamServerRoutes } from './routes/upstream-servers.ts';
 import { syncUpstreamServer } from './kinds/mcp/upstream-servers.ts';
 import { UpstreamRegistry } from './kinds/mcp/registry.ts';
+import { RequestStates } from './execution/request-state.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
 type AuditSettings = keyof typeof AUDIT_DEFAULTS;
@@ -326,6 +327,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
           audit,
           queries,
           idempotencyTtlMs,
+          requestStates: new RequestStates(options.config.internalToken),
           outbound,
           sandbox,
           upstreams,

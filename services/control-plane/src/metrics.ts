@@ -111,7 +111,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     name: 'controlplane_tool_execution_seconds',
     help:
       'time to run a tool call that reached its binding or legacy instance (the duration_ms of its audit row), ' +
-      'by tool kind, operation and outcome (ok, error, refused, replayed)',
+      'by tool kind, operation and outcome (ok, error, refused, replayed, input_required)',
     labelNames: ['kind', 'operation', 'outcome'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
@@ -319,6 +319,7 @@ export function createMetrics(options: MetricsOptions = {}) {
           error: executions.labels(kind, operation, 'error'),
           refused: executions.labels(kind, operation, 'refused'),
           replayed: executions.labels(kind, operation, 'replayed'),
+          input_required: executions.labels(kind, operation, 'input_required'),
         };
         byOperation.set(operation, meter);
       }

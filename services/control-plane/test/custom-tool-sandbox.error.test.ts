@@ -285,7 +285,7 @@ describe('console output', () => {
     const outcome = await run(
       'export default () => { for (let i = 0; i < 50; i++) console.log("line " + i); return "done"; }',
     );
-    expect(outcome.ok && outcome.value).toBe('done');
+    expect(outcome.ok === true && outcome.value).toBe('done');
     expect(outcome.console).toHaveLength(6);
     expect(outcome.console.slice(0, 5).map((e) => e.message)).toEqual([
       'line 0',

@@ -264,9 +264,9 @@ describe('no ambient authority', () => {
 
   it('its global object holds only standard JavaScript and console', async () => {
     const outcome = await run('export default () => Object.getOwnPropertyNames(globalThis).sort()');
-    expect(outcome.ok && (outcome.value as string[]).filter((n) => !STANDARD_GLOBALS.includes(n))).toEqual(
-      [],
-    );
+    expect(
+      outcome.ok === true && (outcome.value as string[]).filter((n) => !STANDARD_GLOBALS.includes(n)),
+    ).toEqual([]);
   });
 
   it('imports nothing, statically or dynamically', async () => {
@@ -376,7 +376,7 @@ describe('prototype pollution', () => {
   it('a result with a __proto__ key stays a plain key on the host', async () => {
     const outcome = await run('export default () => JSON.parse(\'{"__proto__": {"admin": true}, "ok": 1}\')');
     expect(outcome.ok).toBe(true);
-    const value = (outcome.ok ? outcome.value : {}) as Record<string, unknown>;
+    const value = (outcome.ok === true ? outcome.value : {}) as Record<string, unknown>;
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
     expect((value as { admin?: unknown }).admin).toBeUndefined();
     expect(({} as { admin?: unknown }).admin).toBeUndefined();

@@ -15,7 +15,7 @@ import { LogTail } from './Upstreams.tsx';
 import './logs.css';
 
 const MAX_ROWS = 500;
-const STATUSES: AuditStatus[] = ['ok', 'error', 'refused', 'replayed'];
+const STATUSES: AuditStatus[] = ['ok', 'error', 'refused', 'replayed', 'input_required'];
 
 function StateLine({ state, paused }: { state: StreamState; paused: boolean }) {
   const [label, detail, tone]: [string, string, string] = paused

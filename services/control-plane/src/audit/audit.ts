@@ -15,7 +15,7 @@ import { pageWindow, toPage } from '../domain/pagination.ts';
 
 export type { AuditStatus };
 
-const AUDIT_STATUSES: readonly AuditStatus[] = ['ok', 'error', 'refused', 'replayed'];
+const AUDIT_STATUSES: readonly AuditStatus[] = ['ok', 'error', 'refused', 'replayed', 'input_required'];
 
 export interface ExecutionRecord {
   userId: string;

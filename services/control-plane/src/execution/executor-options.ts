@@ -7,6 +7,7 @@ import type { ControlPlaneMetrics } from '../metrics.ts';
 import type { AuditWriter } from './audit-writer.ts';
 import type { BindingCache } from './binding-cache.ts';
 import type { RegisteredKindServices } from '../kinds/registry.ts';
+import type { RequestStates } from './request-state.ts';
 
 export interface ExecutorOptions extends RegisteredKindServices {
   /** Bindings kept in memory, dropped when their exposure changes. */
@@ -16,4 +17,6 @@ export interface ExecutorOptions extends RegisteredKindServices {
   audit: AuditWriter;
   /** How long a write's idempotency key is remembered. */
   idempotencyTtlMs: number;
+  /** Signs and checks the requestState of calls that ask their client for input. */
+  requestStates: RequestStates;
 }

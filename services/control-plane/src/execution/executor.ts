@@ -6,9 +6,12 @@
  * §8 code.
  */
 import {
+  MISSING_CLIENT_CAPABILITY_ERROR,
   toolError,
+  type ClientInputCapability,
   type ErrorCode,
   type ExecuteRequest,
+  type InputRequest,
   type LegacyExecuteRequest,
   type ToolResult,
 } from '@bindery/contracts';
@@ -16,15 +19,16 @@ import { OpError, type JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../domain/errors.ts';
 import { ReplayedOutcome, keyedWrite } from '../kinds/idempotency.ts';
 import { checkAnswer, checkArguments } from '../kinds/arguments.ts';
-import type { AuditStatus, ExecutionRecord } from '../audit/audit.ts';
+import { argumentsDigest, type AuditStatus, type ExecutionRecord } from '../audit/audit.ts';
 import type { DomainContext } from '../domain/context.ts';
 import type { ExecutorOptions } from './executor-options.ts';
 import { OWNER_STATUS } from '../accounts/users.ts';
 import { contextKind } from '../kinds/context/context-kind.ts';
 import { legacyColumns, legacyTools } from '../kinds/context/legacy-tools.ts';
 import { ToolAnswer, kindOf } from '../kinds/registry.ts';
-import type { ToolCall } from '../kinds/kind.ts';
+import type { CallInput, ToolCall } from '../kinds/kind.ts';
 import type { ExecutionMeter } from '../metrics.ts';
+import { RequestStateError, type StateOwner } from './request-state.ts';
 
 export type { ExecutorOptions } from './executor-options.ts';
 
@@ -34,6 +38,10 @@ export type { ExecutorOptions } from './executor-options.ts';
  * is an object, as such schemas describe. A text answer is the text content as it is.
  */
 function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta = {}): ToolResult {
+  if (answer instanceof ToolAnswer && answer.form === 'input') {
+    // Only runBinding makes these, and it turns them into InputAsked before they get here.
+    throw new Error('an input request reached the answer of a call that cannot ask');
+  }
   if (answer instanceof ToolAnswer && answer.form === 'result') {
     const result = answer.value as ToolResult;
     const merged = { ...(result._meta as Meta | undefined), ...meta };
@@ -57,7 +65,40 @@ function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta =
 }
 
 function failure(error: DomainError | OpError, meta: Meta = {}): ToolResult {
-  return { ...toolError(error), ...metaOf(meta) };
+  const result: ToolResult = { ...toolError(error), ...metaOf(meta) };
+  if (error instanceof ProtocolRefusal) result.protocol_error = error.protocolError;
+  const missing = error instanceof DomainError ? missingCapabilities(error) : undefined;
+  if (missing) {
+    result.protocol_error = {
+      code: MISSING_CLIENT_CAPABILITY_ERROR,
+      message: error.message,
+      data: { requiredCapabilities: Object.fromEntries(missing.map((name) => [name, {}])) },
+    };
+  }
+  return result;
+}
+
+/** The capabilities a kind's failure says its client lacked (a custom tool's `ctx.sample`, say). */
+function missingCapabilities(error: DomainError): ClientInputCapability[] | undefined {
+  const named = error.details?.missing_capabilities;
+  return Array.isArray(named) && named.length > 0 ? (named as ClientInputCapability[]) : undefined;
+}
+
+/**
+ * A call that cannot run for what its MCP request carried (a requestState or inputResponses it
+ * cannot use): a tool error, which a modern-era client is answered as the JSON-RPC error it names.
+ */
+class ProtocolRefusal extends DomainError {
+  readonly protocolError: NonNullable<ToolResult['protocol_error']>;
+  constructor(message: string) {
+    super('VALIDATION_FAILED', message);
+    this.protocolError = { code: -32602, message };
+  }
+}
+
+/** A round that ended asking the client: answered as `input_required` with a signed state. */
+class InputAsked {
+  constructor(readonly result: ToolResult) {}
 }
 
 /** What a kind adds to a result besides its answer (ToolCall.meta): `_meta`, when there is any. */
@@ -79,7 +120,7 @@ async function audited(
   meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
   structured: boolean,
-  work: (meta: Meta) => Promise<JsonValue | ToolAnswer>,
+  work: (meta: Meta) => Promise<JsonValue | ToolAnswer | InputAsked>,
 ): Promise<ToolResult> {
   const meta: Meta = {};
   const started = performance.now();
@@ -92,6 +133,10 @@ async function audited(
   };
   try {
     const result = await work(meta);
+    if (result instanceof InputAsked) {
+      await audit('input_required', null);
+      return { ...result.result, ...metaOf(meta) };
+    }
     // A result passed on whole (an upstream's) may be a tool error of its own.
     const failed = result instanceof ToolAnswer && result.form === 'result' && isErrorResult(result.value);
     await audit(failed ? 'error' : 'ok', null);
@@ -190,6 +235,13 @@ async function runBinding(
     }
     const schema = binding.inputSchema ?? kind.inputSchema(columns);
     const checked = checkArguments(schema, args, binding.toolName);
+    const owner: StateOwner = {
+      aeiId: binding.aeiId,
+      bindingId: binding.id,
+      caller: request.caller ?? null,
+      argsDigest: argumentsDigest(checked),
+    };
+    const input = request.input && callInput(request.input, owner, options);
     const answer = await kind.run({
       ctx,
       options,
@@ -210,7 +262,21 @@ async function runBinding(
       session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
       progress: heard.progress,
       log: heard.log,
+      input,
     });
+    if (answer instanceof ToolAnswer && answer.form === 'input') {
+      const asked = answer.value as unknown as { requests: Record<string, InputRequest>; answered: string[] };
+      // The next round gets back the answers this one used (a tool asks again from its start).
+      const kept = Object.fromEntries(
+        asked.answered.flatMap((key) =>
+          input && key in input.responses ? [[key, input.responses[key]!]] : [],
+        ),
+      );
+      return new InputAsked({
+        content: [],
+        input_required: { requests: asked.requests, state: options.requestStates.seal(owner, kept) },
+      });
+    }
     // What the binding shows as its output schema is what its answers are held to.
     if (binding.outputSchema !== null && !isErrorAnswer(answer)) {
       checkAnswer(
@@ -222,6 +288,31 @@ async function runBinding(
     }
     return answer;
   });
+}
+
+/**
+ * What the call's kind is told of its client: the capabilities it declared and its answers, those
+ * of earlier rounds (from the requestState, once it is shown to be this call's) under this round's.
+ */
+function callInput(
+  input: NonNullable<ExecuteRequest['input']>,
+  owner: StateOwner,
+  options: ExecutorOptions,
+): CallInput {
+  let earlier: Record<string, JsonValue> = {};
+  if (input.state !== undefined) {
+    try {
+      earlier = options.requestStates.open(input.state, owner);
+    } catch (error) {
+      if (error instanceof RequestStateError) throw new ProtocolRefusal(error.message);
+      // Not even JSON inside a valid signature: only a key of ours could have made it.
+      throw new ProtocolRefusal('requestState cannot be read');
+    }
+  }
+  return {
+    capabilities: input.capabilities,
+    responses: { ...earlier, ...(input.responses as Record<string, JsonValue> | undefined) },
+  };
 }
 
 /** The structured content a successful answer goes out with (success() below), if any. */
@@ -236,6 +327,7 @@ function structuredOf(answer: JsonValue | ToolAnswer): JsonValue | undefined {
     case 'result':
       return (answer.value as { structuredContent?: JsonValue }).structuredContent;
     case 'text':
+    case 'input':
       return undefined;
   }
 }

@@ -15,6 +15,8 @@
 import type {
   AdiKind,
   AdiRef,
+  ClientInputCapability,
+  InputRequest,
   LogLevel,
   ToolAnnotations,
   ToolLogLine,
@@ -103,9 +105,17 @@ export interface SaveScope {
  */
 export class ToolAnswer {
   private constructor(
-    readonly form: 'text' | 'structured' | 'wrapped' | 'result',
+    readonly form: 'text' | 'structured' | 'wrapped' | 'result' | 'input',
     readonly value: JsonValue,
   ) {}
+
+  /**
+   * The call asked its client for input (ToolCall.input) and cannot go on without it: the requests
+   * by key, and the keys of the answers it used (the executor carries those to the next round).
+   */
+  static inputRequired(requests: Record<string, InputRequest>, answered: readonly string[]): ToolAnswer {
+    return new ToolAnswer('input', { requests, answered } as unknown as JsonValue);
+  }
 
   /**
    * A whole MCP tool result, passed on as it came (an upstream server's content, structured
@@ -174,6 +184,19 @@ export interface ToolCall<Services extends KindServices = KindServices> {
    * read but must not change data (custom: `ctx.context.write` refuses).
    */
   trial?: boolean | undefined;
+  /**
+   * What the call's client can be asked (MCP elicitation, sampling, roots) and its answers so far,
+   * by key; absent: nothing (a REST call, a trial run). A kind whose tool asks answers
+   * ToolAnswer.inputRequired; one that asks what the client lacks fails with `missing_capabilities`
+   * in its error's details.
+   */
+  input?: CallInput | undefined;
+}
+
+/** The client's side of a call's input requests (ToolCall.input). */
+export interface CallInput {
+  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  responses: Record<string, JsonValue>;
 }
 
 /**

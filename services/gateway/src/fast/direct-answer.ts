@@ -17,6 +17,8 @@ import { sourceHintOf } from '../mcp/tools/source-routing.ts';
 import { speaksSupportedVersion } from '../mcp/protocol-version.ts';
 import { idempotencyKeyOf, paramsRefusal } from '../mcp/requests.ts';
 import { listAnswer } from '../mcp/tools/list.ts';
+import { canBeAsked, inputCapabilitiesOf } from '../mcp/tools/client-input.ts';
+import { mayAskInput } from '../mcp/tools/tool-index.ts';
 import type { Session } from '../mcp/sessions.ts';
 
 /** True when the client can take a plain JSON answer at all (it accepts JSON, speaks a known version). */
@@ -87,6 +89,16 @@ export function directAnswer(
     typeof params._meta === 'object' &&
     params._meta !== null &&
     'progressToken' in params._meta
+  ) {
+    return undefined;
+  }
+  // A tool that may ask a client that can be asked needs the client's answers on the call's own
+  // stream: the SDK path sends those requests (mcp/tools/client-input.ts).
+  if (
+    method === 'tools/call' &&
+    typeof params.name === 'string' &&
+    mayAskInput(exposure, params.name) &&
+    canBeAsked({ capabilities: inputCapabilitiesOf(session.server.getClientCapabilities()) })
   ) {
     return undefined;
   }

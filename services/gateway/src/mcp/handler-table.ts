@@ -7,6 +7,7 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { getLiteralValue, getObjectShape, safeParse } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import type { RequestId, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestInput } from './tools/client-input.ts';
 
 /** What a capability registers on: the SDK server's `setRequestHandler`. */
 export type HandlerRegistry = Pick<Server, 'setRequestHandler'>;
@@ -17,6 +18,8 @@ export interface RequestExtra {
   sessionId?: string | undefined;
   signal: AbortSignal;
   sendNotification(notification: ServerNotification): Promise<void>;
+  /** What the client can be asked for input, and its answers of the previous round (modern). */
+  input?: RequestInput | undefined;
 }
 
 type Handler = (request: unknown, extra: RequestExtra) => unknown;

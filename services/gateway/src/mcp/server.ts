@@ -43,7 +43,7 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     instructions: INSTRUCTIONS,
   });
   registerLogging(server, session);
-  const tools = registerTools(server, session);
+  const tools = registerTools(server, session, () => server.getClientCapabilities());
   registerPrompts(server, session);
   registerResources(server, session);
   registerResourceSubscriptions(server, session);

@@ -170,6 +170,7 @@ async function run(call: ToolCall<CustomKindServices>): Promise<JsonValue | Tool
       args: call.args as Record<string, JsonValue>,
       tenant: call.userId,
       signal: call.signal,
+      input: call.input,
     },
     customToolHost(call, config, secrets, effects),
   );
@@ -180,6 +181,11 @@ async function run(call: ToolCall<CustomKindServices>): Promise<JsonValue | Tool
       { tool_name: call.toolName, adi_id: call.adiId, console: lines },
       'custom tool console',
     );
+  }
+  if (outcome.ok === 'input') {
+    // The tool asks its client first (ctx.elicit and the others); its secrets are out of the requests.
+    const requests = secrets.redactJson(outcome.requests as unknown as JsonValue);
+    return ToolAnswer.inputRequired(requests as unknown as typeof outcome.requests, outcome.answered);
   }
   if (!outcome.ok) {
     const message = secrets.redact(outcome.message);

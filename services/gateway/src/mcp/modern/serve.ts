@@ -24,7 +24,14 @@ import { HandlerTable, type RequestExtra } from '../handler-table.ts';
 import { INSTRUCTIONS, SERVER_INFO } from '../server.ts';
 import { sessionContext, type McpServerDeps } from '../session-context.ts';
 import type { SessionRegistry } from '../sessions.ts';
-import { META, MODERN_PROTOCOL_VERSIONS, type Envelope, type ModernRequest } from './envelope.ts';
+import {
+  META,
+  MODERN_ERRORS,
+  MODERN_PROTOCOL_VERSIONS,
+  type Envelope,
+  type ModernRequest,
+} from './envelope.ts';
+import { inputCapabilitiesOf, retryOf } from '../tools/client-input.ts';
 import { listenFilterOf } from './listen.ts';
 
 /** Results a client may cache, and for how long (`server/utilities/caching.mdx`). */
@@ -36,6 +43,9 @@ const CACHEABLE: ReadonlySet<string> = new Set([
   'resources/templates/list',
   'resources/read',
 ]);
+
+/** The requests whose handlers may answer input_required (MRTR): Bindery's tools ask through tools/call. */
+const INPUT_METHODS: ReadonlySet<string> = new Set(['tools/call']);
 
 /** The capabilities a modern client is told of (`server/discover`); changes come on `subscriptions/listen`. */
 const CAPABILITIES = {
@@ -110,12 +120,24 @@ export async function serveModern(
       requestId: id,
       signal: cancel.signal,
       sendNotification: (notification) => stream.notify(notification),
+      // Tools may ask the client what it declared; the answers of a retry come with the request.
+      ...(INPUT_METHODS.has(message.method) && {
+        input: {
+          capabilities: inputCapabilitiesOf(envelope.clientCapabilities),
+          ...retryOf(message.params),
+        },
+      }),
     });
     stream.finish({ jsonrpc: '2.0', id, result: stamped(message.method, result, deps.cacheTtlMs) });
   } catch (error) {
     const mcp = error instanceof McpError ? error : undefined;
     if (mcp?.code === ErrorCode.MethodNotFound && !stream.started) {
       stream.finish({ jsonrpc: '2.0', id, error: { code: mcp.code, message: mcp.message } }, 404);
+      return;
+    }
+    // The spec's status for a capability the client did not declare.
+    if (mcp?.code === MODERN_ERRORS.MISSING_REQUIRED_CLIENT_CAPABILITY) {
+      stream.finish({ jsonrpc: '2.0', id, error: errorOf(mcp) }, 400);
       return;
     }
     if (!mcp) deps.server.log.error({ err: error }, 'modern request failed');
@@ -195,7 +217,7 @@ function stamped(method: string, result: Record<string, unknown>, ttlMs: number)
   const meta = (result._meta ?? {}) as Record<string, unknown>;
   return {
     ...result,
-    resultType: 'complete',
+    resultType: result.resultType === 'input_required' ? 'input_required' : 'complete',
     ...(CACHEABLE.has(method) && { ttlMs, cacheScope: 'private' }),
     _meta: { ...meta, [META.serverInfo]: SERVER_INFO },
   };

@@ -4,7 +4,13 @@
  * tool (`source-routing.ts`), its arguments checked, and it runs through the control plane. The
  * client hears the call's log lines (`call-log.ts`) and, given a progress token, its progress.
  */
-import { progressiveTools, toolError, type ToolLogLine, type ToolProgress } from '@bindery/contracts';
+import {
+  progressiveTools,
+  toolError,
+  type ToolLogLine,
+  type ToolProgress,
+  type ToolResult,
+} from '@bindery/contracts';
 import { ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ControlPlaneError } from '../../control-plane/errors.ts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
@@ -13,6 +19,7 @@ import { unstorableArguments } from '../unstorable-arguments.ts';
 import { WireError } from '../wire-error.ts';
 import { unansweredCall } from './call-failures.ts';
 import { finishLines, refusalLine, startLine } from './call-log.ts';
+import { MAX_INPUT_ROUNDS, askClient, roundInput, type RequestInput } from './client-input.ts';
 import { callCatalogTool, isCatalogTool } from './progressive.ts';
 import { routeTool, unknownToolRefusal } from './source-routing.ts';
 import { toolIndex } from './tool-index.ts';
@@ -31,6 +38,11 @@ export interface ToolCall {
   progressToken?: string | number;
   /** `_meta["bindery/source"]`: where the client thinks the tool lives (`source-routing.ts`). */
   sourceHint?: string | undefined;
+  /**
+   * What the client can be asked for input, and how (`client-input.ts`); absent: nothing, and a
+   * tool that asks fails with a tool error naming the capability.
+   */
+  input?: RequestInput | undefined;
 }
 
 export type ToolCallContext = Pick<
@@ -102,7 +114,7 @@ export async function callTool(
   try {
     const token = call.progressToken;
     const notify = call.notify;
-    result = (await tool.run(args, call.requestId, {
+    const extra = {
       idempotencyKey: call.idempotencyKey,
       signal: call.signal,
       sessionId: call.sessionId,
@@ -125,7 +137,30 @@ export async function callTool(
             );
           },
         }),
-    })) as CallToolResult;
+    };
+    const input = tool.asksInput ? call.input : undefined;
+    let answer = await tool.run(args, call.requestId, {
+      ...extra,
+      ...(input && { input: roundInput(input, input.responses, input.state) }),
+    });
+    // A legacy client is asked on the call's stream, round after round; a modern one is answered
+    // input_required and retries itself (client-input.ts).
+    for (let round = 1; answer.input_required && input?.ask; round += 1) {
+      if (round > MAX_INPUT_ROUNDS) {
+        answer = toolError({
+          code: 'LIMIT_EXCEEDED',
+          message: `The tool asked its client for input ${MAX_INPUT_ROUNDS} times in one call; a call may ask at most that often.`,
+        });
+        break;
+      }
+      const asked = answer.input_required;
+      const responses = await askClient(input.ask, asked.requests, call.signal);
+      answer = await tool.run(args, call.requestId, {
+        ...extra,
+        input: roundInput(input, responses, asked.state),
+      });
+    }
+    result = clientResult(answer, input);
     session.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
   } catch (error) {
     if (!(error instanceof ControlPlaneError)) throw error;
@@ -136,4 +171,23 @@ export async function callTool(
   }
   for (const line of finishLines(name, result, msSince(started))) await log(call.notify, line);
   return result;
+}
+
+/**
+ * The control plane's answer as the client gets it: an input request as MCP `input_required` (a
+ * modern client), a request the modern era refuses as its JSON-RPC error (-32021, -32602); the
+ * answer's own fields for the gateway are never sent on.
+ */
+function clientResult(answer: ToolResult, input: RequestInput | undefined): CallToolResult {
+  const { input_required: asked, protocol_error: refusal, ...result } = answer;
+  const modern = input !== undefined && input.ask === undefined;
+  if (asked) {
+    return {
+      resultType: 'input_required',
+      inputRequests: asked.requests,
+      requestState: asked.state,
+    } as unknown as CallToolResult;
+  }
+  if (refusal && modern) throw new WireError(refusal.code, refusal.message, refusal.data);
+  return result as CallToolResult;
 }

@@ -8,6 +8,7 @@ import {
   READ_OPERATIONS,
   WRAPPED_RESULT_OPERATIONS,
   type ConfigBinding,
+  type ClientInput,
   type LogLevel,
   type ToolAnnotations,
   type ToolLogLine,
@@ -34,6 +35,11 @@ export interface ExposedTool {
   originalName: string;
   /** For an upstream tool: the names a source hint may give its server (id, slug, attachment prefix). */
   serverNames?: readonly string[];
+  /**
+   * True for a tool of a kind that can ask its client for input (custom: `ctx.elicit`, `ctx.sample`,
+   * `ctx.roots`): its calls carry what the client can answer (RunExtra.input).
+   */
+  asksInput: boolean;
   /** Runs the tool. */
   run(args: Record<string, unknown>, requestId: string, extra?: RunExtra): Promise<ToolResult>;
 }
@@ -55,6 +61,11 @@ export interface RunExtra {
   log?: { level: LogLevel; send(line: ToolLogLine): void } | undefined;
   /** The source hint the call came with (seed 004), for the audit row. */
   sourceHint?: string | undefined;
+  /**
+   * What the client can answer and has answered (MCP elicitation, sampling, roots), for a tool
+   * that asks (ExposedTool.asksInput; others ignore it): without it, such a tool's request fails.
+   */
+  input?: ClientInput | undefined;
 }
 
 /**
@@ -62,6 +73,8 @@ export interface RunExtra {
  * control plane for lines, since asking makes the answer a stream and keeps the call out of a batch.
  */
 const KINDS_THAT_LOG: ReadonlySet<string> = new Set(['custom']);
+/** The kinds whose tools can ask their client for input (custom: `ctx.elicit` and the others). */
+const KINDS_THAT_ASK: ReadonlySet<string> = new Set(['custom']);
 
 /** Where a binding's tool comes from, and the names source routing knows it by. */
 function sourceOf(b: ConfigBinding): Pick<ExposedTool, 'source' | 'originalName' | 'serverNames'> {
@@ -158,8 +171,10 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
         ),
         wrapsResult: wrapsResult(b),
         ...source,
+        asksInput: KINDS_THAT_ASK.has(b.adi_ref.kind),
         run: (args, requestId, extra = {}) => {
           const log = KINDS_THAT_LOG.has(b.adi_ref.kind) ? extra.log : undefined;
+          const input = KINDS_THAT_ASK.has(b.adi_ref.kind) ? extra.input : undefined;
           const heard =
             extra.progress !== undefined || log !== undefined
               ? { progress: extra.progress, log: log && ((line: ToolLogLine) => log.send(line)) }
@@ -179,6 +194,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
               ...(extra.sessionId !== undefined && { session_id: extra.sessionId }),
               ...(extra.progress !== undefined && { progress: true }),
               ...(log !== undefined && { log_level: log.level }),
+              ...(input !== undefined && { input }),
             },
             extra.signal,
             heard,
@@ -202,6 +218,7 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
       wrapsResult: WRAPPED_RESULT_OPERATIONS.includes(t.operation_type),
       source: 'native',
       originalName: t.name,
+      asksInput: false,
       run: (args, requestId, extra = {}) =>
         client.executeLegacy(instanceId, {
           tool_name: t.name,
@@ -212,4 +229,27 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
     }));
   }
   return [];
+}
+
+// The names of an exposure's tools that can ask their client for input, built once per config.
+const askingNames = new WeakMap<Exposure, ReadonlySet<string>>();
+
+/**
+ * True when `name` may reach a tool that can ask its client for input (by its name, or its own
+ * name as source routing finds it): the direct answer leaves such a call to the SDK path, which
+ * can send the client requests on the call's stream.
+ */
+export function mayAskInput(exposure: Exposure, name: string): boolean {
+  if (exposure.kind !== 'aei') return false;
+  let names = askingNames.get(exposure);
+  if (!names) {
+    const found = new Set<string>();
+    for (const b of exposure.config.bindings) {
+      if (!KINDS_THAT_ASK.has(b.adi_ref.kind)) continue;
+      found.add(b.tool_name);
+      if (b.adi_name) found.add(b.adi_name);
+    }
+    askingNames.set(exposure, (names = found));
+  }
+  return names.has(name);
 }

@@ -22,6 +22,7 @@ import {
   type SandboxOutcome,
   type SandboxTask,
   type SandboxWorkerData,
+  type ToolInput,
 } from './protocol.ts';
 import type { JsonValue } from '@bindery/context-ops';
 import type { SourceCheck } from '../../../domain/context.ts';
@@ -59,6 +60,11 @@ export interface CustomToolCall {
    * code awaiting them ends; code that only computes runs on to its end or its time limit.
    */
   signal?: AbortSignal | undefined;
+  /**
+   * What the call's client can be asked and has answered (absent: nothing): a tool that asks it
+   * ends with an `input` outcome once nothing else can go on.
+   */
+  input?: ToolInput | undefined;
 }
 
 export type { SourceCheck };
@@ -195,6 +201,7 @@ export class CustomToolSandbox {
           secrets: { ...host.secrets },
           ...(hearsNotices && { notices }),
           ...(port && { port }),
+          ...(call.input && { input: call.input }),
         }),
         port ? { transferList: [port] } : {},
       );

@@ -9,8 +9,11 @@ export { type ToolFetchRequest, type ToolFetchResponse, type ToolHost } from './
 export {
   DEFAULT_SANDBOX_LIMITS,
   MAX_SOURCE_BYTES,
+  MAX_INPUT_REQUESTS,
   type ConsoleEntry,
+  type InputOutcome,
   type SandboxLimits,
   type SandboxOutcome,
+  type ToolInput,
 } from './protocol.ts';
 export { REDACTED } from './secret-redaction.ts';

@@ -7,7 +7,7 @@
  * the other (nor the sandbox).
  */
 import type { JsonValue } from '@bindery/context-ops';
-import type { ErrorCode, LogLevel } from '@bindery/contracts';
+import type { ClientInputCapability, ErrorCode, InputRequest, LogLevel } from '@bindery/contracts';
 import type { MessagePort } from 'node:worker_threads';
 import type { TaskClock } from '../../../workers/task-clock.ts';
 
@@ -93,7 +93,22 @@ export interface SandboxTask extends TaskClock {
   notices?: NoticeWants;
   /** Where host calls and notices go (absent when the call has no host function and hears nothing). */
   port?: MessagePort;
+  /**
+   * What the call's client can be asked (`ctx.elicit`, `ctx.sample`, `ctx.roots`) and what it
+   * already answered, by key (absent: it can be asked nothing).
+   */
+  input?: ToolInput;
 }
+
+/** The client's side of a call's input requests (SandboxTask.input). */
+export interface ToolInput {
+  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  /** The client's answers by key: the value of `ctx.elicit` (and the others) asked under that key. */
+  responses: Record<string, JsonValue>;
+}
+
+/** Input requests one round of a call may make at most (a tool asking for more gets a RangeError). */
+export const MAX_INPUT_REQUESTS = 16;
 
 /** What a call's caller hears while it runs. */
 export interface NoticeWants {
@@ -138,5 +153,19 @@ export type SandboxOutcome =
       code: ErrorCode;
       message: string;
       details?: Record<string, unknown>;
+      /** The tool needed capabilities its client did not declare (and did not catch the error). */
+      missingCapabilities?: ClientInputCapability[];
       console: ConsoleEntry[];
-    };
+    }
+  | InputOutcome;
+
+/**
+ * The call waits for its client: nothing else could go on once the tool had asked (`ctx.elicit`,
+ * say) for what `requests` names; `answered` are the keys of the answers it used.
+ */
+export interface InputOutcome {
+  ok: 'input';
+  requests: Record<string, InputRequest>;
+  answered: string[];
+  console: ConsoleEntry[];
+}

@@ -16,7 +16,13 @@
  * overflow of the worker's native stack.
  */
 import type { JsonValue } from '@bindery/context-ops';
-import { LOG_LEVELS, type ErrorCode, type LogLevel } from '@bindery/contracts';
+import {
+  LOG_LEVELS,
+  type ClientInputCapability,
+  type ErrorCode,
+  type InputRequest,
+  type LogLevel,
+} from '@bindery/contracts';
 import type {
   JSPromiseState,
   QuickJSContext,
@@ -26,7 +32,15 @@ import type {
 } from 'quickjs-emscripten-core';
 import { ConsoleCapture } from './console-capture.ts';
 import type { Engine } from './engine.ts';
-import type { ConsoleLevel, HostAnswer, HostFunction, SandboxOutcome, SandboxTask } from './protocol.ts';
+import {
+  MAX_INPUT_REQUESTS,
+  type ConsoleLevel,
+  type HostAnswer,
+  type HostFunction,
+  type InputOutcome,
+  type SandboxOutcome,
+  type SandboxTask,
+} from './protocol.ts';
 import { SecretRedaction } from './secret-redaction.ts';
 import { ToolNotices, type ProgressReport } from './tool-notices.ts';
 import { PRELUDE } from './vm-prelude.ts';
@@ -73,6 +87,12 @@ class CallEnded extends Error {
     super(failure.message);
   }
 }
+
+/** Ends the call to ask its client first (nothing else could go on); thrown inside this module only. */
+class InputNeeded extends Error {}
+
+/** What a tool throws, uncaught, when it asks a client that lacks the capability (vm-prelude.ts). */
+const MISSING_CAPABILITY_CODE = 'MISSING_CLIENT_CAPABILITY';
 
 /**
  * Runs one task on `engine` until `deadline` (this thread's `performance.now()` clock) and answers
@@ -123,6 +143,11 @@ class ToolCall {
   #wake: (() => void) | undefined;
   #nextId = 0;
   #interrupted = false;
+  /** What the tool asked its client this round, by key, and the keys of the answers it used. */
+  readonly #inputs = new Map<string, InputRequest>();
+  readonly #answered = new Set<string>();
+  /** Capabilities the tool asked for that the client did not declare. */
+  readonly #missing = new Set<ClientInputCapability>();
 
   constructor(engine: Engine, task: SandboxTask, deadline: number, memoryBytes: number) {
     this.#engine = engine;
@@ -170,8 +195,18 @@ class ToolCall {
       return this.#finish(this.#vm.getString(this.#keep(settled.value)));
     } catch (error) {
       if (error instanceof CallEnded) return this.failure(error.failure);
+      if (error instanceof InputNeeded) return this.#inputOutcome();
       throw error;
     }
+  }
+
+  #inputOutcome(): InputOutcome {
+    return {
+      ok: 'input',
+      requests: Object.fromEntries(this.#inputs),
+      answered: [...this.#answered],
+      console: this.#console.entries(),
+    };
   }
 
   failure(failure: Omit<Failure, 'console'>): Failure {
@@ -190,6 +225,11 @@ class ToolCall {
   redact(outcome: SandboxOutcome): SandboxOutcome {
     if (!this.#redaction.active) return outcome;
     const console = this.#redaction.console(outcome.console);
+    if (outcome.ok === 'input') {
+      // What the client is asked is shown to a person or a model: no secret goes in it.
+      const requests = this.#redaction.json(outcome.requests as unknown as JsonValue);
+      return { ...outcome, requests: requests as unknown as InputOutcome['requests'], console };
+    }
     if (outcome.ok) return { ok: true, value: this.#redaction.json(outcome.value), console };
     return { ...outcome, message: this.#redaction.text(outcome.message), console };
   }
@@ -230,7 +270,10 @@ class ToolCall {
           if (name === 'progress') this.notices.progress(JSON.parse(vm.getString(first)) as ProgressReport);
           else if (name === 'log' && second !== undefined) {
             this.notices.log(vm.getString(first) as LogLevel, vm.getString(second));
-          }
+          } else if (name === 'input' && second !== undefined) {
+            this.#inputs.set(vm.getString(first), JSON.parse(vm.getString(second)) as InputRequest);
+          } else if (name === 'answered') this.#answered.add(vm.getString(first));
+          else if (name === 'missing') this.#missing.add(vm.getString(first) as ClientInputCapability);
         } catch {
           // Nothing to tell the tool: the caller misses one notice.
         }
@@ -247,6 +290,8 @@ class ToolCall {
           logLevels: LOG_LEVELS,
           logLevel: LOG_LEVELS.find((level) => this.notices.hears(level)) ?? null,
           progress: this.notices.hearsProgress,
+          input: this.#task.input ?? null,
+          maxInputRequests: MAX_INPUT_REQUESTS,
         }),
       ),
     );
@@ -304,6 +349,8 @@ class ToolCall {
       const state = vm.getPromiseState(promise);
       if (state.type !== 'pending') return state;
       if (this.#pending.size === 0 && this.#answers.length === 0) {
+        // Nothing else can go on: the tool waits for its client's answers (the next round).
+        if (this.#inputs.size > 0) throw new InputNeeded();
         // Nothing can settle it: there are no timers, and no host call is awaited.
         throw new CallEnded({
           ok: false,
@@ -393,6 +440,15 @@ class ToolCall {
     if (tag === '1')
       return { ok: true, value: JSON.parse(body) as JsonValue, console: this.#console.entries() };
     const thrown = parseThrown(body);
+    if (tag === '0' && thrown.code === MISSING_CAPABILITY_CODE && this.#missing.size > 0) {
+      return this.failure({
+        ok: false,
+        code: 'PRECONDITION_FAILED',
+        message: thrown.message,
+        details: { missing_capabilities: [...this.#missing] },
+        missingCapabilities: [...this.#missing],
+      });
+    }
     if (tag === '2') {
       if (this.#engine.growthRefused) return this.failure(this.#outOfMemory());
       return this.failure({

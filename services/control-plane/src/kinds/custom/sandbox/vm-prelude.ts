@@ -196,6 +196,101 @@ export const PRELUDE = String.raw`(function (hostCall, consoleWrite, notify, con
     notify('log', level, json);
   };
 
+  // ctx.elicit, ctx.sample and ctx.roots: requests to the call's client (MCP elicitation,
+  // sampling, roots). An answer the client already gave (by key) is returned; otherwise the request
+  // is noted and the promise never settles: once nothing else can go on, the call ends asking the
+  // client, and its retry with the answers runs the tool again from the start. A capability the
+  // client did not declare is an error the tool may catch.
+  const input = config.input;
+  const declared = input === null ? {} : input.capabilities;
+  const answers = input === null ? {} : input.responses;
+  const hasOwn = Object.prototype.hasOwnProperty;
+  ctx.client = freeze({
+    elicitation: declared.elicitation === true,
+    sampling: declared.sampling === true,
+    roots: declared.roots === true,
+  });
+  const counters = { elicitation: 0, sampling: 0, roots: 0 };
+  const asked = {};
+  let askedCount = 0;
+  const keyPattern = /^[A-Za-z0-9_.:-]{1,64}$/;
+  function ask(fn, capability, method, params, options, check) {
+    const usage = 'ctx.' + fn + ': ';
+    if (options === undefined || options === null) options = {};
+    if (typeof options !== 'object') throw new TypeErrorClass(usage + 'options is an object, e.g. { key: "name" }');
+    counters[capability] += 1;
+    let key = options.key;
+    if (key === undefined) key = fn + '-' + counters[capability];
+    if (typeof key !== 'string' || !keyPattern.test(key)) {
+      throw new TypeErrorClass(usage + 'options.key is 1-64 letters, digits or _ . : -');
+    }
+    if (declared[capability] !== true) {
+      notify('missing', capability);
+      const error = new ErrorClass(usage + 'the client did not declare the ' + capability + ' capability, so it cannot be asked (check ctx.client.' + capability + ' first)');
+      error.code = 'MISSING_CLIENT_CAPABILITY';
+      throw error;
+    }
+    if (hasOwn.call(answers, key)) {
+      const answer = answers[key];
+      const problem = check(answer);
+      if (problem !== null) {
+        throw new TypeErrorClass(usage + 'the client answered "' + key + '" with ' + problem);
+      }
+      notify('answered', key);
+      return Promise.resolve(answer);
+    }
+    if (!hasOwn.call(asked, key)) {
+      askedCount += 1;
+      if (askedCount > config.maxInputRequests) {
+        throw new RangeErrorClass(usage + 'a call may ask its client at most ' + config.maxInputRequests + ' things at once');
+      }
+      asked[key] = true;
+      notify('input', key, stringify({ method: method, params: params }));
+    }
+    return new Promise(function () {});
+  }
+  const isObject = (value) => typeof value === 'object' && value !== null && !isArray(value);
+  ctx.elicit = function elicit(message, requestedSchema, options) {
+    const usage = 'ctx.elicit(message, requestedSchema, options): ';
+    if (typeof message !== 'string') throw new TypeErrorClass(usage + 'message is a string');
+    if (!isObject(requestedSchema) || requestedSchema.type !== 'object') {
+      throw new TypeErrorClass(usage + 'requestedSchema is a JSON Schema of an object ({ type: "object", properties: ... })');
+    }
+    return ask('elicit', 'elicitation', 'elicitation/create', { message: message, requestedSchema: requestedSchema }, options, function (answer) {
+      if (!isObject(answer)) return 'something other than an object';
+      if (answer.action !== 'accept' && answer.action !== 'decline' && answer.action !== 'cancel') {
+        return 'an action other than accept, decline or cancel';
+      }
+      if (answer.content !== undefined && !isObject(answer.content)) return 'content that is not an object';
+      return null;
+    });
+  };
+  ctx.sample = function sample(request, options) {
+    const usage = 'ctx.sample(request, options): ';
+    let params = request;
+    if (typeof request === 'string') {
+      params = { messages: [{ role: 'user', content: { type: 'text', text: request } }], maxTokens: 1000 };
+    }
+    if (!isObject(params) || !isArray(params.messages) || typeof params.maxTokens !== 'number') {
+      throw new TypeErrorClass(usage + 'request is a prompt string, or MCP sampling params ({ messages, maxTokens, ... })');
+    }
+    return ask('sample', 'sampling', 'sampling/createMessage', params, options, function (answer) {
+      if (!isObject(answer)) return 'something other than an object';
+      if (answer.content === undefined || answer.content === null || typeof answer.content !== 'object') {
+        return 'no content (a sampling result has role, content and model)';
+      }
+      return null;
+    });
+  };
+  ctx.roots = function roots(options) {
+    return ask('roots', 'roots', 'roots/list', {}, options, function (answer) {
+      if (!isObject(answer) || !isArray(answer.roots)) return 'no roots array';
+      return null;
+    }).then(function (answer) {
+      return answer.roots;
+    });
+  };
+
   const secrets = {};
   const names = keys(config.secrets);
   for (let i = 0; i < names.length; i += 1) {

@@ -1,0 +1,122 @@
+/**
+ * A tool that asks its client for input (a custom tool's `ctx.elicit`, `ctx.sample`, `ctx.roots`),
+ * in both eras. The control plane answers such a round `input_required` with the requests and a
+ * signed state, keeping nothing; what the gateway does with it depends on the client:
+ *
+ * - a modern request (MCP 2026-07-28): the client is answered `InputRequiredResult`
+ *   (`resultType: "input_required"`, `inputRequests`, `requestState`) and retries with its
+ *   `inputResponses` and the state, which go back to the control plane as they came;
+ * - a legacy session (2025-11-25 and before): the gateway asks the client itself, each request an
+ *   `elicitation/create`, `sampling/createMessage` or `roots/list` on the call's own stream, and
+ *   calls again with the answers and the state, round after round (at most MAX_INPUT_ROUNDS).
+ *
+ * Either way the tool runs again from its start with the answers it has, as MRTR prescribes.
+ */
+import {
+  CLIENT_INPUT_CAPABILITIES,
+  type ClientInput,
+  type ClientInputCapability,
+  type InputRequest,
+} from '@bindery/contracts';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { WireError } from '../wire-error.ts';
+
+/** Rounds of input one legacy call may go through before it fails. */
+export const MAX_INPUT_ROUNDS = 8;
+
+/** What a call's client can be asked, and how (RequestExtra.input). */
+export interface RequestInput {
+  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  /** A modern retry: the client's answers to the previous round, by key. */
+  responses?: Record<string, Record<string, unknown>> | undefined;
+  /** A modern retry: the previous round's `requestState`, as the client sent it back. */
+  state?: string | undefined;
+  /**
+   * A legacy session: sends `request` to the client on the call's stream and resolves with its
+   * answer. Absent: the client is answered `input_required` (the modern era).
+   */
+  ask?: ((request: InputRequest, signal: AbortSignal | undefined) => Promise<unknown>) | undefined;
+}
+
+/** The input capabilities an MCP client declared (legacy `initialize`, or a modern request's `_meta`). */
+export function inputCapabilitiesOf(declared: unknown): RequestInput['capabilities'] {
+  const out: RequestInput['capabilities'] = {};
+  if (typeof declared !== 'object' || declared === null) return out;
+  for (const name of CLIENT_INPUT_CAPABILITIES) {
+    const value = (declared as Record<string, unknown>)[name];
+    if (typeof value === 'object' && value !== null) out[name] = true;
+  }
+  return out;
+}
+
+/** True when the client can be asked anything at all. */
+export function canBeAsked(input: RequestInput | undefined): boolean {
+  return input !== undefined && Object.values(input.capabilities).some(Boolean);
+}
+
+/**
+ * A modern retry's `inputResponses` and `requestState`, checked (-32602 for a shape no round could
+ * use); each answer's own shape is the tool's to check, since only it knows what it asked.
+ */
+export function retryOf(params: Record<string, unknown>): Pick<RequestInput, 'responses' | 'state'> {
+  const { inputResponses, requestState } = params;
+  const out: Pick<RequestInput, 'responses' | 'state'> = {};
+  if ('inputResponses' in params) {
+    if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses)) {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        'Invalid params: inputResponses is an object of answers by key',
+      );
+    }
+    for (const [key, answer] of Object.entries(inputResponses)) {
+      if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
+        throw new WireError(
+          ErrorCode.InvalidParams,
+          `Invalid params: inputResponses.${key.slice(0, 64)} is not a result (an object)`,
+        );
+      }
+    }
+    out.responses = inputResponses as Record<string, Record<string, unknown>>;
+  }
+  if ('requestState' in params) {
+    if (typeof requestState !== 'string') {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        'Invalid params: requestState is the string a previous round answered',
+      );
+    }
+    out.state = requestState;
+  }
+  return out;
+}
+
+/** What the control plane is told of the client for one round. */
+export function roundInput(
+  input: RequestInput,
+  responses: Record<string, Record<string, unknown>> | undefined,
+  state: string | undefined,
+): ClientInput {
+  return {
+    capabilities: input.capabilities,
+    ...(responses !== undefined && { responses }),
+    ...(state !== undefined && { state }),
+  };
+}
+
+/**
+ * Asks a legacy client every request of one round at once; resolves with the answers by key. A
+ * request the client fails is the call's failure (its message says which).
+ */
+export async function askClient(
+  ask: NonNullable<RequestInput['ask']>,
+  requests: Record<string, InputRequest>,
+  signal: AbortSignal | undefined,
+): Promise<Record<string, Record<string, unknown>>> {
+  const entries = await Promise.all(
+    Object.entries(requests).map(async ([key, request]) => {
+      const answer = await ask(request, signal);
+      return [key, (answer ?? {}) as Record<string, unknown>] as const;
+    }),
+  );
+  return Object.fromEntries(entries);
+}
