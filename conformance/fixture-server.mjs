@@ -57,21 +57,8 @@ server.registerResource(
   }),
 );
 
-server.registerPrompt('test_simple_prompt', { description: 'A simple prompt' }, () => ({
-  messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }],
-}));
-server.registerPrompt(
-  'test_prompt_with_arguments',
-  { description: 'A prompt with arguments', argsSchema: { arg1: z.string(), arg2: z.string() } },
-  ({ arg1, arg2 }) => ({
-    messages: [
-      {
-        role: 'user',
-        content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` },
-      },
-    ],
-  }),
-);
+// The text prompts (test_simple_prompt, test_prompt_with_arguments) are the exposure's own
+// prompt templates (fixtures.ts); these two need content a template cannot hold.
 server.registerPrompt(
   'test_prompt_with_embedded_resource',
   { description: 'A prompt with an embedded resource', argsSchema: { resourceUri: z.string() } },

@@ -14,11 +14,12 @@
  * anything else failing fails the run, and so does a listed scenario that passes.
  */
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '@bindery/test-support';
-import { CUSTOM_TOOLS } from './fixtures.ts';
+import { CUSTOM_TOOLS, PROMPTS, triggerTool } from './fixtures.ts';
 
 const SUITE_VERSION = '0.2.0-alpha.12';
 const NODE_VERSION = '22.23.5';
@@ -68,7 +69,12 @@ for (const revision of revisions) {
 const { node, cli } = installSuite();
 
 const stack = await startStack({
-  controlPlaneEnv: { UPSTREAM_STDIO_COMMANDS: 'node' },
+  controlPlaneEnv: {
+    UPSTREAM_STDIO_COMMANDS: 'node',
+    // The change triggers are custom tools that call the admin API (ctx.fetch, a secret token).
+    BINDERY_SECRET_KEY: randomBytes(32).toString('base64'),
+    HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.1/32',
+  },
   gatewayEnv: { RATE_LIMIT_PER_SECOND: '0' },
   purpose: 'conformance',
 });
@@ -79,10 +85,40 @@ try {
   const aei = await as('POST', '/api/v2/aeis', { name: 'conformance' });
   const adis = [];
   for (const fixture of CUSTOM_TOOLS) adis.push(await as('POST', '/api/v2/adis', fixture));
-  await as(
+  const bindings = await as(
     'POST',
     `/api/v2/aeis/${aei.id}/bindings`,
     adis.map((adi) => ({ adi_id: adi.id })),
+  );
+  const prompts = [];
+  for (const prompt of PROMPTS) prompts.push(await as('POST', `/api/v2/aeis/${aei.id}/prompts`, prompt));
+  // The stateless scenario changes the tool and prompt lists through two tools of the exposure,
+  // which edit a description through the admin API, as the exposure's owner.
+  await as('POST', '/api/v2/secrets', { name: 'conformance_admin', value: token });
+  const base = `${stack.controlPlaneUrl}/api/v2/aeis/${String(aei.id)}`;
+  const firstBinding =
+    (bindings as unknown as { items?: { id: string }[] }).items?.[0] ??
+    (bindings as unknown as { id: string }[])[0];
+  const triggers = [
+    triggerTool(
+      'test_trigger_tool_change',
+      `${base}/bindings/${firstBinding!.id}`,
+      'tool_description',
+      stack.controlPlaneUrl,
+    ),
+    triggerTool(
+      'test_trigger_prompt_change',
+      `${base}/prompts/${String(prompts[0]!.id)}`,
+      'description',
+      stack.controlPlaneUrl,
+    ),
+  ];
+  const triggerAdis = [];
+  for (const trigger of triggers) triggerAdis.push(await as('POST', '/api/v2/adis', trigger));
+  await as(
+    'POST',
+    `/api/v2/aeis/${aei.id}/bindings`,
+    triggerAdis.map((adi) => ({ adi_id: adi.id })),
   );
   const upstream = await as('POST', '/api/v2/upstream-servers', {
     name: 'fixtures',

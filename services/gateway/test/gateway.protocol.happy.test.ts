@@ -7,7 +7,8 @@
 //   with one JSON-RPC body naming the supported versions, and the session goes on; a request
 //   without the header is served (taken as 2025-03-26); an initialize is not checked;
 // - ping both ways: a client's ping answers {} on every path; the gateway's session server pings
-//   the SDK Client over its standing GET stream and gets the client's answer.
+//   the SDK Client over its standing GET stream and gets the client's answer;
+// - a session its client ended with DELETE is gone: later requests naming it get 404.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -219,6 +220,27 @@ describe('the MCP-Protocol-Version header after initialize', () => {
     const listed = await post(LIST(6), { 'mcp-session-id': plain, 'mcp-protocol-version': '2025-06-18' });
     expect(listed.status).toBe(200);
     expect(responseTo(listed, 6).result.tools).toHaveLength(2);
+  });
+
+  it('a session its client ended (DELETE) answers 404 on every path afterwards; others go on', async () => {
+    const ended = await openSession(stack.gatewayUrl, path);
+    const other = await openSession(stack.gatewayUrl, path);
+    const close = await fetch(`${stack.gatewayUrl}${path}`, {
+      method: 'DELETE',
+      headers: { 'mcp-session-id': ended, 'mcp-protocol-version': '2025-11-25' },
+    });
+    expect(close.status).toBe(200);
+    for (const [body, chunked] of [
+      [LIST(40), false],
+      [CALL(41), false],
+      [LIST(42), true],
+    ] as const) {
+      const answer = await post(body, { 'mcp-session-id': ended, 'mcp-protocol-version': '2025-11-25' }, chunked);
+      expect(answer.status).toBe(404);
+      expect(answer.messages[0].error.code).toBe(-32001);
+    }
+    const listed = await post(LIST(43), { 'mcp-session-id': other, 'mcp-protocol-version': '2025-11-25' });
+    expect(responseTo(listed, 43).result.tools).toHaveLength(2);
   });
 
   it(`a request without the header is served (taken as ${DEFAULT_NEGOTIATED_PROTOCOL_VERSION}) on every path`, async () => {

@@ -61,6 +61,10 @@ export interface Reservation {
   release(): void;
 }
 
+/** Session ids ended by their clients that a replica remembers (a bounded, recent list). */
+const MAX_ENDED = 10_000;
+const ENDED_TTL_MS = 60 * 60_000;
+
 export class SessionRegistry {
   /** In least-recently-used order: `get` moves a session to the end. */
   readonly #sessions = new Map<string, Session>();
@@ -78,6 +82,11 @@ export class SessionRegistry {
   readonly subscriptions: ResourceSubscriptions;
   /** The modern era's open `subscriptions/listen` streams (held like sessions, under the same caps). */
   readonly listens: ListenStreams;
+  /**
+   * Sessions their clients ended (DELETE) here, oldest first, with when: a later request naming
+   * one is answered 404 (the client must initialize again), not served statelessly.
+   */
+  readonly #ended = new Map<string, number>();
 
   constructor(metrics: GatewayMetrics, log: FastifyBaseLogger, limits: SessionLimits) {
     this.#metrics = metrics;
@@ -185,6 +194,22 @@ export class SessionRegistry {
     ofKey?.delete(id);
     if (ofKey?.size === 0) this.#byKey.delete(session.keyHash);
     this.#metrics.sessions.set(this.#sessions.size);
+  }
+
+  /** Remembers that the client of session `id` ended it (MAX_ENDED at most, for ENDED_TTL_MS). */
+  markEnded(id: string): void {
+    this.#ended.delete(id);
+    this.#ended.set(id, Date.now());
+    for (const [oldest, at] of this.#ended) {
+      if (this.#ended.size <= MAX_ENDED && at > Date.now() - ENDED_TTL_MS) break;
+      this.#ended.delete(oldest);
+    }
+  }
+
+  /** True when the client of session `id` ended it here lately (markEnded). */
+  wasEnded(id: string): boolean {
+    const at = this.#ended.get(id);
+    return at !== undefined && at > Date.now() - ENDED_TTL_MS;
   }
 
   /** The session with this id, if this replica holds it, without marking it used (to inspect it). */

@@ -260,6 +260,8 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
           });
         }
         await known.transport.handleRequest(request.raw, reply.raw, request.body);
+        // The client ended its session: its id is not served again (MCP session management).
+        if (request.method === 'DELETE' && reply.raw.statusCode < 300) sessions.markEnded(known.id);
         return;
       }
       if (request.method === 'POST' && wantsInitialize(request.body)) {
@@ -303,8 +305,12 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         await transport.handleRequest(request.raw, reply.raw, request.body);
         return;
       }
-      if (request.method !== 'POST') {
-        // A stream (GET) or a close (DELETE) needs a session this replica holds.
+      if (
+        request.method !== 'POST' ||
+        (typeof sessionHeader === 'string' && sessions.wasEnded(sessionHeader))
+      ) {
+        // A stream (GET) or a close (DELETE) needs a session this replica holds; a session its
+        // client ended is gone for good (the client initializes again).
         writeJsonRpcError(reply.raw, SESSION_NOT_FOUND);
         return;
       }
