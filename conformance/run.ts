@@ -132,7 +132,8 @@ try {
     throw new Error(`the fixture server did not sync: ${String(upstream.last_error)}`);
   await as('POST', `/api/v2/aeis/${aei.id}/bindings`, {
     upstream_server_id: upstream.id,
-    prefix: 'fixtures',
+    // No prefix: the suite asks for its prompts by their own names.
+    prefix: '',
   });
   const url = `${stack.gatewayUrl}/api/v2/mcp/server/${String(aei.api_key)}`;
 

@@ -363,9 +363,9 @@ export const AttachUpstreamBody = Type.Object(
     upstream_server_id: ReferenceId,
     prefix: Type.Optional(
       Type.String({
-        pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$',
+        pattern: '^(|[A-Za-z0-9][A-Za-z0-9_.-]{0,31})$',
         description:
-          'tool names become {prefix}_{tool} (capped at 64 with a hash); default the server’s slug',
+          'tool and prompt names become {prefix}_{name} (capped at 64 with a hash); "" keeps the upstream’s names as they are (a clash with a name the AEI has is refused); default the server’s slug',
       }),
     ),
   },

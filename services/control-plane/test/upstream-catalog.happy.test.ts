@@ -1,6 +1,6 @@
 // Resources and prompts of upstream MCP servers end to end in the control plane, with real stdio
 // children: sync keeps a snapshot of each server's lists, config v2 carries the attached servers'
-// entries (prompts under the attachment's prefix), clashes go to the server attached first or to
+// entries (prompts under the attachment's prefix, or their own names without one), clashes go to the server attached first or to
 // the AEI's own (shown in the admin API, logged once per config version), the internal route reads
 // a listed resource and gets a listed prompt (secrets redacted, audited) and refuses anything else,
 // and a list change announced by the upstream re-syncs and bumps the AEI's config_version.
@@ -188,6 +188,30 @@ describe('config v2 and the admin API', () => {
       aei_id: aei.id,
       config_version: config.aei.config_version,
     });
+  });
+});
+
+describe('an attachment without a prefix', () => {
+  it('keeps the upstream’s tool and prompt names, and refuses a second server whose names clash', async () => {
+    const bare = await newAei('catalog-bare');
+    const items = await attach(bare.id, alpha.id, '');
+    expect(items.length).toBeGreaterThan(0);
+    for (const item of items) expect(item.tool_name).not.toMatch(/^_/);
+    const config = await configOf(bare.api_key);
+    expect(config.upstream_prompts.map((p: { name: string }) => p.name)).toEqual(['greet', 'summarise']);
+    expect(config.upstream_prompts.map((p: { upstream_name: string }) => p.upstream_name)).toEqual([
+      'greet',
+      'summarise',
+    ]);
+    // Beta serves tools of the same names: unprefixed, they would clash.
+    const clash = await t.call('POST', `/api/v2/aeis/${bare.id}/bindings`, {
+      ...as(),
+      body: { upstream_server_id: beta.id, prefix: '' },
+    });
+    expect(clash.status).toBe(409);
+    expect(clash.body.error.details.clashes.map((c: { tool_name: string }) => c.tool_name).sort()).toEqual(
+      items.map((i) => i.tool_name).sort(),
+    );
   });
 });
 
