@@ -235,6 +235,7 @@ export { OpenApiImportBody, OpenApiImportResult } from './openapi-import.ts';
 export {
   ConfigUpstreamPrompt,
   ConfigUpstreamResource,
+  ConfigUpstreamResourceTemplate,
   UPSTREAM_CATALOG_LIMITS,
   UpstreamPromptArgument,
   UpstreamRequestAnswer,

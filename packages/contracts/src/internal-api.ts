@@ -12,7 +12,7 @@ import { HttpAdiRef } from './tool-kinds/http.ts';
 import { McpAdiRef } from './tool-kinds/mcp.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 import { ConfigPrompt } from './prompts.ts';
-import { ConfigUpstreamPrompt, ConfigUpstreamResource } from './upstream-catalog.ts';
+import { ConfigUpstreamPrompt, ConfigUpstreamResource, ConfigUpstreamResourceTemplate } from './upstream-catalog.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
@@ -81,6 +81,12 @@ export const ConfigV2 = Type.Object({
     Type.Array(ConfigUpstreamResource, {
       description:
         'resources of the upstream servers attached to the AEI, in attachment order, one per URI (the first attached wins; absent: none)',
+    }),
+  ),
+  upstream_resource_templates: Type.Optional(
+    Type.Array(ConfigUpstreamResourceTemplate, {
+      description:
+        'resource templates of the upstream servers attached to the AEI, in attachment order, one per template (absent: none); a URI matching one is read from its server',
     }),
   ),
   upstream_prompts: Type.Optional(

@@ -1,7 +1,7 @@
 /**
  * What an upstream MCP server offers besides tools, passed through to the AEIs it is attached to
- * (seed 003): its resources, with their URIs unchanged, and its prompts, named `{prefix}_{name}`
- * like its tools. The control plane lists them at each sync (and when the server announces a
+ * (seed 003): its resources and resource templates, with their URIs unchanged, and its prompts,
+ * named `{prefix}_{name}` like its tools (their own names when attached without a prefix). The control plane lists them at each sync (and when the server announces a
  * list change), keeps a bounded snapshot per server, and puts each attached server's entries into
  * the AEI's config v2; the gateway lists them next to the AEI's own, and reads a resource or gets
  * a prompt through the control plane (`POST /internal/aei/{aei_id}/upstream-request`), which asks
@@ -16,6 +16,8 @@ export const UPSTREAM_CATALOG_LIMITS = Object.freeze({
   maxResources: 1000,
   /** Prompts kept per server. */
   maxPrompts: 500,
+  /** Resource templates kept per server. */
+  maxResourceTemplates: 200,
   /** Characters of a resource URI at most (longer ones are skipped). */
   maxUriChars: 2048,
   /** Characters of a name, title or description kept (longer ones are cut). */
@@ -35,6 +37,20 @@ export const ConfigUpstreamResource = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 export type ConfigUpstreamResource = Static<typeof ConfigUpstreamResource>;
+
+/**
+ * One resource template of an upstream server (`resources/templates/list`), in config v2: a URI
+ * that matches it (RFC 6570) is read from that server, as a listed resource is.
+ */
+export const ConfigUpstreamResourceTemplate = Type.Object({
+  upstream_server_id: Type.String(),
+  uri_template: Type.String(),
+  name: Type.String(),
+  title: Type.Optional(Type.String()),
+  description: Type.Optional(Type.String()),
+  mime_type: Type.Optional(Type.String()),
+});
+export type ConfigUpstreamResourceTemplate = Static<typeof ConfigUpstreamResourceTemplate>;
 
 export const UpstreamPromptArgument = Type.Object({
   name: Type.String(),

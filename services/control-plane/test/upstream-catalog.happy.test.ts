@@ -1,5 +1,6 @@
 // Resources and prompts of upstream MCP servers end to end in the control plane, with real stdio
-// children: sync keeps a snapshot of each server's lists, config v2 carries the attached servers'
+// children: sync keeps a snapshot of each server's lists (resource templates too, read through by
+// a URI that matches one), config v2 carries the attached servers'
 // entries (prompts under the attachment's prefix, or their own names without one), clashes go to the server attached first or to
 // the AEI's own (shown in the admin API, logged once per config version), the internal route reads
 // a listed resource and gets a listed prompt (secrets redacted, audited) and refuses anything else,
@@ -411,5 +412,47 @@ describe('what a server lists, with its secrets', () => {
     expect(text).not.toContain(SECRET);
     expect(config.upstream_resources.map((r: { uri: string }) => r.uri)).toContain('test://clean');
     expect(config.upstream_prompts.map((p: { name: string }) => p.name)).toContain('leaky_tidy');
+  });
+});
+
+describe('resource templates', () => {
+  it('are kept at sync, carried in config v2, and a URI matching one is read from its server', async () => {
+    const templated = await newServer('Templated Catalog', { UPSTREAM_TEST_TEMPLATE: '1' });
+    expect(templated.warnings).toEqual(
+      expect.arrayContaining([
+        'resource template "test://items/{id}" is listed twice; the first is kept',
+        expect.stringContaining('is not an RFC 6570 template was skipped'),
+      ]),
+    );
+    const own = await newAei('catalog-templates');
+    await attach(own.id, templated.id, 'tp');
+    const config = await configOf(own.api_key);
+    expect(config.upstream_resource_templates).toEqual([
+      {
+        upstream_server_id: templated.id,
+        uri_template: 'test://items/{id}',
+        name: 'item',
+        description: 'One item by id.',
+        mime_type: 'text/plain',
+      },
+    ]);
+    const catalog = await t.call('GET', `/api/v2/aeis/${own.id}/upstream-catalog`, as());
+    expect(catalog.body.resource_templates).toEqual(config.upstream_resource_templates);
+
+    const read = await upstreamRequest(own.id, {
+      upstream_server_id: templated.id,
+      read_resource: { uri: 'test://items/42' },
+    });
+    expect(read.body.result.contents).toEqual([
+      { uri: 'test://items/42', mimeType: 'text/plain', text: 'item 42' },
+    ]);
+    // Only what a listed resource or template names is asked for.
+    for (const uri of ['test://items/42/more', 'test://other/42']) {
+      const refused = await upstreamRequest(own.id, {
+        upstream_server_id: templated.id,
+        read_resource: { uri },
+      });
+      expect(refused.body.error, uri).toMatchObject({ code: 'NOT_FOUND' });
+    }
   });
 });

@@ -1,6 +1,7 @@
 // Pins upstream servers' resources and prompts as MCP clients see them (SDK Client -> gateway ->
 // control plane -> a real upstream MCP server over stdio): an attached server's resources are
-// listed after the exposure's own with their URIs unchanged and read through the control plane;
+// listed after the exposure's own with their URIs unchanged and read through the control plane, and
+// so are URIs matching its resource templates (listed after the exposure's own template);
 // its prompts are listed as `{prefix}_{name}` and got from it, their arguments checked first; a
 // change of the upstream's lists reaches open sessions as list_changed; subscriptions stay with
 // the exposure's own resources.
@@ -39,7 +40,7 @@ beforeAll(async () => {
     transport: 'stdio',
     command: 'node',
     args: [SCRIPT],
-    env: { UPSTREAM_TEST_MARKER: 'the library' },
+    env: { UPSTREAM_TEST_MARKER: 'the library', UPSTREAM_TEST_TEMPLATE: '1' },
   });
   const aei = await as('POST', '/api/v2/aeis', { name: 'catalog' });
   apiKey = aei.api_key;
@@ -107,6 +108,26 @@ describe("an attached upstream server's resources", () => {
     const unknown = await refusal(client.readResource({ uri: 'test://elsewhere' }));
     expect(unknown.code).toBe(-32002);
     await client.close();
+  });
+
+  it('include its resource templates, and a URI matching one is read from it', async () => {
+    const client = await connect();
+    const { resourceTemplates } = await client.listResourceTemplates();
+    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      'bindery://tools/{tool_name}/context{/pointer*}',
+      'test://items/{id}',
+    ]);
+    expect(resourceTemplates[1]).toEqual({
+      uriTemplate: 'test://items/{id}',
+      name: 'item',
+      description: 'One item by id.',
+      mimeType: 'text/plain',
+    });
+    const read = await client.readResource({ uri: 'test://items/42' });
+    expect(read.contents).toEqual([{ uri: 'test://items/42', mimeType: 'text/plain', text: 'item 42' }]);
+    // A URI neither listed nor matching a template names nothing.
+    const missing = await refusal(client.readResource({ uri: 'test://items/42/more' }));
+    expect(missing.code).toBe(-32002);
   });
 
   it('cannot be subscribed to: subscriptions follow the exposure’s own resources', async () => {

@@ -1,7 +1,7 @@
 /**
  * One resources/read or prompts/get of an upstream server attached to an AEI, asked by a gateway
  * (`POST /internal/aei/{aei_id}/upstream-request`): only an attached server, and only what its
- * snapshot lists (kinds/mcp/upstream-snapshot.ts), metered and audited like a tool call.
+ * snapshot lists (a resource, a URI one of its resource templates matches, a prompt) (kinds/mcp/upstream-snapshot.ts), metered and audited like a tool call.
  */
 import { type ErrorCode, type UpstreamRequestAnswer, type UpstreamRequestBody } from '@bindery/contracts';
 import { DomainError } from '../domain/errors.ts';
@@ -11,10 +11,12 @@ import type { ExecutorOptions } from './executor-options.ts';
 import { OWNER_STATUS } from '../accounts/users.ts';
 import { prefixedToolName } from '../kinds/mcp/upstream-names.ts';
 import {
+  matchesTemplate,
   shown,
   storedEntries,
   type PromptEntry,
   type ResourceEntry,
+  type ResourceTemplateEntry,
 } from '../kinds/mcp/upstream-snapshot.ts';
 
 /** A refusal before the upstream was asked: audited as `refused`. */
@@ -59,7 +61,10 @@ export async function upstreamRequest(
   if (!aei) return { error: { code: 'NOT_FOUND', message: `AEI ${aeiId} not found` } };
   const attachment = await ctx.prisma.aeiAttachment.findFirst({
     where: { aeiId, upstreamServerId: body.upstream_server_id },
-    select: { prefix: true, upstreamServer: { select: { resources: true, prompts: true } } },
+    select: {
+      prefix: true,
+      upstreamServer: { select: { resources: true, resourceTemplates: true, prompts: true } },
+    },
   });
   const kind = read ? 'resource' : 'prompt';
   const args = read ? { uri: read.uri } : { name: get!.name, arguments: get!.arguments ?? {} };
@@ -95,8 +100,12 @@ export async function upstreamRequest(
       );
     }
     const server = attachment.upstreamServer;
-    if (read && !storedEntries<ResourceEntry>(server.resources).some((r) => r.uri === read.uri)) {
-      throw new Refused('NOT_FOUND', `the upstream server lists no resource "${shown(read.uri)}"`, {
+    if (
+      read &&
+      !storedEntries<ResourceEntry>(server.resources).some((r) => r.uri === read.uri) &&
+      !matchesTemplate(read.uri, storedEntries<ResourceTemplateEntry>(server.resourceTemplates))
+    ) {
+      throw new Refused('NOT_FOUND', `the upstream server lists no resource or template for "${shown(read.uri)}"`, {
         upstream_server_id: body.upstream_server_id,
       });
     }

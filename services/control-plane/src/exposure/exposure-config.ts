@@ -91,6 +91,8 @@ export async function configOf(db: Db, aei: Aei & WithOwner, clashes?: ClashLog)
     })),
     prompts,
     ...(upstream && upstream.resources.length > 0 && { upstream_resources: upstream.resources }),
+    ...(upstream &&
+      upstream.resource_templates.length > 0 && { upstream_resource_templates: upstream.resource_templates }),
     ...(upstream && upstream.prompts.length > 0 && { upstream_prompts: upstream.prompts }),
   };
 }

@@ -9,7 +9,11 @@
  * `POST /internal/aei/{aei_id}/upstream-request`: only an attached server, and only what its
  * snapshot lists, audited like a tool call.
  */
-import { type ConfigUpstreamPrompt, type ConfigUpstreamResource } from '@bindery/contracts';
+import {
+  type ConfigUpstreamPrompt,
+  type ConfigUpstreamResource,
+  type ConfigUpstreamResourceTemplate,
+} from '@bindery/contracts';
 import type { Db, Principal } from '../domain/context.ts';
 import { findOwnAei } from './aeis.ts';
 import { prefixedToolName, TOOL_NAME_MAX } from '../kinds/mcp/upstream-names.ts';
@@ -18,6 +22,7 @@ import {
   storedEntries,
   type PromptEntry,
   type ResourceEntry,
+  type ResourceTemplateEntry,
 } from '../kinds/mcp/upstream-snapshot.ts';
 
 /** URIs of the AEI's own resources: an upstream's URI with this start is never served. */
@@ -36,6 +41,8 @@ export interface UpstreamClash {
 
 export interface UpstreamCatalog {
   resources: ConfigUpstreamResource[];
+  /** Resource templates in attachment order, one per template text (the first attached wins). */
+  resource_templates: ConfigUpstreamResourceTemplate[];
   prompts: ConfigUpstreamPrompt[];
   clashes: UpstreamClash[];
   /** Entries past the per-AEI limits (MAX_AEI_UPSTREAM_*), in attachment order: not served. */
@@ -56,14 +63,17 @@ export async function attachedCatalogs(db: Db, aeiId: string): Promise<AttachedC
   const rows = await db.aeiAttachment.findMany({
     where: { aeiId },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-    select: { prefix: true, upstreamServer: { select: { id: true, resources: true, prompts: true } } },
+    select: {
+      prefix: true,
+      upstreamServer: { select: { id: true, resources: true, resourceTemplates: true, prompts: true } },
+    },
   });
   return rows.map((r) => ({ prefix: r.prefix, server: r.upstreamServer }));
 }
 
 export interface AttachedCatalog {
   prefix: string;
-  server: { id: string; resources: unknown; prompts: unknown };
+  server: { id: string; resources: unknown; resourceTemplates?: unknown; prompts: unknown };
 }
 
 /** What the AEI's attached servers add to it: attachedCatalogs, then upstreamCatalog. */
@@ -93,6 +103,8 @@ export function upstreamCatalog(
   };
   const resources: ConfigUpstreamResource[] = [];
   const resourceOwner = new Map<string, string>();
+  const templates: ConfigUpstreamResourceTemplate[] = [];
+  const templateOwner = new Set<string>();
   const prompts: ConfigUpstreamPrompt[] = [];
   const promptOwner = new Map<string, string>([...ownPrompts].map((name) => [name, 'aei_prompt']));
   const leftOut = { resources: 0, prompts: 0 };
@@ -109,6 +121,13 @@ export function upstreamCatalog(
       }
       resourceOwner.set(entry.uri, server.id);
       resources.push({ upstream_server_id: server.id, ...entry });
+    }
+    for (const entry of storedEntries<ResourceTemplateEntry>(server.resourceTemplates)) {
+      // The same template from two servers: the first attached serves it (a URI matching two
+      // different templates goes to the first listed, see the gateway's resources.ts).
+      if (templateOwner.has(entry.uri_template) || templates.length >= MAX_AEI_UPSTREAM_RESOURCES) continue;
+      templateOwner.add(entry.uri_template);
+      templates.push({ upstream_server_id: server.id, ...entry });
     }
     for (const entry of storedEntries<PromptEntry>(server.prompts)) {
       const name = prefixedToolName(prefix, entry.name);
@@ -132,7 +151,7 @@ export function upstreamCatalog(
   const listed = [...clashes.values()].sort(
     (a, b) => byCodePoint(a.kind, b.kind) || byCodePoint(a.name, b.name),
   );
-  return { resources, prompts, clashes: listed, left_out: leftOut };
+  return { resources, resource_templates: templates, prompts, clashes: listed, left_out: leftOut };
 }
 
 /** The AEI's upstream resources and prompts and what was hidden (the admin API), as served when enabled. */

@@ -6,6 +6,7 @@
 import {
   ConfigUpstreamPrompt,
   ConfigUpstreamResource,
+  ConfigUpstreamResourceTemplate,
   CreateUpstreamServerBody,
   IdParams,
   UpdateUpstreamServerBody,
@@ -48,6 +49,10 @@ const UpstreamClash = Type.Object({
 const AeiUpstreamCatalog = Type.Object({
   resources: Type.Array(ConfigUpstreamResource, {
     description: 'what the AEI serves of its attached servers’ resources (config v2 `upstream_resources`)',
+  }),
+  resource_templates: Type.Array(ConfigUpstreamResourceTemplate, {
+    description:
+      'what the AEI serves of its attached servers’ resource templates (config v2 `upstream_resource_templates`)',
   }),
   prompts: Type.Array(ConfigUpstreamPrompt, {
     description: 'what the AEI serves of its attached servers’ prompts (config v2 `upstream_prompts`)',

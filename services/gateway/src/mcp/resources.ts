@@ -9,7 +9,8 @@
  * segment into a JSON Pointer under the context, and `.`/`..` segments are refused (here and again
  * by the control plane), so no URI reaches another part of the table.
  */
-import type { ConfigBinding, ConfigUpstreamResource } from '@bindery/contracts';
+import type { ConfigBinding } from '@bindery/contracts';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import {
   ErrorCode,
   ReadResourceResultSchema,
@@ -23,7 +24,7 @@ import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { auditedCaller } from './tools/tool-index.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
-import { askUpstream, upstreamResourcesOf } from './upstream-catalog.ts';
+import { askUpstream, upstreamResourcesOf, upstreamTemplatesOf } from './upstream-catalog.ts';
 import { WireError } from './wire-error.ts';
 
 const SCHEME = 'bindery://tools/';
@@ -97,8 +98,11 @@ function listedResources(exposure: Exposure): readonly Listed[] {
   return listed;
 }
 
-/** A digest of the resources an exposure lists. */
-export const resourcesDigest = digestPerExposure(listedResources);
+/** A digest of the resources and upstream resource templates an exposure lists. */
+export const resourcesDigest = digestPerExposure((exposure) => [
+  listedResources(exposure),
+  upstreamTemplatesOf(exposure),
+]);
 
 /** The page of resources/list that `cursor` names. */
 export function listResources(
@@ -113,13 +117,41 @@ export function listResources(
   };
 }
 
-/** The upstream resource an exposure lists under `uri`, if any. */
-export function upstreamResource(exposure: Exposure, uri: string): ConfigUpstreamResource | undefined {
-  if (uri.startsWith(SCHEME)) return undefined;
-  return upstreamResourcesOf(exposure).find((r) => r.uri === uri);
+// An exposure's upstream resource templates, parsed once per config.
+const parsedTemplates = new WeakMap<Exposure, { serverId: string; template: UriTemplate }[]>();
+
+function templatesOf(exposure: Exposure): { serverId: string; template: UriTemplate }[] {
+  let parsed = parsedTemplates.get(exposure);
+  if (!parsed) {
+    parsed = [];
+    for (const t of upstreamTemplatesOf(exposure)) {
+      try {
+        parsed.push({ serverId: t.upstream_server_id, template: new UriTemplate(t.uri_template) });
+      } catch {
+        // The control plane keeps only templates that parse; one that does not names nothing.
+      }
+    }
+    parsedTemplates.set(exposure, parsed);
+  }
+  return parsed;
 }
 
-/** resources/templates/list: the one template, when the exposure has a resource to apply it to. */
+/**
+ * The upstream server that serves `uri` in this exposure: the one that lists it, else the first
+ * whose resource template it matches (RFC 6570); undefined when none does.
+ */
+export function upstreamResource(exposure: Exposure, uri: string): { upstream_server_id: string } | undefined {
+  if (uri.startsWith(SCHEME) || uri.length > MAX_URI_CHARS) return undefined;
+  const listed = upstreamResourcesOf(exposure).find((r) => r.uri === uri);
+  if (listed) return listed;
+  const matched = templatesOf(exposure).find(({ template }) => template.match(uri) !== null);
+  return matched && { upstream_server_id: matched.serverId };
+}
+
+/**
+ * resources/templates/list: the contexts' template, when the exposure has a resource to apply it
+ * to, then the attached servers' templates (in attachment order).
+ */
 export function listResourceTemplates(
   exposure: Exposure,
   cursor: string | undefined,
@@ -128,7 +160,14 @@ export function listResourceTemplates(
   if (cursor !== undefined) {
     throw new WireError(ErrorCode.InvalidParams, 'this list has one page; list again without a cursor');
   }
-  if (contextBindings(exposure).length === 0) return { resourceTemplates: [] };
+  const upstream = upstreamTemplatesOf(exposure).map((t) => ({
+    uriTemplate: t.uri_template,
+    name: t.name,
+    ...(t.title !== undefined && { title: t.title }),
+    ...(t.description !== undefined && { description: t.description }),
+    ...(t.mime_type !== undefined && { mimeType: t.mime_type }),
+  }));
+  if (contextBindings(exposure).length === 0) return { resourceTemplates: upstream };
   return {
     resourceTemplates: [
       {
@@ -140,6 +179,7 @@ export function listResourceTemplates(
           'e.g. bindery://tools/find_customers/context/customers/0',
         mimeType: MIME,
       },
+      ...upstream,
     ],
   };
 }

@@ -1,11 +1,16 @@
 /**
- * Resources and prompts of the upstream MCP servers attached to an AEI, as config v2 carries them
- * (`upstream_resources`, `upstream_prompts`; the control plane already left out what the AEI's own
+ * Resources, resource templates and prompts of the upstream MCP servers attached to an AEI, as
+ * config v2 carries them (`upstream_resources`, `upstream_resource_templates`, `upstream_prompts`; the control plane already left out what the AEI's own
  * resources and prompts, or an earlier attached server, offer under the same URI or name). Reading
  * one or getting one goes through the control plane (`upstreamRequest`), which checks the server
  * is still attached and the entry still listed, asks the server and audits the request.
  */
-import type { ConfigUpstreamPrompt, ConfigUpstreamResource, UpstreamRequestBody } from '@bindery/contracts';
+import type {
+  ConfigUpstreamPrompt,
+  ConfigUpstreamResource,
+  ConfigUpstreamResourceTemplate,
+  UpstreamRequestBody,
+} from '@bindery/contracts';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
 import { ControlPlaneError } from '../control-plane/errors.ts';
@@ -16,6 +21,10 @@ import { WireError } from './wire-error.ts';
 
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
   return exposure.kind === 'aei' ? (exposure.config.upstream_resources ?? []) : [];
+}
+
+export function upstreamTemplatesOf(exposure: Exposure): readonly ConfigUpstreamResourceTemplate[] {
+  return exposure.kind === 'aei' ? (exposure.config.upstream_resource_templates ?? []) : [];
 }
 
 export function upstreamPromptsOf(exposure: Exposure): readonly ConfigUpstreamPrompt[] {

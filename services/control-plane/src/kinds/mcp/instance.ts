@@ -29,6 +29,7 @@ import {
   PromptSchema,
   ReadResourceResultSchema,
   ResourceSchema,
+  ResourceTemplateSchema,
   ResultSchema,
   ToolSchema,
   type CallToolResult,
@@ -36,6 +37,7 @@ import {
   type Prompt,
   type ReadResourceResult,
   type Resource,
+  type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { printable, type ToolProgress } from '@bindery/contracts';
@@ -376,6 +378,13 @@ export class UpstreamInstance {
     );
   }
 
+  /** Every resource template the upstream lists (all pages), as listTools. */
+  async listResourceTemplates(timeoutMs: number, max: number): Promise<Listing<ResourceTemplate>> {
+    return listAll(max, ResourceTemplateSchema, 'uriTemplate', (cursor) =>
+      this.listPage('resources/templates/list', 'resourceTemplates', cursor, timeoutMs),
+    );
+  }
+
   /** Every prompt the upstream lists (all pages), as listTools. */
   async listPrompts(timeoutMs: number, max: number): Promise<Listing<Prompt>> {
     return listAll(max, PromptSchema, 'name', (cursor) =>
@@ -388,7 +397,7 @@ export class UpstreamInstance {
    * one entry they do not allow (and say so in a dump of parser issues), listAll checks each.
    */
   private async listPage(
-    method: 'tools/list' | 'resources/list' | 'prompts/list',
+    method: 'tools/list' | 'resources/list' | 'resources/templates/list' | 'prompts/list',
     key: string,
     cursor: string | undefined,
     timeoutMs: number,
@@ -552,7 +561,7 @@ function kindOf(value: unknown): string {
 async function listAll<T>(
   max: number,
   schema: EntrySchema<T>,
-  nameKey: 'name' | 'uri',
+  nameKey: 'name' | 'uri' | 'uriTemplate',
   page: (cursor: string | undefined) => Promise<{ entries: unknown[]; nextCursor: string | undefined }>,
 ): Promise<Listing<T>> {
   const listing: Listing<T> = { items: [], truncated: false, skipped: [], moreSkipped: 0 };

@@ -15,6 +15,7 @@ import type {
   Prompt,
   ReadResourceResult,
   Resource,
+  ResourceTemplate,
   Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
@@ -275,6 +276,14 @@ export class UpstreamPool {
       instance.capabilities().resources ? instance.listResources(timeoutMs, max) : null,
     );
     return listed && this.withoutSecrets(listed, (r) => r.uri);
+  }
+
+  /** Lists the upstream's resource templates (all pages), or null when it serves no resources. */
+  async listResourceTemplates(server: string, max: number): Promise<UpstreamListing<ResourceTemplate> | null> {
+    const listed = await this.list(server, 'resources/templates/list', (instance, timeoutMs) =>
+      instance.capabilities().resources ? instance.listResourceTemplates(timeoutMs, max) : null,
+    );
+    return listed && this.withoutSecrets(listed, (t) => t.uriTemplate);
   }
 
   /** Lists the upstream's prompts (all pages), or null when it did not declare the `prompts` capability. */

@@ -51,8 +51,10 @@ import { prefixedToolName, quoted, skippedWarnings } from './upstream-names.ts';
 import {
   promptSnapshot,
   resourceSnapshot,
+  resourceTemplateSnapshot,
   type PromptEntry,
   type ResourceEntry,
+  type ResourceTemplateEntry,
 } from './upstream-snapshot.ts';
 
 export interface UpstreamDeps {
@@ -448,26 +450,41 @@ export interface SyncReport {
   warnings: string[];
 }
 
+/** JSON-RPC's code for a method a server does not have. */
+const METHOD_NOT_FOUND = -32601;
+
+/** What a sync lists besides tools (each undefined when listing it failed). */
+interface Catalog {
+  resources?: ResourceEntry[];
+  resourceTemplates?: ResourceTemplateEntry[];
+  prompts?: PromptEntry[];
+}
+
 /**
- * The upstream's resources and prompts, as its snapshots keep them (upstream-catalog.ts); each is
+ * The upstream's resources, resource templates and prompts, as its snapshots keep them (upstream-catalog.ts); each is
  * undefined when listing it failed (the stored snapshot stays; a warning says why), and empty when
  * the server does not declare the capability.
  */
-async function listCatalog(
-  pool: UpstreamPool,
-  server: string,
-  warnings: string[],
-): Promise<{ resources?: ResourceEntry[]; prompts?: PromptEntry[] }> {
+async function listCatalog(pool: UpstreamPool, server: string, warnings: string[]): Promise<Catalog> {
   const failed = (what: string, error: unknown) =>
     warnings.push(
-      `${what} failed; the ${what.split('/')[0]} listed before are kept: ${error instanceof Error ? error.message : String(error)}`,
+      `${what} failed; the ${what === 'resources/templates/list' ? 'resource templates' : what.split('/')[0]} listed before are kept: ${error instanceof Error ? error.message : String(error)}`,
     );
-  const catalog: { resources?: ResourceEntry[]; prompts?: PromptEntry[] } = {};
+  const catalog: Catalog = {};
   try {
     const listed = await pool.listResources(server, UPSTREAM_CATALOG_LIMITS.maxResources);
     catalog.resources = listed ? resourceSnapshot(listed, warnings) : [];
   } catch (error) {
     failed('resources/list', error);
+  }
+  try {
+    const listed = await pool.listResourceTemplates(server, UPSTREAM_CATALOG_LIMITS.maxResourceTemplates);
+    catalog.resourceTemplates = listed ? resourceTemplateSnapshot(listed, warnings) : [];
+  } catch (error) {
+    // Templates are optional within the resources capability: a server without the method has none.
+    if (error instanceof DomainError && error.details?.rpc_code === METHOD_NOT_FOUND)
+      catalog.resourceTemplates = [];
+    else failed('resources/templates/list', error);
   }
   try {
     const listed = await pool.listPrompts(server, UPSTREAM_CATALOG_LIMITS.maxPrompts);
@@ -596,13 +613,16 @@ async function syncNow(
       // The snapshots as stored now (another sync may have written them since this one read the row).
       const stored = await tx.upstreamServer.findUniqueOrThrow({
         where: { id: serverId },
-        select: { resources: true, prompts: true },
+        select: { resources: true, prompts: true, resourceTemplates: true },
       });
       const resourcesChanged =
         catalog.resources !== undefined && !isDeepStrictEqual(stored.resources, catalog.resources);
+      const templatesChanged =
+        catalog.resourceTemplates !== undefined &&
+        !isDeepStrictEqual(stored.resourceTemplates, catalog.resourceTemplates);
       const promptsChanged =
         catalog.prompts !== undefined && !isDeepStrictEqual(stored.prompts, catalog.prompts);
-      catalogChanged = resourcesChanged || promptsChanged;
+      catalogChanged = resourcesChanged || templatesChanged || promptsChanged;
       await tx.upstreamServer.update({
         where: { id: serverId },
         data: {
@@ -612,6 +632,9 @@ async function syncNow(
           warnings: warnings.slice(0, 50),
           ...(resourcesChanged && { resources: catalog.resources as unknown as Prisma.InputJsonArray }),
           ...(promptsChanged && { prompts: catalog.prompts as unknown as Prisma.InputJsonArray }),
+          ...(templatesChanged && {
+            resourceTemplates: catalog.resourceTemplates as unknown as Prisma.InputJsonArray,
+          }),
         },
       });
       // A changed snapshot changes the config of every AEI the server is attached to.
@@ -650,6 +673,7 @@ async function syncNow(
         upstream_server_id: serverId,
         reason,
         resources: catalog.resources?.length,
+        resource_templates: catalog.resourceTemplates?.length,
         prompts: catalog.prompts?.length,
       },
       'upstream resources and prompts synced',

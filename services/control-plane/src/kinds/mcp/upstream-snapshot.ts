@@ -4,7 +4,8 @@
  * exposures they are attached to serve them (exposure/upstream-catalog.ts).
  */
 import { UPSTREAM_CATALOG_LIMITS, storableText } from '@bindery/contracts';
-import type { Prompt, Resource } from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { SkippedEntry } from './instance.ts';
 import { skippedWarnings } from './upstream-names.ts';
 
@@ -16,6 +17,15 @@ export interface ResourceEntry {
   description?: string;
   mime_type?: string;
   size?: number;
+}
+
+/** One resource template of a server's snapshot (`upstream_server.resource_templates`). */
+export interface ResourceTemplateEntry {
+  uri_template: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mime_type?: string;
 }
 
 export interface PromptArgumentEntry {
@@ -116,6 +126,78 @@ export function resourceSnapshot(listed: Listed<Resource>, warnings: string[]): 
       `${long} resource(s) with an empty URI, one over ${maxUriChars} characters or one with a NUL or a broken character were skipped`,
     );
   return entries;
+}
+
+/**
+ * A server's resource templates as the snapshot keeps them: a template that is empty, too long,
+ * listed twice or not an RFC 6570 template skipped, texts cut; what was left out is in `warnings`.
+ */
+export function resourceTemplateSnapshot(
+  listed: Listed<ResourceTemplate>,
+  warnings: string[],
+): ResourceTemplateEntry[] {
+  const { maxResourceTemplates, maxUriChars } = UPSTREAM_CATALOG_LIMITS;
+  skippedWarnings('resource template', listed, warnings);
+  if (listed.truncated)
+    warnings.push(`the server lists more than ${maxResourceTemplates} resource templates; the rest were skipped`);
+  if (listed.withheld)
+    warnings.push(
+      `${listed.withheld} resource template(s) holding one of the server's secrets were left out`,
+    );
+  const seen = new Set<string>();
+  const entries: ResourceTemplateEntry[] = [];
+  const budget = new SnapshotBudget('resource templates', warnings);
+  for (const template of listed.items) {
+    const uriTemplate = template.uriTemplate;
+    if (
+      typeof uriTemplate !== 'string' ||
+      uriTemplate === '' ||
+      uriTemplate.length > maxUriChars ||
+      !storableAsIs(uriTemplate) ||
+      !isUriTemplate(uriTemplate)
+    ) {
+      warnings.push(
+        `a resource template that is empty, over ${maxUriChars} characters, holds a NUL or a broken character, or is not an RFC 6570 template was skipped`,
+      );
+      continue;
+    }
+    if (seen.has(uriTemplate)) {
+      warnings.push(`resource template "${shown(uriTemplate)}" is listed twice; the first is kept`);
+      continue;
+    }
+    seen.add(uriTemplate);
+    const entry = {
+      uri_template: uriTemplate,
+      name: cut(typeof template.name === 'string' ? template.name : uriTemplate),
+      ...optionalText('title', template.title),
+      ...optionalText('description', template.description),
+      ...optionalText('mime_type', template.mimeType),
+    } as ResourceTemplateEntry;
+    if (!budget.takes(entry)) break;
+    entries.push(entry);
+  }
+  return entries;
+}
+
+/** True when `uri` is one of `templates` filled in (RFC 6570, as the SDK's servers match it). */
+export function matchesTemplate(uri: string, templates: readonly ResourceTemplateEntry[]): boolean {
+  return templates.some((entry) => {
+    try {
+      return new UriTemplate(entry.uri_template).match(uri) !== null;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** True when `text` parses as an RFC 6570 URI template (the SDK's parser, which MCP servers use). */
+function isUriTemplate(text: string): boolean {
+  try {
+    new UriTemplate(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

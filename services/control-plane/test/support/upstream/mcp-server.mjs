@@ -19,6 +19,8 @@
 // is refused with -32002. Its prompts: greet {name, required} and summarise {topic}, plus those
 // named in UPSTREAM_TEST_EXTRA_PROMPTS; greet without a name is refused with -32602. An extra
 // resource whose URI starts with test://missing is listed but refused with -32002 when read. With
+// UPSTREAM_TEST_TEMPLATE=1 it lists the resource template test://items/{id} (and, to be skipped,
+// the same again and one that does not parse). With
 // UPSTREAM_TEST_CATALOG=none it declares neither resources nor prompts (a tools-only server); with
 // UPSTREAM_TEST_CATALOG=fail-again it lists them once, then fails every later resources/list and
 // prompts/list.
@@ -38,6 +40,7 @@ import {
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
@@ -221,8 +224,27 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
         ],
       };
     });
+    // UPSTREAM_TEST_TEMPLATE=1: one resource template, test://items/{id}, read as "item {id}".
+    if (process.env.UPSTREAM_TEST_TEMPLATE === '1') {
+      server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+        resourceTemplates: [
+          {
+            uriTemplate: 'test://items/{id}',
+            name: 'item',
+            description: 'One item by id.',
+            mimeType: 'text/plain',
+          },
+          { uriTemplate: 'test://items/{id}', name: 'item-again' },
+          { uriTemplate: 'test://broken/{id', name: 'broken' },
+        ],
+      }));
+    }
     server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
       const uri = request.params.uri;
+      const item = /^test:\/\/items\/([^/]+)$/.exec(uri);
+      if (item && process.env.UPSTREAM_TEST_TEMPLATE === '1') {
+        return { contents: [{ uri, mimeType: 'text/plain', text: `item ${item[1]}` }] };
+      }
       if (uri === 'test://greeting') {
         const marker = process.env.UPSTREAM_TEST_MARKER;
         const text = `Hello from ${marker ? marker : 'the test upstream'}`;
