@@ -12,7 +12,11 @@ import { HttpAdiRef } from './tool-kinds/http.ts';
 import { McpAdiRef } from './tool-kinds/mcp.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 import { ConfigPrompt } from './prompts.ts';
-import { ConfigUpstreamPrompt, ConfigUpstreamResource, ConfigUpstreamResourceTemplate } from './upstream-catalog.ts';
+import {
+  ConfigUpstreamPrompt,
+  ConfigUpstreamResource,
+  ConfigUpstreamResourceTemplate,
+} from './upstream-catalog.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>

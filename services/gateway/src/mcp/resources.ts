@@ -140,7 +140,10 @@ function templatesOf(exposure: Exposure): { serverId: string; template: UriTempl
  * The upstream server that serves `uri` in this exposure: the one that lists it, else the first
  * whose resource template it matches (RFC 6570); undefined when none does.
  */
-export function upstreamResource(exposure: Exposure, uri: string): { upstream_server_id: string } | undefined {
+export function upstreamResource(
+  exposure: Exposure,
+  uri: string,
+): { upstream_server_id: string } | undefined {
   if (uri.startsWith(SCHEME) || uri.length > MAX_URI_CHARS) return undefined;
   const listed = upstreamResourcesOf(exposure).find((r) => r.uri === uri);
   if (listed) return listed;

@@ -279,7 +279,10 @@ export class UpstreamPool {
   }
 
   /** Lists the upstream's resource templates (all pages), or null when it serves no resources. */
-  async listResourceTemplates(server: string, max: number): Promise<UpstreamListing<ResourceTemplate> | null> {
+  async listResourceTemplates(
+    server: string,
+    max: number,
+  ): Promise<UpstreamListing<ResourceTemplate> | null> {
     const listed = await this.list(server, 'resources/templates/list', (instance, timeoutMs) =>
       instance.capabilities().resources ? instance.listResourceTemplates(timeoutMs, max) : null,
     );
