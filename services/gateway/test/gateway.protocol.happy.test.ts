@@ -235,7 +235,11 @@ describe('the MCP-Protocol-Version header after initialize', () => {
       [CALL(41), false],
       [LIST(42), true],
     ] as const) {
-      const answer = await post(body, { 'mcp-session-id': ended, 'mcp-protocol-version': '2025-11-25' }, chunked);
+      const answer = await post(
+        body,
+        { 'mcp-session-id': ended, 'mcp-protocol-version': '2025-11-25' },
+        chunked,
+      );
       expect(answer.status).toBe(404);
       expect(answer.messages[0].error.code).toBe(-32001);
     }

@@ -105,9 +105,13 @@ export async function upstreamRequest(
       !storedEntries<ResourceEntry>(server.resources).some((r) => r.uri === read.uri) &&
       !matchesTemplate(read.uri, storedEntries<ResourceTemplateEntry>(server.resourceTemplates))
     ) {
-      throw new Refused('NOT_FOUND', `the upstream server lists no resource or template for "${shown(read.uri)}"`, {
-        upstream_server_id: body.upstream_server_id,
-      });
+      throw new Refused(
+        'NOT_FOUND',
+        `the upstream server lists no resource or template for "${shown(read.uri)}"`,
+        {
+          upstream_server_id: body.upstream_server_id,
+        },
+      );
     }
     if (get && !storedEntries<PromptEntry>(server.prompts).some((p) => p.name === get.name)) {
       throw new Refused('NOT_FOUND', `the upstream server lists no prompt "${shown(get.name)}"`, {

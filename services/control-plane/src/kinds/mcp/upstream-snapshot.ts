@@ -139,7 +139,9 @@ export function resourceTemplateSnapshot(
   const { maxResourceTemplates, maxUriChars } = UPSTREAM_CATALOG_LIMITS;
   skippedWarnings('resource template', listed, warnings);
   if (listed.truncated)
-    warnings.push(`the server lists more than ${maxResourceTemplates} resource templates; the rest were skipped`);
+    warnings.push(
+      `the server lists more than ${maxResourceTemplates} resource templates; the rest were skipped`,
+    );
   if (listed.withheld)
     warnings.push(
       `${listed.withheld} resource template(s) holding one of the server's secrets were left out`,
