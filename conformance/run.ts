@@ -135,6 +135,16 @@ try {
     // No prefix: the suite asks for its prompts by their own names.
     prefix: '',
   });
+  // The prompt that asks for input comes from a server of the modern era (its MRTR is relayed).
+  const modern = await as('POST', '/api/v2/upstream-servers', {
+    name: 'modern fixtures',
+    transport: 'stdio',
+    command: 'node',
+    args: [join(HERE, 'fixture-modern-server.mjs')],
+  });
+  if (modern.status !== 'ok')
+    throw new Error(`the modern fixture server did not sync: ${String(modern.last_error)}`);
+  await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { upstream_server_id: modern.id, prefix: '' });
   const url = `${stack.gatewayUrl}/api/v2/mcp/server/${String(aei.api_key)}`;
 
   for (const revision of revisions) {

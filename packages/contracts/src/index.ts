@@ -94,13 +94,6 @@ export {
   ConfigBinding,
   CONSOLE_META_KEY,
   STDERR_META_KEY,
-  CLIENT_INPUT_CAPABILITIES,
-  ClientInput,
-  type ClientInputCapability,
-  INPUT_REQUEST_METHODS,
-  type InputRequest,
-  MAX_REQUEST_STATE_CHARS,
-  MISSING_CLIENT_CAPABILITY_ERROR,
   ConfigV2,
   EXECUTE_BATCH_ADI_ID_RE,
   EXECUTE_BATCH_MAX_CALLS,
@@ -126,6 +119,16 @@ export {
   ToolResult,
 } from './internal-api.ts';
 export { toolError, type ToolFailure } from './tool-error.ts';
+export {
+  CLIENT_INPUT_CAPABILITIES,
+  ClientInput,
+  type ClientInputCapability,
+  INPUT_REQUEST_METHODS,
+  type InputRequest,
+  InputRequired,
+  MAX_REQUEST_STATE_CHARS,
+  MISSING_CLIENT_CAPABILITY_ERROR,
+} from './client-input.ts';
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 export { ContextAdiRef } from './tool-kinds/context.ts';

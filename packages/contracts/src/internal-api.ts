@@ -12,6 +12,7 @@ import { HttpAdiRef } from './tool-kinds/http.ts';
 import { McpAdiRef } from './tool-kinds/mcp.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 import { ConfigPrompt } from './prompts.ts';
+import { ClientInput, InputRequired } from './client-input.ts';
 import {
   ConfigUpstreamPrompt,
   ConfigUpstreamResource,
@@ -207,60 +208,6 @@ export function logLevelAllows(threshold: LogLevel, level: LogLevel): boolean {
   return LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(threshold);
 }
 
-/**
- * What a call's client can answer when a tool asks it for input (a custom tool's `ctx.elicit`,
- * `ctx.sample`, `ctx.roots`): the MCP client capabilities it declared, and, on a retry, its
- * answers (MCP `inputResponses`) and the state the previous round handed out (`requestState`).
- */
-export const CLIENT_INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
-export type ClientInputCapability = (typeof CLIENT_INPUT_CAPABILITIES)[number];
-/** The MCP request each input capability lets a server make of its client. */
-export const INPUT_REQUEST_METHODS: Record<ClientInputCapability, string> = {
-  elicitation: 'elicitation/create',
-  sampling: 'sampling/createMessage',
-  roots: 'roots/list',
-};
-/** MCP's MissingRequiredClientCapabilityError (2026-07-28). */
-export const MISSING_CLIENT_CAPABILITY_ERROR = -32021;
-/** Largest `requestState` Bindery hands out or takes back, in characters. */
-export const MAX_REQUEST_STATE_CHARS = 256 * 1024;
-export const ClientInput = Type.Object(
-  {
-    capabilities: Type.Object(
-      {
-        elicitation: Type.Optional(Type.Boolean()),
-        sampling: Type.Optional(Type.Boolean()),
-        roots: Type.Optional(Type.Boolean()),
-      },
-      { additionalProperties: false, description: 'the input capabilities the client declared' },
-    ),
-    responses: Type.Optional(
-      Type.Record(Type.String({ maxLength: 128 }), JsonObject, {
-        description:
-          'the client’s answers to the previous round’s input requests, by key (MCP inputResponses)',
-      }),
-    ),
-    state: Type.Optional(
-      Type.String({
-        maxLength: MAX_REQUEST_STATE_CHARS,
-        description: 'the requestState the previous round answered, as the client sent it back',
-      }),
-    ),
-  },
-  {
-    additionalProperties: false,
-    description:
-      'the client can answer input requests (MCP elicitation, sampling, roots): a tool that asks answers input_required instead of failing',
-  },
-);
-export type ClientInput = Static<typeof ClientInput>;
-
-/** One request a tool makes of its client (MCP InputRequest): `elicitation/create`, say. */
-export interface InputRequest {
-  method: string;
-  params: Record<string, unknown>;
-}
-
 export const ExecuteRequest = Type.Object(
   {
     aei_id: Type.String({ maxLength: 64 }),
@@ -402,22 +349,7 @@ export const ToolResult = Type.Object({
   ),
   structuredContent: Type.Optional(JsonObject),
   isError: Type.Optional(Type.Boolean()),
-  input_required: Type.Optional(
-    Type.Object(
-      {
-        requests: Type.Record(
-          Type.String(),
-          Type.Object({ method: Type.String(), params: JsonObject }, { additionalProperties: false }),
-        ),
-        state: Type.String(),
-      },
-      {
-        additionalProperties: false,
-        description:
-          'the tool asked its client for input (request `input` declared the capability): content is empty; the gateway asks the client (a legacy session) or answers MCP input_required with these requests and state (a modern request), then calls again with the answers',
-      },
-    ),
-  ),
+  input_required: Type.Optional(InputRequired),
   protocol_error: Type.Optional(
     Type.Object(
       { code: Type.Integer(), message: Type.String(), data: Type.Optional(JsonObject) },

@@ -8,6 +8,7 @@
  * the server and audits the request.
  */
 import { Type, type Static, type TSchema } from 'typebox';
+import { ClientInput, InputRequired } from './client-input.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -95,6 +96,7 @@ export const UpstreamRequestBody = Type.Object(
         },
       ),
     ),
+    input: Type.Optional(ClientInput),
     get_prompt: Type.Optional(
       Type.Object(
         {
@@ -116,13 +118,15 @@ export type UpstreamRequestBody = Static<typeof UpstreamRequestBody>;
 
 /**
  * Its answer, 200 either way: `result`, the upstream's MCP result as it came (a ReadResourceResult's
- * `contents`, a GetPromptResult's `messages`), or `error` with a Bindery code: NOT_FOUND (no such
+ * `contents`, a GetPromptResult's `messages`), `input_required` (a modern upstream asked the client
+ * for input: its requests, and a signed state carrying its own), or `error` with a Bindery code: NOT_FOUND (no such
  * server attached, resource or prompt listed), FORBIDDEN (AEI or owner disabled), VALIDATION_FAILED
  * (the upstream refused the arguments), UPSTREAM_FAILED / TIMEOUT (the upstream failed or did not
  * answer), RESULT_TOO_LARGE.
  */
 export const UpstreamRequestAnswer = Type.Union([
   Type.Object({ result: Type.Record(Type.String(), Type.Unknown()) }),
+  Type.Object({ input_required: InputRequired }),
   Type.Object({
     error: Type.Object({
       code: Type.String(),

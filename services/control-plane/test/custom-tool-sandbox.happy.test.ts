@@ -171,13 +171,17 @@ describe('host functions', () => {
       keys: Object.keys(ctx), context: ctx.context && Object.keys(ctx.context), fetch: typeof ctx.fetch,
       token: ctx.secrets.API_TOKEN, names: Object.keys(ctx.secrets) })`;
     expect(await run(code)).toMatchObject({
-      value: { keys: ['progress', 'log', 'secrets'], fetch: 'undefined', names: [] },
+      value: {
+        keys: ['progress', 'log', 'client', 'elicit', 'sample', 'roots', 'secrets'],
+        fetch: 'undefined',
+        names: [],
+      },
     });
     const readOnly = await run(code, {}, { readContext: async () => null, secrets: { API_TOKEN: 'tok' } });
     // A secret returned as is does not leave the sandbox (see the security suite); its name does.
     expect(readOnly).toMatchObject({
       value: {
-        keys: ['context', 'progress', 'log', 'secrets'],
+        keys: ['context', 'progress', 'log', 'client', 'elicit', 'sample', 'roots', 'secrets'],
         context: ['read'],
         fetch: 'undefined',
         names: ['API_TOKEN'],

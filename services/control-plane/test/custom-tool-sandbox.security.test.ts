@@ -316,7 +316,8 @@ describe('no ambient authority', () => {
     const outcome = await run(
       `export default (args, ctx) => {
         const tries = [() => ctx.context.read.caller, () => ctx.context.read.arguments,
-                       () => console.log.caller, () => ctx.progress.caller, () => ctx.log.arguments];
+                       () => console.log.caller, () => ctx.progress.caller, () => ctx.log.arguments,
+                       () => ctx.elicit.caller, () => ctx.roots.arguments];
         const errors = tries.map((t) => { try { t(); return 'reachable'; } catch (e) { return e.name; } });
         return { errors, ctxKeys: Reflect.ownKeys(ctx).map(String), frozen: Object.isFrozen(ctx) };
       }`,
@@ -325,8 +326,8 @@ describe('no ambient authority', () => {
     expect(outcome).toMatchObject({
       ok: true,
       value: {
-        errors: ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError'],
-        ctxKeys: ['context', 'progress', 'log', 'secrets'],
+        errors: Array(7).fill('TypeError'),
+        ctxKeys: ['context', 'progress', 'log', 'client', 'elicit', 'sample', 'roots', 'secrets'],
         frozen: true,
       },
     });

@@ -5,7 +5,9 @@
  */
 import { type ErrorCode, type UpstreamRequestAnswer, type UpstreamRequestBody } from '@bindery/contracts';
 import { DomainError } from '../domain/errors.ts';
-import type { AuditStatus } from '../audit/audit.ts';
+import { argumentsDigest, type AuditStatus } from '../audit/audit.ts';
+import { RequestStateError, type StateOwner } from './request-state.ts';
+import type { InputRequiredAnswer, UpstreamInput } from '../kinds/mcp/instance.ts';
 import type { DomainContext } from '../domain/context.ts';
 import type { ExecutorOptions } from './executor-options.ts';
 import { OWNER_STATUS } from '../accounts/users.ts';
@@ -120,21 +122,50 @@ export async function upstreamRequest(
     }
     const upstreams = options.upstreams;
     if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
+    // The agent can be asked for input: a modern upstream may answer input_required, its own
+    // state carried in ours (signed, bound to this request), and the retry's answers go to it.
+    const owner: StateOwner = {
+      aeiId,
+      bindingId: `upstream:${body.upstream_server_id}:${kind}:${read ? read.uri : get!.name}`,
+      caller: body.caller ?? null,
+      argsDigest: argumentsDigest(args),
+    };
+    const input = body.input && upstreamInput(body.input, owner, options);
     const call = {
       signal,
       // The MCP session's own instance in per_session mode, the one its tool calls use.
       session: body.session_id === undefined ? undefined : `${aeiId}:${body.session_id}`,
+      input,
     };
     let result: Record<string, unknown>;
     try {
-      result = read
-        ? await upstreams.readResource(body.upstream_server_id, read.uri, call)
-        : await upstreams.getPrompt(body.upstream_server_id, get!.name, get!.arguments ?? {}, call);
+      result = (
+        read
+          ? await upstreams.readResource(body.upstream_server_id, read.uri, call)
+          : await upstreams.getPrompt(body.upstream_server_id, get!.name, get!.arguments ?? {}, call)
+      ) as Record<string, unknown>;
     } catch (error) {
       throw error instanceof DomainError ? mapped(error, kind) : error;
     }
     const limit = options.limits.maxResultBytes;
     const size = Buffer.byteLength(JSON.stringify(result));
+    if (result.resultType === 'input_required') {
+      if (size > limit) {
+        throw new DomainError(
+          'RESULT_TOO_LARGE',
+          `the upstream's input requests take ${size} bytes of JSON, more than the ${limit} allowed`,
+          { limit_bytes: limit },
+        );
+      }
+      await finish('input_required', null);
+      const asked = result as unknown as InputRequiredAnswer;
+      return {
+        input_required: {
+          requests: asked.inputRequests,
+          state: options.requestStates.seal(owner, { upstream_state: asked.requestState ?? null }),
+        },
+      };
+    }
     if (size > limit) {
       throw new DomainError(
         'RESULT_TOO_LARGE',
@@ -158,4 +189,31 @@ export async function upstreamRequest(
       },
     };
   }
+}
+
+/**
+ * What the upstream is told of the agent: its capabilities, the retry's answers, and the upstream's
+ * own state of the previous round, from our signed state once it is shown to be this request's
+ * (VALIDATION_FAILED otherwise, which the gateway answers as -32602).
+ */
+function upstreamInput(
+  input: NonNullable<UpstreamRequestBody['input']>,
+  owner: StateOwner,
+  options: ExecutorOptions,
+): UpstreamInput {
+  let state: string | undefined;
+  if (input.state !== undefined) {
+    try {
+      const carried = options.requestStates.open(input.state, owner).upstream_state;
+      if (typeof carried === 'string') state = carried;
+    } catch (error) {
+      if (!(error instanceof RequestStateError)) throw error;
+      throw new Refused('VALIDATION_FAILED', error.message, { field: 'requestState' });
+    }
+  }
+  return {
+    capabilities: input.capabilities,
+    ...(input.responses !== undefined && { responses: input.responses }),
+    ...(state !== undefined && { state }),
+  };
 }

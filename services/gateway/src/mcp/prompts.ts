@@ -26,6 +26,7 @@ import { closeMatches } from './tools/suggestions.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { unstorableArguments } from './unstorable-arguments.ts';
 import { askUpstream, upstreamPromptsOf } from './upstream-catalog.ts';
+import type { RequestInput } from './tools/client-input.ts';
 import { WireError } from './wire-error.ts';
 
 /** Characters of one filled-in prompt (all its messages) at most. */
@@ -167,6 +168,8 @@ export async function getUpstreamPrompt(
     requestId: string;
     sessionId: string | undefined;
     signal?: AbortSignal;
+    /** What the client can be asked for input (a modern upstream's prompt may ask). */
+    input?: RequestInput | undefined;
   },
 ): Promise<GetPromptResult> {
   checkArguments(prompt, args);
@@ -189,6 +192,7 @@ export async function getUpstreamPrompt(
     },
     { kind: 'prompt', name: prompt.name, schema: GetPromptResultSchema },
     call.signal,
+    call.input,
   );
 }
 

@@ -25,6 +25,7 @@ import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { auditedCaller } from './tools/tool-index.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { askUpstream, upstreamResourcesOf, upstreamTemplatesOf } from './upstream-catalog.ts';
+import type { RequestInput } from './tools/client-input.ts';
 import { WireError } from './wire-error.ts';
 
 const SCHEME = 'bindery://tools/';
@@ -282,6 +283,7 @@ export async function readResource(
   requestId: string,
   signal?: AbortSignal,
   sessionId?: string,
+  input?: RequestInput,
 ): Promise<ReadResourceResult> {
   if (exposure.kind !== 'aei') {
     throw new WireError(JSONRPC.RESOURCE_NOT_FOUND, 'this exposure has no resources');
@@ -299,6 +301,7 @@ export async function readResource(
       },
       { kind: 'resource', name: uri, schema: ReadResourceResultSchema },
       signal,
+      input,
     );
   }
   const { binding, pointer } = parseResourceUri(exposure, uri);

@@ -11,6 +11,7 @@ import { registerPrompts } from './capabilities/prompts.ts';
 import { registerResourceSubscriptions, registerResources } from './capabilities/resources.ts';
 import { registerTools, type ToolHandlers } from './capabilities/tools.ts';
 import { sessionContext, type McpServerDeps, type McpSessionContext } from './session-context.ts';
+import { inputOf } from './tools/client-input.ts';
 
 /** Who the gateway says it is, in both eras. */
 export const SERVER_INFO = { name: 'bindery-gateway', version: '0.1.0' };
@@ -43,9 +44,11 @@ export function createMcpServer(deps: McpServerDeps): McpEndpoint {
     instructions: INSTRUCTIONS,
   });
   registerLogging(server, session);
-  const tools = registerTools(server, session, () => server.getClientCapabilities());
-  registerPrompts(server, session);
-  registerResources(server, session);
+  // A request's tools, prompts and resources may ask the session's client for input.
+  const input = inputOf(() => server.getClientCapabilities());
+  const tools = registerTools(server, session, input);
+  registerPrompts(server, session, input);
+  registerResources(server, session, input);
   registerResourceSubscriptions(server, session);
   registerCompletion(server, session);
   return { server, ...tools, listsChanged: session.listsChanged };

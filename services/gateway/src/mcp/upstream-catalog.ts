@@ -17,6 +17,7 @@ import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { auditedCaller } from './tools/tool-index.ts';
+import { MAX_INPUT_ROUNDS, askClient, roundInput, type RequestInput } from './tools/client-input.ts';
 import { WireError } from './wire-error.ts';
 
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
@@ -46,28 +47,53 @@ interface Subject {
 export async function askUpstream<T>(
   exposure: Exposure & { kind: 'aei' },
   client: ControlPlaneClient,
-  body: Omit<UpstreamRequestBody, 'config_version'>,
+  body: Omit<UpstreamRequestBody, 'config_version' | 'input'>,
   subject: Subject & {
     schema: { safeParse(value: unknown): { success: true; data: T } | { success: false } };
   },
   signal?: AbortSignal,
+  input?: RequestInput,
 ): Promise<T> {
-  let answer;
-  try {
-    answer = await client.upstreamRequest(
+  const ask = (round: UpstreamRequestBody['input']) =>
+    client.upstreamRequest(
       exposure.config.aei.id,
       {
         ...body,
         config_version: exposure.config.aei.config_version,
         ...(auditedCaller(exposure) !== undefined && { caller: auditedCaller(exposure) }),
+        ...(round && { input: round }),
       },
       signal,
     );
+  let answer;
+  try {
+    answer = await ask(input && roundInput(input, input.responses, input.state));
+    // A modern upstream asked the agent (client-input.ts): a legacy session is asked here, round
+    // after round; a modern client is answered input_required and retries itself.
+    for (let round = 1; 'input_required' in answer && input?.ask; round += 1) {
+      if (round > MAX_INPUT_ROUNDS) {
+        throw new WireError(
+          ErrorCode.InvalidParams,
+          `the upstream server asked for input ${MAX_INPUT_ROUNDS} times for ${subject.kind} "${subject.name.slice(0, 200)}"; a request may ask at most that often`,
+          { code: 'LIMIT_EXCEEDED' },
+        );
+      }
+      const asked = answer.input_required;
+      const responses = await askClient(input.ask, asked.requests, signal);
+      answer = await ask(roundInput(input, responses, asked.state));
+    }
   } catch (error) {
     if (!(error instanceof ControlPlaneError)) throw error;
     throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer: ${error.message}`, {
       code: 'UPSTREAM_FAILED',
     });
+  }
+  if ('input_required' in answer) {
+    return {
+      resultType: 'input_required',
+      inputRequests: answer.input_required.requests,
+      requestState: answer.input_required.state,
+    } as T;
   }
   if ('result' in answer) {
     // Passed on as it came, once it is the result MCP says it must be: a client would refuse it.

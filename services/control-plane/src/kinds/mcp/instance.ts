@@ -418,33 +418,67 @@ export class UpstreamInstance {
 
   async readResource(
     uri: string,
-    options: { timeoutMs: number; signal?: AbortSignal | undefined },
-  ): Promise<ReadResourceResult> {
-    return answered(
-      'resources/read',
-      this.client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema, {
-        timeout: options.timeoutMs,
-        ...(options.signal && { signal: options.signal }),
-      }),
-    );
+    options: { timeoutMs: number; signal?: AbortSignal | undefined; input?: UpstreamInput | undefined },
+  ): Promise<ReadResourceResult | InputRequiredAnswer> {
+    return this.askingRequest('resources/read', { uri }, ReadResourceResultSchema, options);
   }
 
   async getPrompt(
     name: string,
     args: Record<string, string>,
-    options: { timeoutMs: number; signal?: AbortSignal | undefined },
-  ): Promise<GetPromptResult> {
-    return answered(
-      'prompts/get',
+    options: { timeoutMs: number; signal?: AbortSignal | undefined; input?: UpstreamInput | undefined },
+  ): Promise<GetPromptResult | InputRequiredAnswer> {
+    return this.askingRequest('prompts/get', { name, arguments: args }, GetPromptResultSchema, options);
+  }
+
+  /**
+   * A request a modern server may answer `input_required` (MRTR): with `input`, the agent's
+   * capabilities go in its `_meta` (the server asks only for those), a retry's answers and the
+   * server's own state go with it, and an `input_required` answer is handed back, checked, for the
+   * agent to answer. Without `input`, or to a legacy server, it is the plain request.
+   */
+  private async askingRequest<T>(
+    method: 'resources/read' | 'prompts/get',
+    params: Record<string, unknown>,
+    schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: unknown } },
+    options: { timeoutMs: number; signal?: AbortSignal | undefined; input?: UpstreamInput | undefined },
+  ): Promise<T | InputRequiredAnswer> {
+    const sent = { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) };
+    const input = options.input;
+    if (!input || this.era !== 'modern') {
+      return answered(
+        method,
+        this.client.request({ method, params }, schema as unknown as typeof ResultSchema, sent) as Promise<T>,
+      );
+    }
+    const capabilities = Object.fromEntries(
+      Object.entries(input.capabilities)
+        .filter(([, declared]) => declared === true)
+        .map(([name]) => [name, {}]),
+    );
+    const raw: Record<string, unknown> = await answered(
+      method,
       this.client.request(
-        { method: 'prompts/get', params: { name, arguments: args } },
-        GetPromptResultSchema,
         {
-          timeout: options.timeoutMs,
-          ...(options.signal && { signal: options.signal }),
+          method,
+          params: {
+            ...params,
+            ...(input.responses !== undefined && { inputResponses: input.responses }),
+            ...(input.state !== undefined && { requestState: input.state }),
+            _meta: { 'io.modelcontextprotocol/clientCapabilities': capabilities },
+          },
         },
+        ResultSchema,
+        { ...sent, allowInputRequired: true },
       ),
     );
+    if (raw.resultType === 'input_required') return inputRequiredOf(method, raw);
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) {
+      const issues = issuesOf(parsed.error);
+      throw new MalformedAnswer(method, issues ? issuesText(issues) : 'the result is not what MCP allows');
+    }
+    return parsed.data;
   }
 
   /** Asks whether the server is up: `ping` in the 2025 era, `server/discover` in the modern one (no ping). */
@@ -489,6 +523,46 @@ export interface Listing<T> {
  * An answer of the upstream that MCP does not allow: the server answered (it is up), but with a
  * result that cannot be used. The message names what was wrong, in words.
  */
+/** What the agent behind a request can be asked, and its answers (a modern upstream's MRTR). */
+export interface UpstreamInput {
+  capabilities: Partial<Record<'elicitation' | 'sampling' | 'roots', boolean>>;
+  responses?: Record<string, unknown> | undefined;
+  /** The upstream's own requestState of the previous round. */
+  state?: string | undefined;
+}
+
+/** A modern upstream's `input_required` answer, as checked here. */
+export interface InputRequiredAnswer {
+  resultType: 'input_required';
+  inputRequests: Record<string, { method: string; params: Record<string, unknown> }>;
+  requestState?: string;
+}
+
+/** An `input_required` answer checked: requests that are objects with a method, a state that is a string. */
+function inputRequiredOf(request: string, raw: Record<string, unknown>): InputRequiredAnswer {
+  const requests = raw.inputRequests ?? {};
+  if (typeof requests !== 'object' || requests === null || Array.isArray(requests))
+    throw new MalformedAnswer(request, 'inputRequests is not an object of input requests');
+  const checked: InputRequiredAnswer['inputRequests'] = {};
+  for (const [key, value] of Object.entries(requests as Record<string, unknown>)) {
+    const entry = value as { method?: unknown; params?: unknown } | null;
+    if (typeof entry !== 'object' || entry === null || typeof entry.method !== 'string')
+      throw new MalformedAnswer(request, `inputRequests.${key.slice(0, 64)} is not an input request`);
+    const params = typeof entry.params === 'object' && entry.params !== null ? entry.params : {};
+    checked[key] = { method: entry.method, params: params as Record<string, unknown> };
+  }
+  const state = raw.requestState;
+  if (state !== undefined && typeof state !== 'string')
+    throw new MalformedAnswer(request, 'requestState is not a string');
+  if (Object.keys(checked).length === 0 && state === undefined)
+    throw new MalformedAnswer(request, 'input_required carries neither inputRequests nor requestState');
+  return {
+    resultType: 'input_required',
+    inputRequests: checked,
+    ...(state !== undefined && { requestState: state }),
+  };
+}
+
 export class MalformedAnswer extends Error {
   constructor(
     readonly request: string,

@@ -27,9 +27,11 @@ import {
   StderrRing,
   UpstreamInstance,
   type AnswerCaps,
+  type InputRequiredAnswer,
   type KnownEra,
   type Listing,
   type ProtocolEra,
+  type UpstreamInput,
 } from './instance.ts';
 import type { ResolvedLimits, TransportSpec } from './spec.ts';
 
@@ -260,8 +262,11 @@ export class UpstreamPool {
    * does not allow are left out (`skipped`).
    */
   async listTools(server: string, max: number): Promise<UpstreamListing<Tool>> {
+    // A server that declares no tools capability (prompts or resources only) has none to list.
     const listed = await this.list(server, 'tools/list', (instance, timeoutMs) =>
-      instance.listTools(timeoutMs, max),
+      instance.capabilities().tools
+        ? instance.listTools(timeoutMs, max)
+        : { items: [], truncated: false, skipped: [], moreSkipped: 0 },
     );
     // Tools are shown to every client of the AEIs they are bound to: no secret of the server's in them.
     return this.withoutSecrets(listed, (t) => t.name);
@@ -340,9 +345,13 @@ export class UpstreamPool {
   }
 
   /** resources/read of one URI on an instance (of the session in per_session mode), like a tool call. */
-  async readResource(server: string, uri: string, call: CallOptions = {}): Promise<ReadResourceResult> {
+  async readResource(
+    server: string,
+    uri: string,
+    call: CallOptions & { input?: UpstreamInput | undefined } = {},
+  ): Promise<ReadResourceResult | InputRequiredAnswer> {
     return this.request(server, `resources/read of ${uri.slice(0, 200)}`, call, (instance, timeoutMs) =>
-      instance.readResource(uri, { timeoutMs, signal: call.signal }),
+      instance.readResource(uri, { timeoutMs, signal: call.signal, input: call.input }),
     );
   }
 
@@ -351,10 +360,10 @@ export class UpstreamPool {
     server: string,
     name: string,
     args: Record<string, string>,
-    call: CallOptions = {},
-  ): Promise<GetPromptResult> {
+    call: CallOptions & { input?: UpstreamInput | undefined } = {},
+  ): Promise<GetPromptResult | InputRequiredAnswer> {
     return this.request(server, `prompts/get of ${name.slice(0, 200)}`, call, (instance, timeoutMs) =>
-      instance.getPrompt(name, args, { timeoutMs, signal: call.signal }),
+      instance.getPrompt(name, args, { timeoutMs, signal: call.signal, input: call.input }),
     );
   }
 

@@ -18,7 +18,7 @@ import {
   type PoolState,
   type ResolvedTransport,
 } from './pool.ts';
-import type { AnswerCaps } from './instance.ts';
+import type { AnswerCaps, InputRequiredAnswer, UpstreamInput } from './instance.ts';
 import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
 import type { UpstreamLimits } from '@bindery/contracts';
 
@@ -180,7 +180,11 @@ export class UpstreamRegistry {
   }
 
   /** resources/read on a server's pool (the caller checked the URI is one the server listed). */
-  async readResource(serverId: string, uri: string, call: CallOptions = {}): Promise<ReadResourceResult> {
+  async readResource(
+    serverId: string,
+    uri: string,
+    call: CallOptions & { input?: UpstreamInput | undefined } = {},
+  ): Promise<ReadResourceResult | InputRequiredAnswer> {
     const server = await this.known(serverId);
     return this.poolOf(server).readResource(server.name, uri, call);
   }
@@ -190,8 +194,8 @@ export class UpstreamRegistry {
     serverId: string,
     name: string,
     args: Record<string, string>,
-    call: CallOptions = {},
-  ): Promise<GetPromptResult> {
+    call: CallOptions & { input?: UpstreamInput | undefined } = {},
+  ): Promise<GetPromptResult | InputRequiredAnswer> {
     const server = await this.known(serverId);
     return this.poolOf(server).getPrompt(server.name, name, args, call);
   }

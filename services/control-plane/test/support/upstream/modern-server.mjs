@@ -5,7 +5,14 @@
 //   shout {text}  -> the text in capitals
 //   whoami        -> {pid, era: "modern"}
 // It writes a line to stderr at start.
-import { createMcpHandler, fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
+import {
+  acceptedContent,
+  createMcpHandler,
+  fromJsonSchema,
+  inputRequired,
+  inputResponse,
+  McpServer,
+} from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { pathToFileURL } from 'node:url';
 
@@ -30,6 +37,43 @@ function createModernServer() {
     async () => ({
       content: [{ type: 'text', text: JSON.stringify({ pid: process.pid, era: 'modern' }) }],
     }),
+  );
+  server.registerPrompt(
+    'briefing',
+    {
+      description: 'A briefing that asks who reads it first.',
+      argsSchema: fromJsonSchema({
+        type: 'object',
+        properties: { topic: { type: 'string' } },
+        required: ['topic'],
+      }),
+    },
+    async ({ topic }, ctx) => {
+      const who = acceptedContent(ctx.mcpReq.inputResponses, 'who');
+      const summary = inputResponse(ctx.mcpReq.inputResponses, 'summary');
+      const declared = ctx.mcpReq.envelope?.['io.modelcontextprotocol/clientCapabilities'] ?? {};
+      const sampling = declared.sampling !== undefined;
+      const asks = {};
+      if (typeof who?.name !== 'string') {
+        asks.who = inputRequired.elicit({
+          message: 'Who reads the briefing?',
+          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        });
+      }
+      if (sampling && summary.kind !== 'sampling') {
+        asks.summary = inputRequired.createMessage({
+          messages: [{ role: 'user', content: { type: 'text', text: `Summarise ${topic}` } }],
+          maxTokens: 50,
+        });
+      }
+      if (Object.keys(asks).length > 0) return inputRequired({ inputRequests: asks });
+      const said = summary.kind === 'sampling' ? summary.result.content.text : 'no summary';
+      return {
+        messages: [
+          { role: 'user', content: { type: 'text', text: `Brief ${who.name} on ${topic}: ${said}` } },
+        ],
+      };
+    },
   );
   return server;
 }

@@ -5,12 +5,16 @@
 import { GetPromptRequestSchema, ListPromptsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { getPrompt, getUpstreamPrompt, listPrompts, upstreamPrompt } from '../prompts.ts';
 import type { HandlerRegistry } from '../handler-table.ts';
+import type { InputOf } from '../tools/client-input.ts';
 import type { McpSessionContext } from '../session-context.ts';
 
 export type PromptsContext = Pick<McpSessionContext, 'exposure' | 'client' | 'pageSize' | 'requestOf'>;
 
-/** Sets the prompts/list and prompts/get handlers of `server`. */
-export function registerPrompts(server: HandlerRegistry, session: PromptsContext): void {
+/**
+ * Sets the prompts/list and prompts/get handlers of `server`; an upstream's prompt may ask the
+ * client for input (`input`: what it can be asked, and how).
+ */
+export function registerPrompts(server: HandlerRegistry, session: PromptsContext, input?: InputOf): void {
   server.setRequestHandler(ListPromptsRequestSchema, async (request) =>
     listPrompts(await session.exposure(), request.params?.cursor, session.pageSize),
   );
@@ -23,6 +27,7 @@ export function registerPrompts(server: HandlerRegistry, session: PromptsContext
       client: session.client,
       ...session.requestOf(extra),
       signal: extra.signal,
+      input: input?.(extra),
     });
   });
 }

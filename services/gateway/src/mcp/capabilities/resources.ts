@@ -13,6 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { listResources, listResourceTemplates, readResource } from '../resources.ts';
 import type { HandlerRegistry } from '../handler-table.ts';
+import type { InputOf } from '../tools/client-input.ts';
 import type { McpSessionContext } from '../session-context.ts';
 
 export type ResourcesContext = Pick<
@@ -20,8 +21,11 @@ export type ResourcesContext = Pick<
   'exposure' | 'resolve' | 'client' | 'pageSize' | 'requestOf' | 'subscriptions'
 >;
 
-/** Sets the resources handlers both eras serve: list, templates and read. */
-export function registerResources(server: HandlerRegistry, session: ResourcesContext): void {
+/**
+ * Sets the resources handlers both eras serve: list, templates and read (an upstream's resource
+ * may ask the client for input: `input`).
+ */
+export function registerResources(server: HandlerRegistry, session: ResourcesContext, input?: InputOf): void {
   server.setRequestHandler(ListResourcesRequestSchema, async (request) =>
     listResources(await session.exposure(), request.params?.cursor, session.pageSize),
   );
@@ -37,6 +41,7 @@ export function registerResources(server: HandlerRegistry, session: ResourcesCon
       requestId,
       extra.signal,
       sessionId,
+      input?.(extra),
     );
   });
 }

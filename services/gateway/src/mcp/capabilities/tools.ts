@@ -5,18 +5,14 @@
  */
 import {
   CallToolRequestSchema,
-  CreateMessageResultSchema,
-  ElicitResultSchema,
-  ListRootsResultSchema,
   ListToolsRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { InputRequest } from '@bindery/contracts';
 import { SOURCE_META_KEY } from '@bindery/contracts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
 import { idempotencyKeyOf } from '../requests.ts';
-import type { HandlerRegistry, RequestExtra } from '../handler-table.ts';
-import { inputCapabilitiesOf, type RequestInput } from '../tools/client-input.ts';
+import type { HandlerRegistry } from '../handler-table.ts';
+import type { InputOf } from '../tools/client-input.ts';
 import type { McpSessionContext } from '../session-context.ts';
 import { callTool, type ToolCall, type ToolCallContext } from '../tools/call.ts';
 import { listPage, type ListPage } from '../tools/list.ts';
@@ -34,45 +30,11 @@ export interface ToolHandlers {
   callTool(name: string, args: Record<string, unknown>, call: ToolCall): Promise<CallToolResult>;
 }
 
-/** The schema a legacy client's answer to an input request is read with (the SDK checks it). */
-const ANSWER_SCHEMAS = {
-  'elicitation/create': ElicitResultSchema,
-  'sampling/createMessage': CreateMessageResultSchema,
-  'roots/list': ListRootsResultSchema,
-} as const;
-
-/** What the SDK tells a legacy handler besides the request: it can send requests to the client. */
-interface SdkExtra {
-  sendRequest?: (
-    request: { method: string; params?: Record<string, unknown> },
-    schema: (typeof ANSWER_SCHEMAS)[keyof typeof ANSWER_SCHEMAS],
-    options?: { signal?: AbortSignal },
-  ) => Promise<unknown>;
-}
-
 /**
  * Sets the tools/list and tools/call handlers of `server`; returns the functions they call.
- * `clientCapabilities`: what a legacy session's client declared (its tools may ask it for input on
- * the call's stream); a modern request's handler is told what its client declared in `extra`.
+ * `input`: what a request's client can be asked for input, and how (`tools/client-input.ts`).
  */
-export function registerTools(
-  server: HandlerRegistry,
-  session: ToolsContext,
-  clientCapabilities?: () => unknown,
-): ToolHandlers {
-  // A legacy session's calls ask the client through the SDK, on the call's own stream.
-  const legacyInput = (extra: SdkExtra): RequestInput | undefined => {
-    const send = extra.sendRequest;
-    if (!clientCapabilities || !send) return undefined;
-    return {
-      capabilities: inputCapabilitiesOf(clientCapabilities()),
-      ask: (request: InputRequest, signal) => {
-        const schema = ANSWER_SCHEMAS[request.method as keyof typeof ANSWER_SCHEMAS];
-        if (!schema) return Promise.reject(new Error(`no client request ${request.method}`));
-        return send({ method: request.method, params: request.params }, schema, signal && { signal });
-      },
-    };
-  };
+export function registerTools(server: HandlerRegistry, session: ToolsContext, input?: InputOf): ToolHandlers {
   const handlers: ToolHandlers = {
     listPage: async (cursor, known) =>
       listPage(await session.exposure(known), cursor, {
@@ -95,7 +57,7 @@ export function registerTools(
       sourceHint: sourceHintOf(request.params, SOURCE_META_KEY),
       notify: (n) => extra.sendNotification(n),
       signal: extra.signal,
-      input: (extra as Partial<RequestExtra>).input ?? legacyInput(extra as SdkExtra),
+      input: input?.(extra),
       ...(request.params._meta?.progressToken !== undefined && {
         progressToken: request.params._meta.progressToken,
       }),

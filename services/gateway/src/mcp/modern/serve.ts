@@ -31,7 +31,7 @@ import {
   type Envelope,
   type ModernRequest,
 } from './envelope.ts';
-import { inputCapabilitiesOf, retryOf } from '../tools/client-input.ts';
+import { inputCapabilitiesOf, modernInputOf, retryOf } from '../tools/client-input.ts';
 import { listenFilterOf } from './listen.ts';
 
 /** Results a client may cache, and for how long (`server/utilities/caching.mdx`). */
@@ -44,8 +44,8 @@ const CACHEABLE: ReadonlySet<string> = new Set([
   'resources/read',
 ]);
 
-/** The requests whose handlers may answer input_required (MRTR): Bindery's tools ask through tools/call. */
-const INPUT_METHODS: ReadonlySet<string> = new Set(['tools/call']);
+/** The requests whose handlers may answer input_required (MRTR): tools, and upstream prompts and resources. */
+const INPUT_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
 /** The capabilities a modern client is told of (`server/discover`); changes come on `subscriptions/listen`. */
 const CAPABILITIES = {
@@ -76,9 +76,9 @@ function handlersFor(deps: ModernDeps, envelope: Envelope): HandlerTable {
     logLevel: envelope.logLevel ?? null,
   });
   const table = new HandlerTable();
-  registerTools(table, session);
-  registerResources(table, session);
-  registerPrompts(table, session);
+  registerTools(table, session, modernInputOf);
+  registerResources(table, session, modernInputOf);
+  registerPrompts(table, session, modernInputOf);
   registerCompletion(table, session);
   return table;
 }
@@ -218,7 +218,8 @@ function stamped(method: string, result: Record<string, unknown>, ttlMs: number)
   return {
     ...result,
     resultType: result.resultType === 'input_required' ? 'input_required' : 'complete',
-    ...(CACHEABLE.has(method) && { ttlMs, cacheScope: 'private' }),
+    // A round asking for input is no answer to keep.
+    ...(CACHEABLE.has(method) && result.resultType !== 'input_required' && { ttlMs, cacheScope: 'private' }),
     _meta: { ...meta, [META.serverInfo]: SERVER_INFO },
   };
 }

@@ -18,7 +18,12 @@ import {
   type ClientInputCapability,
   type InputRequest,
 } from '@bindery/contracts';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageResultSchema,
+  ElicitResultSchema,
+  ErrorCode,
+  ListRootsResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { WireError } from '../wire-error.ts';
 
 /** Rounds of input one legacy call may go through before it fails. */
@@ -120,3 +125,48 @@ export async function askClient(
   );
   return Object.fromEntries(entries);
 }
+
+/** What a handler is told of its client for input, from the request's `extra` (both eras). */
+export type InputOf = (extra: unknown) => RequestInput | undefined;
+
+/** The schema a legacy client's answer to an input request is read with (the SDK checks it). */
+const ANSWER_SCHEMAS = {
+  'elicitation/create': ElicitResultSchema,
+  'sampling/createMessage': CreateMessageResultSchema,
+  'roots/list': ListRootsResultSchema,
+} as const;
+
+/** What the SDK tells a legacy handler besides the request: it can send requests to the client. */
+interface SdkExtra {
+  input?: RequestInput;
+  sendRequest?: (
+    request: { method: string; params?: Record<string, unknown> },
+    schema: (typeof ANSWER_SCHEMAS)[keyof typeof ANSWER_SCHEMAS],
+    options?: { signal?: AbortSignal },
+  ) => Promise<unknown>;
+}
+
+/**
+ * The input of a request: a modern one's (set on its `extra` by the modern dispatch), else, for a
+ * legacy session's request, the client's declared capabilities and asking it through the SDK on
+ * the request's own stream. `clientCapabilities`: what the session's client declared.
+ */
+export function inputOf(clientCapabilities: (() => unknown) | undefined): InputOf {
+  return (raw) => {
+    const extra = raw as SdkExtra;
+    if (extra.input) return extra.input;
+    const send = extra.sendRequest;
+    if (!clientCapabilities || !send) return undefined;
+    return {
+      capabilities: inputCapabilitiesOf(clientCapabilities()),
+      ask: (request: InputRequest, signal) => {
+        const schema = ANSWER_SCHEMAS[request.method as keyof typeof ANSWER_SCHEMAS];
+        if (!schema) return Promise.reject(new Error(`no client request ${request.method}`));
+        return send({ method: request.method, params: request.params }, schema, signal && { signal });
+      },
+    };
+  };
+}
+
+/** The modern era's handlers: a request's input is on its `extra` (serve.ts). */
+export const modernInputOf: InputOf = (raw) => (raw as SdkExtra).input;

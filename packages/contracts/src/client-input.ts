@@ -1,0 +1,71 @@
+/**
+ * What an MCP client can be asked for input (MCP elicitation, sampling, roots), as the gateway tells
+ * the control plane with a call: the capabilities the client declared and, on a retry, its answers
+ * and the state the previous round handed out (decision 068). Shared by the execute call and the
+ * upstream-request route.
+ */
+import { Type, type Static } from 'typebox';
+
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+
+export const CLIENT_INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
+export type ClientInputCapability = (typeof CLIENT_INPUT_CAPABILITIES)[number];
+/** The MCP request each input capability lets a server make of its client. */
+export const INPUT_REQUEST_METHODS: Record<ClientInputCapability, string> = {
+  elicitation: 'elicitation/create',
+  sampling: 'sampling/createMessage',
+  roots: 'roots/list',
+};
+/** MCP's MissingRequiredClientCapabilityError (2026-07-28). */
+export const MISSING_CLIENT_CAPABILITY_ERROR = -32021;
+/** Largest `requestState` Bindery hands out or takes back, in characters. */
+export const MAX_REQUEST_STATE_CHARS = 256 * 1024;
+export const ClientInput = Type.Object(
+  {
+    capabilities: Type.Object(
+      {
+        elicitation: Type.Optional(Type.Boolean()),
+        sampling: Type.Optional(Type.Boolean()),
+        roots: Type.Optional(Type.Boolean()),
+      },
+      { additionalProperties: false, description: 'the input capabilities the client declared' },
+    ),
+    responses: Type.Optional(
+      Type.Record(Type.String({ maxLength: 128 }), JsonObject, {
+        description:
+          'the client’s answers to the previous round’s input requests, by key (MCP inputResponses)',
+      }),
+    ),
+    state: Type.Optional(
+      Type.String({
+        maxLength: MAX_REQUEST_STATE_CHARS,
+        description: 'the requestState the previous round answered, as the client sent it back',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'the client can answer input requests (MCP elicitation, sampling, roots): a tool that asks answers input_required instead of failing',
+  },
+);
+export type ClientInput = Static<typeof ClientInput>;
+
+/** One request a tool makes of its client (MCP InputRequest): `elicitation/create`, say. */
+export interface InputRequest {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+/** A round that asked the client: the requests by key and the signed state of the next round. */
+export const InputRequired = Type.Object(
+  {
+    requests: Type.Record(
+      Type.String(),
+      Type.Object({ method: Type.String(), params: JsonObject }, { additionalProperties: false }),
+    ),
+    state: Type.String(),
+  },
+  { additionalProperties: false },
+);
+export type InputRequired = Static<typeof InputRequired>;
