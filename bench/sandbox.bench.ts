@@ -57,18 +57,18 @@ const paths: Record<string, (i: number) => Promise<void> | void> = {
       performance.now() + 1_000,
       MEMORY_MB * 1024 * 1024,
     );
-    expect(outcome.ok && outcome.value, i + 1, 'in-thread');
+    expect(outcome.ok === true && outcome.value, i + 1, 'in-thread');
   },
   'sandbox (worker thread)': async (i) => {
     const outcome = await sandbox.runCustomTool({ code: CODE, args: { x: i }, tenant: 'bench' });
-    expect(outcome.ok && outcome.value, i + 1, 'sandbox');
+    expect(outcome.ok === true && outcome.value, i + 1, 'sandbox');
   },
   'sandbox + one host call': async (i) => {
     const outcome = await sandbox.runCustomTool(
       { code: WITH_HOST, args: { x: i }, tenant: 'bench' },
       { readContext: async () => context.n },
     );
-    expect(outcome.ok && outcome.value, i + 41, 'sandbox with host');
+    expect(outcome.ok === true && outcome.value, i + 41, 'sandbox with host');
   },
 };
 
@@ -115,7 +115,7 @@ await Promise.all(
         args: { x: i },
         tenant: `t${i % concurrency}`,
       });
-      expect(outcome.ok && outcome.value, i + 1, 'concurrent');
+      expect(outcome.ok === true && outcome.value, i + 1, 'concurrent');
     }
   }),
 );

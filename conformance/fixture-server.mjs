@@ -7,6 +7,7 @@
  */
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 // A 1x1 PNG.
@@ -85,5 +86,18 @@ server.registerPrompt('test_prompt_with_image', { description: 'A prompt with an
     { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
   ],
 }));
+
+// Subscriptions (the suite's resources-subscribe and -unsubscribe): what is subscribed is tracked,
+// and a change to the watched resource would be announced to it (none happens during the suite).
+const subscribed = new Set();
+server.server.registerCapabilities({ resources: { subscribe: true } });
+server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+  subscribed.add(request.params.uri);
+  return {};
+});
+server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+  subscribed.delete(request.params.uri);
+  return {};
+});
 
 await server.connect(new StdioServerTransport());

@@ -243,6 +243,10 @@ export {
   UpstreamPromptArgument,
   UpstreamRequestAnswer,
   UpstreamRequestBody,
+  UPSTREAM_WATCH_MAX_URIS,
+  UPSTREAM_WATCH_TTL_MS,
+  UpstreamWatchAnswer,
+  UpstreamWatchBody,
 } from './upstream-catalog.ts';
 export {
   CallerConfig,

@@ -136,3 +136,35 @@ export const UpstreamRequestAnswer = Type.Union([
   }),
 ]);
 export type UpstreamRequestAnswer = Static<typeof UpstreamRequestAnswer>;
+
+/** How long a watch of an upstream resource lasts unless a gateway renews it (it does, at half). */
+export const UPSTREAM_WATCH_TTL_MS = 60_000;
+/** URIs one watch request names at most. */
+export const UPSTREAM_WATCH_MAX_URIS = 100;
+
+/**
+ * `POST /internal/aei/{aei_id}/upstream-watch`: a gateway's clients subscribed to these resources
+ * of an upstream server attached to the AEI (legacy `resources/subscribe`, or a modern listen
+ * stream's `resourceSubscriptions`): the control plane subscribes to them upstream for
+ * `UPSTREAM_WATCH_TTL_MS`, and tells the gateways (`resource_updates` on the invalidation
+ * channels) when the server announces a change. Sent again to renew.
+ */
+export const UpstreamWatchBody = Type.Object(
+  {
+    upstream_server_id: Type.String({ minLength: 1, maxLength: 64 }),
+    uris: Type.Array(Type.String({ minLength: 1, maxLength: UPSTREAM_CATALOG_LIMITS.maxUriChars }), {
+      minItems: 1,
+      maxItems: UPSTREAM_WATCH_MAX_URIS,
+    }),
+  },
+  { additionalProperties: false },
+);
+export type UpstreamWatchBody = Static<typeof UpstreamWatchBody>;
+
+/** Which URIs are watched now, and why the others are not (NOT_FOUND, VALIDATION_FAILED: no subscriptions upstream). */
+export const UpstreamWatchAnswer = Type.Object({
+  ttl_ms: Type.Integer(),
+  watched: Type.Array(Type.String()),
+  refused: Type.Array(Type.Object({ uri: Type.String(), code: Type.String(), message: Type.String() })),
+});
+export type UpstreamWatchAnswer = Static<typeof UpstreamWatchAnswer>;

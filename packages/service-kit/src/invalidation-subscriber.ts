@@ -2,7 +2,8 @@
  * With REDIS_URL set, every gateway replica and every control plane hears the control planes'
  * exposure invalidations on one Redis pub/sub channel (the same message as POST /cache/invalidate:
  * `{"aei_ids": [...]}`), and the tables whose data changed (`{"table_changes": [{table_id,
- * version}]}`), which gateways turn into MCP resources/updated notifications.
+ * version}]}`) and upstream resources that changed (`{"resource_updates": [{upstream_server_id,
+ * uri}]}`), which gateways turn into MCP resources/updated notifications.
  *
  * A message may ask to be confirmed (`"ack": "<id>"`): each subscriber publishes the id on
  * ACK_CHANNEL once it has applied the message, so the control plane that sent an exposure change
@@ -24,12 +25,39 @@ export interface TableChange {
   version: number;
 }
 
+/** An upstream server's resource that changed (`notifications/resources/updated` upstream). */
+export interface ResourceUpdate {
+  upstream_server_id: string;
+  uri: string;
+}
+
+/** The longest URI a resource update may name (the upstream catalog's own bound). */
+export const RESOURCE_URI_MAX_CHARS = 2048;
+
+/** A bounded list of resource updates, or undefined when it is not one. */
+export function resourceUpdates(v: unknown): ResourceUpdate[] | undefined {
+  if (!Array.isArray(v) || v.length > MAX_TABLE_CHANGES) return undefined;
+  const updates: ResourceUpdate[] = [];
+  for (const item of v as unknown[]) {
+    const u = item as { upstream_server_id?: unknown; uri?: unknown } | null;
+    const server = u?.upstream_server_id;
+    const uri = u?.uri;
+    if (typeof server !== 'string' || server.length === 0 || server.length > TABLE_ID_MAX_CHARS)
+      return undefined;
+    if (typeof uri !== 'string' || uri.length === 0 || uri.length > RESOURCE_URI_MAX_CHARS) return undefined;
+    updates.push({ upstream_server_id: server, uri });
+  }
+  return updates;
+}
+
 export interface InvalidationMessage {
   aei_ids?: string[];
   api_keys?: string[];
   all?: boolean;
   /** Tables whose data changed; a message may carry these alone (then it invalidates no config). */
   table_changes?: TableChange[];
+  /** Upstream resources that changed, which a gateway watches for its subscribers (alone likewise). */
+  resource_updates?: ResourceUpdate[];
   /**
    * Users whose secrets changed (control planes drop the values they keep decrypted); alone, it
    * invalidates no config. Only on Redis: gateways keep no secrets.
@@ -103,16 +131,19 @@ function parse(raw: string, log: SubscriberLog): InvalidationMessage | undefined
     api_keys?: unknown;
     all?: unknown;
     table_changes?: unknown;
+    resource_updates?: unknown;
     secret_owners?: unknown;
     ack?: unknown;
   };
   const changes = tableChanges(m.table_changes);
+  const updates = resourceUpdates(m.resource_updates);
   const strings = (v: unknown) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
   const parsed = {
     ...(strings(m.aei_ids) && { aei_ids: strings(m.aei_ids) }),
     ...(strings(m.api_keys) && { api_keys: strings(m.api_keys) }),
     ...(m.all === true && { all: true }),
     ...(changes && { table_changes: changes }),
+    ...(updates && { resource_updates: updates }),
     ...(owners(m.secret_owners) && { secret_owners: owners(m.secret_owners) }),
   };
   if (Object.keys(parsed).length === 0) {

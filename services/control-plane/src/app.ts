@@ -197,6 +197,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       },
       tableChanged: (tableId, version) => listener.tableChanged?.(tableId, version),
       secretsChanged: (userId) => listener.secretsChanged?.(userId),
+      resourceUpdated: (serverId, uri) => listener.resourceUpdated?.(serverId, uri),
     },
   });
   await hearOtherControlPlanes(app, options.config.redisUrl, bindings);
@@ -382,6 +383,7 @@ function upstreamRegistry(
     ...(options.upstreamPingEveryMs !== undefined && { pingEveryMs: options.upstreamPingEveryMs }),
   });
   registry.syncer = (serverId, reason) => syncUpstreamServer(app.domain, serverId, { registry }, reason);
+  registry.resourceUpdated = (serverId, uri) => app.domain.listener.resourceUpdated?.(serverId, uri);
   app.addHook('onClose', () => registry.close());
   return registry;
 }

@@ -59,6 +59,8 @@ const app = await buildApp({
     listener: {
       configChanged: (ids) => invalidation.configChanged(ids),
       tableChanged: (tableId, version) => invalidation.tableChanged(tableId, version),
+      secretsChanged: (userId) => invalidation.secretsChanged(userId),
+      resourceUpdated: (serverId, uri) => invalidation.resourceUpdated(serverId, uri),
     },
     keyring: secretKeys.keyring,
   },

@@ -161,6 +161,9 @@ export async function buildGateway(
   });
   const cache = new ExposureCache(client, config.cache, metrics, app.log);
   const sessions = new SessionRegistry(metrics, app.log, config.sessions);
+  // Upstream resources a client subscribes to are watched through the control plane.
+  sessions.subscriptions.watcher = (aeiId, serverId, uris) =>
+    client.upstreamWatch(aeiId, { upstream_server_id: serverId, uris });
   const limiter = new RateLimiter(config.rateLimit.perSecond, config.rateLimit.burst);
   const executeLimiter = new RateLimiter(
     config.progressive.executePerSecond,

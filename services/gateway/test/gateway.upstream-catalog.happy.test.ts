@@ -3,13 +3,15 @@
 // listed after the exposure's own with their URIs unchanged and read through the control plane, and
 // so are URIs matching its resource templates (listed after the exposure's own template);
 // its prompts are listed as `{prefix}_{name}` and got from it, their arguments checked first; a
-// change of the upstream's lists reaches open sessions as list_changed; subscriptions stay with
-// the exposure's own resources.
+// change of the upstream's lists reaches open sessions as list_changed; a resource of a server that
+// offers subscriptions can be subscribed to and its changes reach the subscriber (one that offers
+// none is refused by name).
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '@bindery/test-support';
@@ -21,6 +23,7 @@ const SCRIPT = fileURLToPath(
 
 let stack: Stack;
 let apiKey: string;
+let newsKey: string;
 let aeiId: string;
 let token: string;
 
@@ -42,6 +45,18 @@ beforeAll(async () => {
     args: [SCRIPT],
     env: { UPSTREAM_TEST_MARKER: 'the library', UPSTREAM_TEST_TEMPLATE: '1' },
   });
+  // A second server offers subscriptions, and a tool that says a resource of it changed.
+  const watched = await as('POST', '/api/v2/upstream-servers', {
+    name: 'Newsroom',
+    transport: 'stdio',
+    command: 'node',
+    args: [SCRIPT],
+    env: {
+      UPSTREAM_TEST_SUBSCRIBE: '1',
+      UPSTREAM_TEST_EXTRA: 'touch',
+      UPSTREAM_TEST_EXTRA_RESOURCES: 'test://news',
+    },
+  });
   const aei = await as('POST', '/api/v2/aeis', { name: 'catalog' });
   apiKey = aei.api_key;
   aeiId = aei.id;
@@ -52,6 +67,19 @@ beforeAll(async () => {
     messages: [{ role: 'user', text: 'Review {{topic}}.' }],
   });
   await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { upstream_server_id: upstream.id, prefix: 'lib' });
+  // On an exposure of its own, so the lists above stay the library's.
+  const newsroom = await as('POST', '/api/v2/aeis', { name: 'newsroom' });
+  newsKey = newsroom.api_key;
+  await as('POST', `/api/v2/aeis/${newsroom.id}/bindings`, { adi_id: all.id });
+  // The library first: what both list (test://greeting) is its, and it offers no subscriptions.
+  await as('POST', `/api/v2/aeis/${newsroom.id}/bindings`, {
+    upstream_server_id: upstream.id,
+    prefix: 'lib',
+  });
+  await as('POST', `/api/v2/aeis/${newsroom.id}/bindings`, {
+    upstream_server_id: watched.id,
+    prefix: 'news',
+  });
 }, 90_000);
 afterAll(() => stack?.close());
 
@@ -130,11 +158,23 @@ describe("an attached upstream server's resources", () => {
     expect(missing.code).toBe(-32002);
   });
 
-  it('cannot be subscribed to: subscriptions follow the exposure’s own resources', async () => {
-    const client = await connect();
+  it('can be subscribed to when the server offers it, and its updates reach the subscribers', async () => {
+    const client = await stack.connect(`/api/v2/mcp/server/${newsKey}`);
+    const updated: string[] = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    // resources/updated travels on the session's standing stream: open it first.
+    await client.subscribeResource({ uri: 'test://news' });
+    const told = await client.callTool({ name: 'news_touch', arguments: { text: 'test://news' } });
+    expect((told.content as { text: string }[])[0]!.text).toBe('told 1');
+    await until('resources/updated for test://news', () => updated.includes('test://news'));
+    await client.unsubscribeResource({ uri: 'test://news' });
+
+    // A server that offers no subscriptions is refused by name; the exposure's own resources still are.
     const refused = await refusal(client.subscribeResource({ uri: 'test://greeting' }));
     expect(refused.code).toBe(-32602);
-    expect(refused.message).toMatch(/upstream server/);
+    expect(refused.message).toMatch(/offers no resource subscriptions/);
+    const unknown = await refusal(client.subscribeResource({ uri: 'test://elsewhere' }));
+    expect(unknown.code).toBe(-32002);
     await client.subscribeResource({ uri: 'bindery://tools/everything/context' });
     await client.close();
   });

@@ -91,6 +91,12 @@ export interface ConfigChangeListener {
    * values they keep decrypted (this one already has). Never awaited; must not throw.
    */
   secretsChanged?(userId: string): void;
+  /**
+   * Called when an upstream server announced that a resource some gateway watches changed (a
+   * client subscribed to it): the gateways are told, coalesced like table changes. Never awaited;
+   * must not throw.
+   */
+  resourceUpdated?(serverId: string, uri: string): void;
 }
 
 export interface DomainContext {

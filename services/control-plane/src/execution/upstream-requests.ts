@@ -3,7 +3,14 @@
  * (`POST /internal/aei/{aei_id}/upstream-request`): only an attached server, and only what its
  * snapshot lists (a resource, a URI one of its resource templates matches, a prompt) (kinds/mcp/upstream-snapshot.ts), metered and audited like a tool call.
  */
-import { type ErrorCode, type UpstreamRequestAnswer, type UpstreamRequestBody } from '@bindery/contracts';
+import {
+  UPSTREAM_WATCH_TTL_MS,
+  type ErrorCode,
+  type UpstreamRequestAnswer,
+  type UpstreamRequestBody,
+  type UpstreamWatchAnswer,
+  type UpstreamWatchBody,
+} from '@bindery/contracts';
 import { DomainError } from '../domain/errors.ts';
 import { argumentsDigest, type AuditStatus } from '../audit/audit.ts';
 import { RequestStateError, type StateOwner } from './request-state.ts';
@@ -216,4 +223,63 @@ function upstreamInput(
     ...(input.responses !== undefined && { responses: input.responses }),
     ...(state !== undefined && { state }),
   };
+}
+
+/**
+ * A gateway's clients subscribed to resources of an upstream server attached to the AEI: each URI
+ * the server lists (or one of its templates matches) is watched for UPSTREAM_WATCH_TTL_MS (the
+ * server subscribed to upstream, its updates told to the gateways); the others are refused by
+ * name. NOT_FOUND for an AEI that does not exist, is disabled, or has no such server attached.
+ */
+export async function watchUpstreamResources(
+  ctx: DomainContext,
+  aeiId: string,
+  body: UpstreamWatchBody,
+  options: ExecutorOptions,
+): Promise<UpstreamWatchAnswer> {
+  const aei = await ctx.prisma.aei.findUnique({ where: { id: aeiId }, include: OWNER_STATUS });
+  if (!aei || aei.status !== 'enabled' || aei.user.disabledAt !== null) {
+    throw new DomainError('NOT_FOUND', `AEI ${aeiId} not found or disabled`);
+  }
+  const attachment = await ctx.prisma.aeiAttachment.findFirst({
+    where: { aeiId, upstreamServerId: body.upstream_server_id },
+    select: { upstreamServer: { select: { resources: true, resourceTemplates: true } } },
+  });
+  if (!attachment) {
+    throw new DomainError(
+      'NOT_FOUND',
+      `upstream server ${body.upstream_server_id} is not attached to AEI ${aeiId}`,
+    );
+  }
+  const upstreams = options.upstreams;
+  if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
+  const listed = storedEntries<ResourceEntry>(attachment.upstreamServer.resources);
+  const templates = storedEntries<ResourceTemplateEntry>(attachment.upstreamServer.resourceTemplates);
+  const answer: UpstreamWatchAnswer = { ttl_ms: UPSTREAM_WATCH_TTL_MS, watched: [], refused: [] };
+  for (const uri of new Set(body.uris)) {
+    if (!listed.some((r) => r.uri === uri) && !matchesTemplate(uri, templates)) {
+      answer.refused.push({
+        uri,
+        code: 'NOT_FOUND',
+        message: `the upstream server lists no resource "${shown(uri)}"`,
+      });
+      continue;
+    }
+    try {
+      if (await upstreams.watchResource(body.upstream_server_id, uri, UPSTREAM_WATCH_TTL_MS))
+        answer.watched.push(uri);
+      else {
+        answer.refused.push({
+          uri,
+          code: 'VALIDATION_FAILED',
+          message:
+            'the upstream server offers no resource subscriptions (resources.subscribe), so its changes cannot be followed',
+        });
+      }
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      answer.refused.push({ uri, code: error.code, message: error.message });
+    }
+  }
+  return answer;
 }

@@ -62,9 +62,17 @@ interface TableSignalTarget {
   send(message: string, changes: number): Promise<boolean>;
   /** Changes waiting for the message in flight to finish: table id -> latest version. */
   backlog: Map<string, number>;
+  /** Upstream resources that changed, waiting likewise (once each however often). */
+  resources: Map<string, ResourceUpdate>;
   running: boolean;
   /** A failure was logged at warn and no delivery has succeeded since (one warning per outage). */
   failing: boolean;
+}
+
+/** An upstream server's resource that changed (a gateway watches it for its subscribers). */
+export interface ResourceUpdate {
+  upstream_server_id: string;
+  uri: string;
 }
 
 /** A Redis client for publishing invalidations; it reconnects on its own until closed. */
@@ -113,6 +121,7 @@ export class ExposureInvalidation implements ConfigChangeListener {
   readonly #tableWindowMs: number;
   /** Table changes not sent yet: table id -> latest version. */
   readonly #pendingTables = new Map<string, number>();
+  readonly #pendingResources = new Map<string, ResourceUpdate>();
   #tableTimer: NodeJS.Timeout | undefined;
   #lastTablesAt = -Infinity;
   readonly #tableTargets: TableSignalTarget[] = [];
@@ -231,6 +240,20 @@ export class ExposureInvalidation implements ConfigChangeListener {
     }
     const known = this.#pendingTables.get(tableId);
     if (known === undefined || version > known) this.#pendingTables.set(tableId, version);
+    this.#scheduleSignals();
+  }
+
+  /**
+   * An upstream server announced that a resource a gateway watches changed: the gateways hear of
+   * it with the table changes (`resource_updates`), coalesced alike. Never throws.
+   */
+  resourceUpdated(serverId: string, uri: string): void {
+    if (this.#tableTargets.length === 0 || this.#closed) return;
+    this.#pendingResources.set(`${serverId}\u0000${uri}`, { upstream_server_id: serverId, uri });
+    this.#scheduleSignals();
+  }
+
+  #scheduleSignals(): void {
     if (this.#tableTimer !== undefined) return;
     // The first change of a quiet period goes at once (with those of the same tick); later ones
     // wait for the window to end.
@@ -244,15 +267,18 @@ export class ExposureInvalidation implements ConfigChangeListener {
 
   /** Hands the pending table changes to every target (each sends when its previous message is done). */
   #flushTables(): void {
-    if (this.#pendingTables.size === 0) return;
+    if (this.#pendingTables.size === 0 && this.#pendingResources.size === 0) return;
     this.#lastTablesAt = Date.now();
     const changes = [...this.#pendingTables];
     this.#pendingTables.clear();
+    const updates = [...this.#pendingResources];
+    this.#pendingResources.clear();
     for (const target of this.#tableTargets) {
       for (const [tableId, version] of changes) {
         const known = target.backlog.get(tableId);
         if (known === undefined || version > known) target.backlog.set(tableId, version);
       }
+      for (const [key, update] of updates) target.resources.set(key, update);
       if (!target.running) this.#track(this.#pump(target));
     }
   }
@@ -261,6 +287,7 @@ export class ExposureInvalidation implements ConfigChangeListener {
     return {
       name,
       backlog: new Map(),
+      resources: new Map(),
       running: false,
       failing: false,
       send: async (message, changes) => {
@@ -276,13 +303,18 @@ export class ExposureInvalidation implements ConfigChangeListener {
   async #pump(target: TableSignalTarget): Promise<void> {
     target.running = true;
     try {
-      while (target.backlog.size > 0) {
+      while (target.backlog.size > 0 || target.resources.size > 0) {
         const batch = [...target.backlog].slice(0, MAX_TABLE_CHANGES);
         for (const [tableId] of batch) target.backlog.delete(tableId);
+        const updates = [...target.resources].slice(0, MAX_TABLE_CHANGES);
+        for (const [key] of updates) target.resources.delete(key);
         const message = JSON.stringify({
-          table_changes: batch.map(([table_id, version]) => ({ table_id, version })),
+          ...(batch.length > 0 && {
+            table_changes: batch.map(([table_id, version]) => ({ table_id, version })),
+          }),
+          ...(updates.length > 0 && { resource_updates: updates.map(([, update]) => update) }),
         });
-        const delivered = await target.send(message, batch.length);
+        const delivered = await target.send(message, batch.length + updates.length);
         if (delivered && target.failing) {
           target.failing = false;
           this.#log.info({ target: target.name }, 'table changes delivered again');

@@ -21,6 +21,8 @@ import {
   ToolResult,
   UpstreamRequestAnswer,
   UpstreamRequestBody,
+  UpstreamWatchAnswer,
+  UpstreamWatchBody,
   type LogLevel,
   type ToolLogLine,
   type ToolProgress,
@@ -36,7 +38,7 @@ import {
   lookupApiKey,
 } from '../exposure/exposure-config.ts';
 import { ClashLog } from '../exposure/upstream-catalog.ts';
-import { upstreamRequest } from '../execution/upstream-requests.ts';
+import { upstreamRequest, watchUpstreamResources } from '../execution/upstream-requests.ts';
 import { DomainError } from '../domain/errors.ts';
 import { executeBatchRoute } from './execute-batch.ts';
 import { abortedOnClose } from '../http/caller-gone.ts';
@@ -273,6 +275,22 @@ export function internalRoutes(executor: ExecutorOptions) {
         const signal = abortedOnClose(reply.raw, CALLER_GONE);
         return upstreamRequest(ctx, request.params.aei_id, request.body, executor, signal);
       },
+    );
+    app.post(
+      '/aei/:aei_id/upstream-watch',
+      {
+        schema: {
+          tags,
+          summary:
+            'Watch resources of an upstream server attached to the AEI for a gateway whose clients subscribed ' +
+            '(renewed by sending it again); changes reach the gateways as `resource_updates`',
+          security: internalSecurity,
+          params: AeiIdParams,
+          body: UpstreamWatchBody,
+          response: { 200: UpstreamWatchAnswer, ...errorResponses(404) },
+        },
+      },
+      async (request) => watchUpstreamResources(ctx, request.params.aei_id, request.body, executor),
     );
     app.post(
       '/mcp-instance/:id/execute',

@@ -22,6 +22,8 @@ import {
   type ToolResult,
   type UpstreamRequestAnswer,
   type UpstreamRequestBody,
+  type UpstreamWatchAnswer,
+  type UpstreamWatchBody,
   toolError,
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -488,6 +490,31 @@ export class ControlPlaneClient {
       );
     }
     return res.body as UpstreamRequestAnswer;
+  }
+
+  /**
+   * Watches resources of an upstream server attached to an AEI for this gateway's subscribers (and
+   * renews the watch): which are watched, and why the others are not. Throws ControlPlaneError
+   * when the control plane did not answer or refused the request.
+   */
+  async upstreamWatch(aeiId: string, body: UpstreamWatchBody): Promise<UpstreamWatchAnswer> {
+    const res = await this.#request(
+      'execute',
+      'POST',
+      `/internal/aei/${encodeURIComponent(aeiId)}/upstream-watch`,
+      this.#options.toolCallTimeoutMs,
+      { body, retry: true },
+    );
+    if (res.status !== 200) {
+      const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
+      throw new ControlPlaneError(
+        `the control plane refused the watch (HTTP ${res.status}${message ? `: ${message}` : ''})`,
+        res.status >= 400 ? 'refused' : 'error-answer',
+        false,
+        res.status,
+      );
+    }
+    return res.body as UpstreamWatchAnswer;
   }
 
   /** Runs a legacy instance's tool. */

@@ -9,13 +9,20 @@
  * looked up again when the AEI's config changes (a binding renamed or moved to another table); a
  * URI that names no resource any more keeps its place and is notified again if it comes back.
  *
+ * A URI an attached upstream server serves (listed, or matching one of its templates) is watched
+ * through the control plane instead (`POST /internal/aei/{id}/upstream-watch`, a lease this gateway
+ * renews while any of its sessions subscribes): the control plane subscribes upstream and tells the
+ * gateways of the server's `notifications/resources/updated` (`resource_updates`). A server that
+ * offers no subscriptions is refused by name at subscribe.
+ *
  * Best effort, at most once per table version: a signal is coalesced by the control plane (one
  * notification may stand for several writes) and signals for a version already notified (the same
  * change heard over HTTP and Redis) are dropped. Subscriptions live in this process: a session
  * that closes drops its own, and one served here statelessly cannot subscribe.
  */
 import type { ServerResponse } from 'node:http';
-import type { TableChange } from '@bindery/service-kit';
+import { UPSTREAM_WATCH_MAX_URIS, UPSTREAM_WATCH_TTL_MS, type UpstreamWatchAnswer } from '@bindery/contracts';
+import type { ResourceUpdate, TableChange } from '@bindery/service-kit';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
@@ -55,8 +62,23 @@ export interface SubscribeRequest {
   notify(uri: string): Promise<void>;
 }
 
-/** The table a URI's binding reads from, or undefined when the URI names no resource of `exposure`. */
+/** Asks the control plane to watch upstream resources (UpstreamWatchBody), and renews it. */
+export type UpstreamWatcher = (
+  aeiId: string,
+  serverId: string,
+  uris: string[],
+) => Promise<UpstreamWatchAnswer>;
+
+/** The key an upstream resource is watched under, beside table ids (which never hold a NUL). */
+const upstreamKey = (serverId: string, uri: string) => `upstream\u0000${serverId}\u0000${uri}`;
+
+/**
+ * What a URI is watched by: its binding's table, or its upstream server's key; undefined when the
+ * URI names no resource of `exposure`.
+ */
 function tableOf(exposure: Exposure, uri: string): string | undefined {
+  const upstream = upstreamResource(exposure, uri);
+  if (upstream) return upstreamKey(upstream.upstream_server_id, uri);
   try {
     return parseResourceUri(exposure, uri).binding.adi_ref.table_id;
   } catch {
@@ -73,6 +95,10 @@ export class ResourceSubscriptions {
 
   /** The session's open GET stream, where its notifications go. */
   readonly #stream: (sessionId: string) => ServerResponse | undefined;
+  /** The upstream resources watched, by key: whose, and which AEI the watch is asked for. */
+  readonly #upstream = new Map<string, { aeiId: string; serverId: string; uri: string }>();
+  #watcher: UpstreamWatcher | undefined;
+  #renewal: NodeJS.Timeout | undefined;
 
   constructor(
     log: FastifyBaseLogger,
@@ -84,8 +110,18 @@ export class ResourceSubscriptions {
     this.#stream = stream;
   }
 
-  /** resources/subscribe: -32002 for a URI naming no resource, -32602 for a bad one or over the cap. */
-  subscribe(request: SubscribeRequest): void {
+  /** Where upstream resources are watched (set by the app; without it they cannot be subscribed to). */
+  set watcher(watcher: UpstreamWatcher) {
+    this.#watcher = watcher;
+  }
+
+  /**
+   * resources/subscribe: -32002 for a URI naming no resource, -32602 for a bad one or over the cap.
+   * For an upstream's resource, the answer is the control plane's first watch (a promise that
+   * rejects, the subscription dropped, when the server offers no subscriptions); undefined
+   * otherwise.
+   */
+  subscribe(request: SubscribeRequest): Promise<void> | undefined {
     const { sessionId, uri, exposure } = request;
     if (sessionId === undefined || !this.#held(sessionId)) {
       throw new WireError(
@@ -95,25 +131,20 @@ export class ResourceSubscriptions {
         { code: 'NOT_FOUND' },
       );
     }
-    if (upstreamResource(exposure, uri)) {
-      throw new WireError(
-        ErrorCode.InvalidParams,
-        'subscriptions are for the exposure’s own resources (bindery://…); this one comes from an upstream ' +
-          'server, whose changes are not followed: read it again to see them',
-        { uri: uri.slice(0, 200) },
-      );
-    }
+    const upstream = exposure.kind === 'aei' ? upstreamResource(exposure, uri) : undefined;
     // The same errors resources/read answers for the URI.
-    const tableId = parseResourceUri(exposure, uri).binding.adi_ref.table_id;
+    const tableId = upstream
+      ? upstreamKey(upstream.upstream_server_id, uri)
+      : parseResourceUri(exposure, uri).binding.adi_ref.table_id;
     let subscriber = this.#sessions.get(sessionId);
     if (subscriber?.uris.has(uri)) {
       // Subscribed again: the URI is mapped by this fresh reading (a change may have raced the first).
       const before = subscriber.uris.get(uri);
-      if (before === tableId) return;
+      if (before === tableId) return undefined;
       subscriber.uris.set(uri, tableId);
       if (before !== undefined) this.#unwatchIfUnused(before, sessionId, subscriber);
       this.#watch(tableId, sessionId);
-      return;
+      return undefined;
     }
     if ((subscriber?.uris.size ?? 0) >= MAX_SUBSCRIPTIONS_PER_SESSION) {
       throw new WireError(
@@ -136,6 +167,81 @@ export class ResourceSubscriptions {
     }
     subscriber.uris.set(uri, tableId);
     this.#watch(tableId, sessionId);
+    if (!upstream || exposure.kind !== 'aei') return undefined;
+    return this.#firstWatch(exposure.config.aei.id, upstream.upstream_server_id, uri).catch(
+      (error: unknown) => {
+        this.unsubscribe(sessionId, uri);
+        throw error;
+      },
+    );
+  }
+
+  /** The control plane's watch of one upstream URI: resolves once watched, rejects with why not. */
+  async #firstWatch(aeiId: string, serverId: string, uri: string): Promise<void> {
+    if (!this.#watcher) {
+      throw new WireError(ErrorCode.InvalidParams, 'this gateway cannot follow upstream resources', {
+        uri: uri.slice(0, 200),
+      });
+    }
+    let answer: UpstreamWatchAnswer;
+    try {
+      answer = await this.#watcher(aeiId, serverId, [uri]);
+    } catch (error) {
+      throw new WireError(
+        JSONRPC.UNAVAILABLE,
+        `the control plane did not take the subscription: ${error instanceof Error ? error.message : String(error)}`,
+        { code: 'UPSTREAM_FAILED' },
+      );
+    }
+    const refused = answer.refused.find((r) => r.uri === uri);
+    if (refused) {
+      throw new WireError(
+        refused.code === 'NOT_FOUND' ? JSONRPC.RESOURCE_NOT_FOUND : ErrorCode.InvalidParams,
+        `${uri.slice(0, 200)}: ${refused.message}`,
+        { code: refused.code, uri: uri.slice(0, 200) },
+      );
+    }
+  }
+
+  /** Renews every upstream watch this gateway holds (each AEI and server, in bounded requests). */
+  async #renew(): Promise<void> {
+    const groups = new Map<string, { aeiId: string; serverId: string; uris: string[] }>();
+    for (const { aeiId, serverId, uri } of this.#upstream.values()) {
+      const key = `${aeiId}\u0000${serverId}`;
+      let group = groups.get(key);
+      if (!group) groups.set(key, (group = { aeiId, serverId, uris: [] }));
+      group.uris.push(uri);
+    }
+    for (const { aeiId, serverId, uris } of groups.values()) {
+      for (let i = 0; i < uris.length; i += UPSTREAM_WATCH_MAX_URIS) {
+        try {
+          await this.#watcher?.(aeiId, serverId, uris.slice(i, i + UPSTREAM_WATCH_MAX_URIS));
+        } catch (error) {
+          this.#log.debug(
+            { err: error, aei_id: aeiId },
+            'upstream watch not renewed; retried at the next round',
+          );
+        }
+      }
+    }
+  }
+
+  /**
+   * The control plane's signal that upstream resources changed: resources/updated for every
+   * session subscribed to them (without waiting for delivery); answers how many were sent.
+   */
+  upstreamUpdated(updates: readonly ResourceUpdate[]): number {
+    let sent = 0;
+    for (const { upstream_server_id: serverId, uri } of updates) {
+      const key = upstreamKey(serverId, uri);
+      const watched = this.#byTable.get(key);
+      if (!watched) continue;
+      for (const sessionId of watched.sessions) {
+        const subscriber = this.#sessions.get(sessionId);
+        if (subscriber?.uris.get(uri) === key && this.#send(sessionId, subscriber, uri)) sent += 1;
+      }
+    }
+    return sent;
   }
 
   /** resources/unsubscribe: drops the URI if the session subscribed to it (idempotent). */
@@ -252,6 +358,16 @@ export class ResourceSubscriptions {
     let watched = this.#byTable.get(tableId);
     if (!watched) this.#byTable.set(tableId, (watched = { sessions: new Set(), version: undefined }));
     watched.sessions.add(sessionId);
+    if (tableId.startsWith('upstream\u0000') && !this.#upstream.has(tableId)) {
+      const [, serverId = '', ...rest] = tableId.split('\u0000');
+      const aeiId = this.#sessions.get(sessionId)?.aeiId;
+      if (aeiId !== undefined) this.#upstream.set(tableId, { aeiId, serverId, uri: rest.join('\u0000') });
+      if (this.#renewal === undefined) {
+        // Renewed at half the lease, so one missed renewal does not end it.
+        this.#renewal = setInterval(() => void this.#renew(), UPSTREAM_WATCH_TTL_MS / 2);
+        this.#renewal.unref();
+      }
+    }
   }
 
   #unwatchIfUnused(tableId: string, sessionId: string, subscriber: Subscriber): void {
@@ -263,12 +379,22 @@ export class ResourceSubscriptions {
     const watched = this.#byTable.get(tableId);
     if (!watched) return;
     watched.sessions.delete(sessionId);
-    if (watched.sessions.size === 0) this.#byTable.delete(tableId);
+    if (watched.sessions.size > 0) return;
+    this.#byTable.delete(tableId);
+    // Not renewed any more: the control plane's lease ends by itself.
+    this.#upstream.delete(tableId);
+    if (this.#upstream.size === 0 && this.#renewal !== undefined) {
+      clearInterval(this.#renewal);
+      this.#renewal = undefined;
+    }
   }
 
   /** Every session's subscriptions dropped (the gateway is closing). */
   clear(): void {
     this.#sessions.clear();
     this.#byTable.clear();
+    this.#upstream.clear();
+    clearInterval(this.#renewal);
+    this.#renewal = undefined;
   }
 }

@@ -2,12 +2,15 @@
  * Operator routes: liveness, readiness (the control plane's state as the gateway sees it),
  * Prometheus metrics (behind METRICS_TOKEN when it is set), and cache invalidation (ops token)
  * which also tells open sessions their tools changed, and carries the control plane's table
- * changes (resources/updated for the sessions subscribed to those tables' contexts).
+ * changes (resources/updated for the sessions subscribed to those tables' contexts) and upstream
+ * resource updates (for the sessions subscribed to those resources).
  */
 import {
+  RESOURCE_URI_MAX_CHARS,
   TABLE_ID_MAX_CHARS,
   bearerTokenCheck,
   invalidatesConfig,
+  type ResourceUpdate,
   type TableChange,
 } from '@bindery/service-kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -45,6 +48,8 @@ export interface InvalidateBody {
   all?: boolean;
   /** Tables whose data changed (alone in a message, they drop no cached config). */
   table_changes?: TableChange[];
+  /** Upstream resources that changed, which this gateway's subscribers may watch (alone likewise). */
+  resource_updates?: ResourceUpdate[];
 }
 
 const InvalidateSchema = {
@@ -65,6 +70,19 @@ const InvalidateSchema = {
         properties: {
           table_id: { type: 'string', minLength: 1, maxLength: TABLE_ID_MAX_CHARS },
           version: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+        },
+      },
+    },
+    resource_updates: {
+      type: 'array',
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['upstream_server_id', 'uri'],
+        properties: {
+          upstream_server_id: { type: 'string', minLength: 1, maxLength: TABLE_ID_MAX_CHARS },
+          uri: { type: 'string', minLength: 1, maxLength: RESOURCE_URI_MAX_CHARS },
         },
       },
     },
@@ -92,9 +110,15 @@ export async function invalidate(
     const notified = await deps.sessions.announceToolListChanged(aeiIds);
     answer = { aei_ids: aeiIds, sessions_notified: notified };
   }
-  if (body.table_changes === undefined) return answer;
-  deps.metrics.tableChanges.inc({ source }, body.table_changes.length);
-  const updated = deps.sessions.subscriptions.tablesChanged(body.table_changes);
+  if (body.table_changes === undefined && body.resource_updates === undefined) return answer;
+  let updated = 0;
+  if (body.table_changes !== undefined) {
+    deps.metrics.tableChanges.inc({ source }, body.table_changes.length);
+    updated += deps.sessions.subscriptions.tablesChanged(body.table_changes);
+  }
+  if (body.resource_updates !== undefined) {
+    updated += deps.sessions.subscriptions.upstreamUpdated(body.resource_updates);
+  }
   deps.metrics.resourceUpdates.inc(updated);
   return { ...answer, resources_updated: updated };
 }

@@ -82,6 +82,8 @@ export interface InstanceHooks {
   toolsChanged(): void;
   /** The upstream announced that its resource or prompt list changed. */
   catalogChanged(list: 'resources' | 'prompts'): void;
+  /** The upstream announced that a resource subscribed to changed (`notifications/resources/updated`). */
+  resourceUpdated?(uri: string): void;
   /** The connection ended without being asked to (the child exited, the stream broke). */
   closed(instance: UpstreamInstance): void;
   /** A line the child wrote to stderr. */
@@ -237,6 +239,10 @@ export class UpstreamInstance {
     client.setNotificationHandler('notifications/prompts/list_changed', () =>
       options.hooks.catalogChanged('prompts'),
     );
+    client.setNotificationHandler('notifications/resources/updated', (notification) => {
+      const uri = (notification.params as { uri?: unknown } | undefined)?.uri;
+      if (typeof uri === 'string') options.hooks.resourceUpdated?.(uri);
+    });
     client.onclose = () => {
       const instance = connected.instance;
       if (instance && !instance.closing) options.hooks.closed(instance);
@@ -479,6 +485,31 @@ export class UpstreamInstance {
       throw new MalformedAnswer(method, issues ? issuesText(issues) : 'the result is not what MCP allows');
     }
     return parsed.data;
+  }
+
+  /** The URIs this connection subscribed to (resources/subscribe), kept alive while any is. */
+  readonly subscribed = new Set<string>();
+
+  /** resources/subscribe (a 2025-era server's; the modern era listens on a stream instead). */
+  async subscribeResource(uri: string, timeoutMs: number): Promise<void> {
+    await answered(
+      'resources/subscribe',
+      this.client.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema, {
+        timeout: timeoutMs,
+      }),
+    );
+    this.subscribed.add(uri);
+  }
+
+  /** resources/unsubscribe, when the connection still stands. */
+  async unsubscribeResource(uri: string, timeoutMs: number): Promise<void> {
+    if (!this.subscribed.delete(uri) || this.closing) return;
+    await answered(
+      'resources/unsubscribe',
+      this.client.request({ method: 'resources/unsubscribe', params: { uri } }, ResultSchema, {
+        timeout: timeoutMs,
+      }),
+    );
   }
 
   /** Asks whether the server is up: `ping` in the 2025 era, `server/discover` in the modern one (no ping). */

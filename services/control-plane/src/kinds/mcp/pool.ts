@@ -73,6 +73,8 @@ export interface PoolEvents {
   toolsChanged(): void;
   /** An instance announced `notifications/resources/list_changed` or `notifications/prompts/list_changed`. */
   catalogChanged?(list: 'resources' | 'prompts'): void;
+  /** An instance announced that a resource it was subscribed to changed. */
+  resourceUpdated?(uri: string): void;
   /** The pool's state changed (for the servers' status). */
   stateChanged(state: PoolState, lastError: string | null): void;
   stderr(line: string): void;
@@ -355,6 +357,27 @@ export class UpstreamPool {
     );
   }
 
+  /**
+   * Subscribes to `uri` on the shared instance (started when none runs), unless it already is:
+   * answers false when the server does not offer subscriptions (or speaks the modern era, whose
+   * subscriptions go over a listen stream Bindery does not hold upstream yet).
+   */
+  async subscribeResource(server: string, uri: string): Promise<boolean> {
+    return this.list(server, 'resources/subscribe', async (instance, timeoutMs) => {
+      if (instance.era !== 'legacy' || instance.capabilities().resources?.subscribe !== true) return false;
+      if (!instance.subscribed.has(uri)) await instance.subscribeResource(uri, timeoutMs);
+      return true;
+    });
+  }
+
+  /** Unsubscribes `uri` on whichever running instance holds it (none: nothing to do). */
+  async unsubscribeResource(uri: string): Promise<void> {
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    for (const instance of this.instances) {
+      if (instance.subscribed.has(uri)) await instance.unsubscribeResource(uri, timeoutMs).catch(() => {});
+    }
+  }
+
   /** prompts/get of one prompt on an instance (of the session in per_session mode), like a tool call. */
   async getPrompt(
     server: string,
@@ -577,6 +600,7 @@ export class UpstreamPool {
         hooks: {
           toolsChanged: () => this.options.events.toolsChanged(),
           catalogChanged: (list) => this.options.events.catalogChanged?.(list),
+          resourceUpdated: (uri) => this.options.events.resourceUpdated?.(uri),
           closed: (closed) => this.lost(closed),
           stderr: (raw) => {
             const line = this.secrets.redact(raw);
@@ -743,7 +767,12 @@ export class UpstreamPool {
   private async tick(): Promise<void> {
     const now = this.now();
     for (const instance of [...this.instances]) {
-      if (instance.inFlight === 0 && now - instance.lastUsedAt >= this.options.limits.idleTimeoutMs) {
+      // An instance holding subscriptions stays: it is where their updates come from.
+      if (
+        instance.inFlight === 0 &&
+        instance.subscribed.size === 0 &&
+        now - instance.lastUsedAt >= this.options.limits.idleTimeoutMs
+      ) {
         this.instances.delete(instance);
         this.options.events.meter?.instances(this.instances.size);
         void instance.close();

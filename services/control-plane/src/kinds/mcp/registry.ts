@@ -96,6 +96,10 @@ export function transportSecretNames(transport: TransportSpec): string[] {
 }
 
 const DEFAULT_DEBOUNCE_MS = 500;
+/** How often lapsed resource watches are ended. */
+const WATCH_SWEEP_MS = 5_000;
+
+const watchKey = (serverId: string, uri: string) => `${serverId}\u0000${uri}`;
 /** How long a server read from the database is used before it is read again (other control planes' changes). */
 const SERVER_FRESH_MS = 5_000;
 
@@ -117,6 +121,14 @@ export class UpstreamRegistry {
   private statusWrites: Promise<void> = Promise.resolve();
   /** Set by the app: how a server's tools are synced (upstream-servers.ts). */
   syncer: SyncRunner | undefined;
+  /**
+   * Set by the app: told when a resource some gateway watches changed upstream (it tells the
+   * gateways, which notify their subscribers).
+   */
+  resourceUpdated: ((serverId: string, uri: string) => void) | undefined;
+  /** Resources gateways watch (resources/subscribe of an upstream's resource), until each lease ends. */
+  private readonly watches = new Map<string, { serverId: string; uri: string; until: number }>();
+  private readonly watchTimer: NodeJS.Timeout;
 
   constructor(
     private readonly ctx: () => DomainContext,
@@ -125,6 +137,35 @@ export class UpstreamRegistry {
     if (options.refreshMs > 0) {
       this.refreshTimer = setInterval(() => this.refreshRunning(), options.refreshMs);
       this.refreshTimer.unref();
+    }
+    this.watchTimer = setInterval(() => void this.endLapsedWatches(), WATCH_SWEEP_MS);
+    this.watchTimer.unref();
+  }
+
+  /**
+   * Watches `uri` of a server for `ttlMs` (a gateway renews it while a client subscribes): the
+   * server's shared instance subscribes to it, and its `notifications/resources/updated` go to
+   * `resourceUpdated`. Answers false when the server offers no subscriptions.
+   */
+  async watchResource(serverId: string, uri: string, ttlMs: number): Promise<boolean> {
+    const server = await this.known(serverId);
+    if (!(await this.poolOf(server).subscribeResource(server.name, uri))) return false;
+    this.watches.set(watchKey(serverId, uri), { serverId, uri, until: Date.now() + ttlMs });
+    return true;
+  }
+
+  /** Leases no gateway renewed: their upstream subscriptions end (unless another server's pool shares them). */
+  private async endLapsedWatches(): Promise<void> {
+    const now = Date.now();
+    for (const [key, watch] of this.watches) {
+      if (watch.until > now) continue;
+      this.watches.delete(key);
+      const server = this.servers.get(watch.serverId);
+      if (!server) continue;
+      const shared = this.serversOf(server.fingerprint).some((s) =>
+        this.watches.has(watchKey(s.id, watch.uri)),
+      );
+      if (!shared) await this.pools.get(server.fingerprint)?.unsubscribeResource(watch.uri);
     }
   }
 
@@ -310,6 +351,11 @@ export class UpstreamRegistry {
         catalogChanged: (list) => {
           for (const s of this.serversOf(fingerprint)) this.scheduleSync(s.id, `${list}/list_changed`);
         },
+        resourceUpdated: (uri) => {
+          for (const s of this.serversOf(fingerprint)) {
+            if (this.watches.has(watchKey(s.id, uri))) this.resourceUpdated?.(s.id, uri);
+          }
+        },
         stateChanged: (state, lastError) => this.stateChanged(fingerprint, state, lastError),
         stderr: (line) => log.debug({ fingerprint: fingerprint.slice(0, 12), line }, 'upstream stderr'),
         ...(this.options.meter && { meter: this.options.meter(fingerprint) }),
@@ -372,6 +418,8 @@ export class UpstreamRegistry {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.refreshTimer);
+    clearInterval(this.watchTimer);
+    this.watches.clear();
     for (const timer of this.pending.values()) clearTimeout(timer);
     this.pending.clear();
     const pools = [...this.pools.values()];

@@ -19,6 +19,9 @@
 // is refused with -32002. Its prompts: greet {name, required} and summarise {topic}, plus those
 // named in UPSTREAM_TEST_EXTRA_PROMPTS; greet without a name is refused with -32602. An extra
 // resource whose URI starts with test://missing is listed but refused with -32002 when read. With
+// UPSTREAM_TEST_SUBSCRIBE=1 its resources can be subscribed to (it writes "subscribed URI" and
+// "unsubscribed URI" to stderr), and the extra tool `touch` {text: URI} (listed with
+// UPSTREAM_TEST_EXTRA=touch) sends notifications/resources/updated for it to the subscribers. With
 // UPSTREAM_TEST_TEMPLATE=1 it lists the resource template test://items/{id} (and, to be skipped,
 // the same again and one that does not parse). With
 // UPSTREAM_TEST_CATALOG=none it declares neither resources nor prompts (a tools-only server); with
@@ -44,6 +47,8 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { setInterval, setTimeout } from 'node:timers';
@@ -144,6 +149,10 @@ const extraTools = new Set((process.env.UPSTREAM_TEST_EXTRA ?? '').split(',').fi
 const extraResources = new Set(listOf(process.env.UPSTREAM_TEST_EXTRA_RESOURCES));
 const extraPrompts = new Set(listOf(process.env.UPSTREAM_TEST_EXTRA_PROMPTS));
 const servers = new Set();
+/** UPSTREAM_TEST_SUBSCRIBE=1: resources can be subscribed to; the extra tool `touch` announces a change. */
+const subscribable = process.env.UPSTREAM_TEST_SUBSCRIBE === '1';
+/** Who subscribed to which URI (resources/subscribe), by connection. */
+const subscribers = new Map();
 
 /** What this server gets wrong on purpose (UPSTREAM_TEST_BAD). */
 const bad = new Set(listOf(process.env.UPSTREAM_TEST_BAD));
@@ -190,12 +199,32 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
     {
       capabilities: {
         tools: { listChanged: true },
-        ...(!toolsOnly && { resources: { listChanged: true }, prompts: { listChanged: true } }),
+        ...(!toolsOnly && {
+          resources: { listChanged: true, ...(subscribable && { subscribe: true }) },
+          prompts: { listChanged: true },
+        }),
       },
     },
   );
   servers.add(server);
-  server.onclose = () => servers.delete(server);
+  server.onclose = () => {
+    servers.delete(server);
+    for (const set of subscribers.values()) set.delete(server);
+  };
+  if (subscribable && !toolsOnly) {
+    server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+      const uri = request.params.uri;
+      if (!subscribers.has(uri)) subscribers.set(uri, new Set());
+      subscribers.get(uri).add(server);
+      process.stderr.write(`subscribed ${uri}\n`);
+      return {};
+    });
+    server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+      subscribers.get(request.params.uri)?.delete(server);
+      process.stderr.write(`unsubscribed ${request.params.uri}\n`);
+      return {};
+    });
+  }
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     if (bad.has('tools-error-nul')) throw new McpError(ErrorCode.InternalError, 'broken\u0000list');
     return {
@@ -354,6 +383,12 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
         return text([...extraTools]);
       }
       default:
+        // `touch {uri}` (listed through UPSTREAM_TEST_EXTRA): the resource changed, subscribers hear it.
+        if (request.params.name === 'touch' && extraTools.has('touch')) {
+          const to = [...(subscribers.get(String(args.text)) ?? [])];
+          await Promise.all(to.map((s) => s.sendResourceUpdated({ uri: String(args.text) }).catch(() => {})));
+          return text(`told ${to.length}`);
+        }
         if (extraTools.has(request.params.name)) return text(`${request.params.name}: ${args.text ?? ''}`);
         throw new Error(`unknown tool ${request.params.name}`);
     }

@@ -57,7 +57,7 @@ export function registerResourceSubscriptions(
   // Only a session this replica holds subscribes (the client's hint is no session here), and
   // updates go on its standing stream (the GET it keeps open), as sendResourceUpdated does.
   server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
-    session.subscriptions.subscribe({
+    await session.subscriptions.subscribe({
       sessionId: extra.sessionId,
       uri: request.params.uri,
       exposure: await session.exposure(),

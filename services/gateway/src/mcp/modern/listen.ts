@@ -105,10 +105,10 @@ export class ListenStreams {
 
   /**
    * Opens the stream on `res`: subscribes the resources asked for (those that name no resource of
-   * the exposure are left out of the acknowledgement), acknowledges, and keeps it open until the
-   * client closes it or the gateway ends it.
+   * the exposure, or an upstream's that cannot be followed, are left out of the acknowledgement),
+   * acknowledges, and keeps it open until the client closes it or the gateway ends it.
    */
-  open(
+  async open(
     res: ServerResponse,
     request: {
       keyHash: string;
@@ -119,7 +119,7 @@ export class ListenStreams {
       listsChanged: Listener['listsChanged'];
     },
     subscriptions: ResourceSubscriptions,
-  ): void {
+  ): Promise<void> {
     const id = `listen:${randomUUID()}`;
     const { filter, exposure } = request;
     const honoured: ListenFilter = {
@@ -142,7 +142,7 @@ export class ListenStreams {
     const subscribed: string[] = [];
     for (const uri of filter.resourceSubscriptions ?? []) {
       try {
-        subscriptions.subscribe({
+        await subscriptions.subscribe({
           sessionId: id,
           uri,
           exposure,
@@ -156,6 +156,12 @@ export class ListenStreams {
       }
     }
     if (subscribed.length > 0) honoured.resourceSubscriptions = subscribed;
+    // The client left while an upstream subscription was being taken.
+    if (res.destroyed || res.writableEnded) {
+      this.#all.delete(id);
+      subscriptions.drop(id);
+      return;
+    }
     res.writeHead(200, EVENT_STREAM_HEADERS);
     res.write(
       event({

@@ -178,7 +178,7 @@ async function listen(
     answer(taken.status, { code: taken.code, message: taken.message });
     return;
   }
-  deps.sessions.listens.open(
+  await deps.sessions.listens.open(
     res,
     {
       keyHash: deps.keyHash,
