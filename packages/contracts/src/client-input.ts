@@ -18,6 +18,9 @@ export const INPUT_REQUEST_METHODS: Record<ClientInputCapability, string> = {
 };
 /** MCP's MissingRequiredClientCapabilityError (2026-07-28). */
 export const MISSING_CLIENT_CAPABILITY_ERROR = -32021;
+/** Answers one retry carries at most, and the longest key of one. */
+export const MAX_INPUT_RESPONSES = 64;
+export const MAX_INPUT_KEY_CHARS = 128;
 /** Largest `requestState` Bindery hands out or takes back, in characters. */
 export const MAX_REQUEST_STATE_CHARS = 256 * 1024;
 export const ClientInput = Type.Object(
@@ -31,7 +34,8 @@ export const ClientInput = Type.Object(
       { additionalProperties: false, description: 'the input capabilities the client declared' },
     ),
     responses: Type.Optional(
-      Type.Record(Type.String({ maxLength: 128 }), JsonObject, {
+      Type.Record(Type.String({ maxLength: MAX_INPUT_KEY_CHARS }), JsonObject, {
+        maxProperties: MAX_INPUT_RESPONSES,
         description:
           'the client’s answers to the previous round’s input requests, by key (MCP inputResponses)',
       }),

@@ -119,6 +119,7 @@ export {
   ToolResult,
 } from './internal-api.ts';
 export { toolError, type ToolFailure } from './tool-error.ts';
+export { compileUriTemplate, matchesUriTemplate, type UriTemplateMatcher } from './uri-template.ts';
 export {
   CLIENT_INPUT_CAPABILITIES,
   ClientInput,
@@ -126,6 +127,8 @@ export {
   INPUT_REQUEST_METHODS,
   type InputRequest,
   InputRequired,
+  MAX_INPUT_KEY_CHARS,
+  MAX_INPUT_RESPONSES,
   MAX_REQUEST_STATE_CHARS,
   MISSING_CLIENT_CAPABILITY_ERROR,
 } from './client-input.ts';

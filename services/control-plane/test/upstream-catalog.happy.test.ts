@@ -421,7 +421,7 @@ describe('resource templates', () => {
     expect(templated.warnings).toEqual(
       expect.arrayContaining([
         'resource template "test://items/{id}" is listed twice; the first is kept',
-        expect.stringContaining('is not an RFC 6570 template was skipped'),
+        'resource template "test://broken/{id" was skipped: an expression is not closed',
       ]),
     );
     const own = await newAei('catalog-templates');

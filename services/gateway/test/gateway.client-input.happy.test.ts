@@ -8,7 +8,7 @@
 //   naming it in requiredCapabilities, and ctx.client says what the client declared;
 // - legacy (a v1 SDK client's session): the gateway sends elicitation/create, sampling/createMessage
 //   and roots/list on the call's stream, answered by the client's handlers, and the call completes;
-//   a client without the capability gets a tool error naming it.
+//   a handler that fails, and a client without the capability, get a tool error naming what.
 // Each round is one audit row, `input_required` until the last.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -300,6 +300,23 @@ describe('a legacy client (the gateway asks it on the call’s stream)', () => {
     expect(asked.slice(1, 3).sort()).toEqual(['Step 2: your favourite colour?', 'roots']);
     expect(asked[3]).toBe('Is plum a good colour?');
     expect(asked).toHaveLength(4);
+    await client.close();
+  });
+
+  it('gets a tool error naming the request when its handler fails to answer', async () => {
+    const client = await legacyClient({ elicitation: {} });
+    client.setRequestHandler(ElicitRequestSchema, () => {
+      throw new Error('the user closed the form');
+    });
+    const result = await client.callTool({ name: 'greet', arguments: {} });
+    expect(result.isError).toBe(true);
+    const text = (result.content as { text: string }[])[0]!.text;
+    expect(JSON.parse(text)).toMatchObject({
+      error: {
+        code: 'VALIDATION_FAILED',
+        message: expect.stringMatching(/did not answer input request "user_name": .*closed the form/),
+      },
+    });
     await client.close();
   });
 

@@ -180,6 +180,64 @@ describe("an attached upstream server's resources", () => {
   });
 });
 
+describe('a modern listen stream', () => {
+  it('is told of the upstream resources it asked for, those that can be followed', async () => {
+    const aborted = new AbortController();
+    const timer = setTimeout(() => aborted.abort(), 15_000);
+    const res = await fetch(`${stack.gatewayUrl}/api/v2/mcp/server/${newsKey}`, {
+      method: 'POST',
+      signal: aborted.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'news-listen',
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { resourceSubscriptions: ['test://news', 'test://greeting'] },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const events = () =>
+      text
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice(6)) as { method?: string; params?: Record<string, unknown> });
+    const waitFor = async (method: string) => {
+      while (!events().some((e) => e.method === method)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended before ${method}`);
+        text += decoder.decode(value, { stream: true });
+      }
+      return events().find((e) => e.method === method)!;
+    };
+    const ack = await waitFor('notifications/subscriptions/acknowledged');
+    // The library's greeting comes from a server that offers no subscriptions: left out.
+    expect(ack.params?.notifications).toEqual({ resourceSubscriptions: ['test://news'] });
+    const client = await stack.connect(`/api/v2/mcp/server/${newsKey}`);
+    await client.callTool({ name: 'news_touch', arguments: { text: 'test://news' } });
+    const updated = await waitFor('notifications/resources/updated');
+    expect(updated.params).toMatchObject({
+      uri: 'test://news',
+      _meta: { 'io.modelcontextprotocol/subscriptionId': 'news-listen' },
+    });
+    clearTimeout(timer);
+    await reader.cancel();
+    await client.close();
+  });
+});
+
 describe("an attached upstream server's prompts", () => {
   it('are listed as {prefix}_{name} after the exposure’s own, and got from the server', async () => {
     const client = await connect();

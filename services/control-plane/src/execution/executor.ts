@@ -235,13 +235,15 @@ async function runBinding(
     }
     const schema = binding.inputSchema ?? kind.inputSchema(columns);
     const checked = checkArguments(schema, args, binding.toolName);
-    const owner: StateOwner = {
+    // A state is good for this call only: the exposure, binding, caller, arguments, and the tool as
+    // it is now (answers given to an older version of its code are not carried over).
+    const owner: StateOwner | undefined = request.input && {
       aeiId: binding.aeiId,
       bindingId: binding.id,
       caller: request.caller ?? null,
-      argsDigest: argumentsDigest(checked),
+      argsDigest: argumentsDigest({ arguments: checked, tool: columns.config as JsonValue }),
     };
-    const input = request.input && callInput(request.input, owner, options);
+    const input = request.input && owner && callInput(request.input, owner, options);
     const answer = await kind.run({
       ctx,
       options,
@@ -264,8 +266,16 @@ async function runBinding(
       log: heard.log,
       input,
     });
-    if (answer instanceof ToolAnswer && answer.form === 'input') {
+    if (answer instanceof ToolAnswer && answer.form === 'input' && owner) {
       const asked = answer.value as unknown as { requests: Record<string, InputRequest>; answered: string[] };
+      const size = Buffer.byteLength(JSON.stringify(asked.requests));
+      if (size > options.limits.maxResultBytes) {
+        throw new DomainError(
+          'RESULT_TOO_LARGE',
+          `what the tool asks its client takes ${size} bytes of JSON, more than the ${options.limits.maxResultBytes} a result may`,
+          { limit_bytes: options.limits.maxResultBytes },
+        );
+      }
       // The next round gets back the answers this one used (a tool asks again from its start).
       const kept = Object.fromEntries(
         asked.answered.flatMap((key) =>

@@ -13,6 +13,8 @@
  */
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { JsonValue } from '@bindery/context-ops';
+import { MAX_REQUEST_STATE_CHARS } from '@bindery/contracts';
+import { DomainError } from '../domain/errors.ts';
 
 /** How long a round's state can be brought back: time for a person to answer a form. */
 export const REQUEST_STATE_TTL_MS = 30 * 60_000;
@@ -63,7 +65,16 @@ export class RequestStates {
       r: responses,
     };
     const body = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
-    return `${body}.${this.#sign(body)}`;
+    const state = `${body}.${this.#sign(body)}`;
+    // The client sends it back: no larger than a retry may carry.
+    if (state.length > MAX_REQUEST_STATE_CHARS) {
+      throw new DomainError(
+        'RESULT_TOO_LARGE',
+        `the answers this call carries to its next round take ${state.length} characters of requestState, more than the ${MAX_REQUEST_STATE_CHARS} allowed; ask for less at once`,
+        { limit_chars: MAX_REQUEST_STATE_CHARS },
+      );
+    }
+    return state;
   }
 
   /** The answers a state carries, once it is shown to be this call's, unaltered and in time. */

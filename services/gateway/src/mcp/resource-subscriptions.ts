@@ -30,6 +30,9 @@ import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { parseResourceUri, upstreamResource } from './resources.ts';
 import { WireError } from './wire-error.ts';
 
+/** An upstream resource's updates this close together are one change heard twice. */
+const REPEAT_WINDOW_MS = 250;
+
 /** Subscriptions one session may hold. */
 export const MAX_SUBSCRIPTIONS_PER_SESSION = 100;
 
@@ -95,8 +98,10 @@ export class ResourceSubscriptions {
 
   /** The session's open GET stream, where its notifications go. */
   readonly #stream: (sessionId: string) => ServerResponse | undefined;
-  /** The upstream resources watched, by key: whose, and which AEI the watch is asked for. */
-  readonly #upstream = new Map<string, { aeiId: string; serverId: string; uri: string }>();
+  /** The upstream resources watched, by key: whose, and the AEIs whose sessions subscribe (each renews). */
+  readonly #upstream = new Map<string, { aeiIds: Set<string>; serverId: string; uri: string }>();
+  /** When each upstream resource was last notified: repeats of one change (HTTP and Redis) are dropped. */
+  readonly #notifiedAt = new Map<string, number>();
   #watcher: UpstreamWatcher | undefined;
   #renewal: NodeJS.Timeout | undefined;
 
@@ -206,16 +211,31 @@ export class ResourceSubscriptions {
   /** Renews every upstream watch this gateway holds (each AEI and server, in bounded requests). */
   async #renew(): Promise<void> {
     const groups = new Map<string, { aeiId: string; serverId: string; uris: string[] }>();
-    for (const { aeiId, serverId, uri } of this.#upstream.values()) {
-      const key = `${aeiId}\u0000${serverId}`;
-      let group = groups.get(key);
-      if (!group) groups.set(key, (group = { aeiId, serverId, uris: [] }));
-      group.uris.push(uri);
+    for (const { aeiIds, serverId, uri } of this.#upstream.values()) {
+      for (const aeiId of aeiIds) {
+        const key = `${aeiId}\u0000${serverId}`;
+        let group = groups.get(key);
+        if (!group) groups.set(key, (group = { aeiId, serverId, uris: [] }));
+        group.uris.push(uri);
+      }
     }
     for (const { aeiId, serverId, uris } of groups.values()) {
       for (let i = 0; i < uris.length; i += UPSTREAM_WATCH_MAX_URIS) {
         try {
-          await this.#watcher?.(aeiId, serverId, uris.slice(i, i + UPSTREAM_WATCH_MAX_URIS));
+          const answer = await this.#watcher?.(aeiId, serverId, uris.slice(i, i + UPSTREAM_WATCH_MAX_URIS));
+          for (const refused of answer?.refused ?? []) {
+            // The exposure changed (the server detached, the resource gone): its sessions hear no
+            // more of it until they subscribe again.
+            this.#log.info(
+              {
+                aei_id: aeiId,
+                upstream_server_id: serverId,
+                uri: refused.uri.slice(0, 200),
+                reason: refused.message,
+              },
+              'upstream resource watch not renewed',
+            );
+          }
         } catch (error) {
           this.#log.debug(
             { err: error, aei_id: aeiId },
@@ -232,10 +252,14 @@ export class ResourceSubscriptions {
    */
   upstreamUpdated(updates: readonly ResourceUpdate[]): number {
     let sent = 0;
+    const now = Date.now();
     for (const { upstream_server_id: serverId, uri } of updates) {
       const key = upstreamKey(serverId, uri);
       const watched = this.#byTable.get(key);
       if (!watched) continue;
+      // The same change heard twice (HTTP and Redis, or two control planes watching): once.
+      if (now - (this.#notifiedAt.get(key) ?? -Infinity) < REPEAT_WINDOW_MS) continue;
+      this.#notifiedAt.set(key, now);
       for (const sessionId of watched.sessions) {
         const subscriber = this.#sessions.get(sessionId);
         if (subscriber?.uris.get(uri) === key && this.#send(sessionId, subscriber, uri)) sent += 1;
@@ -358,10 +382,14 @@ export class ResourceSubscriptions {
     let watched = this.#byTable.get(tableId);
     if (!watched) this.#byTable.set(tableId, (watched = { sessions: new Set(), version: undefined }));
     watched.sessions.add(sessionId);
-    if (tableId.startsWith('upstream\u0000') && !this.#upstream.has(tableId)) {
-      const [, serverId = '', ...rest] = tableId.split('\u0000');
-      const aeiId = this.#sessions.get(sessionId)?.aeiId;
-      if (aeiId !== undefined) this.#upstream.set(tableId, { aeiId, serverId, uri: rest.join('\u0000') });
+    const aeiId = this.#sessions.get(sessionId)?.aeiId;
+    if (tableId.startsWith('upstream\u0000') && aeiId !== undefined) {
+      let upstream = this.#upstream.get(tableId);
+      if (!upstream) {
+        const [, serverId = '', ...rest] = tableId.split('\u0000');
+        this.#upstream.set(tableId, (upstream = { aeiIds: new Set(), serverId, uri: rest.join('\u0000') }));
+      }
+      upstream.aeiIds.add(aeiId);
       if (this.#renewal === undefined) {
         // Renewed at half the lease, so one missed renewal does not end it.
         this.#renewal = setInterval(() => void this.#renew(), UPSTREAM_WATCH_TTL_MS / 2);
@@ -383,6 +411,7 @@ export class ResourceSubscriptions {
     this.#byTable.delete(tableId);
     // Not renewed any more: the control plane's lease ends by itself.
     this.#upstream.delete(tableId);
+    this.#notifiedAt.delete(tableId);
     if (this.#upstream.size === 0 && this.#renewal !== undefined) {
       clearInterval(this.#renewal);
       this.#renewal = undefined;
@@ -394,6 +423,7 @@ export class ResourceSubscriptions {
     this.#sessions.clear();
     this.#byTable.clear();
     this.#upstream.clear();
+    this.#notifiedAt.clear();
     clearInterval(this.#renewal);
     this.#renewal = undefined;
   }

@@ -9,8 +9,13 @@
  * segment into a JSON Pointer under the context, and `.`/`..` segments are refused (here and again
  * by the control plane), so no URI reaches another part of the table.
  */
-import type { ConfigBinding } from '@bindery/contracts';
-import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import {
+  UPSTREAM_CATALOG_LIMITS,
+  compileUriTemplate,
+  matchesUriTemplate,
+  type ConfigBinding,
+  type UriTemplateMatcher,
+} from '@bindery/contracts';
 import {
   ErrorCode,
   ReadResourceResultSchema,
@@ -119,18 +124,16 @@ export function listResources(
 }
 
 // An exposure's upstream resource templates, parsed once per config.
-const parsedTemplates = new WeakMap<Exposure, { serverId: string; template: UriTemplate }[]>();
+const parsedTemplates = new WeakMap<Exposure, { serverId: string; template: UriTemplateMatcher }[]>();
 
-function templatesOf(exposure: Exposure): { serverId: string; template: UriTemplate }[] {
+function templatesOf(exposure: Exposure): { serverId: string; template: UriTemplateMatcher }[] {
   let parsed = parsedTemplates.get(exposure);
   if (!parsed) {
     parsed = [];
     for (const t of upstreamTemplatesOf(exposure)) {
-      try {
-        parsed.push({ serverId: t.upstream_server_id, template: new UriTemplate(t.uri_template) });
-      } catch {
-        // The control plane keeps only templates that parse; one that does not names nothing.
-      }
+      // The control plane keeps only templates that compile; one that does not names nothing.
+      const compiled = compileUriTemplate(t.uri_template);
+      if (!('problem' in compiled)) parsed.push({ serverId: t.upstream_server_id, template: compiled });
     }
     parsedTemplates.set(exposure, parsed);
   }
@@ -145,10 +148,10 @@ export function upstreamResource(
   exposure: Exposure,
   uri: string,
 ): { upstream_server_id: string } | undefined {
-  if (uri.startsWith(SCHEME) || uri.length > MAX_URI_CHARS) return undefined;
+  if (uri.startsWith(SCHEME) || uri.length > UPSTREAM_CATALOG_LIMITS.maxUriChars) return undefined;
   const listed = upstreamResourcesOf(exposure).find((r) => r.uri === uri);
   if (listed) return listed;
-  const matched = templatesOf(exposure).find(({ template }) => template.match(uri) !== null);
+  const matched = templatesOf(exposure).find(({ template }) => matchesUriTemplate(template, uri));
   return matched && { upstream_server_id: matched.serverId };
 }
 

@@ -17,7 +17,13 @@ import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { auditedCaller } from './tools/tool-index.ts';
-import { MAX_INPUT_ROUNDS, askClient, roundInput, type RequestInput } from './tools/client-input.ts';
+import {
+  ClientDidNotAnswer,
+  MAX_INPUT_ROUNDS,
+  askClient,
+  roundInput,
+  type RequestInput,
+} from './tools/client-input.ts';
 import { WireError } from './wire-error.ts';
 
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
@@ -79,7 +85,15 @@ export async function askUpstream<T>(
         );
       }
       const asked = answer.input_required;
-      const responses = await askClient(input.ask, asked.requests, signal);
+      let responses;
+      try {
+        responses = await askClient(input.ask, asked.requests, signal);
+      } catch (error) {
+        if (!(error instanceof ClientDidNotAnswer)) throw error;
+        throw new WireError(ErrorCode.InvalidParams, error.message, {
+          code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED',
+        });
+      }
       answer = await ask(roundInput(input, responses, asked.state));
     }
   } catch (error) {

@@ -363,6 +363,8 @@ export class UpstreamPool {
    * subscriptions go over a listen stream Bindery does not hold upstream yet).
    */
   async subscribeResource(server: string, uri: string): Promise<boolean> {
+    // Already subscribed on a running instance: a renewal asks nothing of the server.
+    if ([...this.instances].some((instance) => instance.subscribed.has(uri))) return true;
     return this.list(server, 'resources/subscribe', async (instance, timeoutMs) => {
       if (instance.era !== 'legacy' || instance.capabilities().resources?.subscribe !== true) return false;
       if (!instance.subscribed.has(uri)) await instance.subscribeResource(uri, timeoutMs);
@@ -468,7 +470,13 @@ export class UpstreamPool {
     if (this.instances.size + this.starting < limit) return true;
     let idlest: UpstreamInstance | undefined;
     for (const instance of this.instances) {
-      if (instance.inFlight === 0 && (!idlest || instance.lastUsedAt < idlest.lastUsedAt)) idlest = instance;
+      // One holding subscriptions is where their updates come from: it is not made room of.
+      if (
+        instance.inFlight === 0 &&
+        instance.subscribed.size === 0 &&
+        (!idlest || instance.lastUsedAt < idlest.lastUsedAt)
+      )
+        idlest = instance;
     }
     if (!idlest) return false;
     this.instances.delete(idlest);

@@ -3,9 +3,14 @@
  * resources and prompts (`upstream_server.resources`, `.prompts`), checked entry by entry. The
  * exposures they are attached to serve them (exposure/upstream-catalog.ts).
  */
-import { UPSTREAM_CATALOG_LIMITS, storableText } from '@bindery/contracts';
+import {
+  UPSTREAM_CATALOG_LIMITS,
+  compileUriTemplate,
+  matchesUriTemplate,
+  storableText,
+  type UriTemplateMatcher,
+} from '@bindery/contracts';
 import type { Prompt, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
-import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { SkippedEntry } from './instance.ts';
 import { skippedWarnings } from './upstream-names.ts';
 
@@ -155,12 +160,16 @@ export function resourceTemplateSnapshot(
       typeof uriTemplate !== 'string' ||
       uriTemplate === '' ||
       uriTemplate.length > maxUriChars ||
-      !storableAsIs(uriTemplate) ||
-      !isUriTemplate(uriTemplate)
+      !storableAsIs(uriTemplate)
     ) {
       warnings.push(
-        `a resource template that is empty, over ${maxUriChars} characters, holds a NUL or a broken character, or is not an RFC 6570 template was skipped`,
+        `a resource template that is empty, over ${maxUriChars} characters, or holds a NUL or a broken character was skipped`,
       );
+      continue;
+    }
+    const compiled = compileUriTemplate(uriTemplate);
+    if ('problem' in compiled) {
+      warnings.push(`resource template "${shown(uriTemplate)}" was skipped: ${compiled.problem}`);
       continue;
     }
     if (seen.has(uriTemplate)) {
@@ -181,25 +190,23 @@ export function resourceTemplateSnapshot(
   return entries;
 }
 
-/** True when `uri` is one of `templates` filled in (RFC 6570, as the SDK's servers match it). */
-export function matchesTemplate(uri: string, templates: readonly ResourceTemplateEntry[]): boolean {
-  return templates.some((entry) => {
-    try {
-      return new UriTemplate(entry.uri_template).match(uri) !== null;
-    } catch {
-      return false;
-    }
-  });
-}
+// Templates compiled once per template text (a snapshot's are few, bounded by the catalog limits).
+const compiledTemplates = new Map<string, UriTemplateMatcher | null>();
+const COMPILED_KEPT = 10_000;
 
-/** True when `text` parses as an RFC 6570 URI template (the SDK's parser, which MCP servers use). */
-function isUriTemplate(text: string): boolean {
-  try {
-    new UriTemplate(text);
-    return true;
-  } catch {
-    return false;
-  }
+/** True when `uri` is one of `templates` filled in (RFC 6570, matched in linear time). */
+export function matchesTemplate(uri: string, templates: readonly ResourceTemplateEntry[]): boolean {
+  if (uri.length > UPSTREAM_CATALOG_LIMITS.maxUriChars) return false;
+  return templates.some((entry) => {
+    let matcher = compiledTemplates.get(entry.uri_template);
+    if (matcher === undefined) {
+      const compiled = compileUriTemplate(entry.uri_template);
+      matcher = 'problem' in compiled ? null : compiled;
+      if (compiledTemplates.size >= COMPILED_KEPT) compiledTemplates.clear();
+      compiledTemplates.set(entry.uri_template, matcher);
+    }
+    return matcher !== null && matchesUriTemplate(matcher, uri);
+  });
 }
 
 /**

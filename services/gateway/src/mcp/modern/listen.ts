@@ -42,6 +42,11 @@ export interface Listener {
   res: ServerResponse;
   /** List changes waiting for a client that does not read its stream (each sent once on drain). */
   pending: Set<string>;
+  /**
+   * Until the acknowledgement is written (it must come first): what happened meanwhile, once each
+   * (a list change, a resource's update), sent right after it.
+   */
+  early?: Map<string, { method: string; params?: Record<string, unknown> }> | undefined;
   /** Which of the prompt and resource lists changed since this stream last looked. */
   listsChanged(): Promise<{ prompts: boolean; resources: boolean }>;
 }
@@ -136,6 +141,7 @@ export class ListenStreams {
       res,
       pending: new Set(),
       listsChanged: request.listsChanged,
+      early: new Map(),
     };
     // Held before subscribing: the subscriptions ask whether their holder is open.
     this.#all.set(id, listener);
@@ -170,6 +176,9 @@ export class ListenStreams {
         params: { _meta: { [META.subscriptionId]: request.subscriptionId }, notifications: honoured },
       }),
     );
+    const early = listener.early;
+    listener.early = undefined;
+    for (const notification of early?.values() ?? []) this.#send(listener, notification);
     const keepAlive = setInterval(() => {
       if (!res.writableNeedDrain) res.write(':\n\n');
     }, KEEP_ALIVE_MS);
@@ -234,6 +243,10 @@ export class ListenStreams {
   #send(listener: Listener, notification: { method: string; params?: Record<string, unknown> }): void {
     const { res } = listener;
     if (res.writableEnded || res.destroyed) return;
+    if (listener.early) {
+      listener.early.set(`${notification.method}\u0000${String(notification.params?.uri ?? '')}`, notification);
+      return;
+    }
     // A client that does not read: a list change waits, once however often it happens, and goes
     // when the stream drains (resource updates wait the same way, in resource-subscriptions.ts).
     if (res.writableNeedDrain && notification.params === undefined) {

@@ -19,7 +19,13 @@ import { unstorableArguments } from '../unstorable-arguments.ts';
 import { WireError } from '../wire-error.ts';
 import { unansweredCall } from './call-failures.ts';
 import { finishLines, refusalLine, startLine } from './call-log.ts';
-import { MAX_INPUT_ROUNDS, askClient, roundInput, type RequestInput } from './client-input.ts';
+import {
+  ClientDidNotAnswer,
+  MAX_INPUT_ROUNDS,
+  askClient,
+  roundInput,
+  type RequestInput,
+} from './client-input.ts';
 import { callCatalogTool, isCatalogTool } from './progressive.ts';
 import { routeTool, unknownToolRefusal } from './source-routing.ts';
 import { toolIndex } from './tool-index.ts';
@@ -154,7 +160,14 @@ export async function callTool(
         break;
       }
       const asked = answer.input_required;
-      const responses = await askClient(input.ask, asked.requests, call.signal);
+      let responses;
+      try {
+        responses = await askClient(input.ask, asked.requests, call.signal);
+      } catch (error) {
+        if (!(error instanceof ClientDidNotAnswer)) throw error;
+        answer = toolError({ code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED', message: error.message });
+        break;
+      }
       answer = await tool.run(args, call.requestId, {
         ...extra,
         input: roundInput(input, responses, asked.state),

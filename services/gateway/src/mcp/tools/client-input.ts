@@ -14,6 +14,9 @@
  */
 import {
   CLIENT_INPUT_CAPABILITIES,
+  MAX_INPUT_KEY_CHARS,
+  MAX_INPUT_RESPONSES,
+  MAX_REQUEST_STATE_CHARS,
   type ClientInput,
   type ClientInputCapability,
   type InputRequest,
@@ -28,6 +31,22 @@ import { WireError } from '../wire-error.ts';
 
 /** Rounds of input one legacy call may go through before it fails. */
 export const MAX_INPUT_ROUNDS = 8;
+/**
+ * How long a legacy client is given to answer one round (a person filling in a form): well within
+ * the 30 minutes a requestState lasts.
+ */
+export const LEGACY_ASK_TIMEOUT_MS = 10 * 60_000;
+
+/** A legacy client failed to answer an input request (it refused, timed out, or went away). */
+export class ClientDidNotAnswer extends Error {
+  constructor(
+    readonly key: string,
+    readonly timedOut: boolean,
+    reason: string,
+  ) {
+    super(`the client did not answer input request "${key.slice(0, 64)}": ${reason.slice(0, 300)}`);
+  }
+}
 
 /** What a call's client can be asked, and how (RequestExtra.input). */
 export interface RequestInput {
@@ -73,7 +92,20 @@ export function retryOf(params: Record<string, unknown>): Pick<RequestInput, 're
         'Invalid params: inputResponses is an object of answers by key',
       );
     }
+    const keys = Object.keys(inputResponses);
+    if (keys.length > MAX_INPUT_RESPONSES) {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        `Invalid params: inputResponses holds ${keys.length} answers, more than the ${MAX_INPUT_RESPONSES} a retry may`,
+      );
+    }
     for (const [key, answer] of Object.entries(inputResponses)) {
+      if (key.length > MAX_INPUT_KEY_CHARS) {
+        throw new WireError(
+          ErrorCode.InvalidParams,
+          `Invalid params: an inputResponses key is longer than ${MAX_INPUT_KEY_CHARS} characters`,
+        );
+      }
       if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
         throw new WireError(
           ErrorCode.InvalidParams,
@@ -119,8 +151,13 @@ export async function askClient(
 ): Promise<Record<string, Record<string, unknown>>> {
   const entries = await Promise.all(
     Object.entries(requests).map(async ([key, request]) => {
-      const answer = await ask(request, signal);
-      return [key, (answer ?? {}) as Record<string, unknown>] as const;
+      try {
+        const answer = await ask(request, signal);
+        return [key, (answer ?? {}) as Record<string, unknown>] as const;
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new ClientDidNotAnswer(key, /timed? ?out/i.test(reason), reason);
+      }
     }),
   );
   return Object.fromEntries(entries);
@@ -142,7 +179,7 @@ interface SdkExtra {
   sendRequest?: (
     request: { method: string; params?: Record<string, unknown> },
     schema: (typeof ANSWER_SCHEMAS)[keyof typeof ANSWER_SCHEMAS],
-    options?: { signal?: AbortSignal },
+    options?: { signal?: AbortSignal; timeout?: number },
   ) => Promise<unknown>;
 }
 
@@ -162,7 +199,10 @@ export function inputOf(clientCapabilities: (() => unknown) | undefined): InputO
       ask: (request: InputRequest, signal) => {
         const schema = ANSWER_SCHEMAS[request.method as keyof typeof ANSWER_SCHEMAS];
         if (!schema) return Promise.reject(new Error(`no client request ${request.method}`));
-        return send({ method: request.method, params: request.params }, schema, signal && { signal });
+        return send({ method: request.method, params: request.params }, schema, {
+          timeout: LEGACY_ASK_TIMEOUT_MS,
+          ...(signal && { signal }),
+        });
       },
     };
   };
