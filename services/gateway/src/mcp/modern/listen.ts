@@ -244,7 +244,10 @@ export class ListenStreams {
     const { res } = listener;
     if (res.writableEnded || res.destroyed) return;
     if (listener.early) {
-      listener.early.set(`${notification.method}\u0000${String(notification.params?.uri ?? '')}`, notification);
+      listener.early.set(
+        `${notification.method}\u0000${String(notification.params?.uri ?? '')}`,
+        notification,
+      );
       return;
     }
     // A client that does not read: a list change waits, once however often it happens, and goes

@@ -165,7 +165,10 @@ export async function callTool(
         responses = await askClient(input.ask, asked.requests, call.signal);
       } catch (error) {
         if (!(error instanceof ClientDidNotAnswer)) throw error;
-        answer = toolError({ code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED', message: error.message });
+        answer = toolError({
+          code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED',
+          message: error.message,
+        });
         break;
       }
       answer = await tool.run(args, call.requestId, {

@@ -116,10 +116,10 @@ export function retryOf(params: Record<string, unknown>): Pick<RequestInput, 're
     out.responses = inputResponses as Record<string, Record<string, unknown>>;
   }
   if ('requestState' in params) {
-    if (typeof requestState !== 'string') {
+    if (typeof requestState !== 'string' || requestState.length > MAX_REQUEST_STATE_CHARS) {
       throw new WireError(
         ErrorCode.InvalidParams,
-        'Invalid params: requestState is the string a previous round answered',
+        `Invalid params: requestState is the string (of at most ${MAX_REQUEST_STATE_CHARS} characters) a previous round answered`,
       );
     }
     out.state = requestState;
