@@ -209,7 +209,17 @@ export async function buildGateway(
   });
   registerUnknownRoutes(app);
 
-  lane.current = createFastLane({ config, cache, sessions, limiter, metrics, log: app.log });
+  lane.current = createFastLane({
+    config,
+    cache,
+    client,
+    sessions,
+    limiter,
+    metrics,
+    store,
+    executeLimiter,
+    log: app.log,
+  });
   app.addHook('preClose', async () => {
     lane.current?.stop();
     sessions.endStandingStreams();

@@ -1,4 +1,5 @@
-// The fast lane (requests on a held session served before Fastify) must be invisible to clients:
+// The fast lane (requests on a held session, and modern requests, served before Fastify) must be
+// invisible to clients:
 // the same answers as the framework path, every refusal still produced, nothing taken that it
 // cannot serve. The `lane` label of gateway_requests_total tells which path served a request.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -124,6 +125,55 @@ describe('fast lane', () => {
       'find_customers',
       'peek_orders',
     ]);
+  });
+
+  it('serves a modern request (no session) on the api_key route as the framework would, not listen', async () => {
+    const modern = (id: number, method: string, params: Record<string, unknown>, name?: string) =>
+      rawPost(
+        stack.gatewayUrl,
+        keyPath(),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method,
+          params: {
+            ...params,
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        }),
+        {
+          headers: {
+            'mcp-protocol-version': '2026-07-28',
+            'mcp-method': method,
+            ...(name !== undefined && { 'mcp-name': name }),
+          },
+        },
+      );
+    let answers: Awaited<ReturnType<typeof modern>>[] = [];
+    const counted = await lanes(async () => {
+      answers = [
+        await modern(
+          11,
+          'tools/call',
+          { name: 'find_customers', arguments: { query: '[0].name' } },
+          'find_customers',
+        ),
+        await modern(12, 'tools/list', {}),
+        // A header that disagrees with the body is refused alike (-32020).
+        await modern(13, 'tools/call', { name: 'find_customers', arguments: {} }, 'peek_orders'),
+      ];
+    });
+    expect(counted).toEqual({ fast: 3, framework: 0 });
+    const [called, listed, mismatch] = answers.map((a) => JSON.parse(a.text)) as Json[];
+    expect(answers[0]!.headers['mcp-session-id']).toBeUndefined();
+    expect(called).toMatchObject({ id: 11, result: { resultType: 'complete' } });
+    expect(JSON.parse(called!.result.content[0].text)).toBe('Ada');
+    expect(listed!.result.tools).toHaveLength(2);
+    expect(answers[2]!.status).toBe(400);
+    expect(mismatch!.error.code).toBe(-32020);
   });
 
   it('answers a ping of a held session, and hands notifications to the SDK transport', async () => {

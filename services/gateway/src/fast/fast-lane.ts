@@ -1,6 +1,7 @@
 /**
- * The fast lane: a POST on a session this replica holds, for a key whose config is cached and
- * fresh, is served straight from Node's request event, before Fastify. On a two-core machine the
+ * The fast lane: a POST on a session this replica holds, or a modern (MCP 2026-07-28) request on
+ * the api_key route, for a key whose config is cached and fresh, is served straight from Node's
+ * request event, before Fastify. On a two-core machine the
  * framework's per-request work (routing, hooks, reply and logger objects) was a measurable part of
  * what the gateway adds to a tool call, and this is the request every agent sends most.
  *
@@ -11,32 +12,29 @@
  * goes to Fastify untouched, which produces every refusal. A taken request's body is parsed and
  * checked by the routes' own functions (`http/json-body.ts`, `mcp/requests.ts`); then it runs the
  * same checks for real (`admission.ts`, as the routes do after parsing), since the exposure or
- * session may have changed while it arrived, and is answered directly (`direct-answer.ts`) or
- * handed to the session's SDK transport with its parsed body.
+ * session may have changed while it arrived, and is answered directly (`direct-answer.ts`),
+ * handed to the session's SDK transport with its parsed body, or served as a modern request
+ * (`mcp/modern/serve.ts`) exactly as the routes serve it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerToken, isWellFormedPlaygroundKey, redactApiKeyInUrl } from '@bindery/contracts';
 import { requestFramingProblem } from '@bindery/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { SESSION_NOT_FOUND, admitKey, originRefusal, refusalFor, type Flavor } from '../auth/admission.ts';
-import type { GatewayConfig } from '../config.ts';
 import { acceptsDirectAnswer, directAnswer, writeDirectAnswer } from './direct-answer.ts';
-import { keyHash, type ExposureCache } from '../control-plane/exposure-cache.ts';
+import { keyHash } from '../control-plane/exposure-cache.ts';
 import { parseJsonBody } from '../http/json-body.ts';
 import { answerFault, writeJsonRpcError } from '../http/jsonrpc-errors.ts';
 import { MCP_ROUTES, V1, V2 } from '../http/mcp-paths.ts';
 import { envelopeRefusal } from '../mcp/requests.ts';
 import { eraOf } from '../mcp/modern/envelope.ts';
-import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
-import type { SessionRegistry } from '../mcp/sessions.ts';
+import { MODERN_PROTOCOL_VERSIONS } from '../mcp/modern/envelope.ts';
+import { serveModern } from '../mcp/modern/serve.ts';
+import { requestServerDeps, type ServerServices } from '../mcp/request-server-deps.ts';
 
-export interface FastLaneDeps {
-  config: GatewayConfig;
-  cache: ExposureCache;
-  sessions: SessionRegistry;
+export interface FastLaneDeps extends ServerServices {
   limiter: RateLimiter;
-  metrics: GatewayMetrics;
   log: FastifyBaseLogger;
 }
 
@@ -108,7 +106,7 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     req: IncomingMessage,
     res: ServerResponse,
     text: string,
-    call: { apiKey: string; hash: string; sessionId: string; target: Target },
+    call: { apiKey: string; hash: string; sessionId: string | undefined; target: Target },
   ): Promise<void> {
     // Parsed and checked as the routes do (no rate-limit token spent on a refusal).
     const parsed = parseJsonBody(text);
@@ -121,8 +119,8 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
       writeJsonRpcError(res, refusal);
       return;
     }
-    // A body in the modern era's envelope: the lane takes only requests whose version header is
-    // legacy or absent, so it is refused here as the routes refuse it (-32020), never served.
+    // The era the body and its headers speak, checked as the routes check it: a modern body under
+    // a legacy header is refused (-32020), as the routes refuse it.
     const era = eraOf(parsed.value, req.headers);
     if (era.era === 'refused') {
       writeJsonRpcError(res, era.refusal, era.id);
@@ -141,7 +139,25 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
       writeJsonRpcError(res, admission.refusal);
       return;
     }
-    const session = sessions.get(call.sessionId, call.hash);
+    if (era.era === 'modern') {
+      // Stateless (MCP 2026-07-28): served here as the routes serve it, without the framework.
+      await serveModern(res, req.headers, era.message, era.envelope, {
+        server: requestServerDeps(deps, {
+          credential: { kind: 'api_key', apiKey: call.apiKey },
+          hash: call.hash,
+          owner: call.hash,
+          flavor: call.target.flavor,
+          ip: req.socket.remoteAddress,
+          log,
+          sessionIdHint: undefined,
+        }),
+        cacheTtlMs: config.cache.ttlMs,
+        sessions,
+        keyHash: call.hash,
+      });
+      return;
+    }
+    const session = call.sessionId === undefined ? undefined : sessions.get(call.sessionId, call.hash);
     if (!session) {
       writeJsonRpcError(res, SESSION_NOT_FOUND);
       return;
@@ -165,8 +181,22 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     const target = targetOf(req.url ?? '');
     if (!target) return false;
     const { headers } = req;
-    const sessionId = headers['mcp-session-id'];
-    if (typeof sessionId !== 'string' || !isJson(headers['content-type']) || !acceptsDirectAnswer(headers)) {
+    const header = headers['mcp-session-id'];
+    const sessionId = typeof header === 'string' ? header : undefined;
+    // A modern request (its version in the header) on the api_key route needs no session; one
+    // that keeps its stream open (subscriptions/listen) takes the routes' path.
+    const modern =
+      sessionId === undefined &&
+      target.flavor === 'v2' &&
+      MODERN_PROTOCOL_VERSIONS.includes(String(headers['mcp-protocol-version'])) &&
+      typeof headers['mcp-method'] === 'string' &&
+      headers['mcp-method'] !== 'subscriptions/listen';
+    if (
+      (sessionId === undefined && !modern) ||
+      !isJson(headers['content-type']) ||
+      !(headers.accept ?? '').includes('application/json') ||
+      (!modern && !acceptsDirectAnswer(headers))
+    ) {
       return false;
     }
     // A body the lane can read whole within the limit; chunked or empty ones go to Fastify.
@@ -185,13 +215,13 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
     // What the checks after the body will find, predicted without spending a token: a refusal
     // here leaves the request to Fastify, which produces it.
     const hash = keyHash(apiKey);
-    const session = sessions.get(sessionId, hash);
-    if (!session || !limiter.available(hash)) return false;
+    const session = sessionId === undefined ? undefined : sessions.get(sessionId, hash);
+    if ((!modern && !session) || !limiter.available(hash)) return false;
     const exposure = cache.peek(hash);
     if (!exposure || refusalFor(exposure, target.flavor) !== undefined) return false;
 
     // Busy from now on, body still arriving included: a session cap never closes it under us.
-    sessions.busyUntilClosed(session, res);
+    if (session) sessions.busyUntilClosed(session, res);
     const started = performance.now();
     res.once('finish', () => finished(req, res, target.route, started));
     const chunks: Buffer[] = [];

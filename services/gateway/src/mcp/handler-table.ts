@@ -32,14 +32,25 @@ interface Entry {
 /** The outcome of checking a request against its method's schema. */
 export type Parsed = { ok: true; request: unknown } | { ok: false; message: string };
 
+// The method each request schema names, read once: a modern request builds its table anew.
+const methods = new WeakMap<object, string>();
+
+function methodOf(schema: Parameters<Server['setRequestHandler']>[0]): string {
+  let method = methods.get(schema);
+  if (method === undefined) {
+    const named = getLiteralValue(getObjectShape(schema)?.method ?? schema);
+    if (typeof named !== 'string') throw new Error('a request schema names its method');
+    methods.set(schema, (method = named));
+  }
+  return method;
+}
+
 /** Request handlers by method, as the SDK's server keeps them, without a transport. */
 export class HandlerTable implements HandlerRegistry {
   readonly #entries = new Map<string, Entry>();
 
   setRequestHandler: Server['setRequestHandler'] = (schema, handler) => {
-    const method = getLiteralValue(getObjectShape(schema)?.method ?? schema);
-    if (typeof method !== 'string') throw new Error('a request schema names its method');
-    this.#entries.set(method, { schema, handler: handler as unknown as Handler });
+    this.#entries.set(methodOf(schema), { schema, handler: handler as unknown as Handler });
   };
 
   has(method: string): boolean {

@@ -19,7 +19,6 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { type ControlPlaneClient } from '../control-plane/client.ts';
-import { ControlPlaneError } from '../control-plane/errors.ts';
 import {
   MISSING_KEY,
   PLAYGROUND_KEY_IN_PATH,
@@ -31,7 +30,6 @@ import {
 import { directAnswer, writeDirectAnswer } from '../fast/direct-answer.ts';
 import { keepReplyHeaders } from '../http/cors.ts';
 import {
-  LookupsLimitedError,
   credentialHash,
   keyHash,
   type Credential,
@@ -46,6 +44,7 @@ import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
 import { eraOf, type Era } from '../mcp/modern/envelope.ts';
 import { serveModern } from '../mcp/modern/serve.ts';
+import { requestServerDeps } from '../mcp/request-server-deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
 import type { SessionStateStore } from '../mcp/tools/progressive-sessions.ts';
@@ -98,7 +97,7 @@ const BAD_CALLER = {
 } as const;
 
 export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promise<void> {
-  const { config, cache, client, sessions, limiter, metrics, store, executeLimiter } = deps;
+  const { config, cache, sessions, limiter, metrics } = deps;
 
   /** The exposure for a key as a route may serve it, or the refusal already sent. */
   async function admit(
@@ -182,36 +181,16 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     // A caller entry's log lines say who called.
     const log = credential.kind === 'personal' ? request.log.child({ caller: caller ?? null }) : request.log;
     // Only requests that need an MCP server build one; the direct answer does not.
-    const serverDeps = () => ({
-      progressive: {
-        store,
-        executeLimiter,
-        keyHash: owner,
-        concurrency: config.progressive.concurrency,
-        itemTimeoutMs: config.progressive.itemTimeoutMs,
-      },
-      sessionIdHint: typeof sessionHeader === 'string' ? sessionHeader : undefined,
-      subscriptions: sessions.subscriptions,
-      client,
-      metrics,
-      log,
-      toolsPageSize: config.toolsPageSize,
-      charge: (exposure: Exposure, bytes: number) => cache.charge(exposure, bytes),
-      exposure: async () => {
-        let now: Exposure;
-        try {
-          now = (await cache.resolve(credential, hash, flavor, request.ip)).exposure;
-        } catch (error) {
-          if (!(error instanceof LookupsLimitedError)) throw error;
-          throw new ControlPlaneError(error.message, 'not-sent');
-        }
-        if (now.kind === 'unknown') {
-          const what = credential.kind === 'api_key' ? 'this api_key' : 'this personal key';
-          throw new ControlPlaneError(`${what} is no longer valid`, 'not-sent');
-        }
-        return now;
-      },
-    });
+    const serverDeps = () =>
+      requestServerDeps(deps, {
+        credential,
+        hash,
+        owner,
+        flavor,
+        ip: request.ip,
+        log,
+        sessionIdHint: typeof sessionHeader === 'string' ? sessionHeader : undefined,
+      });
     if (era.era === 'modern') {
       // Stateless: a session id the client sends is not looked at.
       const { message, envelope } = era;
