@@ -22,7 +22,7 @@ export interface UriTemplateMatcher {
   readonly parts: readonly Part[];
 }
 
-type Part = { literal: string } | { operator: string };
+type Part = { literal: string } | { operator: string; names: readonly string[]; maxLength?: number };
 
 /** Characters of a template at most, and expressions in it (bounds of the upstream catalog). */
 const MAX_TEMPLATE_CHARS = 2048;
@@ -65,7 +65,13 @@ export function compileUriTemplate(template: string): UriTemplateMatcher | { pro
     }
     if (++expressions > MAX_EXPRESSIONS)
       return { problem: `a template has at most ${MAX_EXPRESSIONS} expressions` };
-    parts.push({ operator });
+    // A single variable with a prefix length (`{id:3}`) takes at most that many characters.
+    const prefix = names.length === 1 ? /:(\d+)$/.exec(names[0]!) : null;
+    parts.push({
+      operator,
+      names: names.map((name) => name.replace(/(\*|:\d+)$/, '')),
+      ...(prefix && operator === '' && { maxLength: Number(prefix[1]) }),
+    });
     at = end + 1;
   }
   return { parts };
@@ -97,18 +103,45 @@ export function matchesUriTemplate(matcher: UriTemplateMatcher, uri: string): bo
     }
     if (end === -1) return false;
     const value = uri.slice(at, end);
-    if (!valueFits(part.operator, value)) return false;
+    if (!valueFits(part, value)) return false;
     at = end;
   }
   return at === uri.length;
 }
 
-function valueFits(operator: string, value: string): boolean {
-  const lead = LEADS[operator];
-  if (lead !== undefined && operator !== '#') return value === '' || value.startsWith(lead);
-  if (operator === '#') return value === '' || value.startsWith('#');
+/** Characters an expression's value may not hold after its leading one, by operator. */
+const REFUSED: Record<string, RegExp> = {
+  '': /[/?#]/,
+  '/': /[?#]/,
+  '.': /[/?#]/,
+  ';': /[/?#]/,
+  '?': /[/#]/,
+  '&': /[/#]/,
+};
+
+function valueFits(
+  part: { operator: string; names: readonly string[]; maxLength?: number },
+  value: string,
+): boolean {
+  const { operator } = part;
   // A simple expression's value has its reserved characters encoded; it is never empty in a URI
   // that names something.
-  if (operator === '') return value !== '' && !/[/?#]/.test(value);
+  if (operator === '') {
+    return (
+      value !== '' &&
+      !REFUSED['']!.test(value) &&
+      (part.maxLength === undefined || value.length <= part.maxLength)
+    );
+  }
+  if (operator === '+') return true;
+  if (value === '') return true;
+  if (!value.startsWith(LEADS[operator]!)) return false;
+  if (operator === '#') return true;
+  const rest = value.slice(1);
+  if (REFUSED[operator]!.test(rest)) return false;
+  // A query part names its variables: `?a=1&b=2`, each one the expression lists.
+  if (operator === '?' || operator === '&') {
+    return rest.split('&').every((pair) => part.names.includes(pair.split('=')[0]!));
+  }
   return true;
 }

@@ -28,6 +28,12 @@ describe('matching', () => {
       ['search://q{?query,limit}', 'search://qx', false],
       ['doc://{name}{.ext}', 'doc://readme.md', true],
       ['page://{id}{#section}', 'page://7#intro', true],
+      ['doc://{name}{.ext}', 'doc://x.y/z', false],
+      ['search://q{?query}', 'search://q?anything#x', false],
+      ['search://q{?query}', 'search://q?other=1', false],
+      ['repo://r{/path*}', 'repo://r/a/b?x', false],
+      ['code://{id:3}', 'code://abcd', false],
+      ['code://{id:3}', 'code://abc', true],
       ['plain://fixed', 'plain://fixed', true],
       ['plain://fixed', 'plain://fixed/', false],
     ];

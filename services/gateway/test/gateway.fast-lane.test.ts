@@ -174,6 +174,29 @@ describe('fast lane', () => {
     expect(listed!.result.tools).toHaveLength(2);
     expect(answers[2]!.status).toBe(400);
     expect(mismatch!.error.code).toBe(-32020);
+
+    // An initialize under the modern header opens a legacy session: the framework's path.
+    let opened: Awaited<ReturnType<typeof modern>> | undefined;
+    const initCounted = await lanes(async () => {
+      opened = await rawPost(
+        stack.gatewayUrl,
+        keyPath(),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 14,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-11-25',
+            capabilities: {},
+            clientInfo: { name: 'lane-test', version: '1.0.0' },
+          },
+        }),
+        { headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'initialize' } },
+      );
+    });
+    expect(initCounted).toEqual({ fast: 0, framework: 1 });
+    expect(opened!.status).toBe(200);
+    expect(opened!.headers['mcp-session-id']).toEqual(expect.any(String));
   });
 
   it('answers a ping of a held session, and hands notifications to the SDK transport', async () => {

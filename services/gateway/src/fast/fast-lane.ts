@@ -28,6 +28,7 @@ import { answerFault, writeJsonRpcError } from '../http/jsonrpc-errors.ts';
 import { MCP_ROUTES, V1, V2 } from '../http/mcp-paths.ts';
 import { envelopeRefusal } from '../mcp/requests.ts';
 import { eraOf } from '../mcp/modern/envelope.ts';
+import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
 import { MODERN_PROTOCOL_VERSIONS } from '../mcp/modern/envelope.ts';
 import { serveModern } from '../mcp/modern/serve.ts';
@@ -126,6 +127,13 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
       writeJsonRpcError(res, era.refusal, era.id);
       return;
     }
+    // Taken as modern by its headers, the body is not (an initialize, a batch): refused as the
+    // routes refuse a legacy request under a version header no legacy session speaks, before
+    // the key is looked at.
+    if (call.sessionId === undefined && era.era !== 'modern') {
+      writeJsonRpcError(res, protocolVersionRefusal(req.headers, false) ?? SESSION_NOT_FOUND);
+      return;
+    }
     // Checked again now that the body is here: the exposure may have been disabled, the key
     // rotated or the session closed while it was arriving.
     const admission = await admitKey(
@@ -190,6 +198,8 @@ export function createFastLane(deps: FastLaneDeps): FastLane {
       target.flavor === 'v2' &&
       MODERN_PROTOCOL_VERSIONS.includes(String(headers['mcp-protocol-version'])) &&
       typeof headers['mcp-method'] === 'string' &&
+      // An initialize under a modern header opens a legacy session; a listen stream stays open.
+      headers['mcp-method'] !== 'initialize' &&
       headers['mcp-method'] !== 'subscriptions/listen';
     if (
       (sessionId === undefined && !modern) ||

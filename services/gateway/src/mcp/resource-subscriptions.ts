@@ -98,10 +98,12 @@ export class ResourceSubscriptions {
 
   /** The session's open GET stream, where its notifications go. */
   readonly #stream: (sessionId: string) => ServerResponse | undefined;
-  /** The upstream resources watched, by key: whose, and the AEIs whose sessions subscribe (each renews). */
-  readonly #upstream = new Map<string, { aeiIds: Set<string>; serverId: string; uri: string }>();
+  /** The upstream resources watched, by key: whose (renewed for the AEIs of the sessions watching). */
+  readonly #upstream = new Map<string, { serverId: string; uri: string }>();
   /** When each upstream resource was last notified: repeats of one change (HTTP and Redis) are dropped. */
   readonly #notifiedAt = new Map<string, number>();
+  /** Updates that came within the window of the last one sent, to go at its end (one each). */
+  readonly #trailing = new Map<string, NodeJS.Timeout>();
   #watcher: UpstreamWatcher | undefined;
   #renewal: NodeJS.Timeout | undefined;
 
@@ -211,7 +213,13 @@ export class ResourceSubscriptions {
   /** Renews every upstream watch this gateway holds (each AEI and server, in bounded requests). */
   async #renew(): Promise<void> {
     const groups = new Map<string, { aeiId: string; serverId: string; uris: string[] }>();
-    for (const { aeiIds, serverId, uri } of this.#upstream.values()) {
+    for (const [key, { serverId, uri }] of this.#upstream) {
+      // The AEIs of the sessions watching it now (one whose sessions left is not renewed for).
+      const aeiIds = new Set<string>();
+      for (const sessionId of this.#byTable.get(key)?.sessions ?? []) {
+        const aeiId = this.#sessions.get(sessionId)?.aeiId;
+        if (aeiId !== undefined) aeiIds.add(aeiId);
+      }
       for (const aeiId of aeiIds) {
         const key = `${aeiId}\u0000${serverId}`;
         let group = groups.get(key);
@@ -257,8 +265,20 @@ export class ResourceSubscriptions {
       const key = upstreamKey(serverId, uri);
       const watched = this.#byTable.get(key);
       if (!watched) continue;
-      // The same change heard twice (HTTP and Redis, or two control planes watching): once.
-      if (now - (this.#notifiedAt.get(key) ?? -Infinity) < REPEAT_WINDOW_MS) continue;
+      // The same change heard twice (HTTP and Redis, or two control planes watching) goes once; a
+      // change within the window after one sent goes at the window's end.
+      const since = now - (this.#notifiedAt.get(key) ?? -Infinity);
+      if (since < REPEAT_WINDOW_MS) {
+        if (!this.#trailing.has(key)) {
+          const timer = setTimeout(() => {
+            this.#trailing.delete(key);
+            this.upstreamUpdated([{ upstream_server_id: serverId, uri }]);
+          }, REPEAT_WINDOW_MS - since);
+          timer.unref();
+          this.#trailing.set(key, timer);
+        }
+        continue;
+      }
       this.#notifiedAt.set(key, now);
       for (const sessionId of watched.sessions) {
         const subscriber = this.#sessions.get(sessionId);
@@ -384,12 +404,10 @@ export class ResourceSubscriptions {
     watched.sessions.add(sessionId);
     const aeiId = this.#sessions.get(sessionId)?.aeiId;
     if (tableId.startsWith('upstream\u0000') && aeiId !== undefined) {
-      let upstream = this.#upstream.get(tableId);
-      if (!upstream) {
+      if (!this.#upstream.has(tableId)) {
         const [, serverId = '', ...rest] = tableId.split('\u0000');
-        this.#upstream.set(tableId, (upstream = { aeiIds: new Set(), serverId, uri: rest.join('\u0000') }));
+        this.#upstream.set(tableId, { serverId, uri: rest.join('\u0000') });
       }
-      upstream.aeiIds.add(aeiId);
       if (this.#renewal === undefined) {
         // Renewed at half the lease, so one missed renewal does not end it.
         this.#renewal = setInterval(() => void this.#renew(), UPSTREAM_WATCH_TTL_MS / 2);
@@ -412,6 +430,8 @@ export class ResourceSubscriptions {
     // Not renewed any more: the control plane's lease ends by itself.
     this.#upstream.delete(tableId);
     this.#notifiedAt.delete(tableId);
+    clearTimeout(this.#trailing.get(tableId));
+    this.#trailing.delete(tableId);
     if (this.#upstream.size === 0 && this.#renewal !== undefined) {
       clearInterval(this.#renewal);
       this.#renewal = undefined;
@@ -424,6 +444,8 @@ export class ResourceSubscriptions {
     this.#byTable.clear();
     this.#upstream.clear();
     this.#notifiedAt.clear();
+    for (const timer of this.#trailing.values()) clearTimeout(timer);
+    this.#trailing.clear();
     clearInterval(this.#renewal);
     this.#renewal = undefined;
   }

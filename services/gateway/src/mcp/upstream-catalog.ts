@@ -90,9 +90,9 @@ export async function askUpstream<T>(
         responses = await askClient(input.ask, asked.requests, signal);
       } catch (error) {
         if (!(error instanceof ClientDidNotAnswer)) throw error;
-        throw new WireError(ErrorCode.InvalidParams, error.message, {
-          code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED',
-        });
+        throw error.timedOut
+          ? new WireError(JSONRPC.UNAVAILABLE, error.message, { code: 'TIMEOUT' })
+          : new WireError(ErrorCode.InvalidParams, error.message, { code: 'VALIDATION_FAILED' });
       }
       answer = await ask(roundInput(input, responses, asked.state));
     }

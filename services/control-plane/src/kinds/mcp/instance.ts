@@ -40,7 +40,7 @@ import {
   type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { printable, type ToolProgress } from '@bindery/contracts';
+import { MAX_INPUT_KEY_CHARS, MAX_INPUT_RESPONSES, printable, type ToolProgress } from '@bindery/contracts';
 import type { Dispatcher } from 'undici';
 import { AnswerTooLarge, boundedFetch } from './bounded-fetch.ts';
 import type { TransportSpec } from './spec.ts';
@@ -575,7 +575,16 @@ function inputRequiredOf(request: string, raw: Record<string, unknown>): InputRe
   if (typeof requests !== 'object' || requests === null || Array.isArray(requests))
     throw new MalformedAnswer(request, 'inputRequests is not an object of input requests');
   const checked: InputRequiredAnswer['inputRequests'] = {};
-  for (const [key, value] of Object.entries(requests as Record<string, unknown>)) {
+  const entries = Object.entries(requests as Record<string, unknown>);
+  // What no agent could answer (a retry carries at most so many answers, keys so long) is refused.
+  if (entries.length > MAX_INPUT_RESPONSES)
+    throw new MalformedAnswer(request, `more than ${MAX_INPUT_RESPONSES} inputRequests at once`);
+  for (const [key, value] of entries) {
+    if (key.length > MAX_INPUT_KEY_CHARS)
+      throw new MalformedAnswer(
+        request,
+        `an inputRequests key is longer than ${MAX_INPUT_KEY_CHARS} characters`,
+      );
     const entry = value as { method?: unknown; params?: unknown } | null;
     if (typeof entry !== 'object' || entry === null || typeof entry.method !== 'string')
       throw new MalformedAnswer(request, `inputRequests.${key.slice(0, 64)} is not an input request`);

@@ -178,7 +178,12 @@ export class ListenStreams {
     );
     const early = listener.early;
     listener.early = undefined;
-    for (const notification of early?.values() ?? []) this.#send(listener, notification);
+    for (const notification of early?.values() ?? []) {
+      // An update held for a URI whose subscription was then refused is not this stream's.
+      const uri = notification.params?.uri;
+      if (typeof uri === 'string' && !subscribed.includes(uri)) continue;
+      this.#send(listener, notification);
+    }
     const keepAlive = setInterval(() => {
       if (!res.writableNeedDrain) res.write(':\n\n');
     }, KEEP_ALIVE_MS);

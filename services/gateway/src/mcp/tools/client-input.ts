@@ -26,6 +26,7 @@ import {
   ElicitResultSchema,
   ErrorCode,
   ListRootsResultSchema,
+  McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { WireError } from '../wire-error.ts';
 
@@ -149,18 +150,30 @@ export async function askClient(
   requests: Record<string, InputRequest>,
   signal: AbortSignal | undefined,
 ): Promise<Record<string, Record<string, unknown>>> {
-  const entries = await Promise.all(
-    Object.entries(requests).map(async ([key, request]) => {
-      try {
-        const answer = await ask(request, signal);
-        return [key, (answer ?? {}) as Record<string, unknown>] as const;
-      } catch (error) {
-        const reason = error instanceof Error ? error.message : String(error);
-        throw new ClientDidNotAnswer(key, /timed? ?out/i.test(reason), reason);
-      }
-    }),
-  );
-  return Object.fromEntries(entries);
+  // One failure ends the round: the other requests are withdrawn, not left waiting.
+  const round = new AbortController();
+  const stop = () => round.abort(signal?.reason);
+  signal?.addEventListener('abort', stop, { once: true });
+  try {
+    const entries = await Promise.all(
+      Object.entries(requests).map(async ([key, request]) => {
+        try {
+          const answer = await ask(request, round.signal);
+          return [key, (answer ?? {}) as Record<string, unknown>] as const;
+        } catch (error) {
+          // The call itself was cancelled: that, not the client, ends it.
+          if (signal?.aborted) throw error;
+          const timedOut = error instanceof McpError && error.code === ErrorCode.RequestTimeout;
+          const reason = error instanceof Error ? error.message : String(error);
+          round.abort();
+          throw new ClientDidNotAnswer(key, timedOut, reason);
+        }
+      }),
+    );
+    return Object.fromEntries(entries);
+  } finally {
+    signal?.removeEventListener('abort', stop);
+  }
 }
 
 /** What a handler is told of its client for input, from the request's `extra` (both eras). */
