@@ -26,10 +26,21 @@ export function workerFile(name: string, from: string): URL {
 }
 
 /**
- * Node options a worker thread starts with: none of its process's but source maps. A thread runs
- * built JavaScript; a process running the sources (tests) has a TypeScript loader among its
- * options, which a thread must not inherit.
+ * `require()` of an ES module off: the pool's thread loads our (ES) module with `require()` first
+ * and `import()` when that fails. On Node 20, a thread terminated while `require()` loads an ES
+ * module aborts the whole process (an assertion in `ModuleWrap::CreateRequiredModuleFacade`, seen
+ * when a control plane was stopped right after it started, its threads still loading); `import()`
+ * has no such path. Only where the running Node knows the option.
+ */
+const NO_REQUIRE_ESM = process.allowedNodeEnvironmentFlags.has('--experimental-require-module')
+  ? ['--no-experimental-require-module']
+  : [];
+
+/**
+ * Node options a worker thread starts with: none of its process's but source maps (and require of
+ * ES modules off, above). A thread runs built JavaScript; a process running the sources (tests)
+ * has a TypeScript loader among its options, which a thread must not inherit.
  */
 export function workerExecArgv(): string[] {
-  return process.execArgv.filter((option) => option === '--enable-source-maps');
+  return [...process.execArgv.filter((option) => option === '--enable-source-maps'), ...NO_REQUIRE_ESM];
 }
