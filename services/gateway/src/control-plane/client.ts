@@ -102,6 +102,20 @@ function refusedCall(status: number, body: unknown): ToolResult | undefined {
   return toolError(error);
 }
 
+/**
+ * A request the control plane refused (`what`: the call, the request, the watch), with its own
+ * message when its body has one: a 4xx is `refused` (nothing ran), another status an error answer.
+ */
+function refusedBy(status: number, body: unknown, what: string): ControlPlaneError {
+  const message = (body as { error?: { message?: string } } | undefined)?.error?.message;
+  return new ControlPlaneError(
+    `the control plane refused the ${what} (HTTP ${status}${message ? `: ${message}` : ''})`,
+    status >= 400 ? 'refused' : 'error-answer',
+    false,
+    status,
+  );
+}
+
 /** A tool call's answer from its status and body (the single route's, or a batch line's). */
 function executeAnswer(status: number, body: unknown): ToolResult {
   const refused = refusedCall(status, body);
@@ -117,13 +131,7 @@ function executeAnswer(status: number, body: unknown): ToolResult {
   if (status !== 200) {
     // A 4xx is about the request itself (token, route, media type): the control plane refused
     // it before running anything. (A 1xx-3xx other than 200 is no answer the route gives.)
-    const message = (body as { error?: { message?: string } } | undefined)?.error?.message;
-    throw new ControlPlaneError(
-      `the control plane refused the call (HTTP ${status}${message ? `: ${message}` : ''})`,
-      status >= 400 ? 'refused' : 'error-answer',
-      false,
-      status,
-    );
+    throw refusedBy(status, body, 'call');
   }
   return body as ToolResult;
 }
@@ -480,15 +488,7 @@ export class ControlPlaneClient {
       this.#options.toolCallTimeoutMs,
       { body, retry: false, signal },
     );
-    if (res.status !== 200) {
-      const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
-      throw new ControlPlaneError(
-        `the control plane refused the request (HTTP ${res.status}${message ? `: ${message}` : ''})`,
-        res.status >= 400 ? 'refused' : 'error-answer',
-        false,
-        res.status,
-      );
-    }
+    if (res.status !== 200) throw refusedBy(res.status, res.body, 'request');
     return res.body as UpstreamRequestAnswer;
   }
 
@@ -505,15 +505,7 @@ export class ControlPlaneClient {
       this.#options.toolCallTimeoutMs,
       { body, retry: true },
     );
-    if (res.status !== 200) {
-      const message = (res.body as { error?: { message?: string } } | undefined)?.error?.message;
-      throw new ControlPlaneError(
-        `the control plane refused the watch (HTTP ${res.status}${message ? `: ${message}` : ''})`,
-        res.status >= 400 ? 'refused' : 'error-answer',
-        false,
-        res.status,
-      );
-    }
+    if (res.status !== 200) throw refusedBy(res.status, res.body, 'watch');
     return res.body as UpstreamWatchAnswer;
   }
 

@@ -17,13 +17,7 @@ import { ControlPlaneError } from '../control-plane/errors.ts';
 import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { auditedCaller } from './tools/tool-index.ts';
-import {
-  ClientDidNotAnswer,
-  MAX_INPUT_ROUNDS,
-  askClient,
-  roundInput,
-  type RequestInput,
-} from './tools/client-input.ts';
+import { MAX_INPUT_ROUNDS, answerRounds, type RequestInput } from './tools/client-input.ts';
 import { WireError } from './wire-error.ts';
 
 export function upstreamResourcesOf(exposure: Exposure): readonly ConfigUpstreamResource[] {
@@ -71,37 +65,36 @@ export async function askUpstream<T>(
       },
       signal,
     );
-  let answer;
+  let rounds;
   try {
-    answer = await ask(input && roundInput(input, input.responses, input.state));
     // A modern upstream asked the agent (client-input.ts): a legacy session is asked here, round
     // after round; a modern client is answered input_required and retries itself.
-    for (let round = 1; 'input_required' in answer && input?.ask; round += 1) {
-      if (round > MAX_INPUT_ROUNDS) {
-        throw new WireError(
-          ErrorCode.InvalidParams,
-          `the upstream server asked for input ${MAX_INPUT_ROUNDS} times for ${subject.kind} "${subject.name.slice(0, 200)}"; a request may ask at most that often`,
-          { code: 'LIMIT_EXCEEDED' },
-        );
-      }
-      const asked = answer.input_required;
-      let responses;
-      try {
-        responses = await askClient(input.ask, asked.requests, signal);
-      } catch (error) {
-        if (!(error instanceof ClientDidNotAnswer)) throw error;
-        throw error.timedOut
-          ? new WireError(JSONRPC.UNAVAILABLE, error.message, { code: 'TIMEOUT' })
-          : new WireError(ErrorCode.InvalidParams, error.message, { code: 'VALIDATION_FAILED' });
-      }
-      answer = await ask(roundInput(input, responses, asked.state));
-    }
+    rounds = await answerRounds(
+      input,
+      ask,
+      (answer) => ('input_required' in answer ? answer.input_required : undefined),
+      signal,
+    );
   } catch (error) {
     if (!(error instanceof ControlPlaneError)) throw error;
     throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer: ${error.message}`, {
       code: 'UPSTREAM_FAILED',
     });
   }
+  if ('failure' in rounds) {
+    const { code, message } = rounds.failure;
+    if (code === 'LIMIT_EXCEEDED') {
+      throw new WireError(
+        ErrorCode.InvalidParams,
+        `the upstream server asked for input ${MAX_INPUT_ROUNDS} times for ${subject.kind} "${subject.name.slice(0, 200)}"; a request may ask at most that often`,
+        { code },
+      );
+    }
+    throw code === 'TIMEOUT'
+      ? new WireError(JSONRPC.UNAVAILABLE, message ?? '', { code })
+      : new WireError(ErrorCode.InvalidParams, message ?? '', { code });
+  }
+  const { answer } = rounds;
   if ('input_required' in answer) {
     return {
       resultType: 'input_required',

@@ -19,13 +19,7 @@ import { unstorableArguments } from '../unstorable-arguments.ts';
 import { WireError } from '../wire-error.ts';
 import { unansweredCall } from './call-failures.ts';
 import { finishLines, refusalLine, startLine } from './call-log.ts';
-import {
-  ClientDidNotAnswer,
-  MAX_INPUT_ROUNDS,
-  askClient,
-  roundInput,
-  type RequestInput,
-} from './client-input.ts';
+import { MAX_INPUT_ROUNDS, answerRounds, type RequestInput } from './client-input.ts';
 import { callCatalogTool, isCatalogTool } from './progressive.ts';
 import { routeTool, unknownToolRefusal } from './source-routing.ts';
 import { toolIndex } from './tool-index.ts';
@@ -145,37 +139,23 @@ export async function callTool(
         }),
     };
     const input = tool.asksInput ? call.input : undefined;
-    let answer = await tool.run(args, call.requestId, {
-      ...extra,
-      ...(input && { input: roundInput(input, input.responses, input.state) }),
-    });
     // A legacy client is asked on the call's stream, round after round; a modern one is answered
     // input_required and retries itself (client-input.ts).
-    for (let round = 1; answer.input_required && input?.ask; round += 1) {
-      if (round > MAX_INPUT_ROUNDS) {
-        answer = toolError({
-          code: 'LIMIT_EXCEEDED',
-          message: `The tool asked its client for input ${MAX_INPUT_ROUNDS} times in one call; a call may ask at most that often.`,
-        });
-        break;
-      }
-      const asked = answer.input_required;
-      let responses;
-      try {
-        responses = await askClient(input.ask, asked.requests, call.signal);
-      } catch (error) {
-        if (!(error instanceof ClientDidNotAnswer)) throw error;
-        answer = toolError({
-          code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED',
-          message: error.message,
-        });
-        break;
-      }
-      answer = await tool.run(args, call.requestId, {
-        ...extra,
-        input: roundInput(input, responses, asked.state),
-      });
-    }
+    const rounds = await answerRounds(
+      input,
+      (round) => tool.run(args, call.requestId, { ...extra, ...(round && { input: round }) }),
+      (answer) => answer.input_required,
+      call.signal,
+    );
+    const answer =
+      'answer' in rounds
+        ? rounds.answer
+        : toolError({
+            code: rounds.failure.code,
+            message:
+              rounds.failure.message ??
+              `The tool asked its client for input ${MAX_INPUT_ROUNDS} times in one call; a call may ask at most that often.`,
+          });
     result = clientResult(answer, input);
     session.metrics.toolCalls.inc({ status: result.isError ? 'error' : 'ok' });
   } catch (error) {

@@ -176,6 +176,43 @@ export async function askClient(
   }
 }
 
+/** Why a legacy client's rounds ended without an answer: too many of them, or a request unanswered. */
+export interface RoundsFailure {
+  code: 'LIMIT_EXCEEDED' | 'TIMEOUT' | 'VALIDATION_FAILED';
+  /** What the client failed to answer (absent for LIMIT_EXCEEDED, which the caller words). */
+  message?: string;
+}
+
+/**
+ * One request to the control plane that may ask the client for input (a tool call, an upstream's
+ * prompt or resource), round after round: `send` makes a round (with what the client can be asked
+ * and, on a retry, its answers), `asked` reads what an answer asks. A legacy client is asked on the
+ * request's stream and `send` runs again with its answers, at most MAX_INPUT_ROUNDS times; a
+ * modern client's answer comes back as it is (it retries itself), as does one that asks nothing.
+ */
+export async function answerRounds<A>(
+  input: RequestInput | undefined,
+  send: (round: ClientInput | undefined) => Promise<A>,
+  asked: (answer: A) => { requests: Record<string, InputRequest>; state: string } | undefined,
+  signal: AbortSignal | undefined,
+): Promise<{ answer: A } | { failure: RoundsFailure }> {
+  let answer = await send(input && roundInput(input, input.responses, input.state));
+  for (let round = 1; input?.ask; round += 1) {
+    const question = asked(answer);
+    if (!question) break;
+    if (round > MAX_INPUT_ROUNDS) return { failure: { code: 'LIMIT_EXCEEDED' } };
+    let responses;
+    try {
+      responses = await askClient(input.ask, question.requests, signal);
+    } catch (error) {
+      if (!(error instanceof ClientDidNotAnswer)) throw error;
+      return { failure: { code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED', message: error.message } };
+    }
+    answer = await send(roundInput(input, responses, question.state));
+  }
+  return { answer };
+}
+
 /** What a handler is told of its client for input, from the request's `extra` (both eras). */
 export type InputOf = (extra: unknown) => RequestInput | undefined;
 
