@@ -69,7 +69,37 @@ const ENUMS_SCHEMA = {
 };
 const ELICITED = `'Elicitation completed: action=' + answer.action + ', content=' + JSON.stringify(answer.content ?? {})`;
 
+// The input schema the json-schema-2020-12 scenario looks for (SEP-1613, SEP-2106): listed as
+// written, `$schema`, `$defs`, `$anchor`, composition and conditional keywords included.
+const JSON_SCHEMA_2020_12 = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  type: 'object',
+  $defs: {
+    address: {
+      $anchor: 'addressDef',
+      type: 'object',
+      properties: { street: { type: 'string' }, city: { type: 'string' } },
+    },
+  },
+  properties: {
+    name: { type: 'string' },
+    address: { $ref: '#/$defs/address' },
+    contactMethod: { type: 'string', enum: ['phone', 'email'] },
+    phone: { type: 'string' },
+    email: { type: 'string' },
+  },
+  allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+  if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+  then: { required: ['phone'] },
+  else: { required: ['email'] },
+  additionalProperties: false,
+};
+
 export const CUSTOM_TOOLS = [
+  {
+    ...tool('json_schema_2020_12_tool', 'Takes arguments described in JSON Schema 2020-12', text(`'ok'`)),
+    input_schema: JSON_SCHEMA_2020_12,
+  },
   tool(
     'test_simple_text',
     'Returns simple text content',

@@ -37,9 +37,13 @@ export {
   PatternRefused,
 } from './schema-pattern.ts';
 export {
+  compileToolSchema,
   compileUserSchema,
   describeSchemaError,
+  schemaDialect,
   schemaErrors,
+  toolSchemaErrors,
+  type SchemaDialect,
   type SchemaError,
   type SchemaValidator,
   type UserSchemaOptions,

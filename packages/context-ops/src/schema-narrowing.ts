@@ -7,7 +7,12 @@
 import { OpError } from './errors.ts';
 import { isJsonObject, type JsonSchema } from './json.ts';
 import { PatternRefused } from './schema-pattern.ts';
-import { compileUserSchema, describeSchemaError, schemaErrors } from './schema-validation.ts';
+import {
+  compileToolSchema,
+  describeSchemaError,
+  toolSchemaErrors,
+  type SchemaError,
+} from './schema-validation.ts';
 
 // Keywords whose effect the checker understands. Anything else (anyOf, $ref, if/then, ...) could
 // widen or reshape what is accepted in ways a structural comparison cannot judge, so it is refused.
@@ -53,9 +58,19 @@ export function checkSchemaNarrowing(
 ): void {
   const ROOT = root; // as the name of the override in messages
   if (!isJsonObject(override)) refuse(`${ROOT} must be a JSON Schema object`, ROOT);
+  try {
+    compileToolSchema(canonical);
+  } catch (cause) {
+    refuse(
+      `${ROOT} cannot narrow the tool's own schema, which Bindery cannot use: ${cause instanceof Error ? cause.message : String(cause)}`,
+      ROOT,
+    );
+  }
   refuseUnsupported(override, ROOT);
   try {
-    compileUserSchema(override);
+    // Read as the tool's schema is (its dialect, if it names one): the keywords it may use are
+    // limited above, so what strict mode would catch besides is an unknown format.
+    compileToolSchema(override);
   } catch (cause) {
     if (cause instanceof PatternRefused) {
       throw new OpError('VALIDATION_FAILED', `${ROOT} cannot be used: ${cause.message}`, {
@@ -69,7 +84,66 @@ export function checkSchemaNarrowing(
     );
   }
   if (override.type !== 'object') refuse(`${ROOT}.type must be "object"`, `${ROOT}.type`);
-  compare(canonical, override, ROOT);
+  dialects = { canonical: canonical.$schema, override: override.$schema };
+  try {
+    inlined = 0;
+    compare(inlineLocalRefs(canonical, canonical, 0) as JsonSchema, override, ROOT);
+  } finally {
+    dialects = undefined;
+  }
+}
+
+// The `$schema`s of the two roots being compared, for their sub-schemas, which are checked on their
+// own (set for the span of one synchronous checkSchemaNarrowing call).
+let dialects: { canonical: unknown; override: unknown } | undefined;
+
+/** The errors of `value` against a sub-schema of the canonical (`canonical`) or the override. */
+function schemaErrors(
+  node: JsonSchema,
+  value: unknown,
+  whose: 'canonical' | 'override' = 'override',
+): SchemaError[] {
+  const dialect = dialects?.[whose];
+  const alone = typeof dialect === 'string' && isJsonObject(node) ? { ...node, $schema: dialect } : node;
+  try {
+    return toolSchemaErrors(alone as JsonSchema, value);
+  } catch {
+    // A sub-schema that cannot be read on its own (a `$ref` to a part of its root left unresolved,
+    // an `$anchor`): the value is judged at each call, against the whole schema (checkArguments).
+    return [];
+  }
+}
+
+// How deep local references are followed, and how many nodes inlining may make in all: a recursive
+// schema stops there (read as `{}`, any value, which the call-time check against the whole schema
+// still judges), and a schema referring to itself many times cannot make the copy blow up.
+const MAX_REF_DEPTH = 16;
+const MAX_INLINED_NODES = 20_000;
+let inlined = 0;
+
+/**
+ * `schema` with its local references (`{"$ref": "#/definitions/x"}`, `#/$defs/x`) replaced by what
+ * they point at in `root`, so a sub-schema can be compared, and checked, on its own.
+ */
+function inlineLocalRefs(node: unknown, root: JsonSchema, depth: number): unknown {
+  inlined += 1;
+  if (inlined > MAX_INLINED_NODES) return {};
+  if (Array.isArray(node)) return node.map((item) => inlineLocalRefs(item, root, depth));
+  if (!isJsonObject(node)) return node;
+  if (typeof node.$ref === 'string' && node.$ref.startsWith('#/')) {
+    if (depth >= MAX_REF_DEPTH) return {};
+    let target: unknown = root;
+    for (const part of node.$ref.slice(2).split('/')) {
+      const key = decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~');
+      target = isJsonObject(target) && Object.hasOwn(target, key) ? target[key] : undefined;
+    }
+    if (!isJsonObject(target)) return {};
+    const { $ref: _ref, ...siblings } = node;
+    return inlineLocalRefs({ ...target, ...siblings }, root, depth + 1);
+  }
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [key, inlineLocalRefs(value, root, depth)]),
+  );
 }
 
 function refuse(message: string, path: string): never {
@@ -146,7 +220,7 @@ function checkDefault(canonical: JsonSchema, override: JsonSchema, path: string,
     return;
   }
   const value = override.default;
-  const [againstCanonical] = schemaErrors(canonical, value);
+  const [againstCanonical] = schemaErrors(canonical, value, 'canonical');
   if (againstCanonical !== undefined) {
     refuse(
       `${path}.default ${JSON.stringify(value)} is not accepted by the canonical schema: ${describeSchemaError(againstCanonical, 'value')}`,
@@ -167,7 +241,7 @@ function checkListedValues(canonical: JsonSchema, override: JsonSchema, path: st
   if ('const' in override) listed.push(['const', override.const]);
   if (Array.isArray(override.enum)) override.enum.forEach((value, i) => listed.push([`enum[${i}]`, value]));
   for (const [where, value] of listed) {
-    const [error] = schemaErrors(canonical, value);
+    const [error] = schemaErrors(canonical, value, 'canonical');
     if (error !== undefined) {
       refuse(
         `${path}.${where} ${JSON.stringify(value)} is not accepted by the canonical schema: ${describeSchemaError(error, 'value')}`,

@@ -1,12 +1,24 @@
 /**
- * JSON Schema validation (ajv, draft 2020-12): the one compile path for every schema a value is
- * checked against, the engine's canonical input and config schemas and the schemas users write
- * (item schemas, binding overrides; the control plane checks tool arguments with it too), so a
- * schema means the same when it is saved and when it is used.
+ * JSON Schema validation (ajv): the one compile path for every schema a value is checked against.
+ * Two readings share it:
+ * - a *user schema* (the engine's canonical input and config schemas and the schemas users write:
+ *   item schemas, binding overrides) is draft 2020-12 in strict mode, so a typo like "minLenght" is
+ *   refused when it is saved rather than silently ignored;
+ * - a *tool schema* (what a tool declares it takes or gives: an upstream MCP server's, an
+ *   OpenAPI-imported or a custom tool's) is read in the dialect its `$schema` names (draft-04, -06,
+ *   -07, 2019-09, 2020-12; none: 2020-12, as MCP says), checked against that dialect's meta-schema,
+ *   and keywords it does not know (`x-vendor`, other tools' annotations) are kept and ignored.
+ * Either way a schema means the same when it is saved and when it is used, `format`s are checked
+ * and `pattern`s run on RE2 within schema-pattern.ts's limits.
  */
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import draft06 from 'ajv/dist/refs/json-schema-draft-06.json' with { type: 'json' };
+import AjvDraft04 from 'ajv-draft-04';
 import formats from 'ajv-formats';
 import type { JsonSchema } from './json.ts';
+import { OpError } from './errors.ts';
 import { compilePattern, describeUnchecked, trackPatternChecks } from './schema-pattern.ts';
 
 export interface UserSchemaOptions {
@@ -23,6 +35,46 @@ export interface SchemaValidator {
   errors: ErrorObject[] | null;
 }
 
+/** The JSON Schema dialects a tool schema may declare with `$schema`. */
+export type SchemaDialect = 'draft-04' | 'draft-06' | 'draft-07' | '2019-09' | '2020-12';
+
+// Each dialect's meta-schema URI as its specification writes it; `http`/`https` and a trailing
+// `#` (empty fragment) are accepted either way, since servers write them both ways.
+const DIALECTS: ReadonlyMap<string, SchemaDialect> = new Map([
+  ['json-schema.org/draft-04/schema', 'draft-04'],
+  ['json-schema.org/draft-06/schema', 'draft-06'],
+  ['json-schema.org/draft-07/schema', 'draft-07'],
+  ['json-schema.org/draft/2019-09/schema', '2019-09'],
+  ['json-schema.org/draft/2020-12/schema', '2020-12'],
+]);
+
+// The URI each instance knows its meta-schema by (what `$schema` is rewritten to when compiled).
+const META_URIS: Record<SchemaDialect, string> = {
+  'draft-04': 'http://json-schema.org/draft-04/schema#',
+  'draft-06': 'http://json-schema.org/draft-06/schema#',
+  'draft-07': 'http://json-schema.org/draft-07/schema#',
+  '2019-09': 'https://json-schema.org/draft/2019-09/schema',
+  '2020-12': 'https://json-schema.org/draft/2020-12/schema',
+};
+
+/**
+ * The dialect `schema` declares (2020-12 when it declares none, as MCP specifies); throws
+ * VALIDATION_FAILED naming the `$schema` when it is one Bindery does not know.
+ */
+export function schemaDialect(schema: JsonSchema): SchemaDialect {
+  if (typeof schema !== 'object' || schema === null || !('$schema' in schema)) return '2020-12';
+  const declared = (schema as Record<string, unknown>).$schema;
+  const key =
+    typeof declared === 'string' ? declared.replace(/^https?:\/\//, '').replace(/#$/, '') : undefined;
+  const dialect = key === undefined ? undefined : DIALECTS.get(key);
+  if (dialect !== undefined) return dialect;
+  throw new OpError(
+    'VALIDATION_FAILED',
+    `its $schema ${JSON.stringify(declared).slice(0, 200)} is not a JSON Schema dialect Bindery knows (draft-04, draft-06, draft-07, 2019-09 or 2020-12)`,
+    { reason: 'unknown_dialect' },
+  );
+}
+
 // Users' schemas are few per user but come from everyone: bound the cache. 2,000 compiled schemas
 // take about 20 MB.
 const CACHE_LIMIT = 2_000;
@@ -32,47 +84,90 @@ const CACHE_LIMIT = 2_000;
 const COMPILES_PER_INSTANCE = 1_000;
 
 const compiled = new Map<string, SchemaValidator>();
-const instances = new Map<boolean, { ajv: Ajv2020; compiles: number }>();
+let compiledIds = 0;
+
+type Reading = 'user' | SchemaDialect;
+type AnyAjv = Ajv | Ajv2019 | Ajv2020 | InstanceType<typeof AjvDraft04.default>;
+const instances = new Map<string, { ajv: AnyAjv; compiles: number }>();
 
 /** Ajv's `code.regExp`: RE2 with JavaScript's meaning and limits (schema-pattern.ts). */
 const patternEngine = Object.assign((source: string) => compilePattern(source), { code: 'compilePattern' });
 
-function instance(useDefaults: boolean): Ajv2020 {
-  const current = instances.get(useDefaults);
+function instance(reading: Reading, useDefaults: boolean): AnyAjv {
+  const name = `${reading}:${useDefaults}`;
+  const current = instances.get(name);
   if (current !== undefined && current.compiles < COMPILES_PER_INSTANCE) {
     current.compiles += 1;
     return current.ajv;
   }
-  const ajv = new Ajv2020({
+  const options = {
     allErrors: true,
     useDefaults,
     // The value of a failed `pattern` comes with its error, to say when it was too long to check.
     verbose: true,
-    // strictSchema refuses unknown keywords and formats (a typo like "minLenght" is an error, not a
-    // silently ignored rule); the type/tuple/required strictness is about style and stays off.
-    strictSchema: true,
+    // A user schema: strictSchema refuses unknown keywords and formats (a typo is an error, not a
+    // silently ignored rule). A tool schema is someone else's: what ajv does not know is ignored, as
+    // JSON Schema says of unknown keywords. The type/tuple/required strictness is about style.
+    strictSchema: reading === 'user',
     strictTypes: false,
     strictTuples: false,
     strictRequired: false,
-    // Users' schemas may carry `$id`s; they must not clash with each other in a shared instance.
+    // Schemas may carry `$id`s; they must not clash with each other in a shared instance.
     addUsedSchema: false,
-    logger: false,
+    logger: false as const,
     code: { regExp: patternEngine },
-  });
+  };
+  const ajv = makeAjv(reading, options);
   // ajv-formats is CommonJS: under NodeNext its default import is the module object.
-  formats.default(ajv);
-  instances.set(useDefaults, { ajv, compiles: 1 });
+  formats.default(ajv as Ajv);
+  instances.set(name, { ajv, compiles: 1 });
   return ajv;
 }
 
+function makeAjv(reading: Reading, options: ConstructorParameters<typeof Ajv>[0]): AnyAjv {
+  switch (reading) {
+    case 'user':
+    case '2020-12':
+      return new Ajv2020(options);
+    case '2019-09':
+      return new Ajv2019(options);
+    case 'draft-07':
+      return new Ajv(options);
+    case 'draft-06': {
+      const ajv = new Ajv(options);
+      ajv.addMetaSchema(draft06);
+      return ajv;
+    }
+    case 'draft-04':
+      // ajv-draft-04 is CommonJS too: its default import is the module object under NodeNext.
+      return new AjvDraft04.default(options);
+  }
+}
+
 /**
- * A validator for `schema` (2020-12, every error reported, `format`s checked, `pattern`s on RE2
- * within schema-pattern.ts's limits); throws ajv's error when `schema` is not a valid JSON Schema
- * or uses an unknown keyword or format, and PatternRefused for a pattern the engine will not run.
+ * A validator for a user's `schema` (2020-12, strict, every error reported); throws ajv's error
+ * when `schema` is not a valid JSON Schema or uses an unknown keyword or format, and
+ * PatternRefused for a pattern the engine will not run.
  */
 export function compileUserSchema(schema: JsonSchema, options: UserSchemaOptions = {}): SchemaValidator {
-  const useDefaults = options.useDefaults === true;
-  const key = keyOf(schema, useDefaults);
+  return compileAs('user', schema, options.useDefaults === true);
+}
+
+/**
+ * A validator for a tool's `schema`, read in the dialect it declares (schemaDialect), unknown
+ * keywords ignored; throws VALIDATION_FAILED for a dialect Bindery does not know, ajv's error when
+ * `schema` is not valid in its dialect (or refers to what it does not hold), and PatternRefused for
+ * a pattern the engine will not run.
+ */
+export function compileToolSchema(schema: JsonSchema, options: UserSchemaOptions = {}): SchemaValidator {
+  return compileAs(schemaDialect(schema), schema, options.useDefaults === true);
+}
+
+function compileAs(reading: Reading, schema: JsonSchema, useDefaults: boolean): SchemaValidator {
+  const key = keyOf(
+    schema,
+    reading === 'user' ? (useDefaults ? 'defaults' : 'plain') : useDefaults ? 'toolDefaults' : 'tool',
+  );
   const hit = compiled.get(key);
   if (hit !== undefined) {
     // Re-inserting keeps the Map in least-recently-used order for eviction.
@@ -80,8 +175,18 @@ export function compileUserSchema(schema: JsonSchema, options: UserSchemaOptions
     compiled.set(key, hit);
     return hit;
   }
-  // A copy: ajv keys its cache by the object, which the caller may change later.
-  const validator = withPatternLimits(instance(useDefaults).compile(structuredClone(schema)));
+  // A copy: ajv keys its cache by the object, which the caller may change later. A tool schema's
+  // `$schema` is written the way its instance knows the meta-schema (`https`, a `#` or not).
+  const copy = structuredClone(schema);
+  if (typeof copy === 'object' && copy !== null) {
+    const root = copy as Record<string, unknown>;
+    if (reading !== 'user' && '$schema' in root) root.$schema = META_URIS[reading];
+    // Each compiled schema gets an id of its own: a reference to the whole schema (`"$ref": "#"`,
+    // a tree's children) resolves against it, and two schemas that name the same `$id` do not
+    // clash in a shared instance (which keeps no schema it compiled: addUsedSchema is off).
+    root[reading === 'draft-04' ? 'id' : '$id'] = `urn:bindery:schema:${(compiledIds += 1)}`;
+  }
+  const validator = withPatternLimits(instance(reading, useDefaults).compile(copy));
   compiled.set(key, validator);
   if (compiled.size > CACHE_LIMIT) {
     const oldest = compiled.keys().next();
@@ -96,19 +201,24 @@ export function compileUserSchema(schema: JsonSchema, options: UserSchemaOptions
  * serialising it per call. Only the key is remembered, not the validator, so the cache above
  * still decides what is kept.
  */
-function keyOf(schema: JsonSchema, useDefaults: boolean): string {
+function keyOf(schema: JsonSchema, mode: keyof typeof keysByObject): string {
   // Only objects can be keys of the WeakMap (a boolean schema is frozen too, and cheap to serialise).
   const frozen = typeof schema === 'object' && schema !== null && Object.isFrozen(schema);
-  const keys = keysByObject[useDefaults ? 'defaults' : 'plain'];
+  const keys = keysByObject[mode];
   const known = frozen ? keys.get(schema) : undefined;
   if (known !== undefined) return known;
-  const key = `${useDefaults ? 'defaults' : 'plain'}:${JSON.stringify(schema)}`;
+  const key = `${mode}:${JSON.stringify(schema)}`;
   if (frozen) keys.set(schema, key);
   return key;
 }
 
 // The same string each time: its hash is computed once, so the Map lookup is cheap as well.
-const keysByObject = { plain: new WeakMap<object, string>(), defaults: new WeakMap<object, string>() };
+const keysByObject = {
+  plain: new WeakMap<object, string>(),
+  defaults: new WeakMap<object, string>(),
+  tool: new WeakMap<object, string>(),
+  toolDefaults: new WeakMap<object, string>(),
+};
 
 // A string too long for a pattern answers "no match" inside ajv (which may then be hidden by
 // `not` or `anyOf`), so any such string fails the whole validation, with a message saying why.
@@ -158,9 +268,17 @@ export interface SchemaError {
   message: string;
 }
 
-/** Validates `value`, returning [] when it passes or ajv's errors in a JSON-safe form. */
+/** Validates `value` against a user's schema, returning [] when it passes or ajv's errors in a JSON-safe form. */
 export function schemaErrors(schema: JsonSchema, value: unknown): SchemaError[] {
-  const validate = compileUserSchema(schema);
+  return errorsOf(compileUserSchema(schema), value);
+}
+
+/** schemaErrors for a tool's schema (compileToolSchema). */
+export function toolSchemaErrors(schema: JsonSchema, value: unknown): SchemaError[] {
+  return errorsOf(compileToolSchema(schema), value);
+}
+
+function errorsOf(validate: SchemaValidator, value: unknown): SchemaError[] {
   if (validate(value)) return [];
   return (validate.errors ?? []).map(toSchemaError);
 }

@@ -365,7 +365,7 @@ export const AttachUpstreamBody = Type.Object(
       Type.String({
         pattern: '^(|[A-Za-z0-9][A-Za-z0-9_.-]{0,31})$',
         description:
-          'tool and prompt names become {prefix}_{name} (capped at 64 with a hash); "" keeps the upstream’s names as they are (a clash with a name the AEI has is refused); default the server’s slug',
+          'tool and prompt names become {prefix}_{name} (capped at 64 with a hash); "" keeps the upstream’s names as they are (a clash with a name the AEI has is refused); default: "" when the server is the AEI’s first and only source (no bindings, attachments or prompts yet), else the server’s slug',
       }),
     ),
   },
@@ -415,6 +415,8 @@ export const ToolPreview = Type.Object({
   inputSchema: JsonObject,
   outputSchema: Type.Optional(JsonObject),
   annotations: Type.Optional(ToolAnnotations),
+  icons: Type.Optional(Type.Array(Type.Unknown())),
+  _meta: Type.Optional(JsonObject),
 });
 export type ToolPreview = Static<typeof ToolPreview>;
 export const ToolList = Type.Object({ tools: Type.Array(ToolPreview) });

@@ -46,6 +46,12 @@ export const ClientInput = Type.Object(
         description: 'the requestState the previous round answered, as the client sent it back',
       }),
     ),
+    cancel: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'the client gave the call up while it was being asked: end what waits for these answers (an upstream call held for them), run nothing',
+      }),
+    ),
   },
   {
     additionalProperties: false,

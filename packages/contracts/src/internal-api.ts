@@ -38,6 +38,13 @@ export const ConfigBinding = Type.Object({
   input_schema: JsonObject,
   output_schema: Nullable(JsonObject),
   annotations: Type.Optional(ToolAnnotations),
+  meta: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        'the tool’s `_meta` for tools/list, as its source declares it (an upstream tool’s; MCP Apps name their UI resource here)',
+    }),
+  ),
+  icons: Type.Optional(Type.Array(Type.Unknown(), { description: 'the tool’s icons for tools/list' })),
   enabled: Type.Boolean(),
   resource: Type.Optional(
     Type.Boolean({

@@ -25,7 +25,21 @@ export const UPSTREAM_CATALOG_LIMITS = Object.freeze({
   maxTextChars: 2000,
   /** Arguments of one prompt at most. */
   maxPromptArguments: 32,
+  /** Characters of JSON an entry's `_meta`, `icons` and `annotations` take together, at most (more: left out). */
+  maxPresentationChars: 16_384,
 });
+
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+
+/**
+ * What an upstream entry (a tool, resource, template or prompt) says of itself for clients to show,
+ * passed on as the server listed it: `meta` is its `_meta` (MCP Apps: a tool's `ui.resourceUri`, a
+ * `ui://` resource's sandbox settings), `icons` its icons.
+ */
+export const PresentationFields = {
+  meta: Type.Optional(JsonObject),
+  icons: Type.Optional(Type.Array(Type.Unknown())),
+};
 
 /** One resource of an upstream server, as listed (`resources/list`), in config v2. */
 export const ConfigUpstreamResource = Type.Object({
@@ -36,6 +50,8 @@ export const ConfigUpstreamResource = Type.Object({
   description: Type.Optional(Type.String()),
   mime_type: Type.Optional(Type.String()),
   size: Type.Optional(Type.Integer({ minimum: 0 })),
+  annotations: Type.Optional(JsonObject),
+  ...PresentationFields,
 });
 export type ConfigUpstreamResource = Static<typeof ConfigUpstreamResource>;
 
@@ -50,6 +66,8 @@ export const ConfigUpstreamResourceTemplate = Type.Object({
   title: Type.Optional(Type.String()),
   description: Type.Optional(Type.String()),
   mime_type: Type.Optional(Type.String()),
+  annotations: Type.Optional(JsonObject),
+  ...PresentationFields,
 });
 export type ConfigUpstreamResourceTemplate = Static<typeof ConfigUpstreamResourceTemplate>;
 
@@ -67,12 +85,14 @@ export const ConfigUpstreamPrompt = Type.Object({
   title: Type.Optional(Type.String()),
   description: Type.Optional(Type.String()),
   arguments: Type.Array(UpstreamPromptArgument),
+  ...PresentationFields,
 });
 export type ConfigUpstreamPrompt = Static<typeof ConfigUpstreamPrompt>;
 
 /**
- * `POST /internal/aei/{aei_id}/upstream-request`: one resources/read or prompts/get for an
- * upstream server attached to the AEI. Exactly one of `read_resource` and `get_prompt`.
+ * `POST /internal/aei/{aei_id}/upstream-request`: one resources/read, prompts/get or
+ * completion/complete for an upstream server attached to the AEI. Exactly one of `read_resource`,
+ * `get_prompt` and `complete`.
  */
 export const UpstreamRequestBody = Type.Object(
   {
@@ -97,6 +117,43 @@ export const UpstreamRequestBody = Type.Object(
       ),
     ),
     input: Type.Optional(ClientInput),
+    complete: Type.Optional(
+      Type.Object(
+        {
+          /** A prompt by its name on the upstream server, or a resource template by its URI template. */
+          ref: Type.Union([
+            Type.Object(
+              { type: Type.Literal('ref/prompt'), name: Type.String({ minLength: 1, maxLength: 256 }) },
+              { additionalProperties: false },
+            ),
+            Type.Object(
+              {
+                type: Type.Literal('ref/resource'),
+                uri: Type.String({ minLength: 1, maxLength: UPSTREAM_CATALOG_LIMITS.maxUriChars }),
+              },
+              { additionalProperties: false },
+            ),
+          ]),
+          argument: Type.Object(
+            { name: Type.String({ maxLength: 256 }), value: Type.String({ maxLength: 65_536 }) },
+            { additionalProperties: false },
+          ),
+          context: Type.Optional(
+            Type.Object(
+              {
+                arguments: Type.Optional(
+                  Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 65_536 }), {
+                    maxProperties: UPSTREAM_CATALOG_LIMITS.maxPromptArguments,
+                  }),
+                ),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     get_prompt: Type.Optional(
       Type.Object(
         {

@@ -363,7 +363,8 @@ describe('saving an HTTP tool refuses a bad config, naming the field', () => {
     ],
     [
       'an input schema that is not JSON Schema',
-      { input_schema: { type: 'object', minLenght: 2 } },
+      // Not valid in any dialect (an unknown keyword would be ignored, as in any tool's schema).
+      { input_schema: { type: 'object', properties: { a: { type: 'text' } } } },
       'input_schema',
       'input_schema: not a usable JSON Schema',
     ],

@@ -62,6 +62,7 @@ describe('a server of the 2026-07-28 era only', () => {
       { text: 'quiet words' },
     );
     expect(created.tools.map((x: { upstream_name: string }) => x.upstream_name).sort()).toEqual([
+      'greet_reader',
       'shout',
       'whoami',
     ]);

@@ -29,6 +29,14 @@ export const McpToolConfig = Type.Object({
   input_schema: Type.Record(Type.String(), Type.Unknown()),
   output_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   annotations: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  meta: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description: 'the tool’s `_meta` as the upstream lists it (MCP Apps: `ui.resourceUri`)',
+    }),
+  ),
+  icons: Type.Optional(
+    Type.Array(Type.Unknown(), { description: 'the tool’s icons as the upstream lists them' }),
+  ),
   missing: Type.Optional(
     Type.Boolean({ description: 'true: the upstream no longer lists this tool (calls fail until it does)' }),
   ),

@@ -233,8 +233,11 @@ async function runBinding(
       }
       return kind.readContext({ options, toolName: binding.toolName, adi: columns }, resource.pointer);
     }
-    const schema = binding.inputSchema ?? kind.inputSchema(columns);
-    const checked = checkArguments(schema, args, binding.toolName);
+    const canonical = kind.inputSchema(columns);
+    const checked =
+      binding.inputSchema === null || binding.inputSchema === undefined
+        ? checkArguments(canonical, args, binding.toolName)
+        : checkArguments(binding.inputSchema, args, binding.toolName, canonical);
     // A state is good for this call only: the exposure, binding, caller, arguments, and the tool as
     // it is now (answers given to an older version of its code are not carried over).
     const owner: StateOwner | undefined = request.input && {
@@ -243,7 +246,8 @@ async function runBinding(
       caller: request.caller ?? null,
       argsDigest: argumentsDigest({ arguments: checked, tool: columns.config as JsonValue }),
     };
-    const input = request.input && owner && callInput(request.input, owner, options);
+    const input =
+      request.input && owner && callInput(request.input, owner, options, kind.carriesState === true);
     const answer = await kind.run({
       ctx,
       options,
@@ -267,7 +271,11 @@ async function runBinding(
       input,
     });
     if (answer instanceof ToolAnswer && answer.form === 'input' && owner) {
-      const asked = answer.value as unknown as { requests: Record<string, InputRequest>; answered: string[] };
+      const asked = answer.value as unknown as {
+        requests: Record<string, InputRequest>;
+        answered: string[];
+        carry?: Record<string, JsonValue>;
+      };
       const size = Buffer.byteLength(JSON.stringify(asked.requests));
       if (size > options.limits.maxResultBytes) {
         throw new DomainError(
@@ -276,12 +284,15 @@ async function runBinding(
           { limit_bytes: options.limits.maxResultBytes },
         );
       }
-      // The next round gets back the answers this one used (a tool asks again from its start).
-      const kept = Object.fromEntries(
-        asked.answered.flatMap((key) =>
-          input && key in input.responses ? [[key, input.responses[key]!]] : [],
-        ),
-      );
+      // The next round gets back the answers this one used (a tool asks again from its start), or
+      // what a kind that carries its own state carries.
+      const kept =
+        asked.carry ??
+        Object.fromEntries(
+          asked.answered.flatMap((key) =>
+            input && key in input.responses ? [[key, input.responses[key]!]] : [],
+          ),
+        );
       return new InputAsked({
         content: [],
         input_required: { requests: asked.requests, state: options.requestStates.seal(owner, kept) },
@@ -308,6 +319,7 @@ function callInput(
   input: NonNullable<ExecuteRequest['input']>,
   owner: StateOwner,
   options: ExecutorOptions,
+  carriesState: boolean,
 ): CallInput {
   let earlier: Record<string, JsonValue> = {};
   if (input.state !== undefined) {
@@ -319,10 +331,20 @@ function callInput(
       throw new ProtocolRefusal('requestState cannot be read');
     }
   }
-  return {
-    capabilities: input.capabilities,
-    responses: { ...earlier, ...(input.responses as Record<string, JsonValue> | undefined) },
-  };
+  const given = (input.responses as Record<string, JsonValue> | undefined) ?? {};
+  if (input.cancel === true && !carriesState) {
+    // Nothing of such a kind waits between rounds: there is nothing to end.
+    throw new RefusedError('PRECONDITION_FAILED', 'the call was given up while its client was asked');
+  }
+  if (carriesState) {
+    return {
+      capabilities: input.capabilities,
+      responses: given,
+      carried: earlier,
+      ...(input.cancel === true && { cancel: true as const }),
+    };
+  }
+  return { capabilities: input.capabilities, responses: { ...earlier, ...given } };
 }
 
 /** The structured content a successful answer goes out with (success() below), if any. */

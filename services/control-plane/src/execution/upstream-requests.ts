@@ -1,7 +1,9 @@
 /**
- * One resources/read or prompts/get of an upstream server attached to an AEI, asked by a gateway
- * (`POST /internal/aei/{aei_id}/upstream-request`): only an attached server, and only what its
- * snapshot lists (a resource, a URI one of its resource templates matches, a prompt) (kinds/mcp/upstream-snapshot.ts), metered and audited like a tool call.
+ * One resources/read, prompts/get or completion/complete of an upstream server attached to an AEI,
+ * asked by a gateway (`POST /internal/aei/{aei_id}/upstream-request`): only an attached server, and
+ * only what its snapshot lists (a resource, a URI one of its resource templates matches, a prompt,
+ * a template) (kinds/mcp/upstream-snapshot.ts). Reads and prompts are metered and audited like a
+ * tool call; completions (asked as a person types) are metered only.
  */
 import {
   UPSTREAM_WATCH_TTL_MS,
@@ -60,11 +62,13 @@ export async function upstreamRequest(
 ): Promise<UpstreamRequestAnswer> {
   const read = body.read_resource;
   const get = body.get_prompt;
-  if ((read === undefined) === (get === undefined)) {
-    throw new DomainError('VALIDATION_FAILED', 'give exactly one of read_resource and get_prompt', {
+  const given = [read, get, body.complete].filter((member) => member !== undefined).length;
+  if (given !== 1) {
+    throw new DomainError('VALIDATION_FAILED', 'give exactly one of read_resource, get_prompt and complete', {
       field: read === undefined ? 'read_resource' : 'get_prompt',
     });
   }
+  if (body.complete !== undefined) return upstreamCompletion(ctx, aeiId, body, options, signal);
   const aei = await ctx.prisma.aei.findUnique({ where: { id: aeiId }, include: OWNER_STATUS });
   // Without an AEI there is no owner to audit for: answer without a trail.
   if (!aei) return { error: { code: 'NOT_FOUND', message: `AEI ${aeiId} not found` } };
@@ -282,4 +286,96 @@ export async function watchUpstreamResources(
     }
   }
   return answer;
+}
+
+/**
+ * completion/complete of an attached server's prompt argument (by the prompt's upstream name) or
+ * resource template argument (by the template as listed), for a gateway: checked like a read,
+ * metered, not audited (a client asks one per keystroke). A server without completions offers none.
+ */
+async function upstreamCompletion(
+  ctx: DomainContext,
+  aeiId: string,
+  body: UpstreamRequestBody,
+  options: ExecutorOptions,
+  signal?: AbortSignal,
+): Promise<UpstreamRequestAnswer> {
+  const complete = body.complete!;
+  const meter = options.metrics.execution('mcp', 'complete');
+  const started = performance.now();
+  try {
+    const aei = await ctx.prisma.aei.findUnique({ where: { id: aeiId }, include: OWNER_STATUS });
+    if (!aei) throw new DomainError('NOT_FOUND', `AEI ${aeiId} not found`);
+    if (aei.status !== 'enabled' || aei.user.disabledAt !== null)
+      throw new DomainError('FORBIDDEN', `exposure "${aei.name}" is disabled`);
+    const attachment = await ctx.prisma.aeiAttachment.findFirst({
+      where: { aeiId, upstreamServerId: body.upstream_server_id },
+      select: { upstreamServer: { select: { resourceTemplates: true, prompts: true } } },
+    });
+    if (!attachment) {
+      throw new DomainError(
+        'NOT_FOUND',
+        `upstream server ${body.upstream_server_id} is not attached to exposure "${aei.name}"`,
+        { upstream_server_id: body.upstream_server_id },
+      );
+    }
+    const server = attachment.upstreamServer;
+    const { ref } = complete;
+    const listed =
+      ref.type === 'ref/prompt'
+        ? storedEntries<PromptEntry>(server.prompts).some((p) => p.name === ref.name)
+        : storedEntries<ResourceTemplateEntry>(server.resourceTemplates).some(
+            (t) => t.uri_template === ref.uri,
+          );
+    if (!listed) {
+      throw new DomainError(
+        'NOT_FOUND',
+        ref.type === 'ref/prompt'
+          ? `the upstream server lists no prompt "${shown(ref.name)}"`
+          : `the upstream server lists no resource template "${shown(ref.uri)}"`,
+        { upstream_server_id: body.upstream_server_id },
+      );
+    }
+    const upstreams = options.upstreams;
+    if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
+    let result: Record<string, unknown>;
+    try {
+      result = (await upstreams.complete(
+        body.upstream_server_id,
+        {
+          ref,
+          argument: complete.argument,
+          ...(complete.context !== undefined && { context: complete.context }),
+        },
+        { signal, session: body.session_id === undefined ? undefined : `${aeiId}:${body.session_id}` },
+      )) as unknown as Record<string, unknown>;
+    } catch (error) {
+      throw error instanceof DomainError
+        ? mapped(error, ref.type === 'ref/prompt' ? 'prompt' : 'resource')
+        : error;
+    }
+    const size = Buffer.byteLength(JSON.stringify(result));
+    if (size > options.limits.maxResultBytes) {
+      throw new DomainError(
+        'RESULT_TOO_LARGE',
+        `the upstream's completions take ${size} bytes of JSON, more than the ${options.limits.maxResultBytes} allowed`,
+        { limit_bytes: options.limits.maxResultBytes },
+      );
+    }
+    meter.ok.observe((performance.now() - started) / 1000);
+    return { result };
+  } catch (error) {
+    if (!(error instanceof DomainError)) {
+      meter.error.observe((performance.now() - started) / 1000);
+      throw error;
+    }
+    meter.error.observe((performance.now() - started) / 1000);
+    return {
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details !== undefined && { details: error.details }),
+      },
+    };
+  }
 }

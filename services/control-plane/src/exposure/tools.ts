@@ -14,6 +14,7 @@ import type { JsonSchema } from '@bindery/context-ops';
 import { findOwnAei } from './aeis.ts';
 import type { Db, Principal } from '../domain/context.ts';
 import { columnsOf, registeredKind } from '../kinds/registry.ts';
+import type { ToolPresentation } from '../kinds/kind.ts';
 
 export interface ResolvedTool {
   bindingId: string;
@@ -23,6 +24,16 @@ export interface ResolvedTool {
   inputSchema: JsonSchema;
   outputSchema: JsonSchema | null;
   annotations: ToolAnnotations;
+  /**
+   * What tools/list shows besides: its `_meta` and `icons`, and its title and annotations as the
+   * source declares them (the kind's `presentation`; `title` and `annotations` above otherwise).
+   */
+  listed: {
+    title?: string;
+    annotations?: ToolAnnotations;
+    meta?: Record<string, unknown>;
+    icons?: unknown[];
+  };
   /** What config v2 tells a gateway about the ADI. */
   adiRef: AdiRef;
   /** Its context is an MCP resource of the AEI (the kind says when). */
@@ -76,6 +87,7 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
         // The binding's narrowing, when it has one: what it shows is what its answers are held to.
         outputSchema: (b.outputSchema as JsonSchema | null) ?? module.outputSchema(columns),
         annotations,
+        listed: listedAs(module.presentation?.(columns), annotations.title ?? b.adi.name, annotations),
         adiRef: withSource(module.adiRef(b.adiId, columns), b.adi.upstreamServer?.slug, b.attachment?.prefix),
         resource: module.resourceReadable?.(columns, b.inputSchema) ?? false,
         adi: {
@@ -106,15 +118,31 @@ function withSource(ref: AdiRef, slug: string | undefined, prefix: string | unde
   };
 }
 
+function listedAs(
+  presentation: ToolPresentation | undefined,
+  title: string,
+  annotations: ToolAnnotations,
+): ResolvedTool['listed'] {
+  const { meta, icons, listedAs: declared } = presentation ?? {};
+  return {
+    ...(declared === undefined ? { title, annotations } : declared),
+    ...(meta !== undefined && { meta }),
+    ...(icons !== undefined && { icons }),
+  };
+}
+
 /** A resolved tool as `tools/list` shows it. */
 export function toolPreview(tool: ResolvedTool): ToolPreview {
+  const { title, annotations, icons, meta } = tool.listed;
   return {
     name: tool.name,
-    title: tool.title,
+    ...(title !== undefined && { title }),
     description: tool.description,
     inputSchema: tool.inputSchema,
     ...(tool.outputSchema !== null && { outputSchema: tool.outputSchema }),
-    annotations: tool.annotations,
+    ...(annotations !== undefined && { annotations }),
+    ...(icons !== undefined && { icons }),
+    ...(meta !== undefined && { _meta: meta }),
   };
 }
 

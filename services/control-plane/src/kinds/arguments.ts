@@ -1,32 +1,60 @@
 /**
  * Validates a tool call's arguments against the binding's effective input schema (the override, or
- * the ADI's canonical schema), applying the schema's defaults. The schema is compiled as it was when
- * it was saved (context-ops `compileUserSchema`: same formats, keywords, pattern engine and limits).
+ * the ADI's canonical schema), applying the schema's defaults, and a tool's answer against the
+ * output schema it is held to. Schemas are read as tool schemas (context-ops `compileToolSchema`: in
+ * the dialect they declare, unknown keywords ignored, the same formats, pattern engine and limits as
+ * when they were saved or synced).
  */
-import { compileUserSchema, type JsonValue, type SchemaValidator } from '@bindery/context-ops';
+import { compileToolSchema, type JsonValue, type SchemaValidator } from '@bindery/context-ops';
 import { DomainError } from '../domain/errors.ts';
 
-/** The arguments with defaults applied, or VALIDATION_FAILED listing what is wrong. */
+/**
+ * The validator of a tool's schema, or PRECONDITION_FAILED naming the tool and the reason when
+ * Bindery cannot use the schema (a dialect it does not know, a `$ref` to another document, a pattern
+ * RE2 cannot run): the tool cannot be called until its owner, or its upstream server, changes it.
+ */
+export function toolValidator(
+  schema: Record<string, unknown>,
+  toolName: string,
+  which: 'input' | 'output',
+  useDefaults = false,
+): SchemaValidator {
+  try {
+    return compileToolSchema(schema, { useDefaults });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new DomainError(
+      'PRECONDITION_FAILED',
+      `the ${which} schema of ${toolName} cannot be used, so the tool cannot be called until it changes: ${reason}`,
+      { reason: 'unusable_schema', schema: which },
+    );
+  }
+}
+
+/**
+ * The arguments with defaults applied, or VALIDATION_FAILED listing what is wrong. `canonical`:
+ * the tool's own schema when `schema` is a binding's narrowing of it, which the arguments must
+ * satisfy too (a narrowing is judged structurally when saved, and a tool's schema may say more
+ * than that judgement reads: `anyOf`, `$ref`, a draft-04 boolean `exclusiveMaximum`).
+ */
 export function checkArguments(
   schema: Record<string, unknown>,
   args: Record<string, unknown>,
   toolName: string,
+  canonical?: Record<string, unknown>,
 ): Record<string, unknown> {
   const copy = structuredClone(args);
-  let validate: SchemaValidator;
-  try {
-    validate = compileUserSchema(schema, { useDefaults: true });
-  } catch (error) {
-    // Schemas are checked when saved; one saved before a rule changed (a pattern RE2 cannot run, say)
-    // fails here, and the owner needs to know which tool and why.
-    throw new DomainError(
-      'INTERNAL',
-      `the input schema of ${toolName} can no longer be used; its owner must change it: ${
-        error instanceof Error ? error.message : String(error)
-      }`,
-    );
+  const validate = toolValidator(schema, toolName, 'input', true);
+  if (validate(copy)) {
+    if (canonical === undefined) return copy;
+    const own = toolValidator(canonical, toolName, 'input');
+    if (own(copy)) return copy;
+    refuseArguments(own, toolName);
   }
-  if (validate(copy)) return copy;
+  refuseArguments(validate, toolName);
+}
+
+function refuseArguments(validate: SchemaValidator, toolName: string): never {
   const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
     path: e.instancePath || '/',
     message: e.message ?? 'is invalid',
@@ -58,7 +86,7 @@ export function checkAnswer(
       `${toolName} answered no structured content, which ${whose} requires`,
     );
   }
-  const validate = compileUserSchema(schema);
+  const validate = toolValidator(schema, toolName, 'output');
   if (validate(answer)) return;
   const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
     path: e.instancePath || '/',

@@ -118,6 +118,15 @@ export class ToolAnswer {
   }
 
   /**
+   * The call asked its client for input, and what the next round needs besides the answers is
+   * `carry` (a kind that carries its own state, ToolKindModule.carriesState: an upstream's own
+   * requestState, or the call waiting on this control plane); the executor signs it into the state.
+   */
+  static inputCarried(requests: Record<string, InputRequest>, carry: Record<string, JsonValue>): ToolAnswer {
+    return new ToolAnswer('input', { requests, answered: [], carry } as unknown as JsonValue);
+  }
+
+  /**
    * A whole MCP tool result, passed on as it came (an upstream server's content, structured
    * content and isError); an `isError` result is audited as an error.
    */
@@ -196,7 +205,15 @@ export interface ToolCall<Services extends KindServices = KindServices> {
 /** The client's side of a call's input requests (ToolCall.input). */
 export interface CallInput {
   capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  /**
+   * The answers by key: all those given so far, or, for a kind that carries its own state, those
+   * of this round only.
+   */
   responses: Record<string, JsonValue>;
+  /** For a kind that carries its own state: what its last round carried (ToolAnswer.inputCarried). */
+  carried?: Record<string, JsonValue> | undefined;
+  /** The client gave the call up while asked: end what waits for the answers, run nothing. */
+  cancel?: true | undefined;
 }
 
 /**
@@ -204,6 +221,13 @@ export interface CallInput {
  * a PATCH it accepts besides name, description and category (listed in `patchFields`), `Services`
  * what its calls are given (KindServices, and the kind's own services when it has any).
  */
+/** See ToolKindModule.presentation. */
+export interface ToolPresentation {
+  meta?: Record<string, unknown>;
+  icons?: unknown[];
+  listedAs?: { title?: string; annotations?: ToolAnnotations };
+}
+
 export interface ToolKindModule<
   Body = unknown,
   Patch = unknown,
@@ -242,6 +266,18 @@ export interface ToolKindModule<
   outputSchema(columns: KindColumns): JsonSchema | null;
   /** MCP tool annotations, with a `title` for people. */
   annotations(columns: KindColumns, place: ToolPlace): ToolAnnotations;
+  /**
+   * True when the kind's rounds carry a state of their own (ToolAnswer.inputCarried) rather than
+   * the answers they used: its calls get this round's answers and what was carried apart.
+   */
+  carriesState?: true;
+  /**
+   * How tools/list shows the tool when its source declares that itself (an upstream tool, as the
+   * server lists it): its `_meta`, `icons`, and in `listedAs` its title and annotations exactly as
+   * declared (none where the source gave none). Absent: no `_meta` or icons, and the title and
+   * annotations are `annotations()`'s.
+   */
+  presentation?(columns: KindColumns): ToolPresentation;
   /** What config v2 tells a gateway about the ADI (`adi_ref`: its member of the union on kind). */
   adiRef(adiId: string, columns: KindColumns): AdiRef;
   /**

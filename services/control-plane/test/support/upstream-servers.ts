@@ -156,8 +156,15 @@ export interface HttpUpstream {
   close(): Promise<void>;
 }
 
-/** The test MCP server over Streamable HTTP (stateful: one server and transport per session). */
-export async function httpUpstream(): Promise<HttpUpstream> {
+/**
+ * The test MCP server over Streamable HTTP (stateful: one server and transport per session);
+ * `create` makes another server of the SDK's (transparent-server.mjs, say) for each session.
+ */
+export async function httpUpstream(
+  create: (onCrash: () => void) => {
+    connect(transport: StreamableHTTPServerTransport): Promise<void>;
+  } = createMcpServer,
+): Promise<HttpUpstream> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let opened = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -182,7 +189,7 @@ export async function httpUpstream(): Promise<HttpUpstream> {
             },
           });
           transport = created;
-          const mcp = createMcpServer(() => {
+          const mcp = create(() => {
             const id = created.sessionId;
             if (id) transports.delete(id);
             void created.close();

@@ -25,7 +25,7 @@ import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { closeMatches } from './tools/suggestions.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
 import { unstorableArguments } from './unstorable-arguments.ts';
-import { askUpstream, upstreamPromptsOf } from './upstream-catalog.ts';
+import { askUpstream, presented, upstreamPromptsOf } from './upstream-catalog.ts';
 import type { RequestInput } from './tools/client-input.ts';
 import { WireError } from './wire-error.ts';
 
@@ -71,7 +71,16 @@ function listedPrompts(exposure: Exposure): readonly Listed[] {
     for (const p of upstreamPromptsOf(exposure)) {
       if (seen.has(p.name)) continue;
       seen.add(p.name);
-      upstream.push(listed(p));
+      // An upstream's prompt as the server listed it: `required` only where it said so.
+      upstream.push({
+        ...listed(p),
+        arguments: p.arguments.map((a) => ({
+          name: a.name,
+          ...(a.description !== undefined && { description: a.description }),
+          ...(a.required !== undefined && { required: a.required }),
+        })),
+        ...presented(p),
+      });
     }
     found = [...own, ...upstream];
     listings.set(exposure, found);

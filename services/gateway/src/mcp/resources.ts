@@ -29,7 +29,7 @@ import type { Exposure } from '../control-plane/exposure-cache.ts';
 import { JSONRPC } from '../http/jsonrpc-errors.ts';
 import { auditedCaller } from './tools/tool-index.ts';
 import { digestPerExposure, listPageOf } from './pagination.ts';
-import { askUpstream, upstreamResourcesOf, upstreamTemplatesOf } from './upstream-catalog.ts';
+import { askUpstream, presented, upstreamResourcesOf, upstreamTemplatesOf } from './upstream-catalog.ts';
 import type { RequestInput } from './tools/client-input.ts';
 import { WireError } from './wire-error.ts';
 
@@ -96,6 +96,7 @@ function listedResources(exposure: Exposure): readonly Listed[] {
         ...(r.description !== undefined && { description: r.description }),
         ...(r.mime_type !== undefined && { mimeType: r.mime_type }),
         ...(r.size !== undefined && { size: r.size }),
+        ...presented(r),
       });
     }
     listed = [...own, ...upstream];
@@ -173,6 +174,7 @@ export function listResourceTemplates(
     ...(t.title !== undefined && { title: t.title }),
     ...(t.description !== undefined && { description: t.description }),
     ...(t.mime_type !== undefined && { mimeType: t.mime_type }),
+    ...presented(t),
   }));
   if (contextBindings(exposure).length === 0) return { resourceTemplates: upstream };
   return {

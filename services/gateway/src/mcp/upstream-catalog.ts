@@ -32,6 +32,22 @@ export function upstreamPromptsOf(exposure: Exposure): readonly ConfigUpstreamPr
   return exposure.kind === 'aei' ? (exposure.config.upstream_prompts ?? []) : [];
 }
 
+/**
+ * What an upstream entry says of itself for clients to show, as MCP names it: `_meta`, `icons` and
+ * (resources, templates) `annotations`, exactly as the server listed them.
+ */
+export function presented(entry: {
+  meta?: Record<string, unknown>;
+  icons?: unknown[];
+  annotations?: Record<string, unknown>;
+}): { _meta?: Record<string, unknown>; icons?: never[]; annotations?: never } {
+  return {
+    ...(entry.annotations !== undefined && { annotations: entry.annotations as never }),
+    ...(entry.icons !== undefined && { icons: entry.icons as never[] }),
+    ...(entry.meta !== undefined && { _meta: entry.meta }),
+  };
+}
+
 /** What the request is about, for messages: the resource's URI or the prompt's name. */
 interface Subject {
   kind: 'resource' | 'prompt';
@@ -54,17 +70,21 @@ export async function askUpstream<T>(
   signal?: AbortSignal,
   input?: RequestInput,
 ): Promise<T> {
-  const ask = (round: UpstreamRequestBody['input']) =>
-    client.upstreamRequest(
-      exposure.config.aei.id,
-      {
-        ...body,
-        config_version: exposure.config.aei.config_version,
-        ...(auditedCaller(exposure) !== undefined && { caller: auditedCaller(exposure) }),
-        ...(round && { input: round }),
-      },
-      signal,
-    );
+  // A withdrawn round (the client gave up while asked) has nothing to end here: a modern upstream
+  // holds nothing between rounds.
+  const ask = (round: UpstreamRequestBody['input'], withdraw?: true) =>
+    withdraw
+      ? Promise.reject(new Error('nothing is held for this request'))
+      : client.upstreamRequest(
+          exposure.config.aei.id,
+          {
+            ...body,
+            config_version: exposure.config.aei.config_version,
+            ...(auditedCaller(exposure) !== undefined && { caller: auditedCaller(exposure) }),
+            ...(round && { input: round }),
+          },
+          signal,
+        );
   let rounds;
   try {
     // A modern upstream asked the agent (client-input.ts): a legacy session is asked here, round

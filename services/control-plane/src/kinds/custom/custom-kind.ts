@@ -12,7 +12,7 @@ import {
   type ToolAnnotations,
   type UpdateAdiBody,
 } from '@bindery/contracts';
-import { compileUserSchema, schemaErrors, type JsonSchema, type JsonValue } from '@bindery/context-ops';
+import { compileToolSchema, schemaErrors, type JsonSchema, type JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../../domain/errors.ts';
 import { normaliseAllowedHosts } from './allowed-hosts.ts';
 import { customToolHost, type CallEffects } from './tool-host.ts';
@@ -96,7 +96,7 @@ function checkShape(config: Record<string, unknown>): CustomToolConfig {
 /** A usable JSON Schema of an object (what MCP requires of input and output schemas). */
 function checkObjectSchema(schema: Record<string, unknown>, field: string): void {
   try {
-    compileUserSchema(schema as JsonSchema);
+    compileToolSchema(schema as JsonSchema);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw invalid(field, `not a usable JSON Schema: ${reason}`, { reason });

@@ -9,7 +9,7 @@ import { HTTP_TOOL_LIMITS, HttpToolConfig, type HttpToolParam, type HttpMethod }
 import {
   OpError,
   compileQuery,
-  compileUserSchema,
+  compileToolSchema,
   schemaErrors,
   type JsonSchema,
   type SchemaError,
@@ -187,7 +187,7 @@ function checkResultPath(resultPath: string): void {
 
 function checkInputSchema(schema: JsonSchemaObject, params: readonly HttpToolParam[]): void {
   try {
-    compileUserSchema(schema as JsonSchema);
+    compileToolSchema(schema as JsonSchema);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw invalid('input_schema', `not a usable JSON Schema: ${reason}`, { reason });

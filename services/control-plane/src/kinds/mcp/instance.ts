@@ -11,6 +11,8 @@
  */
 import {
   Client,
+  ProtocolError,
+  ProtocolErrorCode,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
@@ -25,6 +27,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 // issues (see answered), the same on both eras.
 import {
   CallToolResultSchema,
+  CompleteResultSchema,
   GetPromptResultSchema,
   PromptSchema,
   ReadResourceResultSchema,
@@ -33,6 +36,8 @@ import {
   ResultSchema,
   ToolSchema,
   type CallToolResult,
+  type CompleteRequest,
+  type CompleteResult,
   type GetPromptResult,
   type Prompt,
   type ReadResourceResult,
@@ -40,7 +45,13 @@ import {
   type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MAX_INPUT_KEY_CHARS, MAX_INPUT_RESPONSES, printable, type ToolProgress } from '@bindery/contracts';
+import {
+  MAX_INPUT_KEY_CHARS,
+  MAX_INPUT_RESPONSES,
+  printable,
+  type ClientInputCapability,
+  type ToolProgress,
+} from '@bindery/contracts';
 import type { Dispatcher } from 'undici';
 import { AnswerTooLarge, boundedFetch } from './bounded-fetch.ts';
 import type { TransportSpec } from './spec.ts';
@@ -119,6 +130,26 @@ export interface ConnectOptions {
   requestTimeoutMs: number;
   caps: AnswerCaps;
   hooks: InstanceHooks;
+  /**
+   * What this connection tells the server its client can be asked (a connection that relays the
+   * questions of one call at a time to the agent behind it, UpstreamInstance.asker); absent: nothing.
+   */
+  asks?: readonly ClientInputCapability[] | undefined;
+}
+
+/** The requests a 2025-era server sends its client, by the capability that allows each. */
+const ASKED_BY: Record<
+  ClientInputCapability,
+  'elicitation/create' | 'sampling/createMessage' | 'roots/list'
+> = {
+  elicitation: 'elicitation/create',
+  sampling: 'sampling/createMessage',
+  roots: 'roots/list',
+};
+
+/** Who answers what the server asks its client: the one call this connection runs for an agent. */
+export interface Asker {
+  ask(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
 }
 
 const CLIENT_INFO = { name: 'bindery-control-plane', version: '0.1.0' };
@@ -156,8 +187,19 @@ export class UpstreamInstance {
   lastUsedAt = Date.now();
   /** The MCP session this instance serves in `per_session` mode ('' : shared by every caller). */
   session = '';
+  /**
+   * Who answers the server's requests to its client now (a connection made with `asks`, while it
+   * runs one call); none: the server is told its request cannot be answered.
+   */
+  asker: Asker | undefined;
   /** Told each stderr line of this instance (the calls of its one session in flight). */
   readonly stderrListeners = new Set<(line: string) => void>();
+  /**
+   * Told the server's log messages (`notifications/message`) while exactly one call runs here and
+   * listens: the 2025 era does not say which call a message is about, so with more than one in
+   * flight none is told (no caller hears another's lines); the server's own log keeps nothing.
+   */
+  readonly logListeners = new Set<(message: { level: unknown; data: unknown }) => void>();
   private closing = false;
   /**
    * Set when the connection was closed because the upstream sent more than a cap allows (a stdio
@@ -221,8 +263,9 @@ export class UpstreamInstance {
     pidOf: () => number | null,
     cuts: CutRelay,
   ): Promise<UpstreamInstance> {
+    const asks = options.asks ?? [];
     const client = new Client(CLIENT_INFO, {
-      capabilities: {},
+      capabilities: Object.fromEntries(asks.map((capability) => [capability, {}])),
       // Modern first, legacy when the server does not answer server/discover as a modern one. A
       // stdio server silent to the probe is taken for legacy after half the start's time.
       versionNegotiation: { mode: 'auto', probe: { timeoutMs: Math.ceil(options.timeoutMs / 2) } },
@@ -239,10 +282,36 @@ export class UpstreamInstance {
     client.setNotificationHandler('notifications/prompts/list_changed', () =>
       options.hooks.catalogChanged('prompts'),
     );
+    client.setNotificationHandler('notifications/message', (notification) => {
+      const instance = connected.instance;
+      if (!instance || instance.inFlight !== 1 || instance.logListeners.size !== 1) return;
+      const params = (notification.params ?? {}) as { level?: unknown; data?: unknown };
+      for (const listener of instance.logListeners) listener({ level: params.level, data: params.data });
+    });
     client.setNotificationHandler('notifications/resources/updated', (notification) => {
       const uri = (notification.params as { uri?: unknown } | undefined)?.uri;
       if (typeof uri === 'string') options.hooks.resourceUpdated?.(uri);
     });
+    for (const capability of asks) {
+      const method = ASKED_BY[capability];
+      client.setRequestHandler(
+        method,
+        (request: { params?: unknown }, ctx: { mcpReq: { signal: AbortSignal } }) => {
+          const asker = connected.instance?.asker;
+          // A request that no call of ours asks (it came between calls): the server is refused.
+          if (!asker)
+            throw new ProtocolError(
+              ProtocolErrorCode.InternalError,
+              `no call of this client is waiting for ${method}`,
+            );
+          return asker.ask(
+            method,
+            (request.params ?? {}) as Record<string, unknown>,
+            ctx.mcpReq.signal,
+          ) as never;
+        },
+      );
+    }
     client.onclose = () => {
       const instance = connected.instance;
       if (instance && !instance.closing) options.hooks.closed(instance);
@@ -324,8 +393,10 @@ export class UpstreamInstance {
       timeoutMs: number;
       signal?: AbortSignal | undefined;
       progress?: ((report: ToolProgress) => void) | undefined;
+      /** What the agent can be asked, and its answers: a modern server may answer input_required. */
+      input?: UpstreamInput | undefined;
     },
-  ): Promise<CallToolResult> {
+  ): Promise<CallToolResult | InputRequiredAnswer> {
     const progress = options.progress;
     // Progress reports count against the call's byte cap (on stdio nothing else counts them): past
     // it the call is cancelled and fails with the cap.
@@ -333,30 +404,40 @@ export class UpstreamInstance {
     let reported = 0;
     const signal = options.signal ? AbortSignal.any([options.signal, overrun.signal]) : overrun.signal;
     // The SDK turns an abort's reason into a timeout error: the cap is taken from the signal.
-    const call = answered(
-      `tools/call of ${name}`,
-      this.client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, {
-        timeout: options.timeoutMs,
-        signal,
-        // With it the SDK sends a progress token and hands each report over; the timeout stays whole.
-        ...(progress && {
-          onprogress: (p: { progress: number; total?: number; message?: string }) => {
-            reported += PROGRESS_OVERHEAD_BYTES + (typeof p.message === 'string' ? p.message.length : 0);
-            if (reported > this.caps.maxCallBytes) {
-              overrun.abort(new AnswerTooLarge(this.caps.maxCallBytes, 'call'));
-              return;
-            }
-            progress({
-              progress: p.progress,
-              ...(p.total !== undefined && { total: p.total }),
-              ...(p.message !== undefined && { message: p.message }),
-            });
-          },
-        }),
-      }),
-    );
+    // With it the SDK sends a progress token and hands each report over; the timeout stays whole.
+    const onprogress = progress && {
+      onprogress: (p: { progress: number; total?: number; message?: string }) => {
+        reported += PROGRESS_OVERHEAD_BYTES + (typeof p.message === 'string' ? p.message.length : 0);
+        if (reported > this.caps.maxCallBytes) {
+          overrun.abort(new AnswerTooLarge(this.caps.maxCallBytes, 'call'));
+          return;
+        }
+        progress({
+          progress: p.progress,
+          ...(p.total !== undefined && { total: p.total }),
+          ...(p.message !== undefined && { message: p.message }),
+        });
+      },
+    };
+    const params = { name, arguments: args };
+    const call =
+      options.input && this.era === 'modern'
+        ? this.askingRequest('tools/call', params, CallToolResultSchema, {
+            timeoutMs: options.timeoutMs,
+            signal,
+            input: options.input,
+            ...onprogress,
+          })
+        : answered(
+            `tools/call of ${name}`,
+            this.client.request({ method: 'tools/call', params }, CallToolResultSchema, {
+              timeout: options.timeoutMs,
+              signal,
+              ...onprogress,
+            }),
+          );
     try {
-      return (await call) as CallToolResult;
+      return (await call) as CallToolResult | InputRequiredAnswer;
     } catch (error) {
       throw overrun.signal.aborted ? overrun.signal.reason : error;
     }
@@ -438,18 +519,47 @@ export class UpstreamInstance {
   }
 
   /**
+   * completion/complete as the agent asked it (a prompt's argument, or a resource template's): a
+   * server that does not declare completions is not asked, and offers nothing (a valid answer).
+   */
+  async complete(
+    params: CompleteRequest['params'],
+    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<CompleteResult> {
+    if (this.capabilities().completions === undefined) {
+      return { completion: { values: [], total: 0, hasMore: false } };
+    }
+    return answered(
+      'completion/complete',
+      this.client.request({ method: 'completion/complete', params }, CompleteResultSchema, {
+        timeout: options.timeoutMs,
+        ...(options.signal && { signal: options.signal }),
+      }),
+    ) as Promise<CompleteResult>;
+  }
+
+  /**
    * A request a modern server may answer `input_required` (MRTR): with `input`, the agent's
    * capabilities go in its `_meta` (the server asks only for those), a retry's answers and the
    * server's own state go with it, and an `input_required` answer is handed back, checked, for the
    * agent to answer. Without `input`, or to a legacy server, it is the plain request.
    */
   private async askingRequest<T>(
-    method: 'resources/read' | 'prompts/get',
+    method: 'resources/read' | 'prompts/get' | 'tools/call',
     params: Record<string, unknown>,
     schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: unknown } },
-    options: { timeoutMs: number; signal?: AbortSignal | undefined; input?: UpstreamInput | undefined },
+    options: {
+      timeoutMs: number;
+      signal?: AbortSignal | undefined;
+      input?: UpstreamInput | undefined;
+      onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+    },
   ): Promise<T | InputRequiredAnswer> {
-    const sent = { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) };
+    const sent = {
+      timeout: options.timeoutMs,
+      ...(options.signal && { signal: options.signal }),
+      ...(options.onprogress && { onprogress: options.onprogress }),
+    };
     const input = options.input;
     if (!input || this.era !== 'modern') {
       return answered(

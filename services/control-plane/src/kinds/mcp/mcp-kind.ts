@@ -4,7 +4,12 @@
  * goes to the server's pool (upstream/), with the call timeout and the caller's cancellation, and
  * its result comes back as the upstream gave it: content, structuredContent and isError unchanged.
  */
-import { CreateMcpAdiBody, STDERR_META_KEY, type ToolAnnotations } from '@bindery/contracts';
+import {
+  CreateMcpAdiBody,
+  STDERR_META_KEY,
+  type InputRequest,
+  type ToolAnnotations,
+} from '@bindery/contracts';
 import type { JsonSchema, JsonValue } from '@bindery/context-ops';
 import { DomainError } from '../../domain/errors.ts';
 import { defaultToolName } from '../tool-naming.ts';
@@ -16,6 +21,8 @@ import {
   type ToolKindModule,
 } from '../kind.ts';
 import type { UpstreamRegistry } from './registry.ts';
+import type { ToolCallAsks } from './pool.ts';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** What an upstream tool's call is given besides every kind's services. */
 export interface McpKindServices extends KindServices {
@@ -31,11 +38,16 @@ interface StoredConfig {
   input_schema?: Record<string, unknown>;
   output_schema?: Record<string, unknown>;
   annotations?: Record<string, unknown>;
+  meta?: Record<string, unknown>;
+  icons?: unknown[];
   missing?: boolean;
 }
 
 const ANNOTATION_HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
 const TITLE_MAX = 200;
+
+const shortTitle = (title: string) =>
+  title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title;
 
 function configOf(columns: KindColumns): StoredConfig {
   return columns.config as StoredConfig;
@@ -67,12 +79,28 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
   }
   const stderr = new StderrLines();
   try {
+    const input = call.input;
+    const carried = input?.carried ?? {};
     const result = await upstreams.callTool(serverId, tool, call.args, {
       signal: call.signal,
       session: call.session,
       progress: call.progress,
       stderr: (line) => stderr.push(line),
+      log: call.log,
+      ...(input && {
+        input: {
+          capabilities: input.capabilities,
+          responses: input.responses,
+          ...(typeof carried.upstream_state === 'string' && { upstreamState: carried.upstream_state }),
+          ...(typeof carried.parked === 'string' && { parked: carried.parked }),
+          ...(input.cancel && { cancel: true as const }),
+        },
+      }),
     });
+    // The server asks the agent: the executor answers input_required with what this round carries.
+    if (isAsks(result)) {
+      return ToolAnswer.inputCarried(result.asks as Record<string, InputRequest>, result.carry);
+    }
     // An upstream cannot speak for us: our keys in its `_meta` (console or stderr lines the
     // gateway would send as log messages) are dropped; the ones we set are added after.
     const meta = result._meta as Record<string, unknown> | undefined;
@@ -84,6 +112,10 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
     // On a failure too: what the server wrote then is what explains it.
     if (stderr.lines.length > 0) call.meta[STDERR_META_KEY] = stderr.lines;
   }
+}
+
+function isAsks(result: CallToolResult | ToolCallAsks): result is ToolCallAsks {
+  return result.resultType === 'asks';
 }
 
 /** The prefix of the `_meta` keys Bindery sets on a result. */
@@ -118,6 +150,8 @@ class StderrLines {
 
 export const mcpKind: ToolKindModule<unknown, never, McpKindServices> = {
   kind: 'mcp',
+  // A round carries the upstream's own requestState, or names the call waiting here for answers.
+  carriesState: true,
   createBody: CreateMcpAdiBody,
   notCreatable:
     'kind "mcp": these tools come from upstream MCP servers; add the server with POST /api/v2/upstream-servers and its tools are synced',
@@ -149,8 +183,28 @@ export const mcpKind: ToolKindModule<unknown, never, McpKindServices> = {
       if (typeof given[hint] === 'boolean') annotations[hint] = given[hint] as boolean;
     }
     const title = config.title ?? (typeof given.title === 'string' ? given.title : undefined) ?? config.tool;
-    if (title) annotations.title = title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title;
+    if (title) annotations.title = shortTitle(title);
     return annotations;
+  },
+  presentation(columns) {
+    const config = configOf(columns);
+    const given = config.annotations;
+    let annotations: ToolAnnotations | undefined;
+    if (given !== undefined) {
+      annotations = {};
+      for (const hint of ANNOTATION_HINTS) {
+        if (typeof given[hint] === 'boolean') annotations[hint] = given[hint] as boolean;
+      }
+      if (typeof given.title === 'string') annotations.title = shortTitle(given.title);
+    }
+    return {
+      ...(config.meta !== undefined && { meta: config.meta }),
+      ...(config.icons !== undefined && { icons: config.icons }),
+      listedAs: {
+        ...(config.title !== undefined && { title: shortTitle(config.title) }),
+        ...(annotations !== undefined && { annotations }),
+      },
+    };
   },
   adiRef(adiId, columns) {
     const config = configOf(columns);

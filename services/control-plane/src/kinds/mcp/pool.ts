@@ -8,9 +8,21 @@
  * UPSTREAM_FAILED naming the server and the last error, until a probe (the first call after the
  * backoff, or a ping) succeeds.
  */
-import { storableText, type ToolProgress } from '@bindery/contracts';
+import {
+  CLIENT_INPUT_CAPABILITIES,
+  isLogLevel,
+  logLevelAllows,
+  storableText,
+  type ClientInputCapability,
+  type LogLevel,
+  type ToolLogLine,
+  type ToolProgress,
+} from '@bindery/contracts';
+import { ASK_WAIT_MS, AskingCall, MAX_ASK_ROUNDS, type RoundOutcome } from './asking-call.ts';
 import type {
   CallToolResult,
+  CompleteRequest,
+  CompleteResult,
   GetPromptResult,
   Prompt,
   ReadResourceResult,
@@ -66,7 +78,38 @@ export interface CallOptions {
    * apart by caller, so they stay in the server's log tail only.
    */
   stderr?: ((line: string) => void) | undefined;
+  /** Told the server's log messages about the call at `level` or above (instance.logListeners). */
+  log?: CallLog | undefined;
 }
+
+/** Where a call's log lines go: its caller's level, and the sink (the executor's ToolLog). */
+interface CallLog {
+  level: LogLevel;
+  send(line: ToolLogLine): void;
+}
+
+/** What the agent behind a tool call can be asked, and what it answered (the executor's CallInput). */
+export interface ToolCallInput {
+  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  /** This round's answers, by the keys the last round asked under. */
+  responses: Record<string, unknown>;
+  /** A modern server's own requestState of the last round. */
+  upstreamState?: string | undefined;
+  /** The call of a 2025-era server that waits on this pool for these answers (AskingCall.id). */
+  parked?: string | undefined;
+  /** The agent gave the call up while asked: the call that waits is cancelled, nothing runs. */
+  cancel?: true | undefined;
+}
+
+/** A round of a tool call that asks the agent: what to ask, and what the next round needs back. */
+export interface ToolCallAsks {
+  resultType: 'asks';
+  asks: Record<string, { method: string; params: Record<string, unknown> }>;
+  carry: { upstream_state?: string; parked?: string };
+}
+
+/** What separates a key of connections that relay one asking call each (its capabilities follow). */
+const ASKING = '\u0000asks:';
 
 export interface PoolEvents {
   /** An instance announced `notifications/tools/list_changed`. */
@@ -166,6 +209,8 @@ export class UpstreamPool {
   /** Starts under way per session key (per_session mode; '' otherwise). */
   private readonly startingFor = new Map<string, number>();
   private readonly waiters: Waiter[] = [];
+  /** The calls of 2025-era servers waiting for their agent's answers, by AskingCall.id. */
+  private readonly asking = new Map<string, AskingCall>();
   private failures = 0;
   private lastError: string | null = null;
   private nextStartAt = 0;
@@ -226,37 +271,182 @@ export class UpstreamPool {
     return [...this.instances].flatMap((i) => (i.pid === null ? [] : [i.pid]));
   }
 
-  /** Runs one tool call on an instance, within the call timeout; `server` names it in errors. */
+  /**
+   * Runs one tool call on an instance, within the call timeout; `server` names it in errors. With
+   * `input` (what the agent can be asked), a server that asks its client gets its questions to the
+   * agent: a modern server's input_required is handed back with its own state; a 2025-era server's
+   * requests are held (AskingCall) and handed back, and the next round's answers go to them. Either
+   * way the answer is then ToolCallAsks.
+   */
   async callTool(
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    call: CallOptions = {},
-  ): Promise<CallToolResult> {
-    const { signal, session, progress, stderr } = call;
+    call: CallOptions & { input?: ToolCallInput | undefined } = {},
+  ): Promise<CallToolResult | ToolCallAsks> {
+    const { signal, session, progress, stderr, input } = call;
+    if (input?.cancel) {
+      if (input.parked !== undefined) this.asking.get(input.parked)?.done();
+      throw new DomainError('UPSTREAM_FAILED', `the call of ${tool} on "${server}" was cancelled`, {
+        upstream: server,
+        cancelled: true,
+      });
+    }
+    if (input?.parked !== undefined) return this.resumeAsking(server, tool, input, call);
+    const asks = input ? CLIENT_INPUT_CAPABILITIES.filter((name) => input.capabilities[name] === true) : [];
+    // The era is known once an instance ran; a modern server asks through input_required instead.
+    if (asks.length > 0 && this.spoken.era !== 'modern') {
+      const asked = await this.startAsking(server, tool, args, asks, input!, call);
+      if (asked !== undefined) return asked;
+    }
     const timeoutMs = this.options.limits.callTimeoutMs;
     const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
     const listens = stderr !== undefined && instance.session !== '';
     if (listens) instance.stderrListeners.add(stderr);
+    const hears = call.log && this.logListener(call.log);
+    if (hears) instance.logListeners.add(hears);
     try {
       // The call's own timeout starts once it has an instance (a start has its own deadline).
       const result = await instance.callTool(tool, args, {
         timeoutMs,
         signal,
         ...(progress && { progress: (report: ToolProgress) => progress(this.secrets.redactJson(report)) }),
+        ...(input && {
+          input: {
+            capabilities: input.capabilities,
+            ...(Object.keys(input.responses).length > 0 && { responses: input.responses }),
+            ...(input.upstreamState !== undefined && { state: input.upstreamState }),
+          },
+        }),
       });
       this.succeeded();
       this.options.events.meter?.call('ok');
       // stderr travels on another pipe than the answer: a line written just before it may still
       // be waiting to be read. One turn of the event loop reads what is there (best effort).
       if (listens) await new Promise((resolve) => setImmediate(resolve));
-      return this.secrets.redactJson(result);
+      if ('resultType' in result && result.resultType === 'input_required') {
+        const asked = result as InputRequiredAnswer;
+        return {
+          resultType: 'asks',
+          asks: this.secrets.redactJson(asked.inputRequests),
+          carry: asked.requestState === undefined ? {} : { upstream_state: asked.requestState },
+        };
+      }
+      return this.secrets.redactJson(result as CallToolResult);
     } catch (error) {
       throw this.callFailed(server, tool, instance.failureOf(error), signal, timeoutMs);
     } finally {
       if (listens) instance.stderrListeners.delete(stderr);
+      if (hears) instance.logListeners.delete(hears);
       this.release(instance);
     }
+  }
+
+  /**
+   * A call of a 2025-era server by an agent that can be asked: on a connection of its own (one per
+   * set of capabilities, one call at a time, so every request the server sends its client is this
+   * call's), held as an AskingCall while the agent answers. Undefined when no such connection is
+   * free or can be started now (the others wait on their agents, up to ASK_WAIT_MS each): the call
+   * then runs as any other, and a question of the server is refused as for an agent that cannot
+   * be asked, rather than waiting for minutes or holding up others.
+   */
+  private async startAsking(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    asks: ClientInputCapability[],
+    input: ToolCallInput,
+    call: CallOptions,
+  ): Promise<CallToolResult | ToolCallAsks | undefined> {
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const key = `${this.keyOf(call.session)}${ASKING}${asks.join(',')}`;
+    const instance = await this.acquire(server, key, this.now() + timeoutMs, call.signal, false);
+    if (!instance) return undefined;
+    if (instance.era === 'modern') {
+      // The server turned out to speak the modern era: it asks through input_required.
+      this.release(instance);
+      return undefined;
+    }
+    const asking = new AskingCall(
+      timeoutMs,
+      () => this.timeoutError(server, `tools/call of ${tool}`),
+      () => this.asking.delete(asking.id),
+    );
+    this.asking.set(asking.id, asking);
+    instance.asker = asking;
+    const stderr = (line: string) => asking.stderr?.(line);
+    instance.stderrListeners.add(stderr);
+    const hears = (message: { level: unknown; data: unknown }) => asking.log?.(message);
+    instance.logListeners.add(hears);
+    void asking
+      .run(
+        (signal) =>
+          instance.callTool(tool, args, {
+            // The call's own time is AskingCall's to count (waits for the agent left out).
+            timeoutMs: timeoutMs + MAX_ASK_ROUNDS * ASK_WAIT_MS,
+            signal,
+            progress: (report: ToolProgress) => asking.progress?.(this.secrets.redactJson(report)),
+          }) as Promise<CallToolResult>,
+      )
+      .finally(() => {
+        instance.asker = undefined;
+        instance.stderrListeners.delete(stderr);
+        instance.logListeners.delete(hears);
+        this.release(instance);
+      });
+    return this.askingRound(server, tool, asking, input.responses, call, instance);
+  }
+
+  /** The next round of a call that asked: NOT_FOUND-like refusal when it no longer waits here. */
+  private async resumeAsking(
+    server: string,
+    tool: string,
+    input: ToolCallInput,
+    call: CallOptions,
+  ): Promise<CallToolResult | ToolCallAsks> {
+    const asking = this.asking.get(input.parked!);
+    if (!asking) {
+      throw new DomainError(
+        'PRECONDITION_FAILED',
+        `the call of ${tool} on upstream server "${server}" no longer waits for these answers (it ended, waited more than ${ASK_WAIT_MS / 60_000} minutes, or runs on another control plane); call the tool again`,
+        { upstream: server },
+      );
+    }
+    return this.askingRound(server, tool, asking, input.responses, call);
+  }
+
+  private async askingRound(
+    server: string,
+    tool: string,
+    asking: AskingCall,
+    answers: Record<string, unknown>,
+    call: CallOptions,
+    instance?: UpstreamInstance,
+  ): Promise<CallToolResult | ToolCallAsks> {
+    const progress = call.progress;
+    let outcome: RoundOutcome;
+    try {
+      outcome = await asking.round(answers, call.signal, {
+        progress,
+        stderr: call.stderr,
+        log: call.log && this.logListener(call.log),
+      });
+    } catch (error) {
+      asking.done();
+      const failure = instance ? instance.failureOf(error) : error;
+      throw this.callFailed(server, tool, failure, call.signal, this.options.limits.callTimeoutMs);
+    }
+    if ('asks' in outcome) {
+      return {
+        resultType: 'asks',
+        asks: this.secrets.redactJson(outcome.asks),
+        carry: { parked: asking.id },
+      };
+    }
+    asking.done();
+    this.succeeded();
+    this.options.events.meter?.call('ok');
+    return this.secrets.redactJson(outcome.result);
   }
 
   /**
@@ -392,6 +582,17 @@ export class UpstreamPool {
     );
   }
 
+  /** completion/complete of a prompt's or a resource template's argument (UpstreamInstance.complete). */
+  async complete(
+    server: string,
+    params: CompleteRequest['params'],
+    call: CallOptions = {},
+  ): Promise<CompleteResult> {
+    return this.request(server, 'completion/complete', call, (instance, timeoutMs) =>
+      instance.complete(params, { timeoutMs, signal: call.signal }),
+    );
+  }
+
   /**
    * One request of a caller (not a tool call): the same instance choice, timeout, cancellation,
    * circuit accounting and redaction as callTool.
@@ -459,19 +660,34 @@ export class UpstreamPool {
 
   /**
    * Room for one more instance of `key`. Shared: up to max_instances. Per session: one per session,
-   * max_instances sessions at once; when all are taken, the one idle longest is stopped for it (its
-   * upstream session ends, as it would after the idle timeout).
+   * max_instances sessions at once. Connections that relay an agent's questions (ASKING keys) have
+   * a budget of their own of as many again, so calls waiting on their agents never hold up the
+   * others. When a budget is taken, the instance of another key idle longest is stopped for it (its
+   * upstream session ends, as it would after the idle timeout); one holding subscriptions is kept.
    */
   private roomFor(key: string): boolean {
     const limit = this.options.limits.maxInstances;
-    if (!this.options.perSession) return this.instances.size + this.starting < limit;
-    if ([...this.instances].some((i) => i.session === key) || (this.startingFor.get(key) ?? 0) > 0)
+    const asking = key.includes(ASKING);
+    const sameBudget = (session: string) => session.includes(ASKING) === asking;
+    // Per session, one instance per key (a key is one session, with or without its capabilities).
+    if (
+      this.options.perSession &&
+      ([...this.instances].some((i) => i.session === key) || (this.startingFor.get(key) ?? 0) > 0)
+    )
       return false;
-    if (this.instances.size + this.starting < limit) return true;
+    // Where a budget is full, an idle instance of another key makes room (keys of one session, or
+    // relaying connections of other capabilities); shared instances of one key wait for each other.
+    const oneOfKey = this.options.perSession || asking;
+    let used = 0;
+    for (const instance of this.instances) if (sameBudget(instance.session)) used += 1;
+    for (const [starting, n] of this.startingFor) if (sameBudget(starting)) used += n;
+    if (used < limit) return true;
+    if (!oneOfKey) return false;
     let idlest: UpstreamInstance | undefined;
     for (const instance of this.instances) {
-      // One holding subscriptions is where their updates come from: it is not made room of.
       if (
+        sameBudget(instance.session) &&
+        instance.session !== key &&
         instance.inFlight === 0 &&
         instance.subscribed.size === 0 &&
         (!idlest || instance.lastUsedAt < idlest.lastUsedAt)
@@ -490,7 +706,22 @@ export class UpstreamPool {
     key: string,
     deadline: number,
     signal?: AbortSignal,
-  ): Promise<UpstreamInstance> {
+  ): Promise<UpstreamInstance>;
+  /** `wait` false: undefined rather than waiting when none is free and none can start now. */
+  private async acquire(
+    server: string,
+    key: string,
+    deadline: number,
+    signal: AbortSignal | undefined,
+    wait: false,
+  ): Promise<UpstreamInstance | undefined>;
+  private async acquire(
+    server: string,
+    key: string,
+    deadline: number,
+    signal?: AbortSignal,
+    wait = true,
+  ): Promise<UpstreamInstance | undefined> {
     if (this.closed)
       throw new DomainError('UPSTREAM_FAILED', `upstream server "${server}" was removed or changed`);
     if (this.circuitOpen()) throw this.refuseOpen(server);
@@ -510,6 +741,7 @@ export class UpstreamPool {
       this.serveWaiters(started);
       return started;
     }
+    if (!wait) return undefined;
     const slots = this.options.limits.maxInstances * this.options.limits.concurrentCalls;
     if (this.waiters.length >= slots * QUEUE_PER_SLOT) {
       this.options.events.meter?.call('refused');
@@ -549,10 +781,23 @@ export class UpstreamPool {
     let best: UpstreamInstance | undefined;
     for (const instance of this.instances) {
       if (instance.session !== key) continue;
-      if (!instance.alive || instance.inFlight >= this.options.limits.concurrentCalls) continue;
+      if (!instance.alive || instance.inFlight >= this.concurrencyOf(instance)) continue;
       if (!best || instance.inFlight < best.inFlight) best = instance;
     }
     return best;
+  }
+
+  /** What hands a server's log message to a call's caller: at its level or above, secrets taken out. */
+  private logListener(log: CallLog): (message: { level: unknown; data: unknown }) => void {
+    return ({ level, data }) => {
+      if (!isLogLevel(level) || !logLevelAllows(log.level, level)) return;
+      log.send({ level, data: this.secrets.redactJson(data) });
+    };
+  }
+
+  /** Calls an instance serves at once: one for a connection that relays a call's questions. */
+  private concurrencyOf(instance: UpstreamInstance): number {
+    return instance.session.includes(ASKING) ? 1 : this.options.limits.concurrentCalls;
   }
 
   private take(instance: UpstreamInstance): UpstreamInstance {
@@ -569,7 +814,7 @@ export class UpstreamPool {
 
   /** Hands the instance to calls waiting for one of its session, while it has room. */
   private serveWaiters(instance: UpstreamInstance): void {
-    while (instance.alive && instance.inFlight < this.options.limits.concurrentCalls) {
+    while (instance.alive && instance.inFlight < this.concurrencyOf(instance)) {
       const at = this.waiters.findIndex((w) => w.session === instance.session);
       if (at < 0) return;
       const [waiter] = this.waiters.splice(at, 1);
@@ -603,7 +848,13 @@ export class UpstreamPool {
           START_TIMEOUT_MAX_MS,
           Math.max(START_TIMEOUT_MIN_MS, this.options.limits.callTimeoutMs),
         ),
-        requestTimeoutMs: this.options.limits.callTimeoutMs,
+        // A connection that relays questions holds a call open while the agent answers.
+        requestTimeoutMs: key.includes(ASKING)
+          ? this.options.limits.callTimeoutMs + MAX_ASK_ROUNDS * ASK_WAIT_MS
+          : this.options.limits.callTimeoutMs,
+        asks: key.includes(ASKING)
+          ? (key.slice(key.indexOf(ASKING) + ASKING.length).split(',') as ClientInputCapability[])
+          : undefined,
         caps: this.options.caps,
         hooks: {
           toolsChanged: () => this.options.events.toolsChanged(),

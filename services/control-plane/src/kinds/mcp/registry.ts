@@ -5,7 +5,13 @@
  * they changed, debounced; every UPSTREAM_REFRESH_S while it runs). Servers created by another
  * control plane are read from the database the first time a call needs them.
  */
-import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolResult,
+  CompleteRequest,
+  CompleteResult,
+  GetPromptResult,
+  ReadResourceResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
 import type { UpstreamServer as UpstreamServerRow } from '../../generated/prisma/client.ts';
 import type { DomainContext } from '../../domain/context.ts';
@@ -14,6 +20,8 @@ import { DomainError } from '../../domain/errors.ts';
 import {
   UpstreamPool,
   type CallOptions,
+  type ToolCallAsks,
+  type ToolCallInput,
   type PoolMeter,
   type PoolState,
   type ResolvedTransport,
@@ -214,8 +222,8 @@ export class UpstreamRegistry {
     serverId: string,
     tool: string,
     args: Record<string, unknown>,
-    call: CallOptions = {},
-  ): Promise<CallToolResult> {
+    call: CallOptions & { input?: ToolCallInput | undefined } = {},
+  ): Promise<CallToolResult | ToolCallAsks> {
     const server = await this.known(serverId);
     return this.poolOf(server).callTool(server.name, tool, args, call);
   }
@@ -239,6 +247,16 @@ export class UpstreamRegistry {
   ): Promise<GetPromptResult | InputRequiredAnswer> {
     const server = await this.known(serverId);
     return this.poolOf(server).getPrompt(server.name, name, args, call);
+  }
+
+  /** completion/complete on a server's pool (for a prompt, by its upstream name). */
+  async complete(
+    serverId: string,
+    params: CompleteRequest['params'],
+    call: CallOptions = {},
+  ): Promise<CompleteResult> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).complete(server.name, params, call);
   }
 
   /**

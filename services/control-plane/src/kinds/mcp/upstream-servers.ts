@@ -21,6 +21,7 @@ import {
   type UpstreamServerLogs,
 } from '@bindery/contracts';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { compileToolSchema, type JsonSchema } from '@bindery/context-ops';
 import picomatch from 'picomatch';
 import type { Prisma, UpstreamServer as Row } from '../../generated/prisma/client.ts';
 import { DomainError, notFound } from '../../domain/errors.ts';
@@ -49,6 +50,7 @@ import {
 } from '../../secrets/secret-references.ts';
 import { prefixedToolName, quoted, skippedWarnings } from './upstream-names.ts';
 import {
+  presentationOf,
   promptSnapshot,
   resourceSnapshot,
   resourceTemplateSnapshot,
@@ -367,6 +369,9 @@ function toolConfig(serverId: string, tool: Tool): Record<string, unknown> {
     input_schema: tool.inputSchema,
     ...(tool.outputSchema !== undefined && { output_schema: tool.outputSchema }),
     ...(tool.annotations !== undefined && { annotations: tool.annotations }),
+    // What takenTools kept of them (presentationOf).
+    ...(tool._meta !== undefined && { meta: tool._meta }),
+    ...(tool.icons !== undefined && { icons: tool.icons }),
   };
 }
 
@@ -438,9 +443,38 @@ function takenTools(listed: UpstreamListing<Tool>, exposeTools: string[], warnin
       );
       continue;
     }
-    taken.push(tool);
+    unusableSchemaWarnings(tool, warnings);
+    const { _meta: _listedMeta, icons: _listedIcons, ...rest } = tool;
+    const { meta, icons } = presentationOf(tool, `tool ${quoted(tool.name)}`, warnings);
+    taken.push({
+      ...rest,
+      ...(meta !== undefined && { _meta: meta }),
+      ...(icons !== undefined && { icons: icons as Tool['icons'] }),
+    });
   }
   return taken;
+}
+
+/**
+ * A schema Bindery cannot read (a dialect it does not know, a `$ref` to another document, a pattern
+ * RE2 cannot run) is said at sync; the tool is kept as the server lists it, and a call to it answers
+ * PRECONDITION_FAILED with the same reason (arguments.ts) until the server changes it.
+ */
+function unusableSchemaWarnings(tool: Tool, warnings: string[]): void {
+  for (const [which, schema] of [
+    ['input', tool.inputSchema],
+    ['output', tool.outputSchema],
+  ] as const) {
+    if (schema === undefined) continue;
+    try {
+      compileToolSchema(schema as JsonSchema);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      warnings.push(
+        `tool ${quoted(tool.name)}: its ${which} schema cannot be used, so calls to it fail until the server changes it: ${reason}`,
+      );
+    }
+  }
 }
 
 export interface SyncReport {
@@ -729,9 +763,21 @@ async function bindAttached(
   return [...changed];
 }
 
+/** True when the AEI has nothing yet: no binding, attachment or prompt of its own. */
+async function onlySource(tx: Db, aeiId: string): Promise<boolean> {
+  const [bindings, attachments, prompts] = await Promise.all([
+    tx.aeiBinding.count({ where: { aeiId } }),
+    tx.aeiAttachment.count({ where: { aeiId } }),
+    tx.aeiPrompt.count({ where: { aeiId } }),
+  ]);
+  return bindings + attachments + prompts === 0;
+}
+
 /**
- * Attaches a whole server to an AEI: each of its current tools is bound as `{prefix}_{tool}` (the
- * prefix defaults to the server's slug), and later syncs bind new ones. A name already taken in the
+ * Attaches a whole server to an AEI: each of its current tools is bound as `{prefix}_{tool}`, and
+ * later syncs bind new ones. Without a prefix given, a server that becomes the AEI's only source (no
+ * bindings, attachments or prompts yet) keeps its own names, so the exposure reads as the server
+ * itself; otherwise the prefix is the server's slug. A name already taken in the
  * AEI, or a tool of the server already bound there, refuses the whole attach (CONFLICT listing them).
  */
 export async function attachUpstreamServer(
@@ -744,7 +790,7 @@ export async function attachUpstreamServer(
     const aei = await tx.aei.findFirst({ where: { id: aeiId, userId: caller.userId }, select: { id: true } });
     if (!aei) throw notFound('AEI', aeiId);
     const server = await findOwnServer(tx, caller, body.upstream_server_id);
-    const prefix = body.prefix ?? server.slug;
+    const prefix = body.prefix ?? ((await onlySource(tx, aeiId)) ? '' : server.slug);
     const existing = await tx.aeiAttachment.findFirst({ where: { aeiId, upstreamServerId: server.id } });
     if (existing) {
       throw new DomainError('CONFLICT', `upstream server "${server.name}" is already attached to this AEI`, {

@@ -6,6 +6,7 @@
 import {
   UPSTREAM_CATALOG_LIMITS,
   compileUriTemplate,
+  findUnstorable,
   matchesUriTemplate,
   storableText,
   type UriTemplateMatcher,
@@ -14,8 +15,19 @@ import type { Prompt, Resource, ResourceTemplate } from '@modelcontextprotocol/s
 import type { SkippedEntry } from './instance.ts';
 import { skippedWarnings } from './upstream-names.ts';
 
+/**
+ * What an entry says of itself for clients to show, kept as the server listed it: its `_meta` (MCP
+ * Apps declare a tool's UI there, and a `ui://` resource's sandbox), its `icons`, and a resource's
+ * `annotations`.
+ */
+export interface Presentation {
+  meta?: Record<string, unknown>;
+  icons?: unknown[];
+  annotations?: Record<string, unknown>;
+}
+
 /** One resource of a server's snapshot (`upstream_server.resources`). */
-export interface ResourceEntry {
+export interface ResourceEntry extends Presentation {
   uri: string;
   name: string;
   title?: string;
@@ -25,7 +37,7 @@ export interface ResourceEntry {
 }
 
 /** One resource template of a server's snapshot (`upstream_server.resource_templates`). */
-export interface ResourceTemplateEntry {
+export interface ResourceTemplateEntry extends Presentation {
   uri_template: string;
   name: string;
   title?: string;
@@ -40,7 +52,7 @@ export interface PromptArgumentEntry {
 }
 
 /** One prompt of a server's snapshot (`upstream_server.prompts`), by its upstream name. */
-export interface PromptEntry {
+export interface PromptEntry extends Presentation {
   name: string;
   title?: string;
   description?: string;
@@ -88,6 +100,43 @@ interface Listed<T> {
 const optionalText = (key: string, value: unknown) =>
   typeof value === 'string' ? { [key]: cut(value) } : {};
 
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The entry's `_meta`, `icons` and (`withAnnotations`) `annotations`, as listed, when they are of
+ * their type, storable and together at most UPSTREAM_CATALOG_LIMITS.maxPresentationChars of JSON;
+ * otherwise none of them, said in `warnings` (`what` names the entry). They are never rewritten:
+ * a client reads a UI's address out of them.
+ */
+export function presentationOf(
+  listed: { _meta?: unknown; icons?: unknown; annotations?: unknown },
+  what: string,
+  warnings: string[],
+  withAnnotations = false,
+): Presentation {
+  const kept: Presentation = {
+    ...(isPlainObject(listed._meta) && { meta: listed._meta }),
+    ...(Array.isArray(listed.icons) && { icons: listed.icons }),
+    ...(withAnnotations && isPlainObject(listed.annotations) && { annotations: listed.annotations }),
+  };
+  if (Object.keys(kept).length === 0) return kept;
+  const max = UPSTREAM_CATALOG_LIMITS.maxPresentationChars;
+  if (JSON.stringify(kept).length > max) {
+    warnings.push(
+      `${what}: its _meta, icons and annotations take over ${max} characters; they were left out`,
+    );
+    return {};
+  }
+  if (findUnstorable(kept) !== undefined) {
+    warnings.push(
+      `${what}: its _meta, icons or annotations hold a NUL or a broken character; they were left out`,
+    );
+    return {};
+  }
+  return kept;
+}
+
 /**
  * A server's resources as the snapshot keeps them: URIs over maxUriChars or listed twice skipped,
  * names, titles and descriptions cut to maxTextChars; what was left out is said in `warnings`.
@@ -122,6 +171,7 @@ export function resourceSnapshot(listed: Listed<Resource>, warnings: string[]): 
       ...optionalText('description', resource.description),
       ...optionalText('mime_type', resource.mimeType),
       ...(typeof size === 'number' && Number.isSafeInteger(size) && size >= 0 && { size }),
+      ...presentationOf(resource, `resource "${shown(uri)}"`, warnings, true),
     } as ResourceEntry;
     if (!budget.takes(entry)) break;
     entries.push(entry);
@@ -183,6 +233,7 @@ export function resourceTemplateSnapshot(
       ...optionalText('title', template.title),
       ...optionalText('description', template.description),
       ...optionalText('mime_type', template.mimeType),
+      ...presentationOf(template, `resource template "${shown(uriTemplate)}"`, warnings, true),
     } as ResourceTemplateEntry;
     if (!budget.takes(entry)) break;
     entries.push(entry);
@@ -301,6 +352,7 @@ export function promptSnapshot(listed: Listed<Prompt>, warnings: string[]): Prom
       ...optionalText('title', prompt.title),
       ...optionalText('description', prompt.description),
       arguments: args,
+      ...presentationOf(prompt, `prompt "${shown(name)}"`, warnings),
     };
     if (!budget.takes(entry)) break;
     entries.push(entry);

@@ -4,6 +4,8 @@
 // modern-only server does. Its tools:
 //   shout {text}  -> the text in capitals
 //   whoami        -> {pid, era: "modern"}
+//   greet_reader  -> asks who reads (input_required: an elicitation), then "Hello {name}"
+// Its prompt briefing {topic} asks who reads it (and, when the client can sample, for a summary).
 // It writes a line to stderr at start.
 import {
   acceptedContent,
@@ -37,6 +39,28 @@ function createModernServer() {
     async () => ({
       content: [{ type: 'text', text: JSON.stringify({ pid: process.pid, era: 'modern' }) }],
     }),
+  );
+  server.registerTool(
+    'greet_reader',
+    { description: 'Asks who reads, then greets them.', inputSchema: fromJsonSchema({ type: 'object' }) },
+    async (_args, ctx) => {
+      const who = acceptedContent(ctx.mcpReq.inputResponses, 'who');
+      if (typeof who?.name !== 'string') {
+        return inputRequired({
+          inputRequests: {
+            who: inputRequired.elicit({
+              message: 'Who reads this?',
+              requestedSchema: {
+                type: 'object',
+                properties: { name: { type: 'string' } },
+                required: ['name'],
+              },
+            }),
+          },
+        });
+      }
+      return { content: [{ type: 'text', text: `Hello ${who.name}` }] };
+    },
   );
   server.registerPrompt(
     'briefing',

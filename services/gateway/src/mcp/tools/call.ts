@@ -143,7 +143,12 @@ export async function callTool(
     // input_required and retries itself (client-input.ts).
     const rounds = await answerRounds(
       input,
-      (round) => tool.run(args, call.requestId, { ...extra, ...(round && { input: round }) }),
+      (round, withdraw) =>
+        tool.run(args, call.requestId, {
+          ...extra,
+          ...(withdraw && { signal: undefined }),
+          ...(round && { input: round }),
+        }),
       (answer) => answer.input_required,
       call.signal,
     );

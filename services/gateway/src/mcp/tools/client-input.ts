@@ -192,7 +192,7 @@ export interface RoundsFailure {
  */
 export async function answerRounds<A>(
   input: RequestInput | undefined,
-  send: (round: ClientInput | undefined) => Promise<A>,
+  send: (round: ClientInput | undefined, withdraw?: true) => Promise<A>,
   asked: (answer: A) => { requests: Record<string, InputRequest>; state: string } | undefined,
   signal: AbortSignal | undefined,
 ): Promise<{ answer: A } | { failure: RoundsFailure }> {
@@ -205,6 +205,10 @@ export async function answerRounds<A>(
     try {
       responses = await askClient(input.ask, question.requests, signal);
     } catch (error) {
+      // Nothing will come back with answers: what waits for them (an upstream call the control
+      // plane holds) is told at once, not left to its own expiry. `withdraw`: not on the call's
+      // own signal, which may be the reason.
+      void send({ ...roundInput(input, undefined, question.state), cancel: true }, true).catch(() => {});
       if (!(error instanceof ClientDidNotAnswer)) throw error;
       return { failure: { code: error.timedOut ? 'TIMEOUT' : 'VALIDATION_FAILED', message: error.message } };
     }

@@ -103,6 +103,8 @@ function directResult(exposure: Exposure, offset: number, options: ListPageOptio
       inputSchema: t.inputSchema as never,
       ...(t.outputSchema !== undefined && { outputSchema: t.outputSchema as never }),
       ...(t.annotations !== undefined && { annotations: t.annotations }),
+      ...(t.icons !== undefined && { icons: t.icons as never[] }),
+      ...(t.meta !== undefined && { _meta: t.meta }),
     })),
     ...(page.nextCursor !== undefined && { nextCursor: page.nextCursor }),
   });

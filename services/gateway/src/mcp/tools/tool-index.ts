@@ -25,6 +25,9 @@ export interface ExposedTool {
   inputSchema: Record<string, unknown>;
   outputSchema: Record<string, unknown> | undefined;
   annotations: ToolAnnotations | undefined;
+  /** Its `_meta` and `icons` for tools/list, as its source declares them (an upstream tool's). */
+  meta?: Record<string, unknown> | undefined;
+  icons?: unknown[] | undefined;
   /** True when the tool cannot write (a read operation): an unanswered call of it changed nothing. */
   readOnly: boolean;
   /** True when its structured content carries the answer under `result` (get_all, preview, query). */
@@ -72,9 +75,12 @@ export interface RunExtra {
  * The kinds whose calls send log lines of their own (custom: `ctx.log`). Only their calls ask the
  * control plane for lines, since asking makes the answer a stream and keeps the call out of a batch.
  */
-const KINDS_THAT_LOG: ReadonlySet<string> = new Set(['custom']);
-/** The kinds whose tools can ask their client for input (custom: `ctx.elicit` and the others). */
-const KINDS_THAT_ASK: ReadonlySet<string> = new Set(['custom']);
+const KINDS_THAT_LOG: ReadonlySet<string> = new Set(['custom', 'mcp']);
+/**
+ * The kinds whose tools can ask their client for input (custom: `ctx.elicit` and the others; mcp:
+ * an upstream server's elicitation, sampling and roots requests, relayed).
+ */
+const KINDS_THAT_ASK: ReadonlySet<string> = new Set(['custom', 'mcp']);
 
 /** Where a binding's tool comes from, and the names source routing knows it by. */
 function sourceOf(b: ConfigBinding): Pick<ExposedTool, 'source' | 'originalName' | 'serverNames'> {
@@ -165,6 +171,8 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
         inputSchema: b.input_schema,
         outputSchema: b.output_schema ?? undefined,
         annotations: b.annotations,
+        meta: b.meta,
+        icons: b.icons,
         readOnly: readOnly(
           b.annotations,
           b.adi_ref.kind === 'context' ? b.adi_ref.operation_type : undefined,
