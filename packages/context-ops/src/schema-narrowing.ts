@@ -6,6 +6,7 @@
  */
 import { OpError } from './errors.ts';
 import { isJsonObject, type JsonSchema } from './json.ts';
+import { deepFreeze } from './freeze.ts';
 import { PatternRefused } from './schema-pattern.ts';
 import {
   compileToolSchema,
@@ -86,7 +87,7 @@ export function checkSchemaNarrowing(
   if (override.type !== 'object') refuse(`${ROOT}.type must be "object"`, `${ROOT}.type`);
   dialects = { canonical: canonical.$schema, override: override.$schema };
   try {
-    inlined = 0;
+    inlined = { nodes: 0, chars: 0 };
     compare(inlineLocalRefs(canonical, canonical, 0) as JsonSchema, override, ROOT);
   } finally {
     dialects = undefined;
@@ -104,7 +105,14 @@ function schemaErrors(
   whose: 'canonical' | 'override' = 'override',
 ): SchemaError[] {
   const dialect = dialects?.[whose];
-  const alone = typeof dialect === 'string' && isJsonObject(node) ? { ...node, $schema: dialect } : node;
+  // The canonical's parts are this check's own copy (inlineLocalRefs): made once and frozen; the
+  // override's are the caller's, never frozen here.
+  const alone =
+    typeof dialect !== 'string' || !isJsonObject(node)
+      ? node
+      : whose === 'canonical'
+        ? withDialect(node, dialect)
+        : { ...node, $schema: dialect };
   try {
     return toolSchemaErrors(alone as JsonSchema, value);
   } catch {
@@ -114,36 +122,69 @@ function schemaErrors(
   }
 }
 
-// How deep local references are followed, and how many nodes inlining may make in all: a recursive
-// schema stops there (read as `{}`, any value, which the call-time check against the whole schema
-// still judges), and a schema referring to itself many times cannot make the copy blow up.
+// How deep local references are followed, and how much inlining may make in all (nodes, and
+// characters of the referenced parts): a recursive schema stops there (read as `{}`, any value,
+// which the call-time check against the whole schema still judges), and a schema referring to
+// large parts of itself many times cannot make the copy blow up.
 const MAX_REF_DEPTH = 16;
 const MAX_INLINED_NODES = 20_000;
-let inlined = 0;
+const MAX_INLINED_CHARS = 1_000_000;
+let inlined = { nodes: 0, chars: 0 };
+
+// Keywords whose values are data, not schemas: a `{"$ref": ...}` there is a value, left as it is.
+const DATA_KEYWORDS: ReadonlySet<string> = new Set(['const', 'enum', 'default', 'examples', 'example']);
 
 /**
  * `schema` with its local references (`{"$ref": "#/definitions/x"}`, `#/$defs/x`) replaced by what
  * they point at in `root`, so a sub-schema can be compared, and checked, on its own.
  */
 function inlineLocalRefs(node: unknown, root: JsonSchema, depth: number): unknown {
-  inlined += 1;
-  if (inlined > MAX_INLINED_NODES) return {};
+  inlined.nodes += 1;
+  if (inlined.nodes > MAX_INLINED_NODES || inlined.chars > MAX_INLINED_CHARS) return {};
   if (Array.isArray(node)) return node.map((item) => inlineLocalRefs(item, root, depth));
   if (!isJsonObject(node)) return node;
   if (typeof node.$ref === 'string' && node.$ref.startsWith('#/')) {
     if (depth >= MAX_REF_DEPTH) return {};
-    let target: unknown = root;
-    for (const part of node.$ref.slice(2).split('/')) {
-      const key = decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~');
-      target = isJsonObject(target) && Object.hasOwn(target, key) ? target[key] : undefined;
-    }
+    const target = pointedAt(root, node.$ref);
     if (!isJsonObject(target)) return {};
+    inlined.chars += JSON.stringify(target).length;
+    if (inlined.chars > MAX_INLINED_CHARS) return {};
     const { $ref: _ref, ...siblings } = node;
     return inlineLocalRefs({ ...target, ...siblings }, root, depth + 1);
   }
   return Object.fromEntries(
-    Object.entries(node).map(([key, value]) => [key, inlineLocalRefs(value, root, depth)]),
+    Object.entries(node).map(([key, value]) => [
+      key,
+      DATA_KEYWORDS.has(key) ? value : inlineLocalRefs(value, root, depth),
+    ]),
   );
+}
+
+/** What a `#/...` JSON Pointer names in `root`; undefined for one that names nothing or is malformed. */
+function pointedAt(root: JsonSchema, ref: string): unknown {
+  let target: unknown = root;
+  for (const part of ref.slice(2).split('/')) {
+    let key: string;
+    try {
+      key = decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~');
+    } catch {
+      return undefined;
+    }
+    target = isJsonObject(target) && Object.hasOwn(target, key) ? target[key] : undefined;
+  }
+  return target;
+}
+
+// A sub-schema with its root's dialect, made once per sub-schema and frozen: checking many values
+// against it (an override's enum) compiles and keys it once (schema-validation.ts keyOf).
+const withDialects = new WeakMap<object, JsonSchema>();
+function withDialect(node: JsonSchema & object, dialect: string): JsonSchema {
+  let made = withDialects.get(node);
+  if (made === undefined) {
+    made = deepFreeze({ ...node, $schema: dialect }) as JsonSchema;
+    withDialects.set(node, made);
+  }
+  return made;
 }
 
 function refuse(message: string, path: string): never {

@@ -46,6 +46,8 @@ const DIALECTS: ReadonlyMap<string, SchemaDialect> = new Map([
   ['json-schema.org/draft-07/schema', 'draft-07'],
   ['json-schema.org/draft/2019-09/schema', '2019-09'],
   ['json-schema.org/draft/2020-12/schema', '2020-12'],
+  // OpenAPI 3.1's schema dialect: 2020-12 with OpenAPI's own keywords (ignored, as unknown ones are).
+  ['spec.openapis.org/oas/3.1/dialect/base', '2020-12'],
 ]);
 
 // The URI each instance knows its meta-schema by (what `$schema` is rewritten to when compiled).
@@ -181,10 +183,12 @@ function compileAs(reading: Reading, schema: JsonSchema, useDefaults: boolean): 
   if (typeof copy === 'object' && copy !== null) {
     const root = copy as Record<string, unknown>;
     if (reading !== 'user' && '$schema' in root) root.$schema = META_URIS[reading];
-    // Each compiled schema gets an id of its own: a reference to the whole schema (`"$ref": "#"`,
-    // a tree's children) resolves against it, and two schemas that name the same `$id` do not
-    // clash in a shared instance (which keeps no schema it compiled: addUsedSchema is off).
-    root[reading === 'draft-04' ? 'id' : '$id'] = `urn:bindery:schema:${(compiledIds += 1)}`;
+    // A schema without an id gets one of its own: without it a reference to the whole schema
+    // (`"$ref": "#"`, a tree's children) does not resolve. One that names its own keeps it (its
+    // references may use it as their base); two schemas naming the same id do not clash, since an
+    // instance keeps no schema it compiled (addUsedSchema is off).
+    const idKey = reading === 'draft-04' ? 'id' : '$id';
+    if (typeof root[idKey] !== 'string') root[idKey] = `urn:bindery:schema:${(compiledIds += 1)}`;
   }
   const validator = withPatternLimits(instance(reading, useDefaults).compile(copy));
   compiled.set(key, validator);

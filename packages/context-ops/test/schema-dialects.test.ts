@@ -100,6 +100,36 @@ describe('tool schemas in every dialect', () => {
     expect(contact({ via: 'email' })).toBe(true);
   });
 
+  it('resolves references to the whole schema and to its own $id', () => {
+    const own = {
+      $id: 'https://example.test/s.json',
+      type: 'object',
+      $defs: { x: { type: 'string' } },
+      properties: {
+        a: { $ref: 'https://example.test/s.json#/$defs/x' },
+        b: { $ref: 's.json#/$defs/x' },
+        c: { $ref: '#' },
+      },
+    } as JsonSchema;
+    const validate = compileToolSchema(own);
+    expect(validate({ a: 'x', b: 'y', c: { a: 'z' } })).toBe(true);
+    expect(validate({ c: { a: 1 } })).toBe(false);
+    // Another schema naming the same id does not clash with it.
+    const other = compileToolSchema({
+      $id: 'https://example.test/s.json',
+      type: 'object',
+      properties: { z: { type: 'integer' } },
+    } as JsonSchema);
+    expect(other({ z: 'no' })).toBe(false);
+    // A tree: its children are the whole schema again (a user's schema too).
+    const tree = compileUserSchema({
+      type: 'object',
+      properties: { kids: { type: 'array', items: { $ref: '#' } } },
+    } as JsonSchema);
+    expect(tree({ kids: [{ kids: [] }] })).toBe(true);
+    expect(tree({ kids: [1] })).toBe(false);
+  });
+
   it('refuses a dialect it does not know, naming it', () => {
     let thrown: unknown;
     try {
@@ -172,6 +202,47 @@ describe('narrowing a tool schema of another dialect', () => {
         } as JsonSchema,
       ),
     ).toThrow(/cannot narrow the tool's own schema, which Bindery cannot use/);
+  });
+
+  it('leaves data alone and survives a malformed reference', () => {
+    const odd = {
+      type: 'object',
+      properties: {
+        kind: { const: { $ref: '#/%' } },
+        mode: { type: 'string', default: 'a', enum: ['a', 'b'] },
+      },
+    } as JsonSchema;
+    // The const's value is data: matched as written, never taken for a reference.
+    expect(() =>
+      checkSchemaNarrowing(odd, {
+        type: 'object',
+        properties: { kind: { const: { $ref: '#/%' } }, mode: { enum: ['a'] } },
+      } as JsonSchema),
+    ).not.toThrow();
+    expect(() =>
+      checkSchemaNarrowing(odd, {
+        type: 'object',
+        properties: { kind: { const: { $ref: '#/other' } } },
+      } as JsonSchema),
+    ).toThrow(/is not accepted by the canonical schema/);
+  });
+
+  it('stays bounded when large parts are referred to many times', () => {
+    const big = 'x'.repeat(100_000);
+    const schema = {
+      type: 'object',
+      $defs: { part: { type: 'string', description: big } },
+      properties: Object.fromEntries(
+        Array.from({ length: 200 }, (_, i) => [`p${i}`, { $ref: '#/$defs/part' }]),
+      ),
+    } as JsonSchema;
+    // Written out, 20 MB: past its budget the rest is read as any value (the call-time check judges).
+    expect(() =>
+      checkSchemaNarrowing(schema, {
+        type: 'object',
+        properties: { p199: { type: 'string', enum: ['a'] } },
+      } as JsonSchema),
+    ).not.toThrow();
   });
 
   it('stays bounded on a schema that refers to itself many times', () => {

@@ -64,6 +64,7 @@ describe('a server of the 2026-07-28 era only', () => {
     expect(created.tools.map((x: { upstream_name: string }) => x.upstream_name).sort()).toEqual([
       'greet_reader',
       'shout',
+      'touch_news',
       'whoami',
     ]);
     expect(result.content).toEqual([{ type: 'text', text: 'QUIET WORDS' }]);

@@ -9,7 +9,9 @@
 //   a warning at sync and a tool error naming the reason, never INTERNAL;
 // - a binding narrows a draft-07 schema (its `$ref`s read through) and the narrowing holds;
 // - the MCP App's `ui://` resource reads back with its MIME type and `_meta`, a template read and
-//   completions of the prompt's and the template's arguments come from the server.
+//   completions of the prompt's and the template's arguments come from the server;
+// - a subscription to a 2026-07-28 server's resource (held upstream as a listen stream) brings its
+//   updates to a legacy session and to a modern listen stream.
 import { fileURLToPath } from 'node:url';
 import {
   Client as ModernClient,
@@ -19,7 +21,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpUpstream, type HttpUpstream } from '../../control-plane/test/support/upstream-servers.ts';
+import {
+  httpUpstream,
+  modernHttpUpstream,
+  type HttpUpstream,
+} from '../../control-plane/test/support/upstream-servers.ts';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
   APP_HTML,
   APP_URI,
@@ -33,6 +40,8 @@ const SCRIPT = fileURLToPath(
 
 let stack: Stack;
 let http: HttpUpstream;
+let modern: Awaited<ReturnType<typeof modernHttpUpstream>>;
+let modernPath: string;
 let direct: Client;
 let token: string;
 let as: (method: string, to: string, body?: unknown) => Promise<Record<string, unknown>>;
@@ -64,6 +73,16 @@ beforeAll(async () => {
       warnings: upstream.warnings as string[],
     };
   }
+  modern = await modernHttpUpstream();
+  const news = await as('POST', '/api/v2/upstream-servers', {
+    name: 'Modern news',
+    transport: 'http',
+    url: modern.url,
+  });
+  expect(news.status).toBe('ok');
+  const newsroom = await as('POST', '/api/v2/aeis', { name: 'modern-news' });
+  await as('POST', `/api/v2/aeis/${String(newsroom.id)}/bindings`, { upstream_server_id: news.id });
+  modernPath = `/api/v2/mcp/server/${String(newsroom.api_key)}`;
   direct = new Client({ name: 'direct', version: '1.0.0' });
   await direct.connect(new StdioClientTransport({ command: 'node', args: [SCRIPT] }));
 }, 120_000);
@@ -72,7 +91,16 @@ afterAll(async () => {
   await direct?.close();
   await stack?.close();
   await http?.close();
+  await modern?.close();
 });
+
+const until = async (what: string, done: () => boolean) => {
+  for (let tries = 0; tries < 100; tries += 1) {
+    if (done()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what} did not happen within 10 s`);
+};
 
 async function legacyClient(url: URL): Promise<Client> {
   const client = new Client({ name: 'legacy-agent', version: '1.0.0' });
@@ -264,6 +292,39 @@ describe('narrowing an upstream tool', () => {
       const over = await client.callTool({ name: 'lookup', arguments: { id: 'def', limit: 11 } });
       expect(over.isError).toBe(true);
       expect((over.content as { text: string }[])[0]!.text).toContain('argument /limit must be <= 10');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('subscriptions to a 2026-07-28 server', () => {
+  it('bring its resource updates to a legacy session', async () => {
+    const client = await legacyClient(new URL(modernPath, stack.gatewayUrl));
+    const updated: string[] = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    try {
+      expect((await client.readResource({ uri: 'modern://news' })).contents[0]).toMatchObject({
+        text: 'the news',
+      });
+      await client.subscribeResource({ uri: 'modern://news' });
+      await client.callTool({ name: 'touch_news', arguments: {} });
+      await until('resources/updated for modern://news', () => updated.includes('modern://news'));
+      await client.unsubscribeResource({ uri: 'modern://news' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('bring its resource updates to a modern listen stream', async () => {
+    const client = await modernClient(new URL(modernPath, stack.gatewayUrl));
+    const updated: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', (n) => void updated.push(n.params.uri));
+    try {
+      const listening = await client.listen({ resourceSubscriptions: ['modern://news'] });
+      await client.callTool({ name: 'touch_news', arguments: {} });
+      await until('resources/updated for modern://news', () => updated.includes('modern://news'));
+      await listening.close();
     } finally {
       await client.close();
     }

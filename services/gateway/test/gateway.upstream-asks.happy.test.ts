@@ -10,8 +10,9 @@
 // - an altered requestState is -32602;
 // - an agent that gives the call up while it is being asked cancels the upstream call at once (not
 //   when the wait for its answers runs out, minutes later);
-// - an upstream tool's log messages reach the calling session at its level, and never another
-//   caller's session.
+// - an upstream tool's log messages reach the calling session at its level when the server keeps a
+//   connection per session, and never another caller's session (a connection shared by callers
+//   does not say whose a line is: none is relayed).
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -39,7 +40,7 @@ const VERSION = '2026-07-28';
 let stack: Stack;
 let http: HttpUpstream;
 /** The MCP path of the exposure of each upstream. */
-const paths: Record<'stdio' | 'http' | 'modern', string> = {} as never;
+const paths: Record<'stdio' | 'http' | 'modern' | 'sessions', string> = {} as never;
 let stdioServerId: string;
 let as: (method: string, to: string, body?: unknown) => Promise<Record<string, unknown>>;
 
@@ -55,6 +56,17 @@ beforeAll(async () => {
     ['stdio', { transport: 'stdio', command: 'node', args: [LEGACY_SCRIPT], limits: { max_instances: 2 } }],
     ['http', { transport: 'http', url: http.url }],
     ['modern', { transport: 'stdio', command: 'node', args: [MODERN_SCRIPT] }],
+    // One connection per MCP session: what the server says on it is that session's.
+    [
+      'sessions',
+      {
+        transport: 'stdio',
+        command: 'node',
+        args: [LEGACY_SCRIPT],
+        session_mode: 'per_session',
+        limits: { max_instances: 4 },
+      },
+    ],
   ] as const) {
     const upstream = await as('POST', '/api/v2/upstream-servers', { name: `Asking ${name}`, ...spec });
     expect(upstream.status).toBe('ok');
@@ -333,13 +345,13 @@ describe('cancellation', () => {
 });
 
 describe('log messages', () => {
-  async function listener(level: 'info' | 'warning') {
+  async function listener(level: 'info' | 'warning', path = paths.sessions) {
     const heard: { level: string; data: unknown; logger?: string }[] = [];
     const client = new Client({ name: `listener-${level}`, version: '1.0.0' });
     client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
       heard.push(notification.params);
     });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}${paths.stdio}`)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}${path}`)));
     await client.setLoggingLevel(level);
     return { client, heard };
   }
@@ -362,10 +374,22 @@ describe('log messages', () => {
         info.client.callTool({ name: 'log_steps', arguments: { tag: 'one' } }),
         warning.client.callTool({ name: 'log_steps', arguments: { tag: 'two' } }),
       ]);
+      expect(info.heard.filter((line) => String(line.data).startsWith('one'))).toHaveLength(2);
+      expect(warning.heard.filter((line) => String(line.data).startsWith('two'))).toHaveLength(1);
       expect(info.heard.some((line) => String(line.data).startsWith('two'))).toBe(false);
       expect(warning.heard.some((line) => String(line.data).startsWith('one'))).toBe(false);
     } finally {
       await Promise.all([info.client.close(), warning.client.close()]);
+    }
+  });
+
+  it('are not relayed from a connection shared by callers', async () => {
+    const shared = await listener('info', paths.stdio);
+    try {
+      await shared.client.callTool({ name: 'log_steps', arguments: { tag: 'shared' } });
+      expect(shared.heard.filter((line) => String(line.data).startsWith('shared'))).toEqual([]);
+    } finally {
+      await shared.client.close();
     }
   });
 });

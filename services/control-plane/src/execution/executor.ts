@@ -266,6 +266,7 @@ async function runBinding(
       meta,
       signal,
       session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
+      caller: `${binding.aeiId}:${request.caller ?? ''}`,
       progress: heard.progress,
       log: heard.log,
       input,

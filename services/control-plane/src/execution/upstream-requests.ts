@@ -33,6 +33,25 @@ import {
 /** A refusal before the upstream was asked: audited as `refused`. */
 class Refused extends DomainError {}
 
+/**
+ * The attachment of the server to a serving AEI: Refused (FORBIDDEN) while the AEI or its owner is
+ * disabled, NOT_FOUND when the server is not attached to it.
+ */
+function servingAttachment<T>(
+  aei: { name: string; status: string; user: { disabledAt: Date | null } },
+  attachment: T | null,
+  serverId: string,
+): T {
+  if (aei.status !== 'enabled' || aei.user.disabledAt !== null)
+    throw new Refused('FORBIDDEN', `exposure "${aei.name}" is disabled`);
+  if (!attachment) {
+    throw new Refused('NOT_FOUND', `upstream server ${serverId} is not attached to exposure "${aei.name}"`, {
+      upstream_server_id: serverId,
+    });
+  }
+  return attachment;
+}
+
 /** JSON-RPC codes an upstream answers with, as MCP uses them. */
 const INVALID_PARAMS = -32602;
 const RESOURCE_NOT_FOUND = -32002;
@@ -103,16 +122,7 @@ export async function upstreamRequest(
     });
   };
   try {
-    if (aei.status !== 'enabled' || aei.user.disabledAt !== null)
-      throw new Refused('FORBIDDEN', `exposure "${aei.name}" is disabled`);
-    if (!attachment) {
-      throw new Refused(
-        'NOT_FOUND',
-        `upstream server ${body.upstream_server_id} is not attached to exposure "${aei.name}"`,
-        { upstream_server_id: body.upstream_server_id },
-      );
-    }
-    const server = attachment.upstreamServer;
+    const server = servingAttachment(aei, attachment, body.upstream_server_id).upstreamServer;
     if (
       read &&
       !storedEntries<ResourceEntry>(server.resources).some((r) => r.uri === read.uri) &&
@@ -306,20 +316,11 @@ async function upstreamCompletion(
   try {
     const aei = await ctx.prisma.aei.findUnique({ where: { id: aeiId }, include: OWNER_STATUS });
     if (!aei) throw new DomainError('NOT_FOUND', `AEI ${aeiId} not found`);
-    if (aei.status !== 'enabled' || aei.user.disabledAt !== null)
-      throw new DomainError('FORBIDDEN', `exposure "${aei.name}" is disabled`);
     const attachment = await ctx.prisma.aeiAttachment.findFirst({
       where: { aeiId, upstreamServerId: body.upstream_server_id },
       select: { upstreamServer: { select: { resourceTemplates: true, prompts: true } } },
     });
-    if (!attachment) {
-      throw new DomainError(
-        'NOT_FOUND',
-        `upstream server ${body.upstream_server_id} is not attached to exposure "${aei.name}"`,
-        { upstream_server_id: body.upstream_server_id },
-      );
-    }
-    const server = attachment.upstreamServer;
+    const server = servingAttachment(aei, attachment, body.upstream_server_id).upstreamServer;
     const { ref } = complete;
     const listed =
       ref.type === 'ref/prompt'
@@ -365,11 +366,8 @@ async function upstreamCompletion(
     meter.ok.observe((performance.now() - started) / 1000);
     return { result };
   } catch (error) {
-    if (!(error instanceof DomainError)) {
-      meter.error.observe((performance.now() - started) / 1000);
-      throw error;
-    }
     meter.error.observe((performance.now() - started) / 1000);
+    if (!(error instanceof DomainError)) throw error;
     return {
       error: {
         code: error.code,

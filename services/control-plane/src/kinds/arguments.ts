@@ -49,16 +49,17 @@ export function checkArguments(
     if (canonical === undefined) return copy;
     const own = toolValidator(canonical, toolName, 'input');
     if (own(copy)) return copy;
-    refuseArguments(own, toolName);
+    // What the tool's own schema allows is not the caller's to see (a narrowing may hide values).
+    refuseArguments(own, toolName, false);
   }
-  refuseArguments(validate, toolName);
+  refuseArguments(validate, toolName, true);
 }
 
-function refuseArguments(validate: SchemaValidator, toolName: string): never {
+function refuseArguments(validate: SchemaValidator, toolName: string, withParams: boolean): never {
   const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
     path: e.instancePath || '/',
     message: e.message ?? 'is invalid',
-    ...(e.params && Object.keys(e.params).length > 0 && { params: e.params }),
+    ...(withParams && e.params && Object.keys(e.params).length > 0 && { params: e.params }),
   }));
   const first = errors[0];
   const extra = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty;

@@ -184,6 +184,11 @@ export interface ToolCall<Services extends KindServices = KindServices> {
   signal?: AbortSignal | undefined;
   /** The exposure and MCP session the call came in, `{aei_id}:{session_id}` (absent: stateless). */
   session?: string | undefined;
+  /**
+   * Who calls, `{aei_id}:{caller}` (the caller of a caller entry; empty for an api_key): what an
+   * upstream may keep per caller is kept apart by it (mcp: its connections that relay questions).
+   */
+  caller?: string | undefined;
   /** Set when the caller wants progress reports: a kind that has them (mcp, custom) passes them on. */
   progress?: ((report: ToolProgress) => void) | undefined;
   /** Set when the caller hears log lines: a kind that has them (custom: `ctx.log`) sends them here. */

@@ -54,15 +54,21 @@ export async function modernHttpUpstream(): Promise<{
         for (const [name, value] of Object.entries(req.headers)) {
           if (typeof value === 'string') headers.set(name, value);
         }
+        // A client that goes away ends the exchange (a listen stream's, too).
+        const gone = new AbortController();
+        res.on('close', () => gone.abort());
         const answer = await handler.fetch(
           new Request(`http://127.0.0.1${req.url ?? '/'}`, {
             method: req.method ?? 'GET',
             headers,
+            signal: gone.signal,
             ...(body.length > 0 && { body }),
           }),
         );
         res.writeHead(answer.status, Object.fromEntries(answer.headers));
-        res.end(Buffer.from(await answer.arrayBuffer()));
+        // Streamed as it comes: a listen stream answers event by event and does not end.
+        if (answer.body) for await (const chunk of answer.body) res.write(chunk);
+        res.end();
       })().catch(() => {
         if (!res.headersSent) res.writeHead(500).end();
       });

@@ -49,7 +49,8 @@ export class AskingCall implements Asker {
   private readonly counts = new Map<string, number>();
   private outcome: { result: CallToolResult } | { error: unknown } | undefined;
   private wake: (() => void) | undefined;
-  private inRound = false;
+  /** A round runs now (the pool refuses a second one at once). */
+  inRound = false;
   private rounds = 0;
   private activeLeftMs: number;
   private activeSince = 0;
@@ -124,12 +125,6 @@ export class AskingCall implements Asker {
       log?: ((message: { level: unknown; data: unknown }) => void) | undefined;
     } = {},
   ): Promise<RoundOutcome> {
-    if (this.inRound) {
-      throw new DomainError(
-        'CONFLICT',
-        'the answers of this call are being given by another request already',
-      );
-    }
     this.inRound = true;
     this.rounds += 1;
     this.resume();
@@ -224,7 +219,10 @@ export class AskingCall implements Asker {
   done(): void {
     clearTimeout(this.waitTimer);
     clearTimeout(this.activeTimer);
-    if (!this.outcome) this.abort.abort(new Error('the call was given up'));
+    // A DomainError: the pool tells it as it is, and never counts it against the server.
+    if (!this.outcome) {
+      this.abort.abort(new DomainError('UPSTREAM_FAILED', 'the call was given up', { cancelled: true }));
+    }
     this.forget();
   }
 }

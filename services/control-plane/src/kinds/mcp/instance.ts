@@ -19,6 +19,7 @@ import {
   SSEClientTransport,
   StreamableHTTPClientTransport,
   type DiscoverResult,
+  type McpSubscription,
   type ServerCapabilities,
   type Transport,
 } from '@modelcontextprotocol/client';
@@ -182,6 +183,9 @@ function eachLine(stream: NodeJS.ReadableStream, line: (text: string) => void): 
   });
 }
 
+/** How long a dropped upstream listen stream waits before it is opened again. */
+const RELISTEN_AFTER_MS = 1_000;
+
 export class UpstreamInstance {
   inFlight = 0;
   lastUsedAt = Date.now();
@@ -195,9 +199,10 @@ export class UpstreamInstance {
   /** Told each stderr line of this instance (the calls of its one session in flight). */
   readonly stderrListeners = new Set<(line: string) => void>();
   /**
-   * Told the server's log messages (`notifications/message`) while exactly one call runs here and
-   * listens: the 2025 era does not say which call a message is about, so with more than one in
-   * flight none is told (no caller hears another's lines); the server's own log keeps nothing.
+   * Told the server's log messages (`notifications/message`) on a connection of one caller (a
+   * `per_session` session's, or one relaying a caller's questions) while exactly one call runs here
+   * and listens: the 2025 era does not say which call a message is about, so on a connection shared
+   * by callers, or with more than one call in flight, none is told (no caller hears another's lines).
    */
   readonly logListeners = new Set<(message: { level: unknown; data: unknown }) => void>();
   private closing = false;
@@ -284,7 +289,8 @@ export class UpstreamInstance {
     );
     client.setNotificationHandler('notifications/message', (notification) => {
       const instance = connected.instance;
-      if (!instance || instance.inFlight !== 1 || instance.logListeners.size !== 1) return;
+      if (!instance || instance.session === '' || instance.inFlight !== 1 || instance.logListeners.size !== 1)
+        return;
       const params = (notification.params ?? {}) as { level?: unknown; data?: unknown };
       for (const listener of instance.logListeners) listener({ level: params.level, data: params.data });
     });
@@ -600,8 +606,27 @@ export class UpstreamInstance {
   /** The URIs this connection subscribed to (resources/subscribe), kept alive while any is. */
   readonly subscribed = new Set<string>();
 
-  /** resources/subscribe (a 2025-era server's; the modern era listens on a stream instead). */
+  /**
+   * The modern era's subscription (`subscriptions/listen`) to every URI in `subscribed`, renewed
+   * with the whole set each time it changes (a listen stream's filter is fixed when it opens).
+   */
+  private listening: McpSubscription | undefined;
+
+  /**
+   * Subscribes to a resource's updates: resources/subscribe on a 2025-era connection, a listen
+   * stream naming it (with the others) on a modern one. Updates come to hooks.resourceUpdated.
+   */
   async subscribeResource(uri: string, timeoutMs: number): Promise<void> {
+    if (this.era === 'modern') {
+      this.subscribed.add(uri);
+      try {
+        await this.listen(timeoutMs);
+      } catch (error) {
+        this.subscribed.delete(uri);
+        throw error;
+      }
+      return;
+    }
     await answered(
       'resources/subscribe',
       this.client.request({ method: 'resources/subscribe', params: { uri } }, ResultSchema, {
@@ -611,15 +636,48 @@ export class UpstreamInstance {
     this.subscribed.add(uri);
   }
 
-  /** resources/unsubscribe, when the connection still stands. */
+  /** resources/unsubscribe (or a listen stream without the URI), when the connection still stands. */
   async unsubscribeResource(uri: string, timeoutMs: number): Promise<void> {
     if (!this.subscribed.delete(uri) || this.closing) return;
+    if (this.era === 'modern') {
+      await this.listen(timeoutMs);
+      return;
+    }
     await answered(
       'resources/unsubscribe',
       this.client.request({ method: 'resources/unsubscribe', params: { uri } }, ResultSchema, {
         timeout: timeoutMs,
       }),
     );
+  }
+
+  /**
+   * Opens a listen stream for `subscribed` (none when it is empty), then closes the one before: an
+   * update between the two is not missed. One the server drops is opened again after a second.
+   */
+  private listen(timeoutMs: number): Promise<void> {
+    // One renewal at a time: two at once would each close the one before them, not each other's.
+    const renewed = this.renewals.then(() => this.renewListen(timeoutMs));
+    this.renewals = renewed.catch(() => {});
+    return renewed;
+  }
+
+  private renewals: Promise<void> = Promise.resolve();
+
+  private async renewListen(timeoutMs: number): Promise<void> {
+    const before = this.listening;
+    this.listening =
+      this.subscribed.size === 0
+        ? undefined
+        : await this.client.listen({ resourceSubscriptions: [...this.subscribed] }, { timeout: timeoutMs });
+    const opened = this.listening;
+    void opened?.closed.then((reason) => {
+      if (reason !== 'remote' || this.listening !== opened || this.closing) return;
+      setTimeout(() => {
+        if (this.listening === opened && !this.closing) void this.listen(timeoutMs).catch(() => {});
+      }, RELISTEN_AFTER_MS).unref();
+    });
+    await before?.close().catch(() => {});
   }
 
   /** Asks whether the server is up: `ping` in the 2025 era, `server/discover` in the modern one (no ping). */

@@ -84,6 +84,8 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
     const result = await upstreams.callTool(serverId, tool, call.args, {
       signal: call.signal,
       session: call.session,
+      caller: call.caller,
+      maxAskBytes: call.options.limits.maxResultBytes,
       progress: call.progress,
       stderr: (line) => stderr.push(line),
       log: call.log,

@@ -80,6 +80,14 @@ export interface CallOptions {
   stderr?: ((line: string) => void) | undefined;
   /** Told the server's log messages about the call at `level` or above (instance.logListeners). */
   log?: CallLog | undefined;
+  /**
+   * Who calls (`{aei_id}:{caller}`), for a call that may be asked: a connection relaying questions
+   * serves one caller (one session when there is one), so nothing the server keeps of one caller's
+   * answers, and no late request or line of its, reaches another.
+   */
+  caller?: string | undefined;
+  /** The most JSON the questions of one round may take (a result's limit): past it the call is ended. */
+  maxAskBytes?: number | undefined;
 }
 
 /** Where a call's log lines go: its caller's level, and the sink (the executor's ToolLog). */
@@ -110,6 +118,8 @@ export interface ToolCallAsks {
 
 /** What separates a key of connections that relay one asking call each (its capabilities follow). */
 const ASKING = '\u0000asks:';
+/** What separates the caller (or session) a relaying connection serves, after its capabilities. */
+const BY = '\u0000by:';
 
 export interface PoolEvents {
   /** An instance announced `notifications/tools/list_changed`. */
@@ -359,7 +369,7 @@ export class UpstreamPool {
     call: CallOptions,
   ): Promise<CallToolResult | ToolCallAsks | undefined> {
     const timeoutMs = this.options.limits.callTimeoutMs;
-    const key = `${this.keyOf(call.session)}${ASKING}${asks.join(',')}`;
+    const key = `${this.keyOf(call.session)}${ASKING}${asks.join(',')}${BY}${call.session ?? call.caller ?? ''}`;
     const instance = await this.acquire(server, key, this.now() + timeoutMs, call.signal, false);
     if (!instance) return undefined;
     if (instance.era === 'modern') {
@@ -423,11 +433,18 @@ export class UpstreamPool {
     call: CallOptions,
     instance?: UpstreamInstance,
   ): Promise<CallToolResult | ToolCallAsks> {
-    const progress = call.progress;
+    // Another request giving this call's answers now (a client's double submit) is refused, and
+    // the call goes on with the first.
+    if (asking.inRound) {
+      throw new DomainError(
+        'CONFLICT',
+        'the answers of this call are being given by another request already',
+      );
+    }
     let outcome: RoundOutcome;
     try {
       outcome = await asking.round(answers, call.signal, {
-        progress,
+        progress: call.progress,
         stderr: call.stderr,
         log: call.log && this.logListener(call.log),
       });
@@ -437,11 +454,18 @@ export class UpstreamPool {
       throw this.callFailed(server, tool, failure, call.signal, this.options.limits.callTimeoutMs);
     }
     if ('asks' in outcome) {
-      return {
-        resultType: 'asks',
-        asks: this.secrets.redactJson(outcome.asks),
-        carry: { parked: asking.id },
-      };
+      const asks = this.secrets.redactJson(outcome.asks);
+      const size = Buffer.byteLength(JSON.stringify(asks));
+      // Questions no agent could be sent would leave the call waiting for nothing: it is ended.
+      if (call.maxAskBytes !== undefined && size > call.maxAskBytes) {
+        asking.done();
+        throw new DomainError(
+          'RESULT_TOO_LARGE',
+          `what upstream server "${server}" asks its client takes ${size} bytes of JSON, more than the ${call.maxAskBytes} a result may`,
+          { upstream: server, limit_bytes: call.maxAskBytes },
+        );
+      }
+      return { resultType: 'asks', asks, carry: { parked: asking.id } };
     }
     asking.done();
     this.succeeded();
@@ -549,14 +573,14 @@ export class UpstreamPool {
 
   /**
    * Subscribes to `uri` on the shared instance (started when none runs), unless it already is:
-   * answers false when the server does not offer subscriptions (or speaks the modern era, whose
-   * subscriptions go over a listen stream Bindery does not hold upstream yet).
+   * answers false when the server does not offer subscriptions (`resources.subscribe`). A 2025-era
+   * server is sent resources/subscribe; a modern one is listened to (instance.subscribeResource).
    */
   async subscribeResource(server: string, uri: string): Promise<boolean> {
     // Already subscribed on a running instance: a renewal asks nothing of the server.
     if ([...this.instances].some((instance) => instance.subscribed.has(uri))) return true;
     return this.list(server, 'resources/subscribe', async (instance, timeoutMs) => {
-      if (instance.era !== 'legacy' || instance.capabilities().resources?.subscribe !== true) return false;
+      if (instance.capabilities().resources?.subscribe !== true) return false;
       if (!instance.subscribed.has(uri)) await instance.subscribeResource(uri, timeoutMs);
       return true;
     });
@@ -622,6 +646,7 @@ export class UpstreamPool {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    for (const asking of [...this.asking.values()]) asking.done();
     for (const waiter of this.waiters.splice(0)) {
       waiter.reject(new DomainError('UPSTREAM_FAILED', 'the upstream server was removed or changed'));
     }
@@ -669,9 +694,10 @@ export class UpstreamPool {
     const limit = this.options.limits.maxInstances;
     const asking = key.includes(ASKING);
     const sameBudget = (session: string) => session.includes(ASKING) === asking;
-    // Per session, one instance per key (a key is one session, with or without its capabilities).
+    // One instance per key where a key is one caller: a session, or a caller's relaying connection
+    // (one call of a caller waits on its agent at a time; another runs as if it could not be asked).
     if (
-      this.options.perSession &&
+      (this.options.perSession || asking) &&
       ([...this.instances].some((i) => i.session === key) || (this.startingFor.get(key) ?? 0) > 0)
     )
       return false;
@@ -853,7 +879,9 @@ export class UpstreamPool {
           ? this.options.limits.callTimeoutMs + MAX_ASK_ROUNDS * ASK_WAIT_MS
           : this.options.limits.callTimeoutMs,
         asks: key.includes(ASKING)
-          ? (key.slice(key.indexOf(ASKING) + ASKING.length).split(',') as ClientInputCapability[])
+          ? (key
+              .slice(key.indexOf(ASKING) + ASKING.length, key.indexOf(BY))
+              .split(',') as ClientInputCapability[])
           : undefined,
         caps: this.options.caps,
         hooks: {

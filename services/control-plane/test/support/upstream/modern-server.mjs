@@ -5,12 +5,15 @@
 //   shout {text}  -> the text in capitals
 //   whoami        -> {pid, era: "modern"}
 //   greet_reader  -> asks who reads (input_required: an elicitation), then "Hello {name}"
+//   touch_news    -> announces an update of modern://news to the listen streams subscribed to it
 // Its prompt briefing {topic} asks who reads it (and, when the client can sample, for a summary).
+// Its resource modern://news can be subscribed to (a listen stream's resourceSubscriptions).
 // It writes a line to stderr at start.
 import {
   acceptedContent,
   createMcpHandler,
   fromJsonSchema,
+  InMemoryServerEventBus,
   inputRequired,
   inputResponse,
   McpServer,
@@ -18,9 +21,26 @@ import {
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { pathToFileURL } from 'node:url';
 
-/** A fresh server of the two tools (the SDK builds one per request or connection). */
+/** The change events of this process's listen streams (resource updates). */
+const bus = new InMemoryServerEventBus();
+
+/** A fresh server (the SDK builds one per request or connection). */
 function createModernServer() {
-  const server = new McpServer({ name: 'bindery-test-modern-upstream', version: '1.0.0' });
+  const server = new McpServer(
+    { name: 'bindery-test-modern-upstream', version: '1.0.0' },
+    { capabilities: { resources: { subscribe: true } } },
+  );
+  server.registerResource('news', 'modern://news', { mimeType: 'text/plain' }, async (uri) => ({
+    contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'the news' }],
+  }));
+  server.registerTool(
+    'touch_news',
+    { description: 'Announces an update of modern://news.', inputSchema: fromJsonSchema({ type: 'object' }) },
+    async () => {
+      bus.publish({ kind: 'resource_updated', uri: 'modern://news' });
+      return { content: [{ type: 'text', text: 'touched' }] };
+    },
+  );
   server.registerTool(
     'shout',
     {
@@ -104,7 +124,7 @@ function createModernServer() {
 
 /** The modern-only HTTP handler (`fetch(request)` answers a web Request). */
 export function modernHandler() {
-  return createMcpHandler(() => createModernServer(), { legacy: 'reject' });
+  return createMcpHandler(() => createModernServer(), { legacy: 'reject', bus });
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
