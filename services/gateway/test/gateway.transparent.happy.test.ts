@@ -251,6 +251,32 @@ describe.each(['stdio', 'http'] as const)('a server attached over %s', (transpor
 });
 
 describe('narrowing an upstream tool', () => {
+  it('narrows a 2019-09 schema, and holds calls to it', async () => {
+    const { aeiId, url } = exposures.http;
+    const bindings = (await as('GET', `/api/v2/aeis/${aeiId}/bindings`)).items as {
+      id: string;
+      tool_name: string;
+    }[];
+    const sum = bindings.find((b) => b.tool_name === 'sum')!;
+    await as('PATCH', `/api/v2/aeis/${aeiId}/bindings/${sum.id}`, {
+      input_schema: {
+        type: 'object',
+        properties: { a: { type: 'number', maximum: 10 }, b: { type: 'number', maximum: 10 } },
+        required: ['a', 'b'],
+      },
+    });
+    const client = await legacyClient(url);
+    try {
+      expect((await client.callTool({ name: 'sum', arguments: { a: 4, b: 6 } })).structuredContent).toEqual({
+        sum: 10,
+      });
+      const over = await client.callTool({ name: 'sum', arguments: { a: 11, b: 1 } });
+      expect((over.content as { text: string }[])[0]!.text).toContain('argument /a must be <= 10');
+    } finally {
+      await client.close();
+    }
+  });
+
   it('narrows a draft-07 schema through its $ref, and holds calls to it', async () => {
     const { aeiId, url } = exposures.stdio;
     const bindings = (await as('GET', `/api/v2/aeis/${aeiId}/bindings`)).items as {

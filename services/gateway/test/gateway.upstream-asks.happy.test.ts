@@ -6,7 +6,7 @@
 //   the call, and an agent that cannot be asked makes the server see the standard refusal;
 // - a 2026-07-28 server's input_required reaches a legacy agent's handler and a modern agent alike;
 // - two agents on one shared pool, asking at once with the same request ids, each get and answer
-//   only their own questions;
+//   only their own questions, progress reports and resource updates;
 // - an altered requestState is -32602;
 // - an agent that gives the call up while it is being asked cancels the upstream call at once (not
 //   when the wait for its answers runs out, minutes later);
@@ -21,6 +21,7 @@ import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpUpstream, type HttpUpstream } from '../../control-plane/test/support/upstream-servers.ts';
@@ -32,6 +33,9 @@ import { startStack, type Stack } from './support/stack.ts';
 const LEGACY_SCRIPT = fileURLToPath(
   new URL('../../control-plane/test/support/upstream/transparent-server.mjs', import.meta.url),
 );
+const CLASSIC_SCRIPT = fileURLToPath(
+  new URL('../../control-plane/test/support/upstream/mcp-server.mjs', import.meta.url),
+);
 const MODERN_SCRIPT = fileURLToPath(
   new URL('../../control-plane/test/support/upstream/modern-server.mjs', import.meta.url),
 );
@@ -40,7 +44,7 @@ const VERSION = '2026-07-28';
 let stack: Stack;
 let http: HttpUpstream;
 /** The MCP path of the exposure of each upstream. */
-const paths: Record<'stdio' | 'http' | 'modern' | 'sessions', string> = {} as never;
+const paths: Record<'stdio' | 'http' | 'modern' | 'sessions' | 'news', string> = {} as never;
 let stdioServerId: string;
 let as: (method: string, to: string, body?: unknown) => Promise<Record<string, unknown>>;
 
@@ -56,6 +60,20 @@ beforeAll(async () => {
     ['stdio', { transport: 'stdio', command: 'node', args: [LEGACY_SCRIPT], limits: { max_instances: 2 } }],
     ['http', { transport: 'http', url: http.url }],
     ['modern', { transport: 'stdio', command: 'node', args: [MODERN_SCRIPT] }],
+    // Subscriptions, a tool that says a resource changed, and one that reports progress.
+    [
+      'news',
+      {
+        transport: 'stdio',
+        command: 'node',
+        args: [CLASSIC_SCRIPT],
+        env: {
+          UPSTREAM_TEST_SUBSCRIBE: '1',
+          UPSTREAM_TEST_EXTRA: 'touch',
+          UPSTREAM_TEST_EXTRA_RESOURCES: 'test://news/one,test://news/two',
+        },
+      },
+    ],
     // One connection per MCP session: what the server says on it is that session's.
     [
       'sessions',
@@ -262,6 +280,49 @@ describe('callers are kept apart', () => {
       expect(two.asked).toHaveLength(3);
     } finally {
       await Promise.all([one.client.close(), two.client.close()]);
+    }
+  });
+
+  it('two agents on one shared connection, with the same ids, each get their own progress and updates', async () => {
+    const agents = await Promise.all(
+      ['one', 'two'].map(async (name) => {
+        const client = new Client({ name: `agent-${name}`, version: '1.0.0' });
+        const updated: string[] = [];
+        client.setNotificationHandler(
+          ResourceUpdatedNotificationSchema,
+          (n) => void updated.push(n.params.uri),
+        );
+        await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}${paths.news}`)));
+        await client.subscribeResource({ uri: `test://news/${name}` });
+        return { name, client, updated };
+      }),
+    );
+    try {
+      const reports = await Promise.all(
+        agents.map(async ({ client }) => {
+          const heard: string[] = [];
+          await client.callTool({ name: 'progress', arguments: { steps: 3 } }, undefined, {
+            onprogress: (progress) => void heard.push(String(progress.message)),
+          });
+          return heard;
+        }),
+      );
+      expect(reports).toEqual([
+        ['step 1', 'step 2', 'step 3'],
+        ['step 1', 'step 2', 'step 3'],
+      ]);
+      await agents[0]!.client.callTool({ name: 'touch', arguments: { text: 'test://news/one' } });
+      await agents[1]!.client.callTool({ name: 'touch', arguments: { text: 'test://news/two' } });
+      for (let tries = 0; tries < 100; tries += 1) {
+        if (agents.every((agent) => agent.updated.length > 0)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // A moment more: an update that went astray would come now.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(agents[0]!.updated).toEqual(['test://news/one']);
+      expect(agents[1]!.updated).toEqual(['test://news/two']);
+    } finally {
+      await Promise.all(agents.map(({ client }) => client.close()));
     }
   });
 
