@@ -245,10 +245,15 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const outbound = createGuardedDispatcher({
     allowedNetworks: options.config.httpToolsAllowedNetworks ?? [],
   });
-  app.addHook('onClose', () => outbound.close());
   const converter = new OpenApiConverter();
   app.addHook('onClose', () => converter.close());
   const upstreams = upstreamRegistry(app, options, outbound, metrics);
+  // The upstream connections first: a dispatcher closes once its requests end, and an upstream's
+  // listen stream (a subscription) never ends by itself.
+  app.addHook('onClose', async () => {
+    await upstreams.close();
+    await outbound.close();
+  });
   const auditStreams = new AuditStreamHub(
     app.domain.prisma,
     options.auditStreams,
@@ -384,7 +389,6 @@ function upstreamRegistry(
   });
   registry.syncer = (serverId, reason) => syncUpstreamServer(app.domain, serverId, { registry }, reason);
   registry.resourceUpdated = (serverId, uri) => app.domain.listener.resourceUpdated?.(serverId, uri);
-  app.addHook('onClose', () => registry.close());
   return registry;
 }
 

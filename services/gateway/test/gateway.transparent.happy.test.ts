@@ -348,9 +348,9 @@ describe('subscriptions to a 2026-07-28 server', () => {
     client.setNotificationHandler('notifications/resources/updated', (n) => void updated.push(n.params.uri));
     try {
       const listening = await client.listen({ resourceSubscriptions: ['modern://news'] });
+      expect(listening.honoredFilter.resourceSubscriptions).toEqual(['modern://news']);
       await client.callTool({ name: 'touch_news', arguments: {} });
       await until('resources/updated for modern://news', () => updated.includes('modern://news'));
-      await listening.close();
     } finally {
       await client.close();
     }

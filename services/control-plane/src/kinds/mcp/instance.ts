@@ -690,6 +690,9 @@ export class UpstreamInstance {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    // A listen stream is a request that never ends by itself: closing the client leaves it open
+    // (and a dispatcher closing after it would wait for it), so it is closed first.
+    await this.listening?.close().catch(() => {});
     await this.client.close().catch(() => {});
   }
 }
