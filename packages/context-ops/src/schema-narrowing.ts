@@ -7,6 +7,7 @@
 import { OpError } from './errors.ts';
 import { isJsonObject, type JsonSchema } from './json.ts';
 import { deepFreeze } from './freeze.ts';
+import { parsePointer } from './pointer.ts';
 import { PatternRefused } from './schema-pattern.ts';
 import {
   compileToolSchema,
@@ -162,14 +163,15 @@ function inlineLocalRefs(node: unknown, root: JsonSchema, depth: number): unknow
 
 /** What a `#/...` JSON Pointer names in `root`; undefined for one that names nothing or is malformed. */
 function pointedAt(root: JsonSchema, ref: string): unknown {
+  let tokens: string[];
+  try {
+    // The fragment percent-decoded is an RFC 6901 pointer.
+    tokens = parsePointer(decodeURIComponent(ref.slice(1)));
+  } catch {
+    return undefined;
+  }
   let target: unknown = root;
-  for (const part of ref.slice(2).split('/')) {
-    let key: string;
-    try {
-      key = decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~');
-    } catch {
-      return undefined;
-    }
+  for (const key of tokens) {
     target = isJsonObject(target) && Object.hasOwn(target, key) ? target[key] : undefined;
   }
   return target;

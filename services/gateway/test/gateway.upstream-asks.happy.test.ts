@@ -26,8 +26,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpUpstream, type HttpUpstream } from '../../control-plane/test/support/upstream-servers.ts';
 import { createTransparentServer } from '../../control-plane/test/support/upstream/transparent-server.mjs';
-import { readAnswer } from './support/mcp-raw.ts';
-import { rawPost } from './support/raw-post.ts';
+import { modernNamedRequest } from './support/mcp-raw.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const LEGACY_SCRIPT = fileURLToPath(
@@ -39,7 +38,6 @@ const CLASSIC_SCRIPT = fileURLToPath(
 const MODERN_SCRIPT = fileURLToPath(
   new URL('../../control-plane/test/support/upstream/modern-server.mjs', import.meta.url),
 );
-const VERSION = '2026-07-28';
 
 let stack: Stack;
 let http: HttpUpstream;
@@ -139,33 +137,13 @@ async function answeringAgent(
 
 /** A modern tools/call; the JSON-RPC answer. */
 async function modernCall(path: string, name: string, capabilities: Record<string, object>, retry = {}) {
-  const res = await rawPost(
+  const answer = await modernNamedRequest(
     stack.gatewayUrl,
     path,
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 7,
-      method: 'tools/call',
-      params: {
-        name,
-        arguments: {},
-        ...retry,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': VERSION,
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-        },
-      },
-    }),
-    {
-      headers: {
-        'mcp-protocol-version': VERSION,
-        'mcp-method': 'tools/call',
-        'mcp-name': name,
-        accept: 'application/json, text/event-stream',
-      },
-    },
+    { id: 7, method: 'tools/call', params: { name, arguments: {}, ...retry } },
+    capabilities,
   );
-  return readAnswer(res).messages.at(-1) as {
+  return answer as {
     result?: {
       resultType?: string;
       inputRequests?: Record<string, { method: string; params: Record<string, unknown> }>;

@@ -11,14 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { readAnswer } from './support/mcp-raw.ts';
-import { rawPost } from './support/raw-post.ts';
+import { modernNamedRequest } from './support/mcp-raw.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const MODERN_SCRIPT = fileURLToPath(
   new URL('../../control-plane/test/support/upstream/modern-server.mjs', import.meta.url),
 );
-const VERSION = '2026-07-28';
 
 let stack: Stack;
 let path: string;
@@ -45,33 +43,13 @@ afterAll(() => stack?.close());
 
 /** A modern prompts/get of the briefing; the JSON-RPC answer. */
 async function getBriefing(capabilities: Record<string, unknown>, retry: Record<string, unknown> = {}) {
-  const res = await rawPost(
+  const answer = await modernNamedRequest(
     stack.gatewayUrl,
     path,
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 3,
-      method: 'prompts/get',
-      params: {
-        name: 'briefing',
-        arguments: { topic: 'owls' },
-        ...retry,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': VERSION,
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-        },
-      },
-    }),
-    {
-      headers: {
-        'mcp-protocol-version': VERSION,
-        'mcp-method': 'prompts/get',
-        'mcp-name': 'briefing',
-        accept: 'application/json, text/event-stream',
-      },
-    },
+    { id: 3, method: 'prompts/get', params: { name: 'briefing', arguments: { topic: 'owls' }, ...retry } },
+    capabilities,
   );
-  return readAnswer(res).messages.at(-1) as {
+  return answer as {
     result?: {
       resultType: string;
       inputRequests?: Record<string, { method: string }>;

@@ -19,21 +19,18 @@ import type { ToolPresentation } from '../kinds/kind.ts';
 export interface ResolvedTool {
   bindingId: string;
   name: string;
-  title: string;
+  /**
+   * Its title and annotations as tools/list shows them: as its source declares them when the kind
+   * says (`presentation`: an upstream tool's, none where it gave none), else the kind's.
+   */
+  title?: string;
+  annotations?: ToolAnnotations;
+  /** Its `_meta` and `icons`, as its source declares them (the kind's `presentation`). */
+  meta?: Record<string, unknown>;
+  icons?: unknown[];
   description: string;
   inputSchema: JsonSchema;
   outputSchema: JsonSchema | null;
-  annotations: ToolAnnotations;
-  /**
-   * What tools/list shows besides: its `_meta` and `icons`, and its title and annotations as the
-   * source declares them (the kind's `presentation`; `title` and `annotations` above otherwise).
-   */
-  listed: {
-    title?: string;
-    annotations?: ToolAnnotations;
-    meta?: Record<string, unknown>;
-    icons?: unknown[];
-  };
   /** What config v2 tells a gateway about the ADI. */
   adiRef: AdiRef;
   /** Its context is an MCP resource of the AEI (the kind says when). */
@@ -81,13 +78,11 @@ export async function resolveTools(db: Db, aeiId: string): Promise<ResolvedTool[
       {
         bindingId: b.id,
         name: b.toolName,
-        title: annotations.title ?? b.adi.name,
+        ...listedAs(module.presentation?.(columns), annotations.title ?? b.adi.name, annotations),
         description: b.toolDescription ?? b.adi.description ?? module.defaultDescription(columns, place),
         inputSchema: (b.inputSchema as JsonSchema | null) ?? module.inputSchema(columns),
         // The binding's narrowing, when it has one: what it shows is what its answers are held to.
         outputSchema: (b.outputSchema as JsonSchema | null) ?? module.outputSchema(columns),
-        annotations,
-        listed: listedAs(module.presentation?.(columns), annotations.title ?? b.adi.name, annotations),
         adiRef: withSource(module.adiRef(b.adiId, columns), b.adi.upstreamServer?.slug, b.attachment?.prefix),
         resource: module.resourceReadable?.(columns, b.inputSchema) ?? false,
         adi: {
@@ -118,11 +113,12 @@ function withSource(ref: AdiRef, slug: string | undefined, prefix: string | unde
   };
 }
 
+/** A tool's title, annotations, `_meta` and icons as tools/list shows them (ResolvedTool). */
 function listedAs(
   presentation: ToolPresentation | undefined,
   title: string,
   annotations: ToolAnnotations,
-): ResolvedTool['listed'] {
+): Pick<ResolvedTool, 'title' | 'annotations' | 'meta' | 'icons'> {
   const { meta, icons, listedAs: declared } = presentation ?? {};
   return {
     ...(declared === undefined ? { title, annotations } : declared),
@@ -133,7 +129,7 @@ function listedAs(
 
 /** A resolved tool as `tools/list` shows it. */
 export function toolPreview(tool: ResolvedTool): ToolPreview {
-  const { title, annotations, icons, meta } = tool.listed;
+  const { title, annotations, icons, meta } = tool;
   return {
     name: tool.name,
     ...(title !== undefined && { title }),

@@ -131,3 +131,42 @@ export async function servedByLane(gatewayUrl: string): Promise<{ fast: number; 
   }
   return sums;
 }
+
+/**
+ * One modern (2026-07-28) request that names a tool or prompt (`params.name`), sent as a client of
+ * `capabilities` would send it (the `_meta` envelope, `Mcp-Method` and `Mcp-Name`); answers the
+ * last JSON-RPC message of the answer (its response, after any notifications).
+ */
+export async function modernNamedRequest(
+  gatewayUrl: string,
+  path: string,
+  request: { id: number; method: string; params: { name: string } & Record<string, unknown> },
+  capabilities: Record<string, unknown>,
+): Promise<Json> {
+  const version = '2026-07-28';
+  const res = await rawPost(
+    gatewayUrl,
+    path,
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: request.id,
+      method: request.method,
+      params: {
+        ...request.params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': version,
+          'io.modelcontextprotocol/clientCapabilities': capabilities,
+        },
+      },
+    }),
+    {
+      headers: {
+        'mcp-protocol-version': version,
+        'mcp-method': request.method,
+        'mcp-name': request.params.name,
+        accept: 'application/json, text/event-stream',
+      },
+    },
+  );
+  return readAnswer(res).messages.at(-1);
+}

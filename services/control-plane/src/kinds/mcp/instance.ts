@@ -425,23 +425,13 @@ export class UpstreamInstance {
         });
       },
     };
-    const params = { name, arguments: args };
-    const call =
-      options.input && this.era === 'modern'
-        ? this.askingRequest('tools/call', params, CallToolResultSchema, {
-            timeoutMs: options.timeoutMs,
-            signal,
-            input: options.input,
-            ...onprogress,
-          })
-        : answered(
-            `tools/call of ${name}`,
-            this.client.request({ method: 'tools/call', params }, CallToolResultSchema, {
-              timeout: options.timeoutMs,
-              signal,
-              ...onprogress,
-            }),
-          );
+    const call = this.askingRequest('tools/call', { name, arguments: args }, CallToolResultSchema, {
+      timeoutMs: options.timeoutMs,
+      signal,
+      input: options.input,
+      what: `tools/call of ${name}`,
+      ...onprogress,
+    });
     try {
       return (await call) as CallToolResult | InputRequiredAnswer;
     } catch (error) {
@@ -559,6 +549,8 @@ export class UpstreamInstance {
       signal?: AbortSignal | undefined;
       input?: UpstreamInput | undefined;
       onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+      /** How the plain request is named in errors (default: its method). */
+      what?: string;
     },
   ): Promise<T | InputRequiredAnswer> {
     const sent = {
@@ -569,7 +561,7 @@ export class UpstreamInstance {
     const input = options.input;
     if (!input || this.era !== 'modern') {
       return answered(
-        method,
+        options.what ?? method,
         this.client.request({ method, params }, schema as unknown as typeof ResultSchema, sent) as Promise<T>,
       );
     }

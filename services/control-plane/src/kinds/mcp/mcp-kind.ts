@@ -49,6 +49,15 @@ const TITLE_MAX = 200;
 const shortTitle = (title: string) =>
   title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1)}…` : title;
 
+/** The upstream's boolean hints among `given` (its annotations as listed). */
+function hintsOf(given: Record<string, unknown>): ToolAnnotations {
+  const hints: ToolAnnotations = {};
+  for (const hint of ANNOTATION_HINTS) {
+    if (typeof given[hint] === 'boolean') hints[hint] = given[hint] as boolean;
+  }
+  return hints;
+}
+
 function configOf(columns: KindColumns): StoredConfig {
   return columns.config as StoredConfig;
 }
@@ -180,10 +189,7 @@ export const mcpKind: ToolKindModule<unknown, never, McpKindServices> = {
   annotations(columns) {
     const config = configOf(columns);
     const given = config.annotations ?? {};
-    const annotations: ToolAnnotations = {};
-    for (const hint of ANNOTATION_HINTS) {
-      if (typeof given[hint] === 'boolean') annotations[hint] = given[hint] as boolean;
-    }
+    const annotations = hintsOf(given);
     const title = config.title ?? (typeof given.title === 'string' ? given.title : undefined) ?? config.tool;
     if (title) annotations.title = shortTitle(title);
     return annotations;
@@ -193,10 +199,7 @@ export const mcpKind: ToolKindModule<unknown, never, McpKindServices> = {
     const given = config.annotations;
     let annotations: ToolAnnotations | undefined;
     if (given !== undefined) {
-      annotations = {};
-      for (const hint of ANNOTATION_HINTS) {
-        if (typeof given[hint] === 'boolean') annotations[hint] = given[hint] as boolean;
-      }
+      annotations = hintsOf(given);
       if (typeof given.title === 'string') annotations.title = shortTitle(given.title);
     }
     return {

@@ -696,21 +696,22 @@ export class UpstreamPool {
     const sameBudget = (session: string) => session.includes(ASKING) === asking;
     // One instance per key where a key is one caller: a session, or a caller's relaying connection
     // (one call of a caller waits on its agent at a time; another runs as if it could not be asked).
+    const oneOfKey = this.options.perSession || asking;
     if (
-      (this.options.perSession || asking) &&
+      oneOfKey &&
       ([...this.instances].some((i) => i.session === key) || (this.startingFor.get(key) ?? 0) > 0)
     )
       return false;
-    // Where a budget is full, an idle instance of another key makes room (keys of one session, or
-    // relaying connections of other capabilities); shared instances of one key wait for each other.
-    const oneOfKey = this.options.perSession || asking;
     let used = 0;
     for (const instance of this.instances) if (sameBudget(instance.session)) used += 1;
     for (const [starting, n] of this.startingFor) if (sameBudget(starting)) used += n;
     if (used < limit) return true;
+    // Where a budget is full, an idle instance of another key makes room (other sessions, or
+    // relaying connections of other callers); shared instances of one key wait for each other.
     if (!oneOfKey) return false;
     let idlest: UpstreamInstance | undefined;
     for (const instance of this.instances) {
+      // One holding subscriptions is where their updates come from: it is not made room of.
       if (
         sameBudget(instance.session) &&
         instance.session !== key &&

@@ -22,15 +22,14 @@ export function registerCompletion(server: HandlerRegistry, session: CompletionC
   server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
     const { ref, argument, context } = request.params;
     const exposure = await session.exposure();
-    if (exposure.kind !== 'aei') {
-      return ref.type === 'ref/prompt' ? completePromptArgument(exposure, ref.name, argument) : NOTHING;
-    }
     const upstream =
-      ref.type === 'ref/prompt'
-        ? upstreamPrompt(exposure, ref.name)
-        : upstreamTemplatesOf(exposure).find((t) => t.uri_template === ref.uri);
+      exposure.kind !== 'aei'
+        ? undefined
+        : ref.type === 'ref/prompt'
+          ? upstreamPrompt(exposure, ref.name)
+          : upstreamTemplatesOf(exposure).find((t) => t.uri_template === ref.uri);
     // The exposure's own prompts; no template of its own takes completions: nothing to offer.
-    if (upstream === undefined) {
+    if (exposure.kind !== 'aei' || upstream === undefined) {
       return ref.type === 'ref/prompt' ? completePromptArgument(exposure, ref.name, argument) : NOTHING;
     }
     const { sessionId, requestId } = session.requestOf(extra);
