@@ -6,7 +6,8 @@
  *
  * It starts a control plane (PostgreSQL, or `BINDERY_TEST_DB=pglite`) and a gateway as the tests
  * do, builds the exposure through the admin API (the suite's tools as custom tools, its resources
- * and prompts from an attached upstream server, `fixture-server.mjs`), and runs the suite's
+ * and prompts from an attached upstream server, `fixture-server.mjs`; the tasks extension's tools
+ * from a modern server that makes tasks, the tests' `tasks-server.mjs`), and runs the suite's
  * `server` command against the exposure's MCP URL. The suite needs Node 22: it and its Node are
  * installed from npm into `.conformance/` on first use (pinned below). Each scenario's checks are
  * written to `.conformance/results/`; the summary lists every scenario with its outcome. Scenarios
@@ -145,6 +146,17 @@ try {
   if (modern.status !== 'ok')
     throw new Error(`the modern fixture server did not sync: ${String(modern.last_error)}`);
   await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { upstream_server_id: modern.id, prefix: '' });
+  // The tasks extension's tools (greet, slow_compute, failing_job...) come from a modern server
+  // that makes tasks: Bindery relays them under handles of its own (decision 071).
+  const tasks = await as('POST', '/api/v2/upstream-servers', {
+    name: 'tasks fixtures',
+    transport: 'stdio',
+    command: 'node',
+    args: [join(HERE, '../services/control-plane/test/support/upstream/tasks-server.mjs')],
+  });
+  if (tasks.status !== 'ok')
+    throw new Error(`the tasks fixture server did not sync: ${String(tasks.last_error)}`);
+  await as('POST', `/api/v2/aeis/${aei.id}/bindings`, { upstream_server_id: tasks.id, prefix: '' });
   const url = `${stack.gatewayUrl}/api/v2/mcp/server/${String(aei.api_key)}`;
 
   for (const revision of revisions) {

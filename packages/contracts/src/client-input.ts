@@ -46,6 +46,16 @@ export const ClientInput = Type.Object(
         description: 'the requestState the previous round answered, as the client sent it back',
       }),
     ),
+    tasks: Type.Optional(
+      Type.Object(
+        { holder: Type.String({ minLength: 1, maxLength: 128 }) },
+        {
+          additionalProperties: false,
+          description:
+            'the client declared the tasks extension (io.modelcontextprotocol/tasks) on this request: an upstream tool may answer with a task, whose handle is bound to `holder` (a digest of the credential the request came with)',
+        },
+      ),
+    ),
     cancel: Type.Optional(
       Type.Literal(true, {
         description:

@@ -292,3 +292,14 @@ export {
   TrialRunCustomConfig,
   TrialRunResult,
 } from './tool-kinds/trial-runs.ts';
+export {
+  MAX_TASK_HANDLE_CHARS,
+  MAX_UPSTREAM_TASK_ID_CHARS,
+  RelayedTask,
+  TASK_STATUSES,
+  TASKS_EXTENSION,
+  TERMINAL_TASK_STATUSES,
+  TaskAnswer,
+  TaskRequestBody,
+  type TaskStatus,
+} from './tasks.ts';

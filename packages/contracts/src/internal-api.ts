@@ -13,6 +13,7 @@ import { McpAdiRef } from './tool-kinds/mcp.ts';
 import { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
 import { ConfigPrompt } from './prompts.ts';
 import { ClientInput, InputRequired } from './client-input.ts';
+import { RelayedTask } from './tasks.ts';
 import {
   ConfigUpstreamPrompt,
   ConfigUpstreamResource,
@@ -357,6 +358,12 @@ export const ToolResult = Type.Object({
   structuredContent: Type.Optional(JsonObject),
   isError: Type.Optional(Type.Boolean()),
   input_required: Type.Optional(InputRequired),
+  task: Type.Optional(
+    Type.Omit(RelayedTask, ['inputRequests', 'result', 'error'], {
+      description:
+        'an upstream tool answered with a task (the client declared the tasks extension): its first state, under Bindery’s handle; the client is answered a CreateTaskResult',
+    }),
+  ),
   protocol_error: Type.Optional(
     Type.Object(
       { code: Type.Integer(), message: Type.String(), data: Type.Optional(JsonObject) },

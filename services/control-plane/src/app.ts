@@ -76,6 +76,7 @@ import { userRoutes } from './routes/users.ts';
 import { upstreamServerRoutes } from './routes/upstream-servers.ts';
 import { syncUpstreamServer } from './kinds/mcp/upstream-servers.ts';
 import { UpstreamRegistry } from './kinds/mcp/registry.ts';
+import { TaskHandles } from './execution/task-handles.ts';
 import { RequestStates } from './execution/request-state.ts';
 
 type QuerySettings = keyof typeof QUERY_DEFAULTS;
@@ -334,6 +335,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
           queries,
           idempotencyTtlMs,
           requestStates: new RequestStates(options.config.internalToken),
+          taskHandles: new TaskHandles(options.config.internalToken),
           outbound,
           sandbox,
           upstreams,

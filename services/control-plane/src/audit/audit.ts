@@ -20,7 +20,13 @@ const AUDIT_STATUSES: readonly AuditStatus[] = ['ok', 'error', 'refused', 'repla
 export interface ExecutionRecord {
   userId: string;
   action:
-    'tool.execute' | 'legacy.execute' | 'resource.read' | 'upstream.resource.read' | 'upstream.prompt.get';
+    | 'tool.execute'
+    | 'legacy.execute'
+    | 'resource.read'
+    | 'upstream.resource.read'
+    | 'upstream.prompt.get'
+    | 'upstream.task.update'
+    | 'upstream.task.cancel';
   aeiId?: string | null;
   bindingId?: string | null;
   adiId?: string | null;

@@ -7,6 +7,7 @@ import type { ControlPlaneMetrics } from '../metrics.ts';
 import type { AuditWriter } from './audit-writer.ts';
 import type { BindingCache } from './binding-cache.ts';
 import type { RegisteredKindServices } from '../kinds/registry.ts';
+import type { TaskHandles } from './task-handles.ts';
 import type { RequestStates } from './request-state.ts';
 
 export interface ExecutorOptions extends RegisteredKindServices {
@@ -19,4 +20,6 @@ export interface ExecutorOptions extends RegisteredKindServices {
   idempotencyTtlMs: number;
   /** Signs and checks the requestState of calls that ask their client for input. */
   requestStates: RequestStates;
+  /** Seals the handles of tasks upstream servers made (task-handles.ts). */
+  taskHandles: TaskHandles;
 }

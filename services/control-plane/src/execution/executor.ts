@@ -67,6 +67,15 @@ function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta =
 function failure(error: DomainError | OpError, meta: Meta = {}): ToolResult {
   const result: ToolResult = { ...toolError(error), ...metaOf(meta) };
   if (error instanceof ProtocolRefusal) result.protocol_error = error.protocolError;
+  const required = error instanceof DomainError ? error.details?.required_capabilities : undefined;
+  if (typeof required === 'object' && required !== null) {
+    // An upstream needed what the client did not declare (a tool that runs only as a task, say).
+    result.protocol_error = {
+      code: MISSING_CLIENT_CAPABILITY_ERROR,
+      message: error.message,
+      data: { requiredCapabilities: required as Record<string, unknown> },
+    };
+  }
   const missing = error instanceof DomainError ? missingCapabilities(error) : undefined;
   if (missing) {
     result.protocol_error = {
@@ -96,9 +105,15 @@ class ProtocolRefusal extends DomainError {
   }
 }
 
-/** A round that ended asking the client: answered as `input_required` with a signed state. */
+/**
+ * A round that ended asking the client (answered as `input_required` with a signed state), or an
+ * upstream that answered with a task (answered with its handle): audited as such, passed on whole.
+ */
 class InputAsked {
-  constructor(readonly result: ToolResult) {}
+  constructor(
+    readonly result: ToolResult,
+    readonly status: AuditStatus = 'input_required',
+  ) {}
 }
 
 /** What a kind adds to a result besides its answer (ToolCall.meta): `_meta`, when there is any. */
@@ -134,7 +149,7 @@ async function audited(
   try {
     const result = await work(meta);
     if (result instanceof InputAsked) {
-      await audit('input_required', null);
+      await audit(result.status, null);
       return { ...result.result, ...metaOf(meta) };
     }
     // A result passed on whole (an upstream's) may be a tool error of its own.
@@ -299,6 +314,9 @@ async function runBinding(
         input_required: { requests: asked.requests, state: options.requestStates.seal(owner, kept) },
       });
     }
+    if (answer instanceof ToolAnswer && answer.form === 'task') {
+      return new InputAsked(taskMade(answer, binding.aeiId, request.caller ?? null, input, options), 'ok');
+    }
     // What the binding shows as its output schema is what its answers are held to.
     if (binding.outputSchema !== null && !isErrorAnswer(answer)) {
       checkAnswer(
@@ -337,15 +355,52 @@ function callInput(
     // Nothing of such a kind waits between rounds: there is nothing to end.
     throw new RefusedError('PRECONDITION_FAILED', 'the call was given up while its client was asked');
   }
+  const tasks = input.tasks && { tasks: input.tasks };
   if (carriesState) {
     return {
       capabilities: input.capabilities,
       responses: given,
       carried: earlier,
       ...(input.cancel === true && { cancel: true as const }),
+      ...tasks,
     };
   }
-  return { capabilities: input.capabilities, responses: { ...earlier, ...given } };
+  return { capabilities: input.capabilities, responses: { ...earlier, ...given }, ...tasks };
+}
+
+/**
+ * A task an upstream made, as the client gets it: its first state under a handle bound to the
+ * call's exposure, caller and credential (task-handles.ts). A kind only makes one when the client
+ * declared the extension; anything else is a failure of the upstream's.
+ */
+function taskMade(
+  answer: ToolAnswer,
+  aeiId: string,
+  caller: string | null,
+  input: CallInput | undefined,
+  options: ExecutorOptions,
+): ToolResult {
+  const made = answer.value as unknown as {
+    serverId: string;
+    instance: string;
+    task: NonNullable<ToolResult['task']>;
+  };
+  const holder = input?.tasks?.holder;
+  const handle =
+    holder &&
+    options.taskHandles.seal(
+      { aeiId, caller, holder },
+      { serverId: made.serverId, instance: made.instance, taskId: made.task.taskId },
+    );
+  if (!handle) {
+    throw new DomainError(
+      'UPSTREAM_FAILED',
+      holder
+        ? 'the upstream server answered with a task whose id is too long to hand on'
+        : 'the upstream server answered with a task, which this call cannot take (the client did not declare the tasks extension)',
+    );
+  }
+  return { content: [], task: { ...made.task, taskId: handle } };
 }
 
 /** The structured content a successful answer goes out with (success() below), if any. */
@@ -361,6 +416,7 @@ function structuredOf(answer: JsonValue | ToolAnswer): JsonValue | undefined {
       return (answer.value as { structuredContent?: JsonValue }).structuredContent;
     case 'text':
     case 'input':
+    case 'task':
       return undefined;
   }
 }

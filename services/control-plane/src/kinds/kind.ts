@@ -105,7 +105,7 @@ export interface SaveScope {
  */
 export class ToolAnswer {
   private constructor(
-    readonly form: 'text' | 'structured' | 'wrapped' | 'result' | 'input',
+    readonly form: 'text' | 'structured' | 'wrapped' | 'result' | 'input' | 'task',
     readonly value: JsonValue,
   ) {}
 
@@ -132,6 +132,15 @@ export class ToolAnswer {
    */
   static result(result: { content: JsonValue[]; [key: string]: JsonValue | undefined }): ToolAnswer {
     return new ToolAnswer('result', result as JsonValue);
+  }
+
+  /**
+   * An upstream server answered with a task (the client declared the tasks extension): where it
+   * lives (the server, the instance that made it) and its first state, the upstream's own id in
+   * it; the executor hands it out under a handle of its own (decision 071).
+   */
+  static task(made: { serverId: string; instance: string; task: Record<string, JsonValue> }): ToolAnswer {
+    return new ToolAnswer('task', made as unknown as JsonValue);
   }
 
   static text(text: string): ToolAnswer {
@@ -219,6 +228,11 @@ export interface CallInput {
   carried?: Record<string, JsonValue> | undefined;
   /** The client gave the call up while asked: end what waits for the answers, run nothing. */
   cancel?: true | undefined;
+  /**
+   * The client declared the tasks extension: an upstream may answer with a task
+   * (ToolAnswer.task), handed out bound to `holder` (the credential's digest).
+   */
+  tasks?: { holder: string } | undefined;
 }
 
 /**

@@ -20,6 +20,8 @@ import {
   LegacyExecuteRequest,
   ToolResult,
   UpstreamRequestAnswer,
+  TaskAnswer,
+  TaskRequestBody,
   UpstreamRequestBody,
   UpstreamWatchAnswer,
   UpstreamWatchBody,
@@ -39,6 +41,7 @@ import {
 } from '../exposure/exposure-config.ts';
 import { ClashLog } from '../exposure/upstream-catalog.ts';
 import { upstreamRequest, watchUpstreamResources } from '../execution/upstream-requests.ts';
+import { upstreamTask } from '../execution/upstream-tasks.ts';
 import { DomainError } from '../domain/errors.ts';
 import { executeBatchRoute } from './execute-batch.ts';
 import { abortedOnClose } from '../http/caller-gone.ts';
@@ -274,6 +277,25 @@ export function internalRoutes(executor: ExecutorOptions) {
         // The gateway closing its request cancels the upstream's request (notifications/cancelled).
         const signal = abortedOnClose(reply.raw, CALLER_GONE);
         return upstreamRequest(ctx, request.params.aei_id, request.body, executor, signal);
+      },
+    );
+    app.post(
+      '/aei/:aei_id/tasks',
+      {
+        schema: {
+          tags,
+          summary:
+            'tasks/get, tasks/update or tasks/cancel of a task an upstream server made for a call of the AEI ' +
+            '(the handle is bound to the caller and credential); failures come back as `error`',
+          security: internalSecurity,
+          params: AeiIdParams,
+          body: TaskRequestBody,
+          response: { 200: TaskAnswer, ...errorResponses(413) },
+        },
+      },
+      async (request, reply) => {
+        const signal = abortedOnClose(reply.raw, CALLER_GONE);
+        return upstreamTask(ctx, request.params.aei_id, request.body, executor, signal);
       },
     );
     app.post(

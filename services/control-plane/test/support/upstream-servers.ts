@@ -29,13 +29,14 @@ export function modernStdioServerBody(name: string) {
 /**
  * The modern-only test server over HTTP (the v2 SDK's handler with `legacy: 'reject'`: no
  * session, an `initialize` refused); `methods` lists the JSON-RPC methods POSTed, in order.
+ * `handlerOf`: another modern server's handler (tasks-server.mjs's, say).
  */
-export async function modernHttpUpstream(): Promise<{
+export async function modernHttpUpstream(handlerOf: () => unknown = modernHandler): Promise<{
   url: string;
   methods(): string[];
   close(): Promise<void>;
 }> {
-  const handler = modernHandler() as {
+  const handler = handlerOf() as {
     fetch(request: Request): Promise<Response>;
     close(): Promise<void>;
   };

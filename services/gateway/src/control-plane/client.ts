@@ -21,6 +21,8 @@ import {
   type ToolProgress,
   type ToolResult,
   type UpstreamRequestAnswer,
+  type TaskAnswer,
+  type TaskRequestBody,
   type UpstreamRequestBody,
   type UpstreamWatchAnswer,
   type UpstreamWatchBody,
@@ -490,6 +492,24 @@ export class ControlPlaneClient {
     );
     if (res.status !== 200) throw refusedBy(res.status, res.body, 'request');
     return res.body as UpstreamRequestAnswer;
+  }
+
+  /**
+   * tasks/get, tasks/update or tasks/cancel of a task an upstream server made for a call of the AEI:
+   * the task, the upstream's acknowledgement, or the control plane's error for it (TaskAnswer).
+   * Throws ControlPlaneError when the control plane did not answer or refused the request itself.
+   */
+  async task(aeiId: string, body: TaskRequestBody, signal?: AbortSignal): Promise<TaskAnswer> {
+    const res = await this.#request(
+      'execute',
+      'POST',
+      `/internal/aei/${encodeURIComponent(aeiId)}/tasks`,
+      this.#options.toolCallTimeoutMs,
+      // A poll may be sent again; an update or a cancel is the agent's to repeat.
+      { body, retry: body.method === 'get', signal },
+    );
+    if (res.status !== 200) throw refusedBy(res.status, res.body, 'request');
+    return res.body as TaskAnswer;
   }
 
   /**

@@ -133,14 +133,15 @@ export async function servedByLane(gatewayUrl: string): Promise<{ fast: number; 
 }
 
 /**
- * One modern (2026-07-28) request that names a tool or prompt (`params.name`), sent as a client of
+ * One modern (2026-07-28) request that names a tool or prompt (`params.name`) or a task
+ * (`params.taskId`), sent as a client of
  * `capabilities` would send it (the `_meta` envelope, `Mcp-Method` and `Mcp-Name`); answers the
  * last JSON-RPC message of the answer (its response, after any notifications).
  */
 export async function modernNamedRequest(
   gatewayUrl: string,
   path: string,
-  request: { id: number; method: string; params: { name: string } & Record<string, unknown> },
+  request: { id: number; method: string; params: Record<string, unknown> },
   capabilities: Record<string, unknown>,
 ): Promise<Json> {
   const version = '2026-07-28';
@@ -163,7 +164,8 @@ export async function modernNamedRequest(
       headers: {
         'mcp-protocol-version': version,
         'mcp-method': request.method,
-        'mcp-name': request.params.name,
+        // What the method is named by: a tool's or prompt's name, a task's id (tasks/*).
+        'mcp-name': String(request.params.name ?? request.params.taskId),
         accept: 'application/json, text/event-stream',
       },
     },

@@ -56,6 +56,14 @@ import {
 import type { Dispatcher } from 'undici';
 import { AnswerTooLarge, boundedFetch } from './bounded-fetch.ts';
 import type { TransportSpec } from './spec.ts';
+import {
+  carriedTask,
+  carryTask,
+  checkedTask,
+  withTasksExtension,
+  type TaskCreated,
+  type UpstreamTask,
+} from './upstream-tasks.ts';
 
 /** Lines of a child's stderr kept per pool, and the longest line kept whole. */
 export const STDERR_LINES = 200;
@@ -186,7 +194,17 @@ function eachLine(stream: NodeJS.ReadableStream, line: (text: string) => void): 
 /** How long a dropped upstream listen stream waits before it is opened again. */
 const RELISTEN_AFTER_MS = 1_000;
 
+/** Instances started by this process so far: each one's id (UpstreamInstance.id). */
+let started = 0;
+
 export class UpstreamInstance {
+  /** Names this instance among this process's (a task made on a stdio server lives in its child). */
+  readonly id = `i${(started += 1)}`;
+  /**
+   * Until when tasks made on this instance may still be asked after (milliseconds since the epoch):
+   * it is not stopped as idle before (the tasks of a stdio server die with its child).
+   */
+  holdsTasksUntil = 0;
   inFlight = 0;
   lastUsedAt = Date.now();
   /** The MCP session this instance serves in `per_session` mode ('' : shared by every caller). */
@@ -356,6 +374,9 @@ export class UpstreamInstance {
       await transport.close().catch(() => {});
       throw new HandshakeTimeout(options.timeoutMs);
     }
+    // A tools/call answered with a task gets past the SDK's decoding in _meta (upstream-tasks.ts).
+    const delivered = transport.onmessage;
+    if (delivered) transport.onmessage = (message, extra) => delivered(carryTask(message), extra);
     connected.instance = new UpstreamInstance(client, transport, pidOf(), options.caps);
     cuts.instance = connected.instance;
     return connected.instance;
@@ -402,7 +423,7 @@ export class UpstreamInstance {
       /** What the agent can be asked, and its answers: a modern server may answer input_required. */
       input?: UpstreamInput | undefined;
     },
-  ): Promise<CallToolResult | InputRequiredAnswer> {
+  ): Promise<CallToolResult | InputRequiredAnswer | TaskCreated> {
     const progress = options.progress;
     // Progress reports count against the call's byte cap (on stdio nothing else counts them): past
     // it the call is cancelled and fails with the cap.
@@ -433,7 +454,7 @@ export class UpstreamInstance {
       ...onprogress,
     });
     try {
-      return (await call) as CallToolResult | InputRequiredAnswer;
+      return (await call) as CallToolResult | InputRequiredAnswer | TaskCreated;
     } catch (error) {
       throw overrun.signal.aborted ? overrun.signal.reason : error;
     }
@@ -503,7 +524,10 @@ export class UpstreamInstance {
     uri: string,
     options: { timeoutMs: number; signal?: AbortSignal | undefined; input?: UpstreamInput | undefined },
   ): Promise<ReadResourceResult | InputRequiredAnswer> {
-    return this.askingRequest('resources/read', { uri }, ReadResourceResultSchema, options);
+    // A task is refused to any request but tools/call (askingRequest).
+    return this.askingRequest('resources/read', { uri }, ReadResourceResultSchema, options) as Promise<
+      ReadResourceResult | InputRequiredAnswer
+    >;
   }
 
   async getPrompt(
@@ -511,7 +535,12 @@ export class UpstreamInstance {
     args: Record<string, string>,
     options: { timeoutMs: number; signal?: AbortSignal | undefined; input?: UpstreamInput | undefined },
   ): Promise<GetPromptResult | InputRequiredAnswer> {
-    return this.askingRequest('prompts/get', { name, arguments: args }, GetPromptResultSchema, options);
+    return this.askingRequest(
+      'prompts/get',
+      { name, arguments: args },
+      GetPromptResultSchema,
+      options,
+    ) as Promise<GetPromptResult | InputRequiredAnswer>;
   }
 
   /**
@@ -552,7 +581,7 @@ export class UpstreamInstance {
       /** How the plain request is named in errors (default: its method). */
       what?: string;
     },
-  ): Promise<T | InputRequiredAnswer> {
+  ): Promise<T | InputRequiredAnswer | TaskCreated> {
     const sent = {
       timeout: options.timeoutMs,
       ...(options.signal && { signal: options.signal }),
@@ -560,16 +589,21 @@ export class UpstreamInstance {
     };
     const input = options.input;
     if (!input || this.era !== 'modern') {
-      return answered(
+      const plain = await answered(
         options.what ?? method,
         this.client.request({ method, params }, schema as unknown as typeof ResultSchema, sent) as Promise<T>,
       );
+      // A task to a request that did not declare the extension: the server broke the rule.
+      if (carriedTask(plain))
+        throw new MalformedAnswer(method, 'a task, to a request that did not declare the tasks extension');
+      return plain;
     }
-    const capabilities = Object.fromEntries(
+    const declared = Object.fromEntries(
       Object.entries(input.capabilities)
         .filter(([, declared]) => declared === true)
         .map(([name]) => [name, {}]),
     );
+    const capabilities = input.tasks ? withTasksExtension(declared) : declared;
     const raw: Record<string, unknown> = await answered(
       method,
       this.client.request(
@@ -587,12 +621,57 @@ export class UpstreamInstance {
       ),
     );
     if (raw.resultType === 'input_required') return inputRequiredOf(method, raw);
+    const task = carriedTask(raw);
+    if (task) {
+      if (method !== 'tools/call' || !input.tasks)
+        throw new MalformedAnswer(
+          method,
+          `a task, to ${method === 'tools/call' ? 'a request that did not declare the tasks extension' : method}`,
+        );
+      try {
+        return { resultType: 'task', task: checkedTask(task, false, () => undefined) };
+      } catch (problem) {
+        throw new MalformedAnswer(method, String(problem));
+      }
+    }
     const parsed = schema.safeParse(raw);
     if (!parsed.success) {
       const issues = issuesOf(parsed.error);
       throw new MalformedAnswer(method, issues ? issuesText(issues) : 'the result is not what MCP allows');
     }
     return parsed.data;
+  }
+
+  /**
+   * tasks/get, tasks/update or tasks/cancel of a task this server made (the tasks extension,
+   * declared on the request as the spec requires): tasks/get answers the task checked, the others
+   * the server's acknowledgement (nothing).
+   */
+  async taskRequest(
+    method: 'tasks/get' | 'tasks/update' | 'tasks/cancel',
+    params: { taskId: string; inputResponses?: Record<string, unknown> | undefined },
+    options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  ): Promise<UpstreamTask | undefined> {
+    const raw: Record<string, unknown> = await answered(
+      method,
+      this.client.request(
+        {
+          method,
+          params: {
+            ...params,
+            _meta: { 'io.modelcontextprotocol/clientCapabilities': withTasksExtension({}) },
+          },
+        },
+        ResultSchema,
+        { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
+      ),
+    );
+    if (method !== 'tasks/get') return undefined;
+    try {
+      return checkedTask(raw, true, (value) => checkedInputRequests(method, value));
+    } catch (problem) {
+      throw new MalformedAnswer(method, String(problem));
+    }
   }
 
   /** The URIs this connection subscribed to (resources/subscribe), kept alive while any is. */
@@ -723,6 +802,8 @@ export interface UpstreamInput {
   responses?: Record<string, unknown> | undefined;
   /** The upstream's own requestState of the previous round. */
   state?: string | undefined;
+  /** The agent declared the tasks extension: the server may answer with a task (TaskCreated). */
+  tasks?: boolean | undefined;
 }
 
 /** A modern upstream's `input_required` answer, as checked here. */
@@ -734,7 +815,21 @@ export interface InputRequiredAnswer {
 
 /** An `input_required` answer checked: requests that are objects with a method, a state that is a string. */
 function inputRequiredOf(request: string, raw: Record<string, unknown>): InputRequiredAnswer {
-  const requests = raw.inputRequests ?? {};
+  const checked = checkedInputRequests(request, raw.inputRequests ?? {});
+  const state = raw.requestState;
+  if (state !== undefined && typeof state !== 'string')
+    throw new MalformedAnswer(request, 'requestState is not a string');
+  if (Object.keys(checked).length === 0 && state === undefined)
+    throw new MalformedAnswer(request, 'input_required carries neither inputRequests nor requestState');
+  return {
+    resultType: 'input_required',
+    inputRequests: checked,
+    ...(state !== undefined && { requestState: state }),
+  };
+}
+
+/** An upstream's inputRequests checked: at most so many, each an object with a method. */
+function checkedInputRequests(request: string, requests: unknown): InputRequiredAnswer['inputRequests'] {
   if (typeof requests !== 'object' || requests === null || Array.isArray(requests))
     throw new MalformedAnswer(request, 'inputRequests is not an object of input requests');
   const checked: InputRequiredAnswer['inputRequests'] = {};
@@ -754,16 +849,7 @@ function inputRequiredOf(request: string, raw: Record<string, unknown>): InputRe
     const params = typeof entry.params === 'object' && entry.params !== null ? entry.params : {};
     checked[key] = { method: entry.method, params: params as Record<string, unknown> };
   }
-  const state = raw.requestState;
-  if (state !== undefined && typeof state !== 'string')
-    throw new MalformedAnswer(request, 'requestState is not a string');
-  if (Object.keys(checked).length === 0 && state === undefined)
-    throw new MalformedAnswer(request, 'input_required carries neither inputRequests nor requestState');
-  return {
-    resultType: 'input_required',
-    inputRequests: checked,
-    ...(state !== undefined && { requestState: state }),
-  };
+  return checked;
 }
 
 export class MalformedAnswer extends Error {

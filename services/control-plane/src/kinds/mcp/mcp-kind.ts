@@ -21,7 +21,7 @@ import {
   type ToolKindModule,
 } from '../kind.ts';
 import type { UpstreamRegistry } from './registry.ts';
-import type { ToolCallAsks } from './pool.ts';
+import type { ToolCallAsks, ToolCallTask } from './pool.ts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** What an upstream tool's call is given besides every kind's services. */
@@ -105,16 +105,26 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
           ...(typeof carried.upstream_state === 'string' && { upstreamState: carried.upstream_state }),
           ...(typeof carried.parked === 'string' && { parked: carried.parked }),
           ...(input.cancel && { cancel: true as const }),
+          ...(input.tasks && { tasks: true }),
         },
       }),
     });
+    // The server made a task: the executor hands it out under a handle of its own.
+    if (result.resultType === 'task') {
+      const made = result as ToolCallTask;
+      return ToolAnswer.task({
+        serverId,
+        instance: made.instance,
+        task: made.task as unknown as Record<string, JsonValue>,
+      });
+    }
     // The server asks the agent: the executor answers input_required with what this round carries.
     if (isAsks(result)) {
       return ToolAnswer.inputCarried(result.asks as Record<string, InputRequest>, result.carry);
     }
     // An upstream cannot speak for us: our keys in its `_meta` (console or stderr lines the
     // gateway would send as log messages) are dropped; the ones we set are added after.
-    const meta = result._meta as Record<string, unknown> | undefined;
+    const meta = (result as CallToolResult)._meta as Record<string, unknown> | undefined;
     if (meta) {
       for (const key of Object.keys(meta)) if (key.startsWith(OWN_META_PREFIX)) delete meta[key];
     }
@@ -125,7 +135,7 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
   }
 }
 
-function isAsks(result: CallToolResult | ToolCallAsks): result is ToolCallAsks {
+function isAsks(result: CallToolResult | ToolCallAsks | ToolCallTask): result is ToolCallAsks {
   return result.resultType === 'asks';
 }
 

@@ -12,6 +12,7 @@ import {
   CLIENT_INPUT_CAPABILITIES,
   isLogLevel,
   logLevelAllows,
+  MISSING_CLIENT_CAPABILITY_ERROR,
   storableText,
   type ClientInputCapability,
   type LogLevel,
@@ -46,6 +47,7 @@ import {
   type UpstreamInput,
 } from './instance.ts';
 import type { ResolvedLimits, TransportSpec } from './spec.ts';
+import type { TaskCreated, UpstreamTask } from './upstream-tasks.ts';
 
 export const PING_EVERY_MS = 30_000;
 export const PING_TIMEOUT_MS = 2_000;
@@ -107,7 +109,29 @@ export interface ToolCallInput {
   parked?: string | undefined;
   /** The agent gave the call up while asked: the call that waits is cancelled, nothing runs. */
   cancel?: true | undefined;
+  /** The agent declared the tasks extension: a modern server may answer with a task (ToolCallTask). */
+  tasks?: boolean | undefined;
 }
+
+/** A tool call a modern server answered with a task: its first state, and the instance it lives on. */
+export interface ToolCallTask {
+  resultType: 'task';
+  task: UpstreamTask;
+  /** The instance that made it (UpstreamInstance.id): a stdio server's tasks live in its child. */
+  instance: string;
+}
+
+/** What a tasks/* request of an agent names: the upstream's task, and where it was made. */
+export interface TaskRef {
+  taskId: string;
+  instance: string;
+}
+
+/**
+ * How long an instance that made a task is kept from being stopped as idle, at most (a task's own
+ * TTL when shorter): the tasks of a stdio server live in its child.
+ */
+export const MAX_TASK_HOLD_MS = 60 * 60_000;
 
 /** A round of a tool call that asks the agent: what to ask, and what the next round needs back. */
 export interface ToolCallAsks {
@@ -211,6 +235,22 @@ function mcpCode(error: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
+/** The longest `requiredCapabilities` of an upstream's -32021 passed on, in characters of JSON. */
+const MAX_REQUIRED_CAPABILITIES_CHARS = 4096;
+
+/**
+ * What an upstream's -32021 (MissingRequiredClientCapability) says the client lacks: its
+ * `data.requiredCapabilities` when that is a small object (the agent's own -32021 carries it).
+ */
+function requiredCapabilitiesOf(error: unknown): Record<string, unknown> | undefined {
+  const required = (error as { data?: { requiredCapabilities?: unknown } } | null)?.data
+    ?.requiredCapabilities;
+  if (typeof required !== 'object' || required === null || Array.isArray(required)) return undefined;
+  return JSON.stringify(required).length <= MAX_REQUIRED_CAPABILITIES_CHARS
+    ? (required as Record<string, unknown>)
+    : undefined;
+}
+
 export class UpstreamPool {
   readonly fingerprint: string;
   readonly stderr = new StderrRing();
@@ -243,6 +283,8 @@ export class UpstreamPool {
   private spoken: { era: ProtocolEra | null; version: string | null } = { era: null, version: null };
   /** Takes the secrets the running instances were given out of what they send back. */
   private secrets: Omit<ResolvedTransport, 'transport'> = NO_SECRETS;
+  /** True once an instance was started as a child process (its tasks die with it). */
+  private stdio = false;
 
   constructor(private readonly options: PoolOptions) {
     this.fingerprint = options.fingerprint;
@@ -293,7 +335,7 @@ export class UpstreamPool {
     tool: string,
     args: Record<string, unknown>,
     call: CallOptions & { input?: ToolCallInput | undefined } = {},
-  ): Promise<CallToolResult | ToolCallAsks> {
+  ): Promise<CallToolResult | ToolCallAsks | ToolCallTask> {
     const { signal, session, progress, stderr, input } = call;
     if (input?.cancel) {
       if (input.parked !== undefined) this.asking.get(input.parked)?.done();
@@ -326,6 +368,7 @@ export class UpstreamPool {
             capabilities: input.capabilities,
             ...(Object.keys(input.responses).length > 0 && { responses: input.responses }),
             ...(input.upstreamState !== undefined && { state: input.upstreamState }),
+            ...(input.tasks && { tasks: true }),
           },
         }),
       });
@@ -341,6 +384,13 @@ export class UpstreamPool {
           asks: this.secrets.redactJson(asked.inputRequests),
           carry: asked.requestState === undefined ? {} : { upstream_state: asked.requestState },
         };
+      }
+      if ('resultType' in result && result.resultType === 'task') {
+        const { task } = result as TaskCreated;
+        // The task lives on this instance (a stdio server's in its child): kept while it may be asked.
+        const hold = Math.min(task.ttlMs ?? MAX_TASK_HOLD_MS, MAX_TASK_HOLD_MS);
+        instance.holdsTasksUntil = Math.max(instance.holdsTasksUntil, this.now() + hold);
+        return { resultType: 'task', task: this.secrets.redactJson(task), instance: instance.id };
       }
       return this.secrets.redactJson(result as CallToolResult);
     } catch (error) {
@@ -618,6 +668,52 @@ export class UpstreamPool {
   }
 
   /**
+   * tasks/get, tasks/update or tasks/cancel of a task this server made: on the instance that made
+   * it when that is a stdio child (its tasks live there; gone, the task is NOT_FOUND), on any
+   * instance of an HTTP server (one server behind every connection).
+   */
+  async task(
+    server: string,
+    method: 'tasks/get' | 'tasks/update' | 'tasks/cancel',
+    ref: TaskRef,
+    inputResponses: Record<string, unknown> | undefined,
+    call: CallOptions = {},
+  ): Promise<UpstreamTask | undefined> {
+    const timeoutMs = this.options.limits.callTimeoutMs;
+    const params = { taskId: ref.taskId, ...(inputResponses !== undefined && { inputResponses }) };
+    const maker = [...this.instances].find((instance) => instance.id === ref.instance);
+    const run = async (instance: UpstreamInstance) => {
+      try {
+        const answer = await instance.taskRequest(method, params, { timeoutMs, signal: call.signal });
+        this.succeeded();
+        this.options.events.meter?.call('ok');
+        return this.secrets.redactJson(answer);
+      } catch (error) {
+        throw this.callFailed(server, method, instance.failureOf(error), call.signal, timeoutMs);
+      }
+    };
+    if (maker?.alive) {
+      // Asked beside whatever it runs: a poll is short, and must not wait behind a long call.
+      this.take(maker);
+      try {
+        return await run(maker);
+      } finally {
+        this.release(maker);
+      }
+    }
+    if (ref.instance !== '' && this.stdio) {
+      throw new DomainError(
+        'NOT_FOUND',
+        `the task is gone: the process of upstream server "${server}" that ran it has ended`,
+        { upstream: server },
+      );
+    }
+    return this.request(server, method, call, (instance) =>
+      instance.taskRequest(method, params, { timeoutMs, signal: call.signal }),
+    );
+  }
+
+  /**
    * One request of a caller (not a tool call): the same instance choice, timeout, cancellation,
    * circuit accounting and redaction as callTool.
    */
@@ -717,6 +813,7 @@ export class UpstreamPool {
         instance.session !== key &&
         instance.inFlight === 0 &&
         instance.subscribed.size === 0 &&
+        instance.holdsTasksUntil <= this.now() &&
         (!idlest || instance.lastUsedAt < idlest.lastUsedAt)
       )
         idlest = instance;
@@ -865,6 +962,7 @@ export class UpstreamPool {
     try {
       const resolved = await this.options.transport();
       this.secrets = resolved;
+      this.stdio = resolved.transport.transport === 'stdio';
       // Set once connected: lines before that belong to no call.
       const connected: { instance?: UpstreamInstance } = {};
       const instance = await UpstreamInstance.connect({
@@ -1047,6 +1145,9 @@ export class UpstreamPool {
       {
         upstream: server,
         rpc_code: code,
+        ...(code === MISSING_CLIENT_CAPABILITY_ERROR && {
+          required_capabilities: requiredCapabilitiesOf(error),
+        }),
       },
     );
   }
@@ -1059,6 +1160,7 @@ export class UpstreamPool {
       if (
         instance.inFlight === 0 &&
         instance.subscribed.size === 0 &&
+        instance.holdsTasksUntil <= now &&
         now - instance.lastUsedAt >= this.options.limits.idleTimeoutMs
       ) {
         this.instances.delete(instance);

@@ -20,14 +20,17 @@ import { DomainError } from '../../domain/errors.ts';
 import {
   UpstreamPool,
   type CallOptions,
+  type TaskRef,
   type ToolCallAsks,
   type ToolCallInput,
+  type ToolCallTask,
   type PoolMeter,
   type PoolState,
   type ResolvedTransport,
 } from './pool.ts';
 import type { AnswerCaps, InputRequiredAnswer, UpstreamInput } from './instance.ts';
 import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
+import type { UpstreamTask } from './upstream-tasks.ts';
 import type { UpstreamLimits } from '@bindery/contracts';
 
 export interface UpstreamLog {
@@ -223,9 +226,21 @@ export class UpstreamRegistry {
     tool: string,
     args: Record<string, unknown>,
     call: CallOptions & { input?: ToolCallInput | undefined } = {},
-  ): Promise<CallToolResult | ToolCallAsks> {
+  ): Promise<CallToolResult | ToolCallAsks | ToolCallTask> {
     const server = await this.known(serverId);
     return this.poolOf(server).callTool(server.name, tool, args, call);
+  }
+
+  /** tasks/get, tasks/update or tasks/cancel of a task the server made (UpstreamPool.task). */
+  async task(
+    serverId: string,
+    method: 'tasks/get' | 'tasks/update' | 'tasks/cancel',
+    ref: TaskRef,
+    inputResponses: Record<string, unknown> | undefined,
+    call: CallOptions = {},
+  ): Promise<UpstreamTask | undefined> {
+    const server = await this.known(serverId);
+    return this.poolOf(server).task(server.name, method, ref, inputResponses, call);
   }
 
   /** resources/read on a server's pool (the caller checked the URI is one the server listed). */

@@ -120,6 +120,10 @@ const NAMED: Readonly<Record<string, string>> = {
   'tools/call': 'name',
   'prompts/get': 'name',
   'resources/read': 'uri',
+  // The tasks extension routes by task (SEP-2663, "Streamable HTTP: Routing Headers").
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
 };
 
 /** The era of a POST's parsed body (a JSON-RPC message or batch), and the modern request if it is one. */

@@ -8,7 +8,8 @@
  * here. When the gateway shuts down, each stream gets the listen request's result and ends.
  *
  * A stream is held like a session (the same caps, per key and in all), and its resource
- * subscriptions are the sessions' (`resource-subscriptions.ts`), keyed by the stream's own id.
+ * subscriptions are the sessions' (`resource-subscriptions.ts`), keyed by the stream's own id. The
+ * tasks it names (`taskIds`, the tasks extension) are followed by `task-watch.ts`.
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -19,6 +20,8 @@ import { EVENT_STREAM_HEADERS, sseEvent } from '../../http/event-stream.ts';
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type ResourceSubscriptions } from '../resource-subscriptions.ts';
 import { SERVER_INFO } from '../server.ts';
 import { META } from './envelope.ts';
+import { MAX_TASK_HANDLE_CHARS } from '@bindery/contracts';
+import { MAX_LISTEN_TASKS, TaskWatch, type TaskPoll } from './task-watch.ts';
 
 /** A comment line this often keeps an idle stream open through proxies. */
 export const KEEP_ALIVE_MS = 15_000;
@@ -29,6 +32,8 @@ export interface ListenFilter {
   promptsListChanged?: boolean;
   resourcesListChanged?: boolean;
   resourceSubscriptions?: string[];
+  /** Tasks whose changes the stream hears (`notifications/tasks`, the tasks extension). */
+  taskIds?: string[];
 }
 
 export interface Listener {
@@ -74,6 +79,17 @@ export function listenFilterOf(params: Record<string, unknown>): ListenFilter | 
       return `a listen stream subscribes to at most ${MAX_SUBSCRIPTIONS_PER_SESSION} resources`;
     }
     filter.resourceSubscriptions = [...new Set(uris)];
+  }
+  const taskIds = (asked as Record<string, unknown>).taskIds;
+  if (taskIds !== undefined) {
+    if (
+      !Array.isArray(taskIds) ||
+      !taskIds.every((id) => typeof id === 'string' && id !== '' && id.length <= MAX_TASK_HANDLE_CHARS)
+    ) {
+      return 'params.notifications.taskIds must be an array of task ids';
+    }
+    if (taskIds.length > MAX_LISTEN_TASKS) return `a listen stream follows at most ${MAX_LISTEN_TASKS} tasks`;
+    filter.taskIds = [...new Set(taskIds as string[])];
   }
   return filter;
 }
@@ -122,6 +138,8 @@ export class ListenStreams {
       exposure: Exposure;
       resolve: () => Promise<Exposure>;
       listsChanged: Listener['listsChanged'];
+      /** How a task named in `taskIds` is looked up (its tasks/get). */
+      tasks?: TaskPoll | undefined;
     },
     subscriptions: ResourceSubscriptions,
   ): Promise<void> {
@@ -162,6 +180,17 @@ export class ListenStreams {
       }
     }
     if (subscribed.length > 0) honoured.resourceSubscriptions = subscribed;
+    const poll = request.tasks;
+    const watch =
+      poll &&
+      new TaskWatch(
+        poll,
+        (task) => this.#send(listener, { method: 'notifications/tasks', params: task }),
+        (error) => this.#log.debug({ err: error }, 'listen: task not looked up'),
+      );
+    // Only the tasks found for this caller are followed (and acknowledged).
+    const followed = watch ? await watch.admit(filter.taskIds ?? []) : new Map();
+    if (followed.size > 0) honoured.taskIds = [...followed.keys()];
     // The client left while an upstream subscription was being taken.
     if (res.destroyed || res.writableEnded) {
       this.#all.delete(id);
@@ -184,12 +213,14 @@ export class ListenStreams {
       if (typeof uri === 'string' && !subscribed.includes(uri)) continue;
       this.#send(listener, notification);
     }
+    watch?.follow(followed);
     const keepAlive = setInterval(() => {
       if (!res.writableNeedDrain) res.write(':\n\n');
     }, KEEP_ALIVE_MS);
     keepAlive.unref();
     res.once('close', () => {
       clearInterval(keepAlive);
+      watch?.stop();
       this.#all.delete(id);
       subscriptions.drop(id);
     });

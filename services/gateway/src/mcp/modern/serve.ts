@@ -33,6 +33,8 @@ import {
 } from './envelope.ts';
 import { inputCapabilitiesOf, modernInputOf, retryOf } from '../tools/client-input.ts';
 import { listenFilterOf } from './listen.ts';
+import { declaresTasks, isTaskMethod, serveTask, tasksNotDeclared } from './tasks.ts';
+import { TASKS_EXTENSION } from '@bindery/contracts';
 
 /** Results a client may cache, and for how long (`server/utilities/caching.mdx`). */
 const CACHEABLE: ReadonlySet<string> = new Set([
@@ -54,6 +56,8 @@ const CAPABILITIES = {
   resources: { listChanged: true, subscribe: true },
   completions: {},
   logging: {},
+  // An upstream tool may answer with a task, relayed under a handle of ours (tasks.ts).
+  extensions: { [TASKS_EXTENSION]: {} },
 };
 
 export interface ModernDeps {
@@ -107,7 +111,7 @@ export async function serveModern(
   // The client left while the request was admitted: nothing is run for it.
   if (res.destroyed || res.writableEnded) return;
   if (message.method === 'subscriptions/listen') {
-    await listen(res, id, message, deps);
+    await listen(res, id, message, envelope, deps);
     return;
   }
   const stream = new ResponseStream(res, (headers.accept ?? '').includes('text/event-stream'));
@@ -125,6 +129,9 @@ export async function serveModern(
         input: {
           capabilities: inputCapabilitiesOf(envelope.clientCapabilities),
           ...retryOf(message.params),
+          // A tools/call of a client that takes tasks: a task made for it is bound to its credential.
+          ...(message.method === 'tools/call' &&
+            declaresTasks(envelope.clientCapabilities) && { tasks: deps.keyHash }),
         },
       }),
     });
@@ -150,6 +157,7 @@ async function listen(
   res: ServerResponse,
   id: RequestId,
   message: ModernRequest,
+  envelope: Envelope,
   deps: ModernDeps,
 ): Promise<void> {
   const answer = (status: number, error: { code: number; message: string; data?: unknown }) => {
@@ -159,6 +167,12 @@ async function listen(
   const filter = listenFilterOf(message.params);
   if (typeof filter === 'string') {
     answer(200, { code: ErrorCode.InvalidParams, message: `Invalid params: ${filter}` });
+    return;
+  }
+  // Task status notifications are the tasks extension's: a client that did not declare it is refused.
+  if (filter.taskIds !== undefined && !declaresTasks(envelope.clientCapabilities)) {
+    const refusal = tasksNotDeclared('notifications.taskIds');
+    answer(400, { code: refusal.code, message: refusal.message, data: refusal.data });
     return;
   }
   const full = deps.sessions.listenRefusal(deps.keyHash);
@@ -187,6 +201,27 @@ async function listen(
       exposure,
       resolve: session.resolve,
       listsChanged: session.listsChanged,
+      ...(filter.taskIds !== undefined && {
+        tasks: async (taskId: string) => {
+          try {
+            return await serveTask(
+              'tasks/get',
+              { taskId },
+              {
+                clientCapabilities: envelope.clientCapabilities,
+                exposure: () => deps.server.exposure(),
+                client: deps.server.client,
+                holder: deps.keyHash,
+                requestId: `${String(id)}:tasks`,
+              },
+            );
+          } catch (error) {
+            // Not found for this caller (or no longer): not followed.
+            if (error instanceof McpError && error.code === ErrorCode.InvalidParams) return undefined;
+            throw error;
+          }
+        },
+      }),
     },
     deps.sessions.subscriptions,
   );
@@ -205,6 +240,16 @@ async function dispatch(
       instructions: INSTRUCTIONS,
     };
   }
+  if (isTaskMethod(message.method)) {
+    return serveTask(message.method, message.params, {
+      clientCapabilities: envelope.clientCapabilities,
+      exposure: () => deps.server.exposure(),
+      client: deps.server.client,
+      holder: deps.keyHash,
+      requestId: String(extra.requestId),
+      signal: extra.signal,
+    });
+  }
   const table = handlersFor(deps, envelope);
   if (!table.has(message.method)) throw methodNotFound(message.method);
   const parsed = table.parse(message.method, message);
@@ -217,7 +262,11 @@ function stamped(method: string, result: Record<string, unknown>, ttlMs: number)
   const meta = (result._meta ?? {}) as Record<string, unknown>;
   return {
     ...result,
-    resultType: result.resultType === 'input_required' ? 'input_required' : 'complete',
+    // input_required (MRTR) and task (a tools/call an upstream answered with a task) are passed on.
+    resultType:
+      result.resultType === 'input_required' || (method === 'tools/call' && result.resultType === 'task')
+        ? result.resultType
+        : 'complete',
     // A round asking for input is no answer to keep.
     ...(CACHEABLE.has(method) && result.resultType !== 'input_required' && { ttlMs, cacheScope: 'private' }),
     _meta: { ...meta, [META.serverInfo]: SERVER_INFO },

@@ -180,8 +180,10 @@ export async function callTool(
  * answer's own fields for the gateway are never sent on.
  */
 function clientResult(answer: ToolResult, input: RequestInput | undefined): CallToolResult {
-  const { input_required: asked, protocol_error: refusal, ...result } = answer;
+  const { input_required: asked, protocol_error: refusal, task, ...result } = answer;
   const modern = input !== undefined && input.ask === undefined;
+  // An upstream made a task (only for a modern request that declared the extension): its handle.
+  if (task && input?.tasks !== undefined) return { resultType: 'task', ...task } as unknown as CallToolResult;
   if (asked) {
     return {
       resultType: 'input_required',

@@ -61,6 +61,11 @@ export interface RequestInput {
    * answer. Absent: the client is answered `input_required` (the modern era).
    */
   ask?: ((request: InputRequest, signal: AbortSignal | undefined) => Promise<unknown>) | undefined;
+  /**
+   * A modern request that declared the tasks extension: the digest of the credential it came with,
+   * which a task an upstream makes for it is bound to (decision 071). Absent: no task is made.
+   */
+  tasks?: string | undefined;
 }
 
 /** The input capabilities an MCP client declared (legacy `initialize`, or a modern request's `_meta`). */
@@ -138,6 +143,7 @@ export function roundInput(
     capabilities: input.capabilities,
     ...(responses !== undefined && { responses }),
     ...(state !== undefined && { state }),
+    ...(input.tasks !== undefined && { tasks: { holder: input.tasks } }),
   };
 }
 

@@ -1,0 +1,125 @@
+/**
+ * `tasks/get`, `tasks/update` and `tasks/cancel` of a modern agent on a task an upstream server
+ * made (decision 071), asked by a gateway (`POST /internal/aei/{aei_id}/tasks`). The handle is
+ * opened for the exposure, caller and credential the gateway names (task-handles.ts): one sealed
+ * for another, altered or never handed out is NOT_FOUND, as a task the upstream forgot is. The
+ * exposure and its owner must still be enabled, and the server still the owner's. The request goes
+ * to the server's pool; the task comes back under the same handle, checked, within the result cap.
+ * Polls (`tasks/get`) are metered only; an update (the agent's answers) and a cancel are audited.
+ */
+import type { ErrorCode, RelayedTask, TaskAnswer, TaskRequestBody } from '@bindery/contracts';
+import { DomainError } from '../domain/errors.ts';
+import type { DomainContext } from '../domain/context.ts';
+import { OWNER_STATUS } from '../accounts/users.ts';
+import type { AuditStatus } from '../audit/audit.ts';
+import type { ExecutorOptions } from './executor-options.ts';
+
+const METHODS = { get: 'tasks/get', update: 'tasks/update', cancel: 'tasks/cancel' } as const;
+/** JSON-RPC's invalid params: what an upstream answers for a task it does not know. */
+const INVALID_PARAMS = -32602;
+
+const notFound = () =>
+  new DomainError(
+    'NOT_FOUND',
+    'Failed to retrieve task: no such task for this caller (unknown, expired or another caller’s)',
+  );
+
+export async function upstreamTask(
+  ctx: DomainContext,
+  aeiId: string,
+  body: TaskRequestBody,
+  options: ExecutorOptions,
+  signal?: AbortSignal,
+): Promise<TaskAnswer> {
+  const method = METHODS[body.method];
+  const meter = options.metrics.execution('mcp', `task_${body.method}`);
+  const started = performance.now();
+  let audited: { userId: string; subject: string } | undefined;
+  const finish = async (status: AuditStatus, errorCode: ErrorCode | null) => {
+    const durationMs = performance.now() - started;
+    meter[status].observe(durationMs / 1000);
+    // A poll is not a trail: what the agent answered, and what it gave up, are.
+    if (body.method === 'get' || !audited) return;
+    await options.audit.record({
+      userId: audited.userId,
+      action: `upstream.task.${body.method}`,
+      aeiId,
+      toolName: audited.subject,
+      operation: body.method,
+      args: { input_responses: Object.keys(body.input_responses ?? {}) },
+      status,
+      errorCode,
+      durationMs,
+      requestId: body.request_id ?? null,
+      caller: body.caller ?? null,
+    });
+  };
+  try {
+    const place = options.taskHandles.open(body.task_id, {
+      aeiId,
+      caller: body.caller ?? null,
+      holder: body.holder,
+    });
+    if (!place) throw notFound();
+    const aei = await ctx.prisma.aei.findUnique({ where: { id: aeiId }, include: OWNER_STATUS });
+    if (!aei) throw notFound();
+    const upstreams = options.upstreams;
+    if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
+    const server = await upstreams.known(place.serverId).catch(() => undefined);
+    if (!server || server.userId !== aei.userId) throw notFound();
+    audited = { userId: aei.userId, subject: `${server.name}: task` };
+    if (aei.status !== 'enabled' || aei.user.disabledAt !== null)
+      throw new DomainError('FORBIDDEN', `exposure "${aei.name}" is disabled`);
+    if (body.method === 'update' && body.input_responses === undefined)
+      throw new DomainError('VALIDATION_FAILED', 'tasks/update needs inputResponses', {
+        field: 'inputResponses',
+      });
+    let task;
+    try {
+      task = await upstreams.task(
+        place.serverId,
+        method,
+        { taskId: place.taskId, instance: place.instance },
+        body.method === 'update' ? body.input_responses : undefined,
+        { signal },
+      );
+    } catch (error) {
+      // The upstream no longer knows it (expired, or its process ended): as for a handle never handed out.
+      if (
+        error instanceof DomainError &&
+        (error.code === 'NOT_FOUND' || error.details?.rpc_code === INVALID_PARAMS)
+      )
+        throw notFound();
+      throw error;
+    }
+    if (!task) {
+      await finish('ok', null);
+      return { done: true };
+    }
+    const relayed: RelayedTask = { ...task, taskId: body.task_id } as RelayedTask;
+    const limit = options.limits.maxResultBytes;
+    const size = Buffer.byteLength(JSON.stringify(relayed));
+    if (size > limit) {
+      throw new DomainError(
+        'RESULT_TOO_LARGE',
+        `the upstream's task takes ${size} bytes of JSON, more than the ${limit} a result may`,
+        { limit_bytes: limit },
+      );
+    }
+    await finish('ok', null);
+    return { task: relayed };
+  } catch (error) {
+    if (!(error instanceof DomainError)) {
+      meter.error.observe((performance.now() - started) / 1000);
+      throw error;
+    }
+    await finish(error.code === 'NOT_FOUND' || error.code === 'FORBIDDEN' ? 'refused' : 'error', error.code);
+    return {
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details !== undefined && { details: error.details }),
+      },
+    };
+  }
+}

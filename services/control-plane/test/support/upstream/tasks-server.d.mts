@@ -1,0 +1,2 @@
+// Types of tasks-server.mjs for the TypeScript tests that import it.
+export function tasksHandler(): unknown;
