@@ -6,6 +6,7 @@
  * the task (`POST /internal/aei/{aei_id}/tasks`). Bindery keeps nothing per task: the upstream does.
  */
 import { Type, type Static } from 'typebox';
+import { MAX_INPUT_KEY_CHARS, MAX_INPUT_RESPONSES } from './client-input.ts';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
@@ -53,8 +54,8 @@ export const TaskRequestBody = Type.Object(
     holder: Type.String({ minLength: 1, maxLength: 128 }),
     caller: Type.Optional(Type.String({ maxLength: 64 })),
     input_responses: Type.Optional(
-      Type.Record(Type.String({ maxLength: 128 }), JsonObject, {
-        maxProperties: 64,
+      Type.Record(Type.String({ maxLength: MAX_INPUT_KEY_CHARS }), JsonObject, {
+        maxProperties: MAX_INPUT_RESPONSES,
         description: 'tasks/update: the agent’s answers to the task’s inputRequests, by key',
       }),
     ),
@@ -68,7 +69,8 @@ export type TaskRequestBody = Static<typeof TaskRequestBody>;
  * Its answer, 200 either way: `task` (tasks/get), `done` (tasks/update and tasks/cancel, acknowledged
  * by the upstream), or `error` with a Bindery code: NOT_FOUND (no such task for this caller, or the
  * upstream no longer knows it), FORBIDDEN (the exposure or its owner is disabled), UPSTREAM_FAILED
- * and TIMEOUT (the upstream failed), VALIDATION_FAILED (the upstream refused the request's params).
+ * and TIMEOUT (the upstream failed), VALIDATION_FAILED (a tasks/update without answers, or whose
+ * answers the upstream refused).
  */
 export const TaskAnswer = Type.Union([
   Type.Object({ task: RelayedTask }),

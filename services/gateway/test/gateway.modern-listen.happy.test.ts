@@ -6,9 +6,9 @@
 // nothing before it; a bad filter is -32602; a key holds at most GATEWAY_MAX_SESSIONS_PER_KEY
 // streams (429 beyond, room again once one closes); a stream the client closes is dropped; the
 // gateway's shutdown ends each stream with the listen request's result.
-import { request, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { twoTableExposure, type Exposed } from '@bindery/test-support';
+import { openListen as openStream, type Stream } from './support/listen-stream.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
@@ -34,90 +34,9 @@ afterAll(async () => {
   await stack.close();
 });
 
-/** A JSON-RPC message read off the stream. */
-interface Message {
-  jsonrpc?: string;
-  id?: string | number;
-  method?: string;
-  params?: Record<string, unknown>;
-  result?: Record<string, unknown>;
-}
-
-interface Stream {
-  res: IncomingMessage;
-  messages: Message[];
-  /** The first message after `from` (an index into messages) that `match` accepts. */
-  next(match: (m: Message) => boolean, from?: number, timeoutMs?: number): Promise<Message>;
-  close(): void;
-}
-
-/** Opens a listen stream and reads its events as they come. */
-function openListen(id: string | number, notifications: Record<string, unknown>): Promise<Stream> {
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'subscriptions/listen',
-    params: { notifications, _meta: ENVELOPE },
-  });
-  const { port } = new URL(stack.gatewayUrl);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'content-length': String(Buffer.byteLength(body)),
-          'mcp-protocol-version': VERSION,
-          'mcp-method': 'subscriptions/listen',
-        },
-      },
-      (res) => {
-        const messages: Message[] = [];
-        const waiters: (() => void)[] = [];
-        let buffer = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          let end;
-          while ((end = buffer.indexOf('\n\n')) !== -1) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const data = block.split('\n').find((line) => line.startsWith('data: '));
-            if (data) messages.push(JSON.parse(data.slice(6)));
-          }
-          for (const wake of waiters.splice(0)) wake();
-        });
-        resolve({
-          res,
-          messages,
-          next(match, from = 0, timeoutMs = 5_000) {
-            return new Promise((found, fail) => {
-              const timer = setTimeout(
-                () => fail(new Error(`no matching event within ${timeoutMs} ms`)),
-                timeoutMs,
-              );
-              const check = () => {
-                const hit = messages.slice(from).find(match);
-                if (hit) {
-                  clearTimeout(timer);
-                  found(hit);
-                } else waiters.push(check);
-              };
-              check();
-            });
-          },
-          close: () => req.destroy(),
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+/** Opens a listen stream on the exposure and reads its events as they come. */
+const openListen = (id: string | number, notifications: Record<string, unknown>): Promise<Stream> =>
+  openStream(stack.gatewayUrl, path, id, notifications);
 
 it('acknowledges what it honours, then carries the changes asked for, stamped with its id', async () => {
   const all = await openListen('listen-1', {

@@ -11,8 +11,9 @@
 // - an agent that gives the call up while it is being asked cancels the upstream call at once (not
 //   when the wait for its answers runs out, minutes later);
 // - an upstream tool's log messages reach the calling session at its level when the server keeps a
-//   connection per session, and never another caller's session (a connection shared by callers
-//   does not say whose a line is: none is relayed).
+//   connection per session, and never another caller's session (a 2025-era connection shared by
+//   callers does not say whose a line is: none is relayed); a 2026-07-28 server's reach the one
+//   caller whose request asked for them, legacy session or modern request, at its level.
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -26,7 +27,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpUpstream, type HttpUpstream } from '../../control-plane/test/support/upstream-servers.ts';
 import { createTransparentServer } from '../../control-plane/test/support/upstream/transparent-server.mjs';
-import { modernNamedRequest } from './support/mcp-raw.ts';
+import { modernNamedRequest, readAnswer } from './support/mcp-raw.ts';
+import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 const LEGACY_SCRIPT = fileURLToPath(
@@ -420,6 +422,67 @@ describe('log messages', () => {
     } finally {
       await Promise.all([info.client.close(), warning.client.close()]);
     }
+  });
+
+  it('of a modern server reach the one caller that asked for them, at its level', async () => {
+    // The 2026-07-28 era sends them only for a request that asks: the one that asks is their owner.
+    const info = await listener('info', paths.modern);
+    const warning = await listener('warning', paths.modern);
+    try {
+      await info.client.callTool({ name: 'log_steps', arguments: { tag: 'modern' } });
+      expect(info.heard.filter((line) => String(line.data).startsWith('modern'))).toEqual([
+        { level: 'info', logger: 'log_steps', data: 'modern: info' },
+        { level: 'warning', logger: 'log_steps', data: 'modern: warning' },
+      ]);
+      // At once on one connection: each hears its own lines or none, never the other's.
+      await Promise.all([
+        info.client.callTool({ name: 'log_steps', arguments: { tag: 'first' } }),
+        warning.client.callTool({ name: 'log_steps', arguments: { tag: 'second' } }),
+      ]);
+      expect(info.heard.some((line) => String(line.data).startsWith('second'))).toBe(false);
+      expect(warning.heard.some((line) => String(line.data).startsWith('first'))).toBe(false);
+      expect(
+        info.heard.filter((line) => String(line.data).startsWith('first')).length +
+          warning.heard.filter((line) => String(line.data).startsWith('second')).length,
+      ).toBeGreaterThan(0);
+    } finally {
+      await Promise.all([info.client.close(), warning.client.close()]);
+    }
+    // A modern agent hears them on its request's own stream, at the level its request names.
+    const res = await rawPost(
+      stack.gatewayUrl,
+      paths.modern,
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: {
+          name: 'log_steps',
+          arguments: { tag: 'agent' },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+            'io.modelcontextprotocol/logLevel': 'warning',
+          },
+        },
+      }),
+      {
+        headers: {
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'log_steps',
+          accept: 'application/json, text/event-stream',
+        },
+      },
+    );
+    const messages = readAnswer(res).messages;
+    const upstreamLines = messages.filter(
+      (m) => m.method === 'notifications/message' && String(m.params.data).startsWith('agent'),
+    );
+    expect(upstreamLines.map((m) => m.params)).toEqual([
+      { level: 'warning', logger: 'log_steps', data: 'agent: warning' },
+    ]);
+    expect(messages.at(-1)).toMatchObject({ id: 7, result: { content: [{ text: 'logged' }] } });
   });
 
   it('are not relayed from a connection shared by callers', async () => {

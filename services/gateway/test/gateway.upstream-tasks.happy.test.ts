@@ -20,10 +20,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Json } from '@bindery/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { modernHttpUpstream } from '../../control-plane/test/support/upstream-servers.ts';
 import { tasksHandler } from '../../control-plane/test/support/upstream/tasks-server.mjs';
+import { openListen } from './support/listen-stream.ts';
 import { modernNamedRequest } from './support/mcp-raw.ts';
 import { rawPost } from './support/raw-post.ts';
 import { startStack, type Stack } from './support/stack.ts';
@@ -36,7 +36,10 @@ const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 let stack: Stack;
 let http: Awaited<ReturnType<typeof modernHttpUpstream>>;
 const paths: Record<'stdio' | 'http' | 'other' | 'idle', string> = {} as never;
+const aeiIds: Record<string, string> = {};
 let as: (method: string, to: string, body?: unknown) => Promise<Record<string, unknown>>;
+/** A personal key whose callers `alpha` and `beta` both map to the http exposure. */
+let personalKey: string;
 
 beforeAll(async () => {
   stack = await startStack({
@@ -77,7 +80,11 @@ beforeAll(async () => {
     const aei = await as('POST', '/api/v2/aeis', { name: `tasks-${name}` });
     await as('POST', `/api/v2/aeis/${String(aei.id)}/bindings`, { upstream_server_id: server.id });
     paths[name] = `/api/v2/mcp/server/${String(aei.api_key)}`;
+    aeiIds[name] = String(aei.id);
   }
+  personalKey = String((await as('POST', '/api/v2/mcp-keys', { name: 'laptop' })).key);
+  for (const caller of ['alpha', 'beta'])
+    await as('PUT', `/api/v2/callers/${caller}`, { aei_id: aeiIds.http });
 }, 120_000);
 
 afterAll(async () => {
@@ -92,8 +99,9 @@ function modern(
   method: string,
   params: Record<string, unknown>,
   capabilities: Record<string, unknown> = TASKS,
+  headers: Record<string, string> = {},
 ) {
-  return modernNamedRequest(stack.gatewayUrl, path, { id: nextId++, method, params }, capabilities);
+  return modernNamedRequest(stack.gatewayUrl, path, { id: nextId++, method, params }, capabilities, headers);
 }
 
 /** tasks/get until the task ends (or has the status `until`). */
@@ -171,12 +179,17 @@ describe.each(['stdio', 'http'] as const)('tasks of an upstream over %s', (trans
     });
     const done = await settled(path(), made.result.taskId);
     expect(done.status).toBe('completed');
-    // The answers are on the trail (which requests they answered, not what they said); polls are not.
-    const audit = (await as('GET', '/api/v2/audit?limit=200')).items as { action: string; status: string }[];
-    const updates = audit.filter((row) => row.action === 'upstream.task.update');
-    expect(updates.length).toBeGreaterThanOrEqual(2);
-    expect(updates.every((row) => row.status === 'ok')).toBe(true);
-    expect(audit.some((row) => row.action.includes('task.get'))).toBe(false);
+    // The two updates are on this exposure's trail; the polls between them are not.
+    const audit = (await as('GET', `/api/v2/audit?aei_id=${aeiIds[transport]}&limit=200`)).items as {
+      action: string;
+      status: string;
+      operation: string;
+    }[];
+    const ofTasks = audit.filter((row) => row.action.startsWith('upstream.task.'));
+    expect(ofTasks.map((row) => [row.action, row.operation, row.status])).toEqual([
+      ['upstream.task.update', 'update', 'ok'],
+      ['upstream.task.update', 'update', 'ok'],
+    ]);
     expect(done.result.content[0].text).toContain('"first":{"action":"accept","content":{"name":"one"}}');
     expect(done.result.content[0].text).toContain('"name":"two"');
   });
@@ -200,9 +213,12 @@ describe.each(['stdio', 'http'] as const)('tasks of an upstream over %s', (trans
       data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
     });
     const made = await modern(path(), 'tools/call', { name: 'slow_compute', arguments: { seconds: 1 } });
-    for (const method of ['tasks/get', 'tasks/cancel']) {
-      const refused = await modern(path(), method, { taskId: made.result.taskId }, {});
-      expect(refused.error).toMatchObject({ code: -32021 });
+    for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
+      const refused = await modern(path(), method, { taskId: made.result.taskId, inputResponses: {} }, {});
+      expect(refused.error).toMatchObject({
+        code: -32021,
+        data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+      });
     }
   });
 
@@ -242,102 +258,61 @@ describe.each(['stdio', 'http'] as const)('tasks of an upstream over %s', (trans
   });
 });
 
-/** Opens a listen stream naming `notifications`, reads it for `forMs` (or until `enough`), closes it. */
-function listenFor(
-  path: string,
-  notifications: Record<string, unknown>,
-  capabilities: Record<string, unknown>,
-  enough: (messages: Json[]) => boolean,
-  forMs = 8_000,
-): Promise<{ status: number; messages: Json[] }> {
-  const version = '2026-07-28';
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id: 'listen-1',
-    method: 'subscriptions/listen',
-    params: {
-      notifications,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': version,
-        'io.modelcontextprotocol/clientCapabilities': capabilities,
-      },
-    },
-  });
-  const { port } = new URL(stack.gatewayUrl);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': version,
-          'mcp-method': 'subscriptions/listen',
-        },
-      },
-      (res) => {
-        const messages: Json[] = [];
-        let buffer = '';
-        const done = () => {
-          clearTimeout(timer);
-          res.destroy();
-          resolve({ status: res.statusCode ?? 0, messages });
-        };
-        const timer = setTimeout(done, forMs);
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          for (let end; (end = buffer.indexOf('\n\n')) !== -1;) {
-            const data = buffer
-              .slice(0, end)
-              .split('\n')
-              .find((line) => line.startsWith('data: '));
-            buffer = buffer.slice(end + 2);
-            if (data) messages.push(JSON.parse(data.slice(6)));
-          }
-          if (enough(messages)) done();
-        });
-        res.on('end', done);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 describe('task status notifications', () => {
   it('follow the tasks a listen stream names until they end, for their own holder only', async () => {
     const made = await modern(paths.http, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1 } });
     const taskId = String(made.result.taskId);
-    const ended = (messages: Json[]) =>
-      messages.some((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
-    const heard = await listenFor(paths.http, { taskIds: [taskId, 'bt1.unknown'] }, TASKS, ended);
-    expect(heard.status).toBe(200);
-    const [ack, ...rest] = heard.messages;
+    const stream = await openListen(
+      stack.gatewayUrl,
+      paths.http,
+      'listen-1',
+      {
+        taskIds: [taskId, 'bt1.unknown'],
+      },
+      { capabilities: TASKS },
+    );
+    const last = await stream.next(
+      (m) => m.method === 'notifications/tasks' && m.params?.status === 'completed',
+    );
+    stream.close();
+    expect(stream.res.statusCode).toBe(200);
+    const [ack, ...rest] = stream.messages;
     expect(ack).toMatchObject({
       method: 'notifications/subscriptions/acknowledged',
       params: { notifications: { taskIds: [taskId] } },
     });
-    const statuses = rest.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.status);
+    const statuses = rest.filter((m) => m.method === 'notifications/tasks').map((m) => m.params!.status);
     expect(statuses[0]).toBe('working');
     expect(statuses.at(-1)).toBe('completed');
-    const last = rest.at(-1)!;
     expect(last.params).toMatchObject({
       taskId,
       result: { content: [{ type: 'text', text: 'computed  after 1s' }] },
       _meta: { 'io.modelcontextprotocol/subscriptionId': 'listen-1' },
     });
 
-    // Another exposure's stream is not told of it.
-    const other = await listenFor(paths.other, { taskIds: [taskId] }, TASKS, (m) => m.length > 0, 3_000);
-    expect(other.messages[0]!.params.notifications).not.toHaveProperty('taskIds');
+    // Another exposure's stream is not told of it, however long it listens.
+    const other = await openListen(
+      stack.gatewayUrl,
+      paths.other,
+      'listen-2',
+      { taskIds: [taskId] },
+      {
+        capabilities: TASKS,
+      },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    other.close();
+    expect(other.messages[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged' });
+    expect(other.messages[0]!.params!.notifications).not.toHaveProperty('taskIds');
     expect(other.messages.filter((m) => m.method === 'notifications/tasks')).toEqual([]);
 
-    const undeclared = await listenFor(paths.http, { taskIds: [taskId] }, {}, () => false, 3_000);
-    expect(undeclared.status).toBe(400);
+    const undeclared = await openListen(stack.gatewayUrl, paths.http, 'listen-3', { taskIds: [taskId] });
+    await undeclared.ended;
+    expect(undeclared.res.statusCode).toBe(400);
+    expect(JSON.parse(undeclared.text).error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    });
   });
 });
 
@@ -359,6 +334,49 @@ describe('a task handle', () => {
     }
     // The task itself went on, for its own holder.
     expect((await settled(paths.stdio, handle)).status).toBe('completed');
+  });
+
+  it('is -32602 for another caller of the same exposure, or the exposure’s own key', async () => {
+    const alpha = { authorization: `Bearer ${personalKey}` };
+    const made = await modern(
+      '/api/v2/mcp/caller/alpha',
+      'tools/call',
+      { name: 'slow_compute', arguments: { seconds: 1 } },
+      TASKS,
+      alpha,
+    );
+    const taskId = String(made.result.taskId);
+    for (const [path, headers] of [
+      ['/api/v2/mcp/caller/beta', alpha],
+      [paths.http, {}],
+    ] as const) {
+      const refused = await modern(path, 'tasks/get', { taskId }, TASKS, headers);
+      expect(refused.error).toMatchObject({ code: -32602 });
+    }
+    for (;;) {
+      const got = await modern('/api/v2/mcp/caller/alpha', 'tasks/get', { taskId }, TASKS, alpha);
+      expect(got.error).toBeUndefined();
+      if (got.result.status === 'completed') break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+
+  it('is not found once its server is gone from the exposure', async () => {
+    const server = await as('POST', '/api/v2/upstream-servers', {
+      name: 'Tasks doomed',
+      transport: 'stdio',
+      command: 'node',
+      args: [TASKS_SCRIPT],
+    });
+    const aei = await as('POST', '/api/v2/aeis', { name: 'tasks-doomed' });
+    await as('POST', `/api/v2/aeis/${String(aei.id)}/bindings`, { upstream_server_id: server.id });
+    const path = `/api/v2/mcp/server/${String(aei.api_key)}`;
+    const made = await modern(path, 'tools/call', { name: 'slow_compute', arguments: { seconds: 5 } });
+    expect(made.result.resultType).toBe('task');
+    expect((await modern(path, 'tasks/get', { taskId: made.result.taskId })).result.status).toBe('working');
+    await as('DELETE', `/api/v2/upstream-servers/${String(server.id)}`);
+    const refused = await modern(path, 'tasks/get', { taskId: made.result.taskId });
+    expect(refused.error).toMatchObject({ code: -32602 });
   });
 
   it('keeps the stdio child that runs its task past the idle timeout', async () => {

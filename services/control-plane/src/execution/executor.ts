@@ -39,7 +39,7 @@ export type { ExecutorOptions } from './executor-options.ts';
  */
 function success(answer: JsonValue | ToolAnswer, declared: boolean, meta: Meta = {}): ToolResult {
   if (answer instanceof ToolAnswer && answer.form === 'input') {
-    // Only runBinding makes these, and it turns them into InputAsked before they get here.
+    // Only runBinding makes these, and it turns them into PassedOn before they get here.
     throw new Error('an input request reached the answer of a call that cannot ask');
   }
   if (answer instanceof ToolAnswer && answer.form === 'result') {
@@ -109,7 +109,7 @@ class ProtocolRefusal extends DomainError {
  * A round that ended asking the client (answered as `input_required` with a signed state), or an
  * upstream that answered with a task (answered with its handle): audited as such, passed on whole.
  */
-class InputAsked {
+class PassedOn {
   constructor(
     readonly result: ToolResult,
     readonly status: AuditStatus = 'input_required',
@@ -135,7 +135,7 @@ async function audited(
   meter: ExecutionMeter,
   trail: Omit<ExecutionRecord, 'status' | 'errorCode' | 'durationMs'>,
   structured: boolean,
-  work: (meta: Meta) => Promise<JsonValue | ToolAnswer | InputAsked>,
+  work: (meta: Meta) => Promise<JsonValue | ToolAnswer | PassedOn>,
 ): Promise<ToolResult> {
   const meta: Meta = {};
   const started = performance.now();
@@ -148,7 +148,7 @@ async function audited(
   };
   try {
     const result = await work(meta);
-    if (result instanceof InputAsked) {
+    if (result instanceof PassedOn) {
       await audit(result.status, null);
       return { ...result.result, ...metaOf(meta) };
     }
@@ -309,13 +309,13 @@ async function runBinding(
             input && key in input.responses ? [[key, input.responses[key]!]] : [],
           ),
         );
-      return new InputAsked({
+      return new PassedOn({
         content: [],
         input_required: { requests: asked.requests, state: options.requestStates.seal(owner, kept) },
       });
     }
     if (answer instanceof ToolAnswer && answer.form === 'task') {
-      return new InputAsked(taskMade(answer, binding.aeiId, request.caller ?? null, input, options), 'ok');
+      return new PassedOn(taskMade(answer, binding.aeiId, request.caller ?? null, input, options), 'ok');
     }
     // What the binding shows as its output schema is what its answers are held to.
     if (binding.outputSchema !== null && !isErrorAnswer(answer)) {

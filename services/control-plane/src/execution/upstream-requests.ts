@@ -53,7 +53,7 @@ function servingAttachment<T>(
 }
 
 /** JSON-RPC codes an upstream answers with, as MCP uses them. */
-const INVALID_PARAMS = -32602;
+export const INVALID_PARAMS = -32602;
 const RESOURCE_NOT_FOUND = -32002;
 
 /** An upstream's JSON-RPC refusal in Bindery's terms (the pool reports it as UPSTREAM_FAILED). */

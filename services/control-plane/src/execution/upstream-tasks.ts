@@ -3,9 +3,11 @@
  * made (decision 071), asked by a gateway (`POST /internal/aei/{aei_id}/tasks`). The handle is
  * opened for the exposure, caller and credential the gateway names (task-handles.ts): one sealed
  * for another, altered or never handed out is NOT_FOUND, as a task the upstream forgot is. The
- * exposure and its owner must still be enabled, and the server still the owner's. The request goes
- * to the server's pool; the task comes back under the same handle, checked, within the result cap.
- * Polls (`tasks/get`) are metered only; an update (the agent's answers) and a cancel are audited.
+ * exposure and its owner must still be enabled, and the server still serve it (attached to it, or
+ * a tool of it bound there): a server taken off the exposure takes its tasks with it. The request
+ * goes to the server's pool; the task comes back under the same handle, checked, its `_meta` keys of
+ * ours dropped, within the result cap. Polls (`tasks/get`) are metered only; an update (the keys it
+ * answers, not the answers) and a cancel are audited.
  */
 import type { ErrorCode, RelayedTask, TaskAnswer, TaskRequestBody } from '@bindery/contracts';
 import { DomainError } from '../domain/errors.ts';
@@ -13,10 +15,10 @@ import type { DomainContext } from '../domain/context.ts';
 import { OWNER_STATUS } from '../accounts/users.ts';
 import type { AuditStatus } from '../audit/audit.ts';
 import type { ExecutorOptions } from './executor-options.ts';
+import { OWN_META_PREFIX } from '../kinds/mcp/mcp-kind.ts';
+import { INVALID_PARAMS } from './upstream-requests.ts';
 
 const METHODS = { get: 'tasks/get', update: 'tasks/update', cancel: 'tasks/cancel' } as const;
-/** JSON-RPC's invalid params: what an upstream answers for a task it does not know. */
-const INVALID_PARAMS = -32602;
 
 const notFound = () =>
   new DomainError(
@@ -65,8 +67,13 @@ export async function upstreamTask(
     if (!aei) throw notFound();
     const upstreams = options.upstreams;
     if (!upstreams) throw new DomainError('INTERNAL', 'this control plane runs no upstream servers');
-    const server = await upstreams.known(place.serverId).catch(() => undefined);
-    if (!server || server.userId !== aei.userId) throw notFound();
+    const serves =
+      (await ctx.prisma.aeiAttachment.count({ where: { aeiId, upstreamServerId: place.serverId } })) > 0 ||
+      (await ctx.prisma.aeiBinding.count({ where: { aeiId, adi: { upstreamServerId: place.serverId } } })) >
+        0;
+    // A server deleted, or no longer serving this exposure: its tasks are not this exposure's.
+    if (!serves) throw notFound();
+    const server = await upstreams.known(place.serverId);
     audited = { userId: aei.userId, subject: `${server.name}: task` };
     if (aei.status !== 'enabled' || aei.user.disabledAt !== null)
       throw new DomainError('FORBIDDEN', `exposure "${aei.name}" is disabled`);
@@ -84,18 +91,22 @@ export async function upstreamTask(
         { signal },
       );
     } catch (error) {
-      // The upstream no longer knows it (expired, or its process ended): as for a handle never handed out.
-      if (
-        error instanceof DomainError &&
-        (error.code === 'NOT_FOUND' || error.details?.rpc_code === INVALID_PARAMS)
-      )
-        throw notFound();
+      // The upstream no longer knows it (expired, or its process ended): as for a handle never
+      // handed out. Its -32602 to tasks/update may be about the answers: said as it said it.
+      if (error instanceof DomainError && error.code === 'NOT_FOUND') throw notFound();
+      if (error instanceof DomainError && error.details?.rpc_code === INVALID_PARAMS)
+        throw body.method === 'update'
+          ? new DomainError('VALIDATION_FAILED', error.message, { upstream: server.name })
+          : notFound();
       throw error;
     }
     if (!task) {
       await finish('ok', null);
       return { done: true };
     }
+    // An upstream cannot speak for us: our keys in its result's `_meta` are dropped (as mcp-kind does).
+    const meta = task.result?._meta as Record<string, unknown> | undefined;
+    if (meta) for (const key of Object.keys(meta)) if (key.startsWith(OWN_META_PREFIX)) delete meta[key];
     const relayed: RelayedTask = { ...task, taskId: body.task_id } as RelayedTask;
     const limit = options.limits.maxResultBytes;
     const size = Buffer.byteLength(JSON.stringify(relayed));

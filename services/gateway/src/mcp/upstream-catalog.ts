@@ -96,10 +96,7 @@ export async function askUpstream<T>(
       signal,
     );
   } catch (error) {
-    if (!(error instanceof ControlPlaneError)) throw error;
-    throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer: ${error.message}`, {
-      code: 'UPSTREAM_FAILED',
-    });
+    throw unanswered(error);
   }
   if ('failure' in rounds) {
     const { code, message } = rounds.failure;
@@ -136,19 +133,36 @@ export async function askUpstream<T>(
   }
   const { code, message } = answer.error;
   const shown = subject.name.slice(0, 200);
+  if (code === 'NOT_FOUND' || code === 'FORBIDDEN') {
+    throw subject.kind === 'resource'
+      ? new WireError(JSONRPC.RESOURCE_NOT_FOUND, `${shown}: ${message}`, { code })
+      : new WireError(ErrorCode.InvalidParams, `prompt "${shown}": ${message}`, { code });
+  }
+  throw refusedWith(code, message);
+}
+
+/** The control plane did not answer a request made for a client: -32050. */
+export function unanswered(error: unknown): unknown {
+  if (!(error instanceof ControlPlaneError)) return error;
+  return new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer: ${error.message}`, {
+    code: 'UPSTREAM_FAILED',
+  });
+}
+
+/**
+ * The JSON-RPC error of the control plane's refusal `code` of an upstream request: a request the
+ * client can mend is -32602, a rate limit -32029, a failure of the upstream or ours -32050.
+ */
+export function refusedWith(code: string, message: string): WireError {
   switch (code) {
-    case 'NOT_FOUND':
     case 'FORBIDDEN':
-      throw subject.kind === 'resource'
-        ? new WireError(JSONRPC.RESOURCE_NOT_FOUND, `${shown}: ${message}`, { code })
-        : new WireError(ErrorCode.InvalidParams, `prompt "${shown}": ${message}`, { code });
     case 'VALIDATION_FAILED':
     case 'RESULT_TOO_LARGE':
     case 'LIMIT_EXCEEDED':
-      throw new WireError(ErrorCode.InvalidParams, message, { code });
+      return new WireError(ErrorCode.InvalidParams, message, { code });
     case 'RATE_LIMITED':
-      throw new WireError(JSONRPC.RATE_LIMITED, message, { code });
+      return new WireError(JSONRPC.RATE_LIMITED, message, { code });
     default:
-      throw new WireError(JSONRPC.UNAVAILABLE, message, { code });
+      return new WireError(JSONRPC.UNAVAILABLE, message, { code });
   }
 }

@@ -143,6 +143,7 @@ export async function modernNamedRequest(
   path: string,
   request: { id: number; method: string; params: Record<string, unknown> },
   capabilities: Record<string, unknown>,
+  headers: Record<string, string> = {},
 ): Promise<Json> {
   const version = '2026-07-28';
   const res = await rawPost(
@@ -162,6 +163,7 @@ export async function modernNamedRequest(
     }),
     {
       headers: {
+        ...headers,
         'mcp-protocol-version': version,
         'mcp-method': request.method,
         // What the method is named by: a tool's or prompt's name, a task's id (tasks/*).

@@ -9,6 +9,7 @@
  * bounded ring, and closes: a stdio child is always killed and waited for (the SDK ends its stdin,
  * then SIGTERM, then SIGKILL), so none is left behind.
  */
+import { randomBytes } from 'node:crypto';
 import {
   Client,
   ProtocolError,
@@ -194,17 +195,22 @@ function eachLine(stream: NodeJS.ReadableStream, line: (text: string) => void): 
 /** How long a dropped upstream listen stream waits before it is opened again. */
 const RELISTEN_AFTER_MS = 1_000;
 
-/** Instances started by this process so far: each one's id (UpstreamInstance.id). */
+/**
+ * What names this process's instances apart from any other process's (a task handle names the
+ * instance that made its task, and outlives a restart), and how many it started so far.
+ */
+const PROCESS_TAG = randomBytes(6).toString('base64url');
 let started = 0;
 
 export class UpstreamInstance {
-  /** Names this instance among this process's (a task made on a stdio server lives in its child). */
-  readonly id = `i${(started += 1)}`;
+  /** Names this instance among every process's (a task made on a stdio server lives in its child). */
+  readonly id = `${PROCESS_TAG}.${(started += 1)}`;
   /**
-   * Until when tasks made on this instance may still be asked after (milliseconds since the epoch):
-   * it is not stopped as idle before (the tasks of a stdio server die with its child).
+   * The tasks made on this instance (a stdio child: they die with it) that may still be asked, by
+   * the upstream's id, with until when (milliseconds since the epoch): while any may, the
+   * instance is not stopped as idle. A task seen ended is let go (UpstreamPool.task).
    */
-  holdsTasksUntil = 0;
+  readonly heldTasks = new Map<string, number>();
   inFlight = 0;
   lastUsedAt = Date.now();
   /** The MCP session this instance serves in `per_session` mode ('' : shared by every caller). */
@@ -223,6 +229,13 @@ export class UpstreamInstance {
    * by callers, or with more than one call in flight, none is told (no caller hears another's lines).
    */
   readonly logListeners = new Set<(message: { level: unknown; data: unknown }) => void>();
+  /**
+   * A modern connection's one request that asked for log messages (its `_meta` logLevel), told
+   * every `notifications/message` while it runs: the 2026-07-28 era sends them only for a request
+   * that asks (logging.mdx), so while one holds this slot every message is its own. Another call
+   * that wants them meanwhile goes without (no caller hears another's lines).
+   */
+  private logSlot: ((message: { level: unknown; data: unknown }) => void) | undefined;
   private closing = false;
   /**
    * Set when the connection was closed because the upstream sent more than a cap allows (a stdio
@@ -307,10 +320,15 @@ export class UpstreamInstance {
     );
     client.setNotificationHandler('notifications/message', (notification) => {
       const instance = connected.instance;
-      if (!instance || instance.session === '' || instance.inFlight !== 1 || instance.logListeners.size !== 1)
-        return;
+      if (!instance) return;
       const params = (notification.params ?? {}) as { level?: unknown; data?: unknown };
-      for (const listener of instance.logListeners) listener({ level: params.level, data: params.data });
+      const message = { level: params.level, data: params.data };
+      if (instance.era === 'modern') {
+        instance.logSlot?.(message);
+        return;
+      }
+      if (instance.session === '' || instance.inFlight !== 1 || instance.logListeners.size !== 1) return;
+      for (const listener of instance.logListeners) listener(message);
     });
     client.setNotificationHandler('notifications/resources/updated', (notification) => {
       const uri = (notification.params as { uri?: unknown } | undefined)?.uri;
@@ -422,6 +440,8 @@ export class UpstreamInstance {
       progress?: ((report: ToolProgress) => void) | undefined;
       /** What the agent can be asked, and its answers: a modern server may answer input_required. */
       input?: UpstreamInput | undefined;
+      /** The caller hears log messages at `level` (a modern server: see logSlot). */
+      log?: LogWanted | undefined;
     },
   ): Promise<CallToolResult | InputRequiredAnswer | TaskCreated> {
     const progress = options.progress;
@@ -450,6 +470,7 @@ export class UpstreamInstance {
       timeoutMs: options.timeoutMs,
       signal,
       input: options.input,
+      log: options.log,
       what: `tools/call of ${name}`,
       ...onprogress,
     });
@@ -580,6 +601,7 @@ export class UpstreamInstance {
       onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
       /** How the plain request is named in errors (default: its method). */
       what?: string;
+      log?: LogWanted | undefined;
     },
   ): Promise<T | InputRequiredAnswer | TaskCreated> {
     const sent = {
@@ -588,7 +610,8 @@ export class UpstreamInstance {
       ...(options.onprogress && { onprogress: options.onprogress }),
     };
     const input = options.input;
-    if (!input || this.era !== 'modern') {
+    // A modern server is told what the agent can be asked, or that it wants log messages.
+    if (this.era !== 'modern' || (!input && !options.log)) {
       const plain = await answered(
         options.what ?? method,
         this.client.request({ method, params }, schema as unknown as typeof ResultSchema, sent) as Promise<T>,
@@ -599,31 +622,35 @@ export class UpstreamInstance {
       return plain;
     }
     const declared = Object.fromEntries(
-      Object.entries(input.capabilities)
+      Object.entries(input?.capabilities ?? {})
         .filter(([, declared]) => declared === true)
         .map(([name]) => [name, {}]),
     );
-    const capabilities = input.tasks ? withTasksExtension(declared) : declared;
-    const raw: Record<string, unknown> = await answered(
-      method,
-      this.client.request(
+    const capabilities = input?.tasks ? withTasksExtension(declared) : declared;
+    // Log messages are asked for when no other request here has them (logSlot).
+    const logs = options.log && this.logSlot === undefined ? options.log : undefined;
+    if (logs) this.logSlot = logs.hear;
+    let raw: Record<string, unknown>;
+    try {
+      raw = await this.declaring(
+        method,
         {
-          method,
-          params: {
-            ...params,
-            ...(input.responses !== undefined && { inputResponses: input.responses }),
-            ...(input.state !== undefined && { requestState: input.state }),
-            _meta: { 'io.modelcontextprotocol/clientCapabilities': capabilities },
-          },
+          ...params,
+          ...(input?.responses !== undefined && { inputResponses: input.responses }),
+          ...(input?.state !== undefined && { requestState: input.state }),
         },
-        ResultSchema,
-        { ...sent, allowInputRequired: true },
-      ),
-    );
+        capabilities,
+        // Without input, an input_required is the SDK's to refuse (no handler answers it).
+        { ...sent, allowInputRequired: input !== undefined },
+        logs?.level,
+      );
+    } finally {
+      if (logs && this.logSlot === logs.hear) this.logSlot = undefined;
+    }
     if (raw.resultType === 'input_required') return inputRequiredOf(method, raw);
     const task = carriedTask(raw);
     if (task) {
-      if (method !== 'tools/call' || !input.tasks)
+      if (method !== 'tools/call' || !input?.tasks)
         throw new MalformedAnswer(
           method,
           `a task, to ${method === 'tools/call' ? 'a request that did not declare the tasks extension' : method}`,
@@ -652,26 +679,37 @@ export class UpstreamInstance {
     params: { taskId: string; inputResponses?: Record<string, unknown> | undefined },
     options: { timeoutMs: number; signal?: AbortSignal | undefined },
   ): Promise<UpstreamTask | undefined> {
-    const raw: Record<string, unknown> = await answered(
-      method,
-      this.client.request(
-        {
-          method,
-          params: {
-            ...params,
-            _meta: { 'io.modelcontextprotocol/clientCapabilities': withTasksExtension({}) },
-          },
-        },
-        ResultSchema,
-        { timeout: options.timeoutMs, ...(options.signal && { signal: options.signal }) },
-      ),
-    );
+    const raw = await this.declaring(method, params, withTasksExtension({}), {
+      timeout: options.timeoutMs,
+      ...(options.signal && { signal: options.signal }),
+    });
     if (method !== 'tasks/get') return undefined;
     try {
       return checkedTask(raw, true, (value) => checkedInputRequests(method, value));
     } catch (problem) {
       throw new MalformedAnswer(method, String(problem));
     }
+  }
+
+  /**
+   * A modern request that declares `capabilities` as its client's (its `_meta`), and with
+   * `logLevel` asks for log messages at that level; its result unchecked.
+   */
+  private declaring(
+    method: string,
+    params: Record<string, unknown>,
+    capabilities: Record<string, unknown>,
+    options: Parameters<Client['request']>[2],
+    logLevel?: string,
+  ): Promise<Record<string, unknown>> {
+    const meta = {
+      'io.modelcontextprotocol/clientCapabilities': capabilities,
+      ...(logLevel !== undefined && { 'io.modelcontextprotocol/logLevel': logLevel }),
+    };
+    return answered(
+      method,
+      this.client.request({ method, params: { ...params, _meta: meta } }, ResultSchema, options),
+    );
   }
 
   /** The URIs this connection subscribed to (resources/subscribe), kept alive while any is. */
@@ -804,6 +842,12 @@ export interface UpstreamInput {
   state?: string | undefined;
   /** The agent declared the tasks extension: the server may answer with a task (TaskCreated). */
   tasks?: boolean | undefined;
+}
+
+/** A caller that hears log messages: its level, and what tells it one (UpstreamInstance.logSlot). */
+export interface LogWanted {
+  level: string;
+  hear: (message: { level: unknown; data: unknown }) => void;
 }
 
 /** A modern upstream's `input_required` answer, as checked here. */

@@ -140,7 +140,7 @@ function isAsks(result: CallToolResult | ToolCallAsks | ToolCallTask): result is
 }
 
 /** The prefix of the `_meta` keys Bindery sets on a result. */
-const OWN_META_PREFIX = 'bindery/';
+export const OWN_META_PREFIX = 'bindery/';
 
 /** Lines a call's result carries, and the characters in all: the rest is counted, not kept. */
 const STDERR_MAX_LINES = 50;

@@ -13,6 +13,7 @@ import {
   isLogLevel,
   logLevelAllows,
   MISSING_CLIENT_CAPABILITY_ERROR,
+  TERMINAL_TASK_STATUSES,
   storableText,
   type ClientInputCapability,
   type LogLevel,
@@ -132,6 +133,8 @@ export interface TaskRef {
  * TTL when shorter): the tasks of a stdio server live in its child.
  */
 export const MAX_TASK_HOLD_MS = 60 * 60_000;
+/** Tasks one instance is kept for at most (the rest: the oldest let go). */
+const MAX_HELD_TASKS = 10_000;
 
 /** A round of a tool call that asks the agent: what to ask, and what the next round needs back. */
 export interface ToolCallAsks {
@@ -283,8 +286,6 @@ export class UpstreamPool {
   private spoken: { era: ProtocolEra | null; version: string | null } = { era: null, version: null };
   /** Takes the secrets the running instances were given out of what they send back. */
   private secrets: Omit<ResolvedTransport, 'transport'> = NO_SECRETS;
-  /** True once an instance was started as a child process (its tasks die with it). */
-  private stdio = false;
 
   constructor(private readonly options: PoolOptions) {
     this.fingerprint = options.fingerprint;
@@ -371,6 +372,7 @@ export class UpstreamPool {
             ...(input.tasks && { tasks: true }),
           },
         }),
+        ...(hears && call.log && { log: { level: call.log.level, hear: hears } }),
       });
       this.succeeded();
       this.options.events.meter?.call('ok');
@@ -387,9 +389,8 @@ export class UpstreamPool {
       }
       if ('resultType' in result && result.resultType === 'task') {
         const { task } = result as TaskCreated;
-        // The task lives on this instance (a stdio server's in its child): kept while it may be asked.
-        const hold = Math.min(task.ttlMs ?? MAX_TASK_HOLD_MS, MAX_TASK_HOLD_MS);
-        instance.holdsTasksUntil = Math.max(instance.holdsTasksUntil, this.now() + hold);
+        // A child process's task lives in it: the child is kept while the task may be asked.
+        if (instance.pid !== null) this.holdFor(instance, task);
         return { resultType: 'task', task: this.secrets.redactJson(task), instance: instance.id };
       }
       return this.secrets.redactJson(result as CallToolResult);
@@ -669,14 +670,16 @@ export class UpstreamPool {
 
   /**
    * tasks/get, tasks/update or tasks/cancel of a task this server made: on the instance that made
-   * it when that is a stdio child (its tasks live there; gone, the task is NOT_FOUND), on any
-   * instance of an HTTP server (one server behind every connection).
+   * it while it runs; when it is gone, for a child process (`childProcess`: its tasks lived there)
+   * the task is NOT_FOUND and no child is started to be asked, for an HTTP server (one server behind
+   * every connection) any instance asks.
    */
   async task(
     server: string,
     method: 'tasks/get' | 'tasks/update' | 'tasks/cancel',
     ref: TaskRef,
     inputResponses: Record<string, unknown> | undefined,
+    childProcess: boolean,
     call: CallOptions = {},
   ): Promise<UpstreamTask | undefined> {
     const timeoutMs = this.options.limits.callTimeoutMs;
@@ -687,13 +690,16 @@ export class UpstreamPool {
         const answer = await instance.taskRequest(method, params, { timeoutMs, signal: call.signal });
         this.succeeded();
         this.options.events.meter?.call('ok');
+        // Ended: its child need not be kept for it any longer.
+        if (answer && TERMINAL_TASK_STATUSES.has(answer.status)) instance.heldTasks.delete(ref.taskId);
         return this.secrets.redactJson(answer);
       } catch (error) {
         throw this.callFailed(server, method, instance.failureOf(error), call.signal, timeoutMs);
       }
     };
     if (maker?.alive) {
-      // Asked beside whatever it runs: a poll is short, and must not wait behind a long call.
+      // Asked beside whatever it runs, past its concurrency: a poll is short and must not wait
+      // behind a long call (polls are bounded by the agent's rate limit in the gateway).
       this.take(maker);
       try {
         return await run(maker);
@@ -701,7 +707,7 @@ export class UpstreamPool {
         this.release(maker);
       }
     }
-    if (ref.instance !== '' && this.stdio) {
+    if (childProcess) {
       throw new DomainError(
         'NOT_FOUND',
         `the task is gone: the process of upstream server "${server}" that ran it has ended`,
@@ -711,6 +717,25 @@ export class UpstreamPool {
     return this.request(server, method, call, (instance) =>
       instance.taskRequest(method, params, { timeoutMs, signal: call.signal }),
     );
+  }
+
+  /** Keeps a child that made `task` from being stopped as idle while the task may be asked. */
+  private holdFor(instance: UpstreamInstance, task: UpstreamTask): void {
+    const held = instance.heldTasks;
+    // Bounded: past so many, the one that would be let go first goes now.
+    if (held.size >= MAX_HELD_TASKS) {
+      let first: [string, number] | undefined;
+      for (const entry of held) if (!first || entry[1] < first[1]) first = entry;
+      if (first) held.delete(first[0]);
+    }
+    held.set(task.taskId, this.now() + Math.min(task.ttlMs ?? MAX_TASK_HOLD_MS, MAX_TASK_HOLD_MS));
+  }
+
+  /** True while a task made on the instance may still be asked (expired ones are let go here). */
+  private holdsTasks(instance: UpstreamInstance): boolean {
+    const now = this.now();
+    for (const [taskId, until] of instance.heldTasks) if (until <= now) instance.heldTasks.delete(taskId);
+    return instance.heldTasks.size > 0;
   }
 
   /**
@@ -813,7 +838,7 @@ export class UpstreamPool {
         instance.session !== key &&
         instance.inFlight === 0 &&
         instance.subscribed.size === 0 &&
-        instance.holdsTasksUntil <= this.now() &&
+        !this.holdsTasks(instance) &&
         (!idlest || instance.lastUsedAt < idlest.lastUsedAt)
       )
         idlest = instance;
@@ -962,7 +987,6 @@ export class UpstreamPool {
     try {
       const resolved = await this.options.transport();
       this.secrets = resolved;
-      this.stdio = resolved.transport.transport === 'stdio';
       // Set once connected: lines before that belong to no call.
       const connected: { instance?: UpstreamInstance } = {};
       const instance = await UpstreamInstance.connect({
@@ -1146,7 +1170,7 @@ export class UpstreamPool {
         upstream: server,
         rpc_code: code,
         ...(code === MISSING_CLIENT_CAPABILITY_ERROR && {
-          required_capabilities: requiredCapabilitiesOf(error),
+          required_capabilities: this.secrets.redactJson(requiredCapabilitiesOf(error)),
         }),
       },
     );
@@ -1160,7 +1184,7 @@ export class UpstreamPool {
       if (
         instance.inFlight === 0 &&
         instance.subscribed.size === 0 &&
-        instance.holdsTasksUntil <= now &&
+        !this.holdsTasks(instance) &&
         now - instance.lastUsedAt >= this.options.limits.idleTimeoutMs
       ) {
         this.instances.delete(instance);

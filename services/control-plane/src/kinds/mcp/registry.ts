@@ -240,7 +240,8 @@ export class UpstreamRegistry {
     call: CallOptions = {},
   ): Promise<UpstreamTask | undefined> {
     const server = await this.known(serverId);
-    return this.poolOf(server).task(server.name, method, ref, inputResponses, call);
+    const childProcess = server.spec.transport.transport === 'stdio';
+    return this.poolOf(server).task(server.name, method, ref, inputResponses, childProcess, call);
   }
 
   /** resources/read on a server's pool (the caller checked the URI is one the server listed). */

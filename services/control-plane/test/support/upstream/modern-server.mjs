@@ -6,6 +6,7 @@
 //   whoami        -> {pid, era: "modern"}
 //   greet_reader  -> asks who reads (input_required: an elicitation), then "Hello {name}"
 //   touch_news    -> announces an update of modern://news to the listen streams subscribed to it
+//   log_steps {tag} -> notifications/message at debug, info and warning (`<tag>: <level>`), then "logged"
 // Its prompt briefing {topic} asks who reads it (and, when the client can sample, for a summary).
 // Its resource modern://news can be subscribed to (a listen stream's resourceSubscriptions).
 // It writes a line to stderr at start.
@@ -19,6 +20,7 @@ import {
   McpServer,
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { setTimeout } from 'node:timers';
 import { pathToFileURL } from 'node:url';
 
 /** The change events of this process's listen streams (resource updates). */
@@ -28,7 +30,7 @@ const bus = new InMemoryServerEventBus();
 function createModernServer() {
   const server = new McpServer(
     { name: 'bindery-test-modern-upstream', version: '1.0.0' },
-    { capabilities: { resources: { subscribe: true } } },
+    { capabilities: { resources: { subscribe: true }, logging: {} } },
   );
   server.registerResource('news', 'modern://news', { mimeType: 'text/plain' }, async (uri) => ({
     contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'the news' }],
@@ -59,6 +61,24 @@ function createModernServer() {
     async () => ({
       content: [{ type: 'text', text: JSON.stringify({ pid: process.pid, era: 'modern' }) }],
     }),
+  );
+  server.registerTool(
+    'log_steps',
+    {
+      description: 'Logs three lines while it runs (for a request that asks for log messages).',
+      inputSchema: fromJsonSchema({
+        type: 'object',
+        properties: { tag: { type: 'string' } },
+        required: ['tag'],
+      }),
+    },
+    async (args, ctx) => {
+      for (const level of ['debug', 'info', 'warning']) {
+        await ctx.mcpReq.log(level, `${String(args.tag)}: ${level}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return { content: [{ type: 'text', text: 'logged' }] };
+    },
   );
   server.registerTool(
     'greet_reader',

@@ -47,6 +47,8 @@ export interface Listener {
   res: ServerResponse;
   /** List changes waiting for a client that does not read its stream (each sent once on drain). */
   pending: Set<string>;
+  /** Task changes waiting for such a client: the latest of each task (sent on drain). */
+  waitingTasks: Map<string, { method: string; params?: Record<string, unknown> }>;
   /**
    * Until the acknowledgement is written (it must come first): what happened meanwhile, once each
    * (a list change, a resource's update), sent right after it.
@@ -158,6 +160,7 @@ export class ListenStreams {
       honoured,
       res,
       pending: new Set(),
+      waitingTasks: new Map(),
       listsChanged: request.listsChanged,
       early: new Map(),
     };
@@ -286,8 +289,22 @@ export class ListenStreams {
       );
       return;
     }
-    // A client that does not read: a list change waits, once however often it happens, and goes
-    // when the stream drains (resource updates wait the same way, in resource-subscriptions.ts).
+    // A client that does not read: a task's change waits, its latest state only, and goes when the
+    // stream drains (each is the whole task: the ones before it say nothing more).
+    const taskId = notification.method === 'notifications/tasks' ? notification.params?.taskId : undefined;
+    if (res.writableNeedDrain && typeof taskId === 'string') {
+      if (listener.waitingTasks.size === 0) {
+        res.once('drain', () => {
+          const waiting = [...listener.waitingTasks.values()];
+          listener.waitingTasks.clear();
+          for (const task of waiting) this.#send(listener, task);
+        });
+      }
+      listener.waitingTasks.set(taskId, notification);
+      return;
+    }
+    // A list change waits, once however often it happens, and goes when the stream drains
+    // (resource updates wait the same way, in resource-subscriptions.ts).
     if (res.writableNeedDrain && notification.params === undefined) {
       if (listener.pending.size === 0) {
         res.once('drain', () => {

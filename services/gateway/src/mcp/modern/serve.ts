@@ -202,7 +202,10 @@ async function listen(
       resolve: session.resolve,
       listsChanged: session.listsChanged,
       ...(filter.taskIds !== undefined && {
-        tasks: async (taskId: string) => {
+        tasks: async (taskId: string, followUp: boolean) => {
+          // Following a task spends the key's execute budget, as the agent's own polls would.
+          const budget = deps.server.progressive;
+          if (followUp && budget.executeLimiter.take(`key:${budget.keyHash}`) > 0) return 'later';
           try {
             return await serveTask(
               'tasks/get',
@@ -212,7 +215,7 @@ async function listen(
                 exposure: () => deps.server.exposure(),
                 client: deps.server.client,
                 holder: deps.keyHash,
-                requestId: `${String(id)}:tasks`,
+                requestId: `stateless:${String(id)}`,
               },
             );
           } catch (error) {
@@ -246,7 +249,7 @@ async function dispatch(
       exposure: () => deps.server.exposure(),
       client: deps.server.client,
       holder: deps.keyHash,
-      requestId: String(extra.requestId),
+      requestId: `stateless:${String(extra.requestId)}`,
       signal: extra.signal,
     });
   }

@@ -5,8 +5,9 @@
  * update, what it asks) is sent as the whole task, as tasks/get would answer it, until it ends.
  * Polling rather than relaying the upstream's own notifications: it works for every upstream
  * (one that sends none, too), costs nothing per task when no stream listens, and is bounded: at most
- * MAX_LISTEN_TASKS tasks a stream, each polled no more often than its `pollIntervalMs` allows
- * (MIN_POLL_MS at least, MAX_POLL_MS at most), and nothing once the stream closes.
+ * MAX_LISTEN_TASKS tasks a stream, each polled at its `pollIntervalMs` held between MIN_POLL_MS and
+ * MAX_POLL_MS, each poll after the first spending the key's execute budget (none left: the poll
+ * waits for the next turn), and nothing once the stream closes.
  */
 import { TERMINAL_TASK_STATUSES } from '@bindery/contracts';
 
@@ -16,14 +17,21 @@ const MIN_POLL_MS = 500;
 const MAX_POLL_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
 
-/** A task's state now (tasks/get), or undefined when it is not found for this caller. */
-export type TaskPoll = (taskId: string) => Promise<Record<string, unknown> | undefined>;
+/**
+ * A task's state now (tasks/get), undefined when it is not found for this caller, or `later` when
+ * a follow-up poll (`followUp`) finds the key's budget spent.
+ */
+export type TaskPoll = (
+  taskId: string,
+  followUp: boolean,
+) => Promise<Record<string, unknown> | undefined | 'later'>;
 
-/** What tells a change of a task apart: its status, last update and outstanding requests. */
+/** What tells a change of a task apart: its status, message, last update and outstanding requests. */
 function versionOf(task: Record<string, unknown>): string {
   const asked = task.inputRequests;
   return JSON.stringify([
     task.status,
+    task.statusMessage,
     task.lastUpdatedAt,
     typeof asked === 'object' && asked !== null ? Object.keys(asked).sort() : [],
   ]);
@@ -53,8 +61,8 @@ export class TaskWatch {
     await Promise.all(
       taskIds.map(async (taskId) => {
         try {
-          const task = await this.poll(taskId);
-          if (task) found.set(taskId, task);
+          const task = await this.poll(taskId, false);
+          if (task && task !== 'later') found.set(taskId, task);
         } catch (error) {
           this.onError(error);
         }
@@ -88,12 +96,16 @@ export class TaskWatch {
   }
 
   async #check(taskId: string, last: Record<string, unknown>): Promise<void> {
-    let task: Record<string, unknown> | undefined;
+    let task: Record<string, unknown> | undefined | 'later';
     try {
-      task = await this.poll(taskId);
+      task = await this.poll(taskId, true);
     } catch (error) {
       // The control plane or the upstream failed this once: asked again at the next turn.
       this.onError(error);
+      this.#next(taskId, last);
+      return;
+    }
+    if (task === 'later') {
       this.#next(taskId, last);
       return;
     }

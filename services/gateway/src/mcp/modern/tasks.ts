@@ -10,11 +10,10 @@
  */
 import { MAX_TASK_HANDLE_CHARS, MISSING_CLIENT_CAPABILITY_ERROR, TASKS_EXTENSION } from '@bindery/contracts';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
-import { ControlPlaneError } from '../../control-plane/errors.ts';
 import type { ControlPlaneClient } from '../../control-plane/client.ts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
-import { JSONRPC } from '../../http/jsonrpc-errors.ts';
 import { retryOf } from '../tools/client-input.ts';
+import { refusedWith, unanswered } from '../upstream-catalog.ts';
 import { auditedCaller } from '../tools/tool-index.ts';
 import { WireError } from '../wire-error.ts';
 
@@ -93,24 +92,10 @@ export async function serveTask(
       context.signal,
     );
   } catch (error) {
-    if (!(error instanceof ControlPlaneError)) throw error;
-    throw new WireError(JSONRPC.UNAVAILABLE, `the control plane did not answer: ${error.message}`, {
-      code: 'UPSTREAM_FAILED',
-    });
+    throw unanswered(error);
   }
   if ('task' in answer) return answer.task;
   if ('done' in answer) return {};
   const { code, message } = answer.error;
-  switch (code) {
-    case 'NOT_FOUND':
-      throw notFound();
-    case 'FORBIDDEN':
-    case 'VALIDATION_FAILED':
-    case 'RESULT_TOO_LARGE':
-      throw new WireError(ErrorCode.InvalidParams, message, { code });
-    case 'RATE_LIMITED':
-      throw new WireError(JSONRPC.RATE_LIMITED, message, { code });
-    default:
-      throw new WireError(JSONRPC.UNAVAILABLE, message, { code });
-  }
+  throw code === 'NOT_FOUND' ? notFound() : refusedWith(code, message);
 }
