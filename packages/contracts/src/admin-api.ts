@@ -87,6 +87,33 @@ export const DeleteUserQuery = Type.Object({
 const DATE_TIME_PATTERN =
   '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|z|[+-]\\d{2}:\\d{2})$';
 export const MAX_TOKEN_DAYS = 3650;
+/** `PUT /api/v2/me/password`: the caller's password for console sign-in (decision 072). */
+export const SetPasswordBody = Type.Object(
+  {
+    password: Type.String({ minLength: 12, maxLength: 1024 }),
+    current_password: Type.Optional(
+      Type.String({ maxLength: 1024, description: 'the password set now, when there is one' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type SetPasswordBody = Static<typeof SetPasswordBody>;
+/** `POST /api/v2/sign-in`: a person's name (any case) and password. */
+export const SignInBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    password: Type.String({ minLength: 1, maxLength: 4096 }),
+  },
+  { additionalProperties: false },
+);
+export type SignInBody = Static<typeof SignInBody>;
+/** A sign-in's answer: an admin token (shown once) that expires, and who signed in. */
+export const SignInAnswer = Type.Object({
+  token: Type.String(),
+  expires_at: Timestamp,
+  user: User,
+});
+export type SignInAnswer = Static<typeof SignInAnswer>;
 export const CreateTokenBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200, description: 'what the token is for' }),

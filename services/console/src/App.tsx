@@ -6,6 +6,7 @@ import { Callers, Connect } from './screens/Callers.tsx';
 import { Data } from './screens/Data.tsx';
 import { ExposureView, Exposures } from './screens/Exposures.tsx';
 import { Login } from './screens/Login.tsx';
+import { Account } from './screens/Account.tsx';
 import { Logs } from './screens/Logs.tsx';
 import { OpenApiImport } from './screens/OpenApiImport.tsx';
 import { Overview } from './screens/Overview.tsx';
@@ -25,9 +26,10 @@ const NAV = [
   { to: '/logs', label: 'Logs' },
 ];
 
-function Screen({ path }: { path: string }) {
+function Screen({ path, user }: { path: string; user: User }) {
   const [, section, kind, id] = path.split('/');
   if (path === '/') return <Overview />;
+  if (section === 'account' && !kind) return <Account user={user} />;
   if (section === 'data' && kind === 'tables' && id) return <TableView id={decodeURIComponent(id)} />;
   if (section === 'data' && !kind) return <Data />;
   if (section === 'tools' && !kind) return <Tools />;
@@ -106,10 +108,10 @@ export function App() {
             ))}
           </ul>
         </nav>
-        <span className="who">
+        <Link to="/account" className="who" aria-current={path === '/account' ? 'page' : undefined}>
           {user.name}
           {user.is_root && ' (root)'}
-        </span>
+        </Link>
         <button
           type="button"
           className="secondary small"
@@ -122,7 +124,7 @@ export function App() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        <Screen path={path} />
+        <Screen path={path} user={user} />
       </main>
     </div>
   );

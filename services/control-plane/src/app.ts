@@ -72,7 +72,7 @@ import { projectRoutes } from './routes/projects.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
-import { userRoutes } from './routes/users.ts';
+import { signInRoutes, userRoutes } from './routes/users.ts';
 import { upstreamServerRoutes } from './routes/upstream-servers.ts';
 import { syncUpstreamServer } from './kinds/mcp/upstream-servers.ts';
 import { UpstreamRegistry } from './kinds/mcp/registry.ts';
@@ -266,6 +266,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
 
   await app.register(healthRoutes);
   await app.register(metricsRoutes(metrics, options.config.metricsToken));
+  // The one admin route without a token: sign-in answers one.
+  await app.register(signInRoutes, { prefix: '/api/v2' });
   await app.register(
     async (v2: AdminApp) => {
       requireAdmin(v2);

@@ -63,6 +63,7 @@ describe('a server of the 2026-07-28 era only', () => {
     );
     expect(created.tools.map((x: { upstream_name: string }) => x.upstream_name).sort()).toEqual([
       'greet_reader',
+      'log_steps',
       'shout',
       'touch_news',
       'whoami',

@@ -1,8 +1,13 @@
 import { useState, type FormEvent } from 'react';
-import type { User } from '@bindery/contracts';
+import type { SignInAnswer, User } from '@bindery/contracts';
 import { api } from '../api.ts';
+import { TextField } from '../forms.tsx';
 import { ErrorMessage } from '../ui.tsx';
 
+/**
+ * The way in: a name and password (a person who set one under "Your account"), or an admin token
+ * pasted (the root token printed at the first start, or one made for automation).
+ */
 export function Login({
   onLogin,
   notice,
@@ -10,48 +15,83 @@ export function Login({
   onLogin: (token: string, user: User) => void;
   notice: string | null;
 }) {
+  const [name, setName] = useState('');
+  const [password, setPassword] = useState('');
   const [token, setToken] = useState('');
   const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: FormEvent) => {
+  const [busy, setBusy] = useState<'password' | 'token' | null>(null);
+  const signIn = async (event: FormEvent) => {
+    event.preventDefault();
+    if (name.trim() === '' || password === '') {
+      setError(new Error('Give your name and password.'));
+      return;
+    }
+    setBusy('password');
+    try {
+      const answer = await api<SignInAnswer>('POST', '/api/v2/sign-in', {
+        token: '',
+        body: { name: name.trim(), password },
+      });
+      setPassword('');
+      onLogin(answer.token, answer.user);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(null);
+    }
+  };
+  const useToken = async (event: FormEvent) => {
     event.preventDefault();
     const value = token.trim();
     if (value === '') {
       setError(new Error('Paste an admin token first.'));
       return;
     }
-    setBusy(true);
+    setBusy('token');
     try {
       const user = await api<User>('GET', '/api/v2/me', { token: value });
       onLogin(value, user);
     } catch (failure) {
       setError(failure);
     } finally {
-      setBusy(false);
+      setBusy(null);
     }
   };
   return (
     <main className="login" id="main">
       <h1>Bindery console</h1>
-      <form onSubmit={(event) => void submit(event)} className="card">
-        <label htmlFor="token">Admin token</label>
-        <input
-          id="token"
+      {notice && <p className="notice">{notice}</p>}
+      <ErrorMessage error={error} />
+      <form onSubmit={(event) => void signIn(event)} className="card" aria-labelledby="sign-in-title">
+        <h2 id="sign-in-title">Sign in</h2>
+        <TextField label="Name" autoComplete="username" value={name} onChange={setName} />
+        <TextField
+          label="Password"
           type="password"
-          autoComplete="off"
-          spellCheck={false}
+          autoComplete="current-password"
+          value={password}
+          onChange={setPassword}
+        />
+        <button type="submit" disabled={busy !== null}>
+          {busy === 'password' ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+      <form onSubmit={(event) => void useToken(event)} className="card" aria-labelledby="token-title">
+        <h2 id="token-title">Or log in with a token</h2>
+        <TextField
+          label="Admin token"
+          type="password"
           value={token}
-          onChange={(event) => setToken(event.target.value)}
+          onChange={setToken}
           placeholder="bnd_admin_…"
         />
         <p className="hint">
           The root token is printed once by <code>pnpm start</code> (or set with{' '}
           <code>BINDERY_ADMIN_TOKEN</code>). It is kept in this tab only and forgotten when the tab closes.
+          Set a password under “Your account” to sign in with your name next time.
         </p>
-        {notice && <p className="notice">{notice}</p>}
-        <ErrorMessage error={error} />
-        <button type="submit" disabled={busy}>
-          {busy ? 'Checking…' : 'Log in'}
+        <button type="submit" className="secondary" disabled={busy !== null}>
+          {busy === 'token' ? 'Checking…' : 'Log in with the token'}
         </button>
       </form>
     </main>

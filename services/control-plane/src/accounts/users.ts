@@ -11,6 +11,7 @@ import type {
   UserHoldings,
 } from '@bindery/contracts';
 import type { User } from '../generated/prisma/client.ts';
+import { uniqueViolation } from '../domain/prisma-errors.ts';
 import { DomainError, notFound } from '../domain/errors.ts';
 import { credentialOf, newCredential, newId } from '../domain/ids.ts';
 import { usableTokens } from './admin-tokens.ts';
@@ -148,14 +149,25 @@ export async function updateUser(
     }
     const disabling = input.status === 'disabled' && user.disabledAt === null;
     const enabling = input.status === 'enabled' && user.disabledAt !== null;
-    const updated = await tx.user.update({
-      where: { id },
-      data: {
-        ...(input.name !== undefined && { name: input.name }),
-        ...(disabling && { disabledAt: new Date() }),
-        ...(enabling && { disabledAt: null }),
-      },
-    });
+    const updated = await tx.user
+      .update({
+        where: { id },
+        data: {
+          ...(input.name !== undefined && { name: input.name }),
+          ...(disabling && { disabledAt: new Date() }),
+          ...(enabling && { disabledAt: null }),
+        },
+      })
+      .catch((error: unknown) => {
+        // Among users who sign in with a password, a name (whatever its case) is one person's.
+        if (!uniqueViolation(error) && !String((error as Error).message).includes('user_sign_in_name_key'))
+          throw error;
+        throw new DomainError(
+          'CONFLICT',
+          `another user who signs in with a password is named "${input.name ?? user.name}"`,
+          { field: 'name' },
+        );
+      });
     let changedAeis: string[] = [];
     if (disabling || enabling) {
       const aeis = await tx.aei.findMany({ where: { userId: id }, select: { id: true } });

@@ -8,10 +8,14 @@ import {
   IdParams,
   Page,
   PageQuery,
+  SetPasswordBody,
+  SignInAnswer,
+  SignInBody,
   UpdateUserBody,
   User,
   UserDetail,
 } from '@bindery/contracts';
+import { setPassword, signIn, SignInThrottle } from '../accounts/passwords.ts';
 import { Type } from 'typebox';
 import { createUser, deleteUser, getMe, getUser, listUsers, updateUser } from '../accounts/users.ts';
 import type { AdminApp } from '../http/admin-app.ts';
@@ -107,5 +111,45 @@ export async function userRoutes(app: AdminApp): Promise<void> {
       },
     },
     async (request) => getMe(db, request.principal),
+  );
+  app.put(
+    '/me/password',
+    {
+      schema: {
+        tags,
+        summary:
+          'Set the caller’s password for console sign-in (POST /api/v2/sign-in); one already set must be ' +
+          'given as current_password',
+        security: adminSecurity,
+        body: SetPasswordBody,
+        response: { 204: Type.Null(), ...errorResponses(403, 409) },
+      },
+    },
+    async (request, reply) => {
+      await setPassword(db, request.principal, request.body);
+      return reply.status(204).send(null);
+    },
+  );
+}
+
+/**
+ * `POST /api/v2/sign-in`, the one admin route without a token: a name and password for an admin
+ * token that expires (passwords.ts).
+ */
+export async function signInRoutes(app: AdminApp): Promise<void> {
+  const throttle = new SignInThrottle();
+  app.post(
+    '/sign-in',
+    {
+      schema: {
+        tags: ['users'],
+        summary:
+          'Sign in with a name and password: an admin token that expires in 12 hours (401 alike for an ' +
+          'unknown name and a wrong password; 429 past 10 failures of a name, or 50 of an address, in 15 minutes)',
+        body: SignInBody,
+        response: { 200: SignInAnswer, ...errorResponses(429) },
+      },
+    },
+    async (request) => signIn(app.domain.prisma, throttle, request.body, request.ip),
   );
 }
