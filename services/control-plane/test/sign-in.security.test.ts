@@ -5,6 +5,7 @@
 // among people who sign in, a name is one person's; the password is stored as a salted scrypt hash,
 // and neither it nor the token reaches a log line.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashPassword, passwordMatches } from '../src/accounts/passwords.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;
@@ -72,9 +73,11 @@ describe('a password', () => {
     await t.call('PATCH', `/api/v2/users/${grace.id}`, { body: { status: 'enabled' } });
   });
 
-  it('must be given to be changed, and the old one stops working', async () => {
+  it('must be given to be changed, and the old one and its sign-ins stop working', async () => {
     const alan = await t.newUser('Alan');
     await t.call('PUT', '/api/v2/me/password', { token: alan.token, body: { password: PASSWORD } });
+    const before = (await signIn('Alan', PASSWORD)).body.token as string;
+    expect((await t.call('GET', '/api/v2/me', { token: before })).status).toBe(200);
     const without = await t.call('PUT', '/api/v2/me/password', {
       token: alan.token,
       body: { password: 'another long password' },
@@ -85,6 +88,9 @@ describe('a password', () => {
       body: { password: 'another long password', current_password: PASSWORD },
     });
     expect(changed.status).toBe(204);
+    // The sign-in made with the old password ends; the token that changed it does not.
+    expect((await t.call('GET', '/api/v2/me', { token: before })).status).toBe(401);
+    expect((await t.call('GET', '/api/v2/me', { token: alan.token })).status).toBe(200);
     expect((await signIn('Alan', PASSWORD)).status).toBe(401);
     expect((await signIn('Alan', 'another long password')).status).toBe(200);
   });
@@ -106,6 +112,26 @@ describe('a password', () => {
     expect((await t.call('PATCH', `/api/v2/users/${second.id}`, { body: { name: 'Twin' } })).status).toBe(
       200,
     );
+  });
+
+  it('is refused past 1,024 characters, when set and when signing in', async () => {
+    const long = 'x'.repeat(1025);
+    const ada = await signIn('Ada Lovelace', PASSWORD);
+    const set = await t.call('PUT', '/api/v2/me/password', {
+      token: ada.body.token,
+      body: { password: long },
+    });
+    expect(set.status).toBe(400);
+    expect((await signIn('Ada Lovelace', long)).status).toBe(401);
+  });
+
+  it('lets a burst of guesses at once through no further than the limit', async () => {
+    const target = await t.newUser('Burst');
+    await t.call('PUT', '/api/v2/me/password', { token: target.token, body: { password: PASSWORD } });
+    const answers = await Promise.all(Array.from({ length: 30 }, () => signIn('BURST', 'a wrong guess!!')));
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(10);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(20);
   });
 
   it('never reaches a log line, and neither does the token', async () => {
@@ -132,5 +158,38 @@ describe('a password', () => {
       else expect(answer.status).toBe(429);
     }
     expect((await signIn('Ada Lovelace', PASSWORD)).status).toBe(429);
+  });
+});
+
+describe('hashing', () => {
+  it('runs a few hashes at once, lets some wait, and refuses a flood rather than queue it', async () => {
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 100 }, (_, i) => hashPassword(`flood password ${i}`)),
+    );
+    const refused = outcomes.filter((o) => o.status === 'rejected');
+    // 2 running and 64 waiting at most: the other 34 are told to come back.
+    expect(refused.length).toBe(34);
+    for (const o of refused)
+      expect((o as PromiseRejectedResult).reason).toMatchObject({ code: 'RATE_LIMITED' });
+    // Once the flood is over, hashing works again.
+    const stored = await hashPassword('after the flood, fine');
+    expect(await passwordMatches('after the flood, fine', stored)).toBe(true);
+    expect(await passwordMatches('after the flood, fine!', stored)).toBe(false);
+  });
+
+  it('matches nothing against a stored value it did not make', async () => {
+    for (const stored of [
+      '',
+      'plain text',
+      'scrypt$1048576$8$1$AAAA$AAAA',
+      'scrypt$3$8$1$AAAA$AAAA',
+      'scrypt$1.5e1$8$1$AAAA$AAAA',
+      'scrypt$16$-1$1$AAAA$AAAA',
+      'scrypt$16$8$0$AAAA$AAAA',
+      'bcrypt$2b$10$xyz',
+      'scrypt$$$$$',
+    ]) {
+      expect(await passwordMatches('anything at all', stored)).toBe(false);
+    }
   });
 });

@@ -6,8 +6,9 @@
  *
  * Passwords are hashed with scrypt (Node's own, memory-hard, no native build to ship; OWASP lists
  * it beside argon2id) with a random salt, stored as `scrypt$N$r$p$salt$hash`, and compared in
- * constant time. Hashing is bounded: a password is at most MAX_PASSWORD_CHARS long and each hash
- * runs on libuv's pool, never the event loop. Wrong names and wrong passwords answer alike, after
+ * constant time. Hashing is bounded: a password is at most MAX_PASSWORD_CHARS long, each hash runs
+ * on libuv's pool (never the event loop), and at most HASHES_AT_ONCE run at once, a few more wait,
+ * the rest are refused (RATE_LIMITED). Wrong names and wrong passwords answer alike, after
  * the same work (an unknown name is checked against a hash of nothing). Failures are counted per
  * name (SIGN_IN_FAILURES in SIGN_IN_WINDOW_MS) and per client address (ADDRESS_FAILURES, more: a
  * proxy's address is many people's), in each control plane: past them, sign-in answers RATE_LIMITED
@@ -36,6 +37,8 @@ export const MAX_PASSWORD_CHARS = 1024;
 const COST = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_BYTES = 32;
 const SALT_BYTES = 16;
+/** The name of the admin tokens sign-ins answer (a changed password revokes them). */
+export const SIGN_IN_TOKEN_NAME = 'console sign-in';
 /** How long the admin token a sign-in answers lasts. */
 export const SIGN_IN_TOKEN_TTL_MS = 12 * 60 * 60_000;
 /** Failed sign-ins a name may have in a window before sign-in with it is refused. */
@@ -44,9 +47,34 @@ export const SIGN_IN_FAILURES = 10;
 export const ADDRESS_FAILURES = 50;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
 
+/** Hashes running at once, at most (the rest wait, up to HASHES_WAITING): libuv's pool serves others too. */
+const HASHES_AT_ONCE = 2;
+const HASHES_WAITING = 64;
+let hashing = 0;
+const waiting: (() => void)[] = [];
+
 async function derive(password: string, salt: Buffer, cost: typeof COST): Promise<Buffer> {
-  // maxmem: what the cost needs (128 · N · r bytes) and some room.
-  return scrypt(password, salt, KEY_BYTES, { ...cost, maxmem: 256 * cost.N * cost.r });
+  if (hashing >= HASHES_AT_ONCE) {
+    // A flood of sign-ins (from many addresses) waits its turn, or is refused: never more memory
+    // and threads than HASHES_AT_ONCE hashes take.
+    if (waiting.length >= HASHES_WAITING) {
+      throw new DomainError('RATE_LIMITED', 'too many sign-ins at once; try again in a few seconds', {
+        retry_after_seconds: 2,
+      });
+    }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  } else {
+    hashing += 1;
+  }
+  try {
+    // maxmem: what the cost needs (128 · N · r bytes) and some room.
+    return await scrypt(password, salt, KEY_BYTES, { ...cost, maxmem: 256 * cost.N * cost.r });
+  } finally {
+    // The turn passes to the next waiting hash, or is given back.
+    const next = waiting.shift();
+    if (next) next();
+    else hashing -= 1;
+  }
 }
 
 /** The stored form of `password`: `scrypt$N$r$p$salt$hash`, salt and hash in base64url. */
@@ -61,15 +89,18 @@ export async function passwordMatches(password: string, stored: string): Promise
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   const cost = { N: Number(n), r: Number(r), p: Number(p) };
-  // A stored cost past ours is no hash this code made: refused rather than run.
-  if (!(cost.N <= COST.N && cost.r <= COST.r && cost.p <= COST.p && cost.N > 1)) return false;
+  // A cost this code would not have used (past ours, or no valid scrypt cost) is no hash it made.
+  const wholeAtLeastOne = (value: number) => Number.isInteger(value) && value >= 1;
+  if (
+    !(wholeAtLeastOne(cost.N) && cost.N > 1 && (cost.N & (cost.N - 1)) === 0 && cost.N <= COST.N) ||
+    !(wholeAtLeastOne(cost.r) && cost.r <= COST.r) ||
+    !(wholeAtLeastOne(cost.p) && cost.p <= COST.p)
+  )
+    return false;
   const expected = Buffer.from(hash, 'base64url');
   const derived = await derive(password, Buffer.from(salt, 'base64url'), cost);
   return derived.length === expected.length && timingSafeEqual(derived, expected);
 }
-
-/** A hash nothing matches, checked for a name nobody signs in with: it costs what a real check does. */
-let decoy: Promise<string> | undefined;
 
 /** Refuses a password that is too short or too long (a bound on the work a hash costs). */
 function checkedPassword(password: string): string {
@@ -102,10 +133,21 @@ export async function setPassword(
       });
     }
   }
+  const hash = await hashPassword(password);
   try {
     await db.user.update({
       where: { id: user.id },
-      data: { passwordHash: await hashPassword(password), passwordChangedAt: new Date() },
+      data: { passwordHash: hash, passwordChangedAt: new Date() },
+    });
+    // A changed password ends the sign-ins made with the old one (not the token asking).
+    await db.adminToken.updateMany({
+      where: {
+        userId: user.id,
+        name: SIGN_IN_TOKEN_NAME,
+        revokedAt: null,
+        ...(caller.tokenId !== undefined && { id: { not: caller.tokenId } }),
+      },
+      data: { revokedAt: new Date() },
     });
   } catch (error) {
     if (!uniqueViolation(error) && !String((error as Error).message).includes('user_sign_in_name_key'))
@@ -118,41 +160,69 @@ export async function setPassword(
   }
 }
 
-/** Counts failed sign-ins by name and by client address (per control plane). */
+/**
+ * Counts sign-in attempts by person and by client address (per control plane): each attempt is
+ * counted before its password is checked (a burst sent at once cannot slip past the limit while the
+ * hashes run) and given back when it succeeds. The LRU cache bounds the keys kept; a key's count
+ * only lasts a window.
+ */
 export class SignInThrottle {
-  readonly #failures = new LRUCache<string, number[]>({ max: 50_000 });
+  readonly #attempts = new LRUCache<string, number[]>({ max: 50_000, ttl: SIGN_IN_WINDOW_MS });
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
   }
 
-  /** Seconds until each of `keys` (with the failures it may have) may try again, 0 when all may now. */
-  wait(keys: [string, number][]): number {
+  #recent(key: string, now: number): number[] {
+    return (this.#attempts.get(key) ?? []).filter((at) => now - at < SIGN_IN_WINDOW_MS);
+  }
+
+  /**
+   * Counts an attempt for each of `keys` (with the failures it may have): the seconds until they may
+   * try again when one has no attempt left (nothing is counted then), else 0.
+   */
+  attempt(keys: [string, number][]): number {
     const now = this.#now();
     let wait = 0;
     for (const [key, allowed] of keys) {
-      const recent = (this.#failures.get(key) ?? []).filter((at) => now - at < SIGN_IN_WINDOW_MS);
+      const recent = this.#recent(key, now);
       if (recent.length >= allowed)
         wait = Math.max(wait, Math.ceil((recent[recent.length - allowed]! + SIGN_IN_WINDOW_MS - now) / 1000));
     }
-    return wait;
+    if (wait > 0) return wait;
+    for (const [key, allowed] of keys)
+      this.#attempts.set(key, [...this.#recent(key, now), now].slice(-allowed));
+    return 0;
   }
 
-  failed(keys: [string, number][]): void {
-    const now = this.#now();
-    for (const [key, allowed] of keys) {
-      const recent = (this.#failures.get(key) ?? []).filter((at) => now - at < SIGN_IN_WINDOW_MS);
-      recent.push(now);
-      this.#failures.set(key, recent.slice(-allowed));
+  /** Gives back the attempt just counted for `keys`: it succeeded. */
+  succeeded(keys: [string, number][]): void {
+    for (const [key] of keys) {
+      const recent = this.#attempts.get(key);
+      if (recent && recent.length > 0) this.#attempts.set(key, recent.slice(0, -1));
     }
   }
 }
 
 /**
- * Signs a person in: their name (any case) and password, checked; answers a new admin token that
- * expires in SIGN_IN_TOKEN_TTL_MS. UNAUTHORIZED alike for an unknown name, a wrong password and a
- * disabled user; RATE_LIMITED (with `retry_after_seconds`) past the failures a window allows.
+ * A stored value nothing matches: a random salt and hash in the stored form, checked for a name
+ * nobody signs in with so that a refusal costs what a real check does. Made without hashing.
+ */
+const DECOY = [
+  'scrypt',
+  COST.N,
+  COST.r,
+  COST.p,
+  randomBytes(SALT_BYTES).toString('base64url'),
+  randomBytes(KEY_BYTES).toString('base64url'),
+].join('$');
+
+/**
+ * Signs a person in: their name (any case, as the database lowers it) and password, checked;
+ * answers a new admin token that expires in SIGN_IN_TOKEN_TTL_MS. UNAUTHORIZED alike for an unknown
+ * name, a wrong password and a disabled user, after the same work (one query, one hash);
+ * RATE_LIMITED (with `retry_after_seconds`) past the attempts a window allows.
  */
 export async function signIn(
   db: Db,
@@ -160,36 +230,36 @@ export async function signIn(
   input: { name: string; password: string },
   address: string,
 ): Promise<SignInAnswer> {
-  const name = input.name.trim().toLowerCase();
+  // The person is named as the database finds them (its lower(), the index's), so two spellings of
+  // one name are one person's attempts; an unknown name counts under what it lowers to.
+  const [found] = await db.$queryRaw<{ id: string; password_hash: string; disabled: boolean }[]>`
+    SELECT "id", "password_hash", "disabled_at" IS NOT NULL AS "disabled"
+    FROM "user" WHERE lower(btrim("name")) = lower(${input.name.trim()}) AND "password_hash" IS NOT NULL LIMIT 1`;
+  const person = found ? `user:${found.id}` : `name:${input.name.trim().toLowerCase()}`;
   const keys: [string, number][] = [
-    [`name:${name}`, SIGN_IN_FAILURES],
+    [person, SIGN_IN_FAILURES],
     [`address:${address}`, ADDRESS_FAILURES],
   ];
-  const wait = throttle.wait(keys);
+  const wait = throttle.attempt(keys);
   if (wait > 0) {
     throw new DomainError('RATE_LIMITED', `too many failed sign-ins; try again in ${wait} s`, {
       retry_after_seconds: wait,
     });
   }
-  const refused = () => {
-    throttle.failed(keys);
-    return new DomainError('UNAUTHORIZED', 'wrong name or password');
-  };
+  const refused = new DomainError('UNAUTHORIZED', 'wrong name or password');
   // Too long to be anyone's: refused without a hash.
-  if (input.password.length > MAX_PASSWORD_CHARS) throw refused();
-  const [user] = await db.$queryRaw<{ id: string }[]>`
-    SELECT "id" FROM "user" WHERE lower("name") = ${name} AND "password_hash" IS NOT NULL LIMIT 1`;
-  const row = user && (await db.user.findUnique({ where: { id: user.id } }));
-  decoy ??= hashPassword(randomBytes(16).toString('hex'));
-  const matches = await passwordMatches(input.password, row?.passwordHash ?? (await decoy));
-  if (!row || !matches || row.disabledAt !== null) throw refused();
+  if (input.password.length > MAX_PASSWORD_CHARS) throw refused;
+  const matches = await passwordMatches(input.password, found?.password_hash ?? DECOY);
+  if (!found || !matches || found.disabled) throw refused;
+  throttle.succeeded(keys);
+  const row = await db.user.findUniqueOrThrow({ where: { id: found.id } });
   const credential = newCredential('admin');
   const expiresAt = new Date(Date.now() + SIGN_IN_TOKEN_TTL_MS);
   await db.adminToken.create({
     data: {
       id: newId('tok'),
       userId: row.id,
-      name: 'console sign-in',
+      name: SIGN_IN_TOKEN_NAME,
       tokenHash: credential.hash,
       prefix: credential.prefix,
       expiresAt,

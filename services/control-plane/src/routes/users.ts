@@ -149,7 +149,14 @@ export async function signInRoutes(app: AdminApp): Promise<void> {
         body: SignInBody,
         response: { 200: SignInAnswer, ...errorResponses(429) },
       },
+      // Read before any credential is: no larger than a name and a password need.
+      bodyLimit: 8 * 1024,
     },
-    async (request) => signIn(app.domain.prisma, throttle, request.body, request.ip),
+    async (request, reply) => {
+      const answer = await signIn(app.domain.prisma, throttle, request.body, request.ip);
+      // A token: kept by no cache.
+      void reply.header('cache-control', 'no-store');
+      return answer;
+    },
   );
 }
