@@ -11,6 +11,12 @@ import { createDatabase } from './support/postgres.ts';
 
 const schemaSqlScript = fileURLToPath(new URL('../../../prisma/scripts/schema-sql.mjs', import.meta.url));
 
+/**
+ * Indexes only the migrations make: partial or expression indexes schema.prisma cannot describe
+ * (its comments name them). The user's sign-in name: unique among users with a password.
+ */
+const MIGRATION_ONLY_INDEXES = new Set(['user_sign_in_name_key']);
+
 const CATALOG_QUERIES = {
   columns: `SELECT table_name, column_name, data_type, udt_name, is_nullable, column_default,
               character_maximum_length, datetime_precision
@@ -73,8 +79,17 @@ describe('migrations match schema.prisma', () => {
     expect(fromMigrations.columns).toEqual(fromSchema.columns);
   });
 
-  it('has the same indexes', () => {
-    expect(fromMigrations.indexes).toEqual(fromSchema.indexes);
+  it('has the same indexes, and the partial ones Prisma cannot say', () => {
+    const partial = (row: unknown) => MIGRATION_ONLY_INDEXES.has((row as { indexname: string }).indexname);
+    expect(fromMigrations.indexes?.filter((row) => !partial(row))).toEqual(fromSchema.indexes);
+    expect(fromMigrations.indexes?.filter(partial)).toEqual([
+      {
+        tablename: 'user',
+        indexname: 'user_sign_in_name_key',
+        indexdef:
+          'CREATE UNIQUE INDEX user_sign_in_name_key ON public."user" USING btree (lower(btrim(name))) WHERE (password_hash IS NOT NULL)',
+      },
+    ]);
   });
 
   it('has the same constraints', () => {
