@@ -20,6 +20,10 @@ afterAll(async () => {
 
 const PASSWORD = 'correct horse battery staple';
 
+function setPassword(token: string, body: { password: string; current_password?: string }) {
+  return t.call('PUT', '/api/v2/me/password', { token, body });
+}
+
 function signIn(name: string, password: string) {
   return t.call('POST', '/api/v2/sign-in', { token: null, body: { name, password } });
 }
@@ -27,15 +31,9 @@ function signIn(name: string, password: string) {
 describe('a password', () => {
   it('is set with an admin token and signs its person in, by name in any case', async () => {
     const ada = await t.newUser('Ada Lovelace');
-    const short = await t.call('PUT', '/api/v2/me/password', {
-      token: ada.token,
-      body: { password: 'short' },
-    });
+    const short = await setPassword(ada.token, { password: 'short' });
     expect(short.status).toBe(400);
-    const set = await t.call('PUT', '/api/v2/me/password', {
-      token: ada.token,
-      body: { password: PASSWORD },
-    });
+    const set = await setPassword(ada.token, { password: PASSWORD });
     expect(set.status).toBe(204);
 
     const signedIn = await signIn('ada LOVELACE', PASSWORD);
@@ -62,7 +60,7 @@ describe('a password', () => {
 
   it('is refused alike for an unknown name, a wrong password and a disabled user', async () => {
     const grace = await t.newUser('Grace');
-    await t.call('PUT', '/api/v2/me/password', { token: grace.token, body: { password: PASSWORD } });
+    await setPassword(grace.token, { password: PASSWORD });
     const answers = [await signIn('nobody at all', PASSWORD), await signIn('Grace', `${PASSWORD}!`)];
     await t.call('PATCH', `/api/v2/users/${grace.id}`, { body: { status: 'disabled' } });
     answers.push(await signIn('Grace', PASSWORD));
@@ -75,17 +73,14 @@ describe('a password', () => {
 
   it('must be given to be changed, and the old one and its sign-ins stop working', async () => {
     const alan = await t.newUser('Alan');
-    await t.call('PUT', '/api/v2/me/password', { token: alan.token, body: { password: PASSWORD } });
+    await setPassword(alan.token, { password: PASSWORD });
     const before = (await signIn('Alan', PASSWORD)).body.token as string;
     expect((await t.call('GET', '/api/v2/me', { token: before })).status).toBe(200);
-    const without = await t.call('PUT', '/api/v2/me/password', {
-      token: alan.token,
-      body: { password: 'another long password' },
-    });
+    const without = await setPassword(alan.token, { password: 'another long password' });
     expect(without.status).toBe(403);
-    const changed = await t.call('PUT', '/api/v2/me/password', {
-      token: alan.token,
-      body: { password: 'another long password', current_password: PASSWORD },
+    const changed = await setPassword(alan.token, {
+      password: 'another long password',
+      current_password: PASSWORD,
     });
     expect(changed.status).toBe(204);
     // The sign-in made with the old password ends; the token that changed it does not.
@@ -98,14 +93,11 @@ describe('a password', () => {
   it('makes its name one person’s among those who sign in', async () => {
     const first = await t.newUser('Twin');
     const second = await t.newUser('twin');
-    await t.call('PUT', '/api/v2/me/password', { token: first.token, body: { password: PASSWORD } });
-    const clash = await t.call('PUT', '/api/v2/me/password', {
-      token: second.token,
-      body: { password: PASSWORD },
-    });
+    await setPassword(first.token, { password: PASSWORD });
+    const clash = await setPassword(second.token, { password: PASSWORD });
     expect(clash.status).toBe(409);
     const other = await t.newUser('Other');
-    await t.call('PUT', '/api/v2/me/password', { token: other.token, body: { password: PASSWORD } });
+    await setPassword(other.token, { password: PASSWORD });
     const renamed = await t.call('PATCH', `/api/v2/users/${other.id}`, { body: { name: 'TWIN' } });
     expect(renamed.status).toBe(409);
     // Without a password a name may be shared, as before.
@@ -117,17 +109,14 @@ describe('a password', () => {
   it('is refused past 1,024 characters, when set and when signing in', async () => {
     const long = 'x'.repeat(1025);
     const ada = await signIn('Ada Lovelace', PASSWORD);
-    const set = await t.call('PUT', '/api/v2/me/password', {
-      token: ada.body.token,
-      body: { password: long },
-    });
+    const set = await setPassword(ada.body.token, { password: long });
     expect(set.status).toBe(400);
     expect((await signIn('Ada Lovelace', long)).status).toBe(401);
   });
 
   it('lets a burst of guesses at once through no further than the limit', async () => {
     const target = await t.newUser('Burst');
-    await t.call('PUT', '/api/v2/me/password', { token: target.token, body: { password: PASSWORD } });
+    await setPassword(target.token, { password: PASSWORD });
     const answers = await Promise.all(Array.from({ length: 30 }, () => signIn('BURST', 'a wrong guess!!')));
     const statuses = answers.map((answer) => answer.status);
     expect(statuses.filter((status) => status === 401)).toHaveLength(10);
@@ -143,7 +132,7 @@ describe('a password', () => {
   });
   it('is not tried past ten failures of a name, or fifty of an address, in a window', async () => {
     const barbara = await t.newUser('Barbara');
-    await t.call('PUT', '/api/v2/me/password', { token: barbara.token, body: { password: PASSWORD } });
+    await setPassword(barbara.token, { password: PASSWORD });
     for (let i = 0; i < 10; i += 1) expect((await signIn('Barbara', 'wrong password!')).status).toBe(401);
     // The right password too: the name is spent for the window.
     const limited = await signIn('Barbara', PASSWORD);

@@ -21,8 +21,7 @@ import type { SignInAnswer } from '@bindery/contracts';
 import type { Db, Principal } from '../domain/context.ts';
 import { DomainError } from '../domain/errors.ts';
 import { newCredential, newId } from '../domain/ids.ts';
-import { uniqueViolation } from '../domain/prisma-errors.ts';
-import { userBody } from './users.ts';
+import { signInNameTaken, userBody } from './users.ts';
 
 const scrypt = promisify(scryptCallback) as (
   password: string,
@@ -150,8 +149,7 @@ export async function setPassword(
       data: { revokedAt: new Date() },
     });
   } catch (error) {
-    if (!uniqueViolation(error) && !String((error as Error).message).includes('user_sign_in_name_key'))
-      throw error;
+    if (!signInNameTaken(error)) throw error;
     throw new DomainError(
       'CONFLICT',
       `another user named "${user.name}" signs in with a password: ask the root user to rename one of you first`,

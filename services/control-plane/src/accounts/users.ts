@@ -62,6 +62,14 @@ export async function ensureRootToken(
   return credential.secret;
 }
 
+/**
+ * True when the database refused a write because another user who signs in with a password has
+ * the name (the partial unique index of the sign-in name, which Prisma may report as either).
+ */
+export function signInNameTaken(error: unknown): boolean {
+  return uniqueViolation(error) || String((error as Error | null)?.message).includes('user_sign_in_name_key');
+}
+
 export function userBody(user: User): UserBody {
   return {
     id: user.id,
@@ -160,8 +168,7 @@ export async function updateUser(
       })
       .catch((error: unknown) => {
         // Among users who sign in with a password, a name (whatever its case) is one person's.
-        if (!uniqueViolation(error) && !String((error as Error).message).includes('user_sign_in_name_key'))
-          throw error;
+        if (!signInNameTaken(error)) throw error;
         throw new DomainError(
           'CONFLICT',
           `another user who signs in with a password is named "${input.name ?? user.name}"`,

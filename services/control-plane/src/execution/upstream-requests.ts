@@ -30,6 +30,19 @@ import {
   type ResourceTemplateEntry,
 } from '../kinds/mcp/upstream-snapshot.ts';
 
+/** A failure as the gateway is answered it (200, `error`): its Bindery code, message and details. */
+export function errorAnswer(error: DomainError): {
+  error: { code: string; message: string; details?: Record<string, unknown> | null };
+} {
+  return {
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details !== undefined && { details: error.details }),
+    },
+  };
+}
+
 /** A refusal before the upstream was asked: audited as `refused`. */
 class Refused extends DomainError {}
 
@@ -202,13 +215,7 @@ export async function upstreamRequest(
       throw error;
     }
     await finish(error instanceof Refused ? 'refused' : 'error', error.code);
-    return {
-      error: {
-        code: error.code,
-        message: error.message,
-        ...(error.details !== undefined && { details: error.details }),
-      },
-    };
+    return errorAnswer(error);
   }
 }
 
@@ -368,12 +375,6 @@ async function upstreamCompletion(
   } catch (error) {
     meter.error.observe((performance.now() - started) / 1000);
     if (!(error instanceof DomainError)) throw error;
-    return {
-      error: {
-        code: error.code,
-        message: error.message,
-        ...(error.details !== undefined && { details: error.details }),
-      },
-    };
+    return errorAnswer(error);
   }
 }

@@ -16,7 +16,7 @@ import { OWNER_STATUS } from '../accounts/users.ts';
 import type { AuditStatus } from '../audit/audit.ts';
 import type { ExecutorOptions } from './executor-options.ts';
 import { OWN_META_PREFIX } from '../kinds/mcp/mcp-kind.ts';
-import { INVALID_PARAMS } from './upstream-requests.ts';
+import { errorAnswer, INVALID_PARAMS } from './upstream-requests.ts';
 
 const METHODS = { get: 'tasks/get', update: 'tasks/update', cancel: 'tasks/cancel' } as const;
 
@@ -125,12 +125,6 @@ export async function upstreamTask(
       throw error;
     }
     await finish(error.code === 'NOT_FOUND' || error.code === 'FORBIDDEN' ? 'refused' : 'error', error.code);
-    return {
-      error: {
-        code: error.code,
-        message: error.message,
-        ...(error.details !== undefined && { details: error.details }),
-      },
-    };
+    return errorAnswer(error);
   }
 }

@@ -656,7 +656,7 @@ export class UpstreamInstance {
           `a task, to ${method === 'tools/call' ? 'a request that did not declare the tasks extension' : method}`,
         );
       try {
-        return { resultType: 'task', task: checkedTask(task, false, () => undefined) };
+        return { resultType: 'task', task: checkedTask(task) };
       } catch (problem) {
         throw new MalformedAnswer(method, String(problem));
       }
@@ -685,7 +685,7 @@ export class UpstreamInstance {
     });
     if (method !== 'tasks/get') return undefined;
     try {
-      return checkedTask(raw, true, (value) => checkedInputRequests(method, value));
+      return checkedTask(raw, (value) => checkedInputRequests(method, value));
     } catch (problem) {
       throw new MalformedAnswer(method, String(problem));
     }

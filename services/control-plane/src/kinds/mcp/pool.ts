@@ -132,7 +132,7 @@ export interface TaskRef {
  * How long an instance that made a task is kept from being stopped as idle, at most (a task's own
  * TTL when shorter): the tasks of a stdio server live in its child.
  */
-export const MAX_TASK_HOLD_MS = 60 * 60_000;
+const MAX_TASK_HOLD_MS = 60 * 60_000;
 /** Tasks one instance is kept for at most (the rest: the oldest let go). */
 const MAX_HELD_TASKS = 10_000;
 
@@ -682,41 +682,23 @@ export class UpstreamPool {
     childProcess: boolean,
     call: CallOptions = {},
   ): Promise<UpstreamTask | undefined> {
-    const timeoutMs = this.options.limits.callTimeoutMs;
     const params = { taskId: ref.taskId, ...(inputResponses !== undefined && { inputResponses }) };
-    const maker = [...this.instances].find((instance) => instance.id === ref.instance);
-    const run = async (instance: UpstreamInstance) => {
-      try {
-        const answer = await instance.taskRequest(method, params, { timeoutMs, signal: call.signal });
-        this.succeeded();
-        this.options.events.meter?.call('ok');
-        // Ended: its child need not be kept for it any longer.
-        if (answer && TERMINAL_TASK_STATUSES.has(answer.status)) instance.heldTasks.delete(ref.taskId);
-        return this.secrets.redactJson(answer);
-      } catch (error) {
-        throw this.callFailed(server, method, instance.failureOf(error), call.signal, timeoutMs);
-      }
-    };
-    if (maker?.alive) {
-      // Asked beside whatever it runs, past its concurrency: a poll is short and must not wait
-      // behind a long call (polls are bounded by the agent's rate limit in the gateway).
-      this.take(maker);
-      try {
-        return await run(maker);
-      } finally {
-        this.release(maker);
-      }
-    }
-    if (childProcess) {
+    const ask = (instance: UpstreamInstance, timeoutMs: number) =>
+      instance.taskRequest(method, params, { timeoutMs, signal: call.signal });
+    const maker = [...this.instances].find((instance) => instance.id === ref.instance && instance.alive);
+    if (!maker && childProcess) {
       throw new DomainError(
         'NOT_FOUND',
         `the task is gone: the process of upstream server "${server}" that ran it has ended`,
         { upstream: server },
       );
     }
-    return this.request(server, method, call, (instance) =>
-      instance.taskRequest(method, params, { timeoutMs, signal: call.signal }),
-    );
+    // On its maker, beside whatever it runs, past its concurrency: a poll is short and must not
+    // wait behind a long call (polls are bounded by the agent's rate limit in the gateway).
+    const answer = await this.request(server, method, call, ask, maker);
+    // Ended: its child need not be kept for it any longer.
+    if (answer && TERMINAL_TASK_STATUSES.has(answer.status)) maker?.heldTasks.delete(ref.taskId);
+    return answer;
   }
 
   /** Keeps a child that made `task` from being stopped as idle while the task may be asked. */
@@ -740,17 +722,20 @@ export class UpstreamPool {
 
   /**
    * One request of a caller (not a tool call): the same instance choice, timeout, cancellation,
-   * circuit accounting and redaction as callTool.
+   * circuit accounting and redaction as callTool. `on`: that instance, taken whatever it runs.
    */
   private async request<T>(
     server: string,
     what: string,
     call: CallOptions,
     run: (instance: UpstreamInstance, timeoutMs: number) => Promise<T>,
+    on?: UpstreamInstance,
   ): Promise<T> {
     const { signal, session } = call;
     const timeoutMs = this.options.limits.callTimeoutMs;
-    const instance = await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
+    const instance = on
+      ? this.take(on)
+      : await this.acquire(server, this.keyOf(session), this.now() + timeoutMs, signal);
     try {
       const result = await run(instance, timeoutMs);
       this.succeeded();

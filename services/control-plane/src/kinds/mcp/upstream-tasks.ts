@@ -74,14 +74,13 @@ const MAX_TIMESTAMP_CHARS = 64;
 const MAX_STATUS_MESSAGE_CHARS = 2_000;
 
 /**
- * An upstream's task checked: the Task fields SEP-2663 defines, and the field its status carries
- * (`inputRequests`, `result`, `error`) when `detailed` (a tasks/get answer); anything else is left
- * out. Throws a string naming what is wrong.
+ * An upstream's task checked: the Task fields SEP-2663 defines, and, given `inputRequests` (how a
+ * tasks/get answer's are checked), the field its status carries (`inputRequests`, `result`,
+ * `error`); anything else is left out. Throws a string naming what is wrong.
  */
 export function checkedTask(
   raw: Record<string, unknown>,
-  detailed: boolean,
-  inputRequests: (value: unknown) => UpstreamTask['inputRequests'],
+  inputRequests?: (value: unknown) => UpstreamTask['inputRequests'],
 ): UpstreamTask {
   const { taskId, status, statusMessage, createdAt, lastUpdatedAt, ttlMs, pollIntervalMs } = raw;
   if (typeof taskId !== 'string' || taskId === '' || taskId.length > MAX_UPSTREAM_TASK_ID_CHARS)
@@ -109,7 +108,7 @@ export function checkedTask(
     ttlMs: (ttlMs as number | null | undefined) ?? null,
     ...(pollIntervalMs !== undefined && { pollIntervalMs: pollIntervalMs as number }),
   };
-  if (!detailed) return task;
+  if (!inputRequests) return task;
   if (status === 'input_required') task.inputRequests = inputRequests(raw.inputRequests ?? {}) ?? {};
   if (status === 'completed') {
     const parsed = CallToolResultSchema.safeParse(raw.result);

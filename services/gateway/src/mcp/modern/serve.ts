@@ -207,17 +207,7 @@ async function listen(
           const budget = deps.server.progressive;
           if (followUp && budget.executeLimiter.take(`key:${budget.keyHash}`) > 0) return 'later';
           try {
-            return await serveTask(
-              'tasks/get',
-              { taskId },
-              {
-                clientCapabilities: envelope.clientCapabilities,
-                exposure: () => deps.server.exposure(),
-                client: deps.server.client,
-                holder: deps.keyHash,
-                requestId: `stateless:${String(id)}`,
-              },
-            );
+            return await serveTask('tasks/get', { taskId }, taskContext(deps, envelope, id));
           } catch (error) {
             // Not found for this caller (or no longer): not followed.
             if (error instanceof McpError && error.code === ErrorCode.InvalidParams) return undefined;
@@ -244,20 +234,34 @@ async function dispatch(
     };
   }
   if (isTaskMethod(message.method)) {
-    return serveTask(message.method, message.params, {
-      clientCapabilities: envelope.clientCapabilities,
-      exposure: () => deps.server.exposure(),
-      client: deps.server.client,
-      holder: deps.keyHash,
-      requestId: `stateless:${String(extra.requestId)}`,
-      signal: extra.signal,
-    });
+    return serveTask(
+      message.method,
+      message.params,
+      taskContext(deps, envelope, extra.requestId, extra.signal),
+    );
   }
   const table = handlersFor(deps, envelope);
   if (!table.has(message.method)) throw methodNotFound(message.method);
   const parsed = table.parse(message.method, message);
   if (!parsed.ok) throw new McpError(ErrorCode.InvalidParams, parsed.message);
   return (await table.run(message.method, parsed.request, extra)) as Record<string, unknown>;
+}
+
+/** What a tasks/* request of this key is served with (tasks.ts), for request `id`. */
+function taskContext(
+  deps: ModernDeps,
+  envelope: Envelope,
+  id: RequestId,
+  signal?: AbortSignal,
+): Parameters<typeof serveTask>[2] {
+  return {
+    clientCapabilities: envelope.clientCapabilities,
+    exposure: () => deps.server.exposure(),
+    client: deps.server.client,
+    holder: deps.keyHash,
+    requestId: `stateless:${String(id)}`,
+    signal,
+  };
 }
 
 /** A result as the modern era sends it: its type, the server's identity and, where it applies, its cache life. */
