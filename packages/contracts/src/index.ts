@@ -306,3 +306,21 @@ export {
   TaskRequestBody,
   type TaskStatus,
 } from './tasks.ts';
+export {
+  GRANT_CLAIM,
+  MCP_AEI_PATH,
+  MCP_SCOPES,
+  OAUTH_GRANT_HEADER,
+  OAUTH_SUBJECT_HEADER,
+  OAuthConsentAnswer,
+  OAuthConsentDecision,
+  OAuthConsentDetails,
+  OAuthGrant,
+  OAuthGrantList,
+  PROTECTED_RESOURCE_METADATA_PATH,
+  pathOfResource,
+  resourceOfIndicator,
+  resourceOfPath,
+  type McpScope,
+  type OAuthResource,
+} from './oauth.ts';

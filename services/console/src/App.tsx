@@ -7,6 +7,7 @@ import { Data } from './screens/Data.tsx';
 import { ExposureView, Exposures } from './screens/Exposures.tsx';
 import { Login } from './screens/Login.tsx';
 import { Account } from './screens/Account.tsx';
+import { Consent } from './screens/Consent.tsx';
 import { Logs } from './screens/Logs.tsx';
 import { OpenApiImport } from './screens/OpenApiImport.tsx';
 import { Overview } from './screens/Overview.tsx';
@@ -87,6 +88,16 @@ export function App() {
           }}
         />
       </>
+    );
+  }
+  // An agent's authorization request: its consent screen alone (the path the control plane sends
+  // the browser to is outside /console, so the request's cookie reaches its calls).
+  const consent = /^\/oauth\/interaction\/([A-Za-z0-9_-]+)$/u.exec(path);
+  if (consent) {
+    return (
+      <main id="main">
+        <Consent uid={consent[1]!} user={user} />
+      </main>
     );
   }
   const current = NAV.filter((item) => (item.to === '/' ? path === '/' : path.startsWith(item.to))).pop();

@@ -12,7 +12,8 @@ import {
   loggerOptions,
   subscribeInvalidations,
 } from '@bindery/service-kit';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { localUrl } from '@bindery/service-kit/settings';
 import {
   AUDIT_DEFAULTS,
   CUSTOM_TOOL_DEFAULTS,
@@ -57,6 +58,8 @@ import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { internalRoutes } from './routes/internal.ts';
+import { authorizationServerRoutes, oauthGrantRoutes, oauthInternalRoutes } from './routes/oauth.ts';
+import { AuthorizationServer } from './oauth/authorization-server.ts';
 import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
 import { callerRoutes } from './routes/callers.ts';
@@ -98,6 +101,8 @@ export interface AppOptions {
         | 'metricsToken'
         | 'idempotencyTtlMs'
         | 'gatewayPublicUrl'
+        | 'oauthIssuer'
+        | 'oauthKeyRotationMs'
         | 'gatewayUrls'
         | 'upstreamStdioCommands'
         | 'upstreamRefreshMs'
@@ -249,6 +254,34 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const converter = new OpenApiConverter();
   app.addHook('onClose', () => converter.close());
   const upstreams = upstreamRegistry(app, options, outbound, metrics);
+  const gatewayPublicUrl = options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL;
+  // A grant that goes: every gateway looks its person's exposures up afresh, and its tokens stop.
+  const grantGone = async (userId: string) => {
+    const aeis = await app.domain.prisma.aei.findMany({ where: { userId }, select: { id: true } });
+    if (aeis.length > 0) await app.domain.listener.configChanged(aeis.map((aei) => aei.id));
+  };
+  const keyring = options.domain.keyring;
+  const authorization =
+    keyring &&
+    new AuthorizationServer({
+      db: app.domain.prisma,
+      keyring,
+      issuer: () => options.config.oauthIssuer ?? listeningUrl(app),
+      gatewayPublicUrl,
+      internalToken: options.config.internalToken,
+      outbound,
+      grantGone,
+      keyRotationMs: options.config.oauthKeyRotationMs ?? DEFAULT_KEY_ROTATION_MS,
+      log: app.log.child({ component: 'oauth' }),
+    });
+  if (authorization) app.addHook('onClose', () => authorization.close());
+  await app.register(
+    authorizationServerRoutes({
+      server: authorization,
+      gatewayPublicUrl,
+      consoleDir: options.consoleDir ?? DEFAULT_CONSOLE_DIR,
+    }),
+  );
   // The upstream connections first: a dispatcher closes once its requests end, and an upstream's
   // listen stream (a subscription) never ends by itself.
   app.addHook('onClose', async () => {
@@ -276,8 +309,8 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(projectRoutes);
       await v2.register(tableRoutes);
       await v2.register(adiRoutes, { outbound });
-      const gatewayPublicUrl = options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL;
       await v2.register(aeiRoutes({ gatewayPublicUrl }));
+      await v2.register(oauthGrantRoutes({ gatewayPublicUrl, gone: grantGone }));
       await v2.register(callerRoutes({ gatewayPublicUrl }));
       await v2.register(gatewayRoutes({ gatewayUrls: options.config.gatewayUrls ?? [], gatewayPublicUrl }));
       await v2.register(bindingRoutes);
@@ -327,6 +360,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     async (internal: AdminApp) => {
       requireInternal(internal, options.config.internalToken);
       internal.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+      await internal.register(oauthInternalRoutes({ gatewayPublicUrl }));
       await internal.register(
         internalRoutes({
           limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget },
@@ -561,4 +595,15 @@ function purgeIdempotencyRecords(app: AdminApp, ttlMs: number): void {
     timer.unref();
   });
   app.addHook('onClose', async () => clearInterval(timer));
+}
+
+/** An OAuth key is replaced after 30 days unless told otherwise (OAUTH_KEY_ROTATION_DAYS). */
+const DEFAULT_KEY_ROTATION_MS = 30 * 86_400_000;
+
+/** The URL this app listens at (an unspecified address as loopback): the issuer when none is set. */
+function listeningUrl(app: FastifyInstance): string {
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') return 'http://127.0.0.1';
+  const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
+  return localUrl(host, address.port);
 }

@@ -48,6 +48,10 @@ export interface Config {
   tableVersionLeaseMs?: number;
   /** Where MCP clients reach a gateway: the demo's printed URL, the URLs answered with new api_keys. */
   gatewayPublicUrl: string;
+  /** The OAuth authorization server's issuer (the control plane's public URL); unset: its listening address. */
+  oauthIssuer?: string | undefined;
+  /** The OAuth signing key is replaced after this long (ms). */
+  oauthKeyRotationMs?: number;
   /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
   seedDemo: boolean | undefined;
   /** How long a write's idempotency key is remembered (a retry after that writes again). */
@@ -186,6 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     redisUrl: v.REDIS_URL,
     tableVersionLeaseMs: v.TABLE_VERSION_LEASE_MS,
     gatewayPublicUrl: v.GATEWAY_PUBLIC_URL,
+    oauthIssuer: v.OAUTH_ISSUER,
+    oauthKeyRotationMs: v.OAUTH_KEY_ROTATION_DAYS * 86_400_000,
     seedDemo: v.BINDERY_SEED_DEMO,
     idempotencyTtlMs: v.IDEMPOTENCY_TTL_HOURS * 3_600_000,
     shutdownGraceMs: v.SHUTDOWN_GRACE_MS,

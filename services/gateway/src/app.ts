@@ -37,6 +37,8 @@ import { createMetrics, type GatewayMetrics } from './metrics.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { restRoutes } from './routes/rest.ts';
+import { oauthMetadataRoutes } from './routes/oauth-metadata.ts';
+import { ResourceServer } from './auth/oauth-resource.ts';
 import { invalidate, opsRoutes } from './routes/ops.ts';
 import {
   MemorySessionStore,
@@ -208,18 +210,16 @@ export async function buildGateway(
         });
   });
   registerUnknownRoutes(app);
-
-  lane.current = createFastLane({
-    config,
-    cache,
-    client,
-    sessions,
-    limiter,
-    metrics,
-    store,
-    executeLimiter,
-    log: app.log,
+  const oauth = new ResourceServer({
+    publicUrl: config.publicUrl,
+    controlPlaneUrl: config.controlPlaneUrl,
+    issuer: config.oauth.issuer,
+    jwksUrl: config.oauth.jwksUrl,
   });
+
+  // What the fast lane and the MCP routes serve with: one set, so both refuse and answer alike.
+  const serving = { config, cache, client, sessions, limiter, metrics, store, executeLimiter };
+  lane.current = createFastLane({ ...serving, log: app.log });
   app.addHook('preClose', async () => {
     lane.current?.stop();
     sessions.endStandingStreams();
@@ -227,9 +227,10 @@ export async function buildGateway(
   // The MCP endpoints and the REST entry answer browsers of allowed origins (CORS); ops routes do not.
   await app.register(async (scope) => {
     await registerCors(scope, config);
-    await mcpRoutes(scope, { config, cache, client, sessions, limiter, metrics, store, executeLimiter });
+    await mcpRoutes(scope, { ...serving, oauth });
     await restRoutes(scope, { config, cache, client, limiter, executeLimiter, metrics });
   });
+  await app.register(async (scope) => oauthMetadataRoutes(scope, { oauth }));
   await app.register(async (scope) =>
     opsRoutes(scope, {
       opsToken: config.opsToken,

@@ -13,6 +13,10 @@ export interface GatewayConfig {
   controlPlaneUrl: string;
   /** Credential for the control plane's `/internal/*` API. */
   internalToken: string;
+  /** Where MCP clients reach this gateway: the keyless URLs (OAuth resources) are under it. */
+  publicUrl: string;
+  /** The OAuth authorization server (unset: the control plane's, as its metadata names it) and its keys. */
+  oauth: { issuer: string | undefined; jwksUrl: string | undefined };
   /** Credential ops use for `POST /cache/invalidate`; unset = that route refuses everything. */
   opsToken: string | undefined;
   /** Credential for `GET /metrics`; unset = open (as on a local start on loopback). */
@@ -81,6 +85,8 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     // The client joins absolute paths to it: only the origin counts.
     controlPlaneUrl: new URL(v.CONTROL_PLANE_URL).origin,
     internalToken: v.INTERNAL_TOKEN,
+    publicUrl: v.GATEWAY_PUBLIC_URL,
+    oauth: { issuer: v.OAUTH_ISSUER, jwksUrl: v.OAUTH_JWKS_URL },
     opsToken: v.OPS_TOKEN,
     metricsToken: v.METRICS_TOKEN,
     redisUrl: v.REDIS_URL,

@@ -128,6 +128,19 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       ),
       doc: 'where MCP clients reach a gateway (printed with the demo’s MCP URL); unset = the local gateway (at `GATEWAY_HOST` when that names one address)',
     }),
+    OAUTH_ISSUER: url({
+      base: true,
+      doc:
+        'the built-in OAuth authorization server’s issuer: the control plane’s public URL, as agents’ browsers reach it ' +
+        '(its consent screen and endpoints live there); unset = the address the control plane listens on',
+    }),
+    OAUTH_KEY_ROTATION_DAYS: integer({
+      min: 1,
+      max: 365,
+      unit: 'days',
+      default: 30,
+      doc: 'the OAuth access tokens’ signing key is replaced after this many days (the old one is published a day longer)',
+    }),
     BINDERY_SEED_DEMO: boolean({
       doc: '`true`/`false`: seed (or not) the demo on an empty database; unset = only on embedded PGlite',
     }),

@@ -25,6 +25,24 @@ export const GATEWAY_SETTINGS = defineSettings(
       default: derived('`http://127.0.0.1:$PORT`', (v) => localUrl(v.HOST as string, v.PORT as number)),
       doc: 'where the control plane’s internal API lives; unset = the local control plane (at `HOST` when that names one address)',
     }),
+    GATEWAY_PUBLIC_URL: url({
+      base: true,
+      default: derived('`http://127.0.0.1:$GATEWAY_PORT`', (v) =>
+        localUrl(v.GATEWAY_HOST as string, v.GATEWAY_PORT as number),
+      ),
+      doc:
+        'where MCP clients reach this gateway (the same value as the control plane’s): keyless MCP URLs are OAuth ' +
+        'resources under it, and access tokens must be for them exactly',
+    }),
+    OAUTH_ISSUER: url({
+      base: true,
+      doc:
+        'the OAuth authorization server whose access tokens the keyless MCP URLs take; unset = the control plane’s ' +
+        'built-in one, as its metadata names it',
+    }),
+    OAUTH_JWKS_URL: url({
+      doc: 'where the authorization server publishes its keys; unset = the control plane’s `/oauth/jwks`',
+    }),
     INTERNAL_TOKEN: secret({
       requiredBecause: 'it is how the gateway reaches the control plane',
       doc: 'credential for the control plane’s `/internal/*` API (the same value on both); `pnpm start` generates one per start',

@@ -3,6 +3,7 @@ import type { User } from '@bindery/contracts';
 import { api } from '../api.ts';
 import { TextField } from '../forms.tsx';
 import { ErrorMessage } from '../ui.tsx';
+import { Grants } from './Consent.tsx';
 
 /** The signed-in person's own settings: the password they sign in to the console with. */
 export function Account({ user }: { user: User }) {
@@ -90,6 +91,7 @@ export function Account({ user }: { user: User }) {
           {busy ? 'Saving…' : 'Save password'}
         </button>
       </form>
+      <Grants />
     </>
   );
 }

@@ -20,6 +20,8 @@ export interface ControlPlane {
     body?: unknown,
     allowError?: boolean,
   ): Promise<{ status: number; body: Json }>;
+  /** Calls the admin API as `token` (root by default); throws on an error status. */
+  adminAs(method: string, path: string, body?: unknown, token?: string): Promise<Json>;
   close(): Promise<void>;
 }
 
@@ -27,7 +29,9 @@ export interface ControlPlane {
  * A control plane on a fresh database; with `gateway: true`, a real gateway process beside it
  * (the console's playground calls tools through it).
  */
-export async function startControlPlane(options: { gateway?: boolean } = {}): Promise<ControlPlane> {
+export async function startControlPlane(
+  options: { gateway?: boolean; env?: Record<string, string> } = {},
+): Promise<ControlPlane> {
   const stack = await startStack({
     purpose: 'console',
     ...(!options.gateway && { gateway: false }),
@@ -36,6 +40,7 @@ export async function startControlPlane(options: { gateway?: boolean } = {}): Pr
       BINDERY_SECRET_KEY: '07'.repeat(32),
       // Upstream MCP servers over stdio may run node (the sources test starts one).
       UPSTREAM_STDIO_COMMANDS: 'node',
+      ...options.env,
     },
   });
   return {
@@ -48,6 +53,7 @@ export async function startControlPlane(options: { gateway?: boolean } = {}): Pr
       }
       return answer;
     },
+    adminAs: (method, path, body, token) => stack.admin(method, path, body, token),
     close: () => stack.close(),
   };
 }

@@ -15,6 +15,7 @@ import {
   type ExposureCache,
 } from '../control-plane/exposure-cache.ts';
 import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
+import type { ResourceServer } from './oauth-resource.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { checkOrigin, type OriginPolicy } from '../http/origin-guard.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
@@ -27,7 +28,7 @@ export const MISSING_KEY: JsonRpcErrorAnswer = {
   message: 'send the api_key in the URL or as "Authorization: Bearer <api_key>"',
   bindery: 'UNAUTHORIZED',
   // RFC 6750 §3.1: a request without credentials gets the scheme and no error code. No
-  // `resource_metadata` (RFC 9728): the gateway has no OAuth, and naming none keeps MCP clients
+  // `resource_metadata` (RFC 9728): keyed URLs have no OAuth (keyless ones do), and naming none keeps MCP clients
   // from starting an authorization flow.
   headers: { 'www-authenticate': 'Bearer' },
 };
@@ -106,6 +107,12 @@ export function refusalFor(exposure: Exposure, flavor: Flavor): JsonRpcErrorAnsw
   return undefined;
 }
 
+/** What a credential is called in messages. */
+export function credentialName(key: string | Credential): string {
+  if (typeof key === 'string' || key.kind === 'api_key') return 'api_key';
+  return key.kind === 'personal' ? 'personal key' : 'access token';
+}
+
 export type Admission = { exposure: Exposure; refusal?: undefined } | { refusal: JsonRpcErrorAnswer };
 
 /**
@@ -137,7 +144,14 @@ function wellFormedKey(key: string, flavor: Flavor): boolean {
  * `address`, or the gateway's), is refused with 429: it is not known to be bad.
  */
 export async function admitKey(
-  deps: { limiter: RateLimiter; cache: ExposureCache; metrics: GatewayMetrics; log: FastifyBaseLogger },
+  deps: {
+    limiter: RateLimiter;
+    cache: ExposureCache;
+    metrics: GatewayMetrics;
+    log: FastifyBaseLogger;
+    /** Present for OAuth credentials: how a refusal of one is said. */
+    oauth?: ResourceServer;
+  },
   key: string | Credential,
   hash: string,
   flavor: Flavor,
@@ -145,12 +159,13 @@ export async function admitKey(
 ): Promise<Admission> {
   // An api_key comes as a string (the hot path: no object is made for it).
   const personal = typeof key !== 'string' && key.kind === 'personal';
+  // An OAuth credential comes from a token already verified (auth/oauth-resource.ts).
   const wellFormed =
     typeof key === 'string'
       ? wellFormedKey(key, flavor)
       : key.kind === 'personal'
         ? isWellFormedPersonalKey(key.personalKey)
-        : wellFormedKey(key.apiKey, flavor);
+        : key.kind === 'oauth' || wellFormedKey(key.apiKey, flavor);
   if (!wellFormed) {
     deps.metrics.malformedKeys.inc();
     return { refusal: personal ? UNKNOWN_PERSONAL_KEY : UNKNOWN_KEY };
@@ -163,7 +178,7 @@ export async function admitKey(
       refusal: {
         status: 429,
         code: JSONRPC.RATE_LIMITED,
-        message: `rate limit reached for this ${personal ? 'personal key' : 'api_key'}; retry in ${wait} s`,
+        message: `rate limit reached for this ${credentialName(key)}; retry in ${wait} s`,
         bindery: 'RATE_LIMITED',
         headers: { 'retry-after': String(wait) },
       },
@@ -191,6 +206,14 @@ export async function admitKey(
     return { refusal: UPSTREAM_UNAVAILABLE };
   }
   if (personal && exposure.kind === 'unknown') return { refusal: UNKNOWN_PERSONAL_KEY };
+  if (typeof key !== 'string' && key.kind === 'oauth' && exposure.kind === 'unknown') {
+    return {
+      refusal: deps.oauth!.unauthorized(
+        key.resourcePath,
+        'the grant was revoked, or no longer opens this URL',
+      ),
+    };
+  }
   const refusal = refusalFor(exposure, flavor);
   return refusal ? { refusal } : { exposure };
 }

@@ -8,6 +8,8 @@ import {
   ERROR_CODES,
   EXECUTE_BATCH_MEDIA_TYPE,
   PERSONAL_KEY_HEADER,
+  OAUTH_GRANT_HEADER,
+  OAUTH_SUBJECT_HEADER,
   type CallerIdentity,
   type ConfigV2,
   type ErrorBody,
@@ -419,6 +421,29 @@ export class ControlPlaneClient {
       { retry: true, headers },
     );
     return configAnswer(res, 'caller lookup', '/internal/callers');
+  }
+
+  /**
+   * What a verified OAuth access token opens (its grant, person and keyless URL), in one round
+   * trip, answered like `callerConfig`: unknown once the grant is revoked or expired.
+   */
+  async grantConfig(
+    token: { grantId: string; subject: string; resourcePath: string },
+    etag: string | undefined,
+  ): Promise<KeyAnswer> {
+    const headers: Record<string, string> = {
+      [OAUTH_GRANT_HEADER]: token.grantId,
+      [OAUTH_SUBJECT_HEADER]: token.subject,
+    };
+    if (etag !== undefined) headers['if-none-match'] = etag;
+    const res = await this.#request(
+      'config',
+      'GET',
+      `/internal/oauth/config?resource=${encodeURIComponent(token.resourcePath)}`,
+      this.#options.configTimeoutMs,
+      { retry: true, headers },
+    );
+    return configAnswer(res, 'grant lookup', '/internal/oauth');
   }
 
   /**

@@ -42,16 +42,30 @@ export type Exposure =
  * speaks for (undefined: none given, the default profile answers).
  */
 export type Credential =
-  { kind: 'api_key'; apiKey: string } | { kind: 'personal'; personalKey: string; caller: string | undefined };
+  | { kind: 'api_key'; apiKey: string }
+  | { kind: 'personal'; personalKey: string; caller: string | undefined }
+  | OAuthCredential;
+
+/**
+ * A verified OAuth access token (auth/oauth-resource.ts): its grant, its person and the keyless
+ * URL it is for. The token itself is not kept: the control plane is asked about the grant.
+ */
+export interface OAuthCredential {
+  kind: 'oauth';
+  grantId: string;
+  subject: string;
+  /** The keyless URL's path (`/api/v2/mcp/aei/{id}`, `/api/v2/mcp/caller[/{caller}]`). */
+  resourcePath: string;
+}
 
 /**
  * The cache key of a credential: the SHA-256 of the api_key, or of the personal key and caller
  * together (each caller of a key is its own entry: they may map to different profiles).
  */
 export function credentialHash(credential: Credential): string {
-  return credential.kind === 'api_key'
-    ? keyHash(credential.apiKey)
-    : keyHash(`${credential.personalKey}\n${credential.caller ?? ''}`);
+  if (credential.kind === 'api_key') return keyHash(credential.apiKey);
+  if (credential.kind === 'oauth') return keyHash(`oauth\n${credential.grantId}\n${credential.resourcePath}`);
+  return keyHash(`${credential.personalKey}\n${credential.caller ?? ''}`);
 }
 
 type KnownExposure = Exclude<Exposure, { kind: 'unknown' }>;
@@ -257,7 +271,7 @@ export class ExposureCache {
     // v2 lookup and its ETag.
     const lookup: KeyFlavor = flavor === 'v1' && entry?.exposure.kind !== 'aei' ? 'v1' : 'v2';
     const credential: Credential = typeof apiKey === 'string' ? { kind: 'api_key', apiKey } : apiKey;
-    const flight = (credential.kind === 'personal' ? 'caller' : lookup) + hash;
+    const flight = (credential.kind === 'api_key' ? lookup : credential.kind) + hash;
     const pending = this.#inFlight.get(flight);
     if (pending) return pending;
     const fetching: Promise<Resolved> = this.#fetch(credential, hash, entry, lookup, address).finally(() => {
@@ -305,7 +319,9 @@ export class ExposureCache {
       const answer =
         credential.kind === 'api_key'
           ? await this.#client.keyConfig(credential.apiKey, flavor, etag)
-          : await this.#client.callerConfig(credential.personalKey, credential.caller, etag);
+          : credential.kind === 'oauth'
+            ? await this.#client.grantConfig(credential, etag)
+            : await this.#client.callerConfig(credential.personalKey, credential.caller, etag);
       if (answer.status === 'not-modified') {
         if (!previous)
           throw new ControlPlaneError(

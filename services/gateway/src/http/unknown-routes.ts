@@ -58,7 +58,7 @@ export function registerUnknownRoutes(app: FastifyInstance): void {
           });
     }
     const message = path.startsWith('/.well-known/')
-      ? `no route ${request.method} ${shown}: this gateway has no OAuth; authenticate with the api_key in the URL or as "Authorization: Bearer <api_key>"`
+      ? `no route ${request.method} ${shown}: keyed MCP URLs have no OAuth (keyless ones, /api/v2/mcp/aei/{aei_id}, do); authenticate with the api_key in the URL or as "Authorization: Bearer <api_key>"`
       : `no route ${request.method} ${shown}`;
     return sendRestError(request, reply, { status: 404, code: 'NOT_FOUND', message });
   });

@@ -5,7 +5,7 @@
  * ControlPlaneError, which the call reports as unanswered). Shared by the routes and the fast lane.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Flavor } from '../auth/admission.ts';
+import { credentialName, type Flavor } from '../auth/admission.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
 import { ControlPlaneError } from '../control-plane/errors.ts';
@@ -73,7 +73,7 @@ export function requestServerDeps(services: ServerServices, who: RequestIdentity
         throw new ControlPlaneError(error.message, 'not-sent');
       }
       if (now.kind === 'unknown') {
-        const what = credential.kind === 'api_key' ? 'this api_key' : 'this personal key';
+        const what = `this ${credentialName(credential)}`;
         throw new ControlPlaneError(`${what} is no longer valid`, 'not-sent');
       }
       return now;

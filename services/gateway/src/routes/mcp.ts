@@ -9,10 +9,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  MCP_AEI_PATH,
   bearerToken,
   isCallerName,
+  isWellFormedPersonalKey,
   isWellFormedPlaygroundKey,
   normaliseCallerName,
+  pathOfResource,
+  resourceOfPath,
 } from '@bindery/contracts';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -27,6 +31,7 @@ import {
   originRefusal,
   type Flavor,
 } from '../auth/admission.ts';
+import { looksLikeJwt, scopeOf, type ResourceServer } from '../auth/oauth-resource.ts';
 import { directAnswer, writeDirectAnswer } from '../fast/direct-answer.ts';
 import { keepReplyHeaders } from '../http/cors.ts';
 import {
@@ -59,6 +64,14 @@ export interface McpRouteDeps {
   sessions: SessionRegistry;
   limiter: RateLimiter;
   metrics: GatewayMetrics;
+  oauth: ResourceServer;
+}
+
+/** A keyless URL's request: the bearer token (an OAuth access token) and the URL's path. */
+interface TokenEntry {
+  kind: 'token';
+  token: string | undefined;
+  resourcePath: string;
 }
 
 function wantsInitialize(body: unknown): boolean {
@@ -83,10 +96,12 @@ function callerInSessionId(sessionId: string): string | undefined {
   return isCallerName(caller) ? caller : undefined;
 }
 
-const MISSING_PERSONAL_KEY = {
-  ...MISSING_KEY,
-  message: 'send a personal MCP key as "Authorization: Bearer <key>" (POST /api/v2/mcp-keys makes one)',
-};
+const BAD_AEI_ID = {
+  status: 404,
+  code: JSONRPC.INVALID_REQUEST,
+  message: 'no exposure has this id: a keyless MCP URL is /api/v2/mcp/aei/{aei_id}',
+  bindery: 'NOT_FOUND',
+} as const;
 
 const BAD_CALLER = {
   status: 400,
@@ -97,7 +112,7 @@ const BAD_CALLER = {
 } as const;
 
 export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promise<void> {
-  const { config, cache, sessions, limiter, metrics } = deps;
+  const { config, cache, sessions, limiter, metrics, oauth } = deps;
 
   /** The exposure for a key as a route may serve it, or the refusal already sent. */
   async function admit(
@@ -112,12 +127,12 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
       sendJsonRpcError(reply, foreign);
       return undefined;
     }
-    if (credential.kind === 'api_key' ? !credential.apiKey : !credential.personalKey) {
-      sendJsonRpcError(reply, credential.kind === 'api_key' ? MISSING_KEY : MISSING_PERSONAL_KEY);
+    if (credential.kind === 'api_key' && !credential.apiKey) {
+      sendJsonRpcError(reply, MISSING_KEY);
       return undefined;
     }
     const admission = await admitKey(
-      { limiter, cache, metrics, log: request.log },
+      { limiter, cache, metrics, log: request.log, oauth },
       credential,
       hash,
       flavor,
@@ -133,7 +148,7 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
   async function handle(
     request: FastifyRequest,
     reply: FastifyReply,
-    entry: Credential | { kind: 'api_key'; apiKey: string | undefined },
+    entry: Credential | { kind: 'api_key'; apiKey: string | undefined } | TokenEntry,
     flavor: Flavor,
   ) {
     let era: Era = { era: 'legacy' };
@@ -154,7 +169,22 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     if (unsupported) return sendJsonRpcError(reply, unsupported);
     const sessionHeader = request.headers['mcp-session-id'];
     let credential: Credential;
-    if (entry.kind === 'api_key') {
+    if (entry.kind === 'token') {
+      const foreign = originRefusal(config, request.headers);
+      if (foreign) return sendJsonRpcError(reply, foreign);
+      if (!entry.token) return sendJsonRpcError(reply, oauth.unauthorized(entry.resourcePath));
+      const verified = await oauth.verify(entry.token, entry.resourcePath);
+      if (verified.refusal) return sendJsonRpcError(reply, verified.refusal);
+      if (request.method === 'POST') {
+        const missing = (Array.isArray(request.body) ? request.body : [request.body])
+          .map(scopeOf)
+          .find((scope) => scope !== undefined && !verified.scopes.has(scope));
+        if (missing) return sendJsonRpcError(reply, oauth.insufficientScope(entry.resourcePath, missing));
+      }
+      credential = verified.credential;
+    } else if (entry.kind === 'oauth') {
+      credential = entry;
+    } else if (entry.kind === 'api_key') {
       credential = { kind: 'api_key', apiKey: entry.apiKey ?? '' };
     } else if (entry.caller !== undefined) {
       credential = entry;
@@ -339,25 +369,44 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     handler: (request, reply) =>
       handle(request, reply, { kind: 'api_key', apiKey: request.params.api_key }, 'v1'),
   });
+  app.route<{ Params: { aei: string } }>({
+    method: [...methods],
+    url: MCP_ROUTES.aei,
+    handler: (request, reply) => {
+      const resource = resourceOfPath(`${MCP_AEI_PATH}/${request.params.aei}`);
+      if (!resource) return sendJsonRpcError(reply, BAD_AEI_ID);
+      const token = bearerToken(request.headers.authorization);
+      return handle(request, reply, { kind: 'token', token, resourcePath: pathOfResource(resource) }, 'v2');
+    },
+  });
   const personalKey = (request: FastifyRequest) => bearerToken(request.headers.authorization) ?? '';
+  /**
+   * A caller entry's request: with a personal key as ever, or with an OAuth access token (a JWT,
+   * never a personal key's shape); with neither, the 401 names both and where to authorize.
+   */
+  const callerEntry = (request: FastifyRequest, reply: FastifyReply, caller: string | undefined) => {
+    const token = bearerToken(request.headers.authorization);
+    const resourcePath = pathOfResource({ kind: 'caller', caller: caller ?? null });
+    if (token === undefined || token === '') {
+      return handle(request, reply, { kind: 'token', token: undefined, resourcePath }, 'v2');
+    }
+    if (looksLikeJwt(token) && !isWellFormedPersonalKey(token)) {
+      return handle(request, reply, { kind: 'token', token, resourcePath }, 'v2');
+    }
+    return handle(request, reply, { kind: 'personal', personalKey: personalKey(request), caller }, 'v2');
+  };
   app.route<{ Params: { caller: string } }>({
     method: [...methods],
     url: MCP_ROUTES.namedCaller,
     handler: (request, reply) => {
       const caller = request.params.caller;
       if (!isCallerName(caller)) return sendJsonRpcError(reply, BAD_CALLER);
-      return handle(request, reply, { kind: 'personal', personalKey: personalKey(request), caller }, 'v2');
+      return callerEntry(request, reply, caller);
     },
   });
   app.route({
     method: [...methods],
     url: MCP_ROUTES.caller,
-    handler: (request, reply) =>
-      handle(
-        request,
-        reply,
-        { kind: 'personal', personalKey: personalKey(request), caller: undefined },
-        'v2',
-      ),
+    handler: (request, reply) => callerEntry(request, reply, undefined),
   });
 }
