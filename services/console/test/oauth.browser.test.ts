@@ -227,9 +227,14 @@ async function consent(at: URL, answer: 'Allow' | 'Deny', look?: () => Promise<v
 }
 
 /** The whole flow for `provider` on `aeiId`: tokens in the provider. */
-async function authorize(provider: AgentProvider, aeiId: string, look?: () => Promise<void>): Promise<URL> {
+async function authorize(
+  provider: AgentProvider,
+  aeiId: string,
+  look?: () => Promise<void>,
+  scope?: string,
+): Promise<URL> {
   const serverUrl = keyless(aeiId);
-  expect(await auth(provider, { serverUrl })).toBe('REDIRECT');
+  expect(await auth(provider, { serverUrl, ...(scope !== undefined && { scope }) })).toBe('REDIRECT');
   const back = await consent(provider.authorizeAt!, 'Allow', look);
   const code = back.searchParams.get('code');
   expect(code).toBeTruthy();
@@ -379,6 +384,17 @@ describe('a client identified by its metadata document', () => {
     await client.close();
   });
 
+  it('a token without mcp:tools is 403 insufficient_scope for tools/list, naming what to ask for', async () => {
+    const narrow = new AgentProvider('Narrow Agent');
+    await authorize(narrow, ada.aeiId, undefined, 'mcp:resources');
+    const token = narrow.tokens()!.access_token;
+    expect((await mcpStatus(keyless(ada.aeiId), token, 'resources/list')).status).toBe(200);
+    const refused = await mcpStatus(keyless(ada.aeiId), token, 'tools/list');
+    expect(refused.status).toBe(403);
+    expect(refused.challenge).toContain('error="insufficient_scope"');
+    expect(refused.challenge).toContain('scope="mcp:resources mcp:tools"');
+  });
+
   it('a document that redirects is refused', async () => {
     const redirecting = cimdUrl.replace('client.json', 'redirecting.json');
     const url = new URL(`${issuer}/oauth/authorize`);
@@ -466,7 +482,7 @@ describe('what the authorization server refuses', () => {
       if (res.status === 429) refused += 1;
       else expect(res.status).toBe(201);
     }
-    // Two registrations came before (the first agent and the probe).
-    expect(refused).toBe(25 - (20 - 2));
+    // Three registrations came before (the first agent, the narrow one and the probe).
+    expect(refused).toBe(25 - (20 - 3));
   });
 });

@@ -186,7 +186,8 @@ export class AuthorizationServer {
       } as Configuration['fetchResponseBodyLimits'],
       features: {
         devInteractions: { enabled: false },
-        registration: { enabled: true },
+        // No registration access token: clients never read or change their registration later.
+        registration: { enabled: true, issueRegistrationAccessToken: false },
         revocation: { enabled: true },
         rpInitiatedLogout: { enabled: false },
         clientIdMetadataDocument: {

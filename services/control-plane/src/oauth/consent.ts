@@ -88,11 +88,13 @@ export async function consentDetails(
   const resources = [];
   for (const indicator of requestedResources(interaction)) {
     const resource = resourceOfIndicator(indicator, deps.gatewayPublicUrl);
+    const yours = await isYours(deps.db, resource, principal);
     resources.push({
       resource: indicator,
       kind: resource?.kind ?? 'aei',
-      label: await labelOf(deps.db, resource),
-      yours: await isYours(deps.db, resource, principal),
+      // Another person's exposure is not named (nor is whether it exists).
+      label: yours ? await labelOf(deps.db, resource) : 'not one of your exposures',
+      yours,
     });
   }
   return {
@@ -144,7 +146,12 @@ export async function answerConsent(
     }
   }
   const clientId = String(interaction.params.client_id);
-  const grant = new provider.Grant({ accountId: principal.userId, clientId });
+  // The grant this client already has from this person grows; another is never reused.
+  const existing = interaction.grantId ? await provider.Grant.find(interaction.grantId) : undefined;
+  const grant =
+    existing && existing.accountId === principal.userId && existing.clientId === clientId
+      ? existing
+      : new provider.Grant({ accountId: principal.userId, clientId });
   const scopes = requestedScopes(interaction).join(' ');
   // What the request named among the server's scopes is granted as asked (the library checks it).
   const named = String(interaction.params.scope ?? '')

@@ -14,9 +14,6 @@ import type { PrismaClient } from '../generated/prisma/client.ts';
 /** A grant went: its person's exposures must be looked up afresh by every gateway. */
 export type GrantGone = (accountId: string) => void | Promise<void>;
 
-/** Rows swept per pass at most (a pass runs every few minutes). */
-const SWEEP_BATCH = 1_000;
-
 function expiry(expiresIn: number | undefined): Date | null {
   return expiresIn === undefined || !Number.isFinite(expiresIn)
     ? null
@@ -99,16 +96,8 @@ function answer(row: { payload: unknown; consumedAt: Date | null }): AdapterPayl
   return row.consumedAt ? { ...payload, consumed: Math.floor(row.consumedAt.getTime() / 1000) } : payload;
 }
 
-/** Deletes rows that expired (up to a batch); answers how many went. */
+/** Deletes every row that expired; answers how many went. */
 export async function sweepExpired(db: PrismaClient): Promise<number> {
-  const expired = await db.oAuthEntry.findMany({
-    where: { expiresAt: { lt: new Date() } },
-    select: { model: true, id: true },
-    take: SWEEP_BATCH,
-  });
-  if (expired.length === 0) return 0;
-  const { count } = await db.oAuthEntry.deleteMany({
-    where: { OR: expired.map(({ model, id }) => ({ model, id })) },
-  });
+  const { count } = await db.oAuthEntry.deleteMany({ where: { expiresAt: { lt: new Date() } } });
   return count;
 }

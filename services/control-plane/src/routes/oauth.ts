@@ -67,7 +67,9 @@ export function authorizationServerRoutes(options: OAuthRouteOptions) {
       library.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
       const hand = async (request: FastifyRequest, reply: FastifyReply, url?: string) => {
         if (!server) throw new DomainError('NOT_CONFIGURED', NOT_CONFIGURED);
-        if (request.method === 'POST' && request.url.split('?')[0] === '/oauth/register') {
+        // As the library routes it: any case, a trailing slash or not.
+        const path = (request.url.split('?')[0] ?? '').toLowerCase().replace(/\/+$/u, '');
+        if (request.method === 'POST' && path === '/oauth/register') {
           const wait = registrations.attempt([
             [`address:${request.ip}`, REGISTRATIONS_PER_ADDRESS],
             ['all', REGISTRATIONS_PER_HOUR],
@@ -83,6 +85,8 @@ export function authorizationServerRoutes(options: OAuthRouteOptions) {
           }
         }
         if (url !== undefined) request.raw.url = url;
+        // Built (or its keys read) before the reply is taken over: a failure is answered, not hung.
+        await server.provider();
         reply.hijack();
         await server.handle(request.raw, reply.raw);
         return reply;

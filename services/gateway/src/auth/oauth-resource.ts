@@ -162,14 +162,16 @@ export class ResourceServer {
   }
 
   /** 403 for a token without the scope a request needs (the client may ask for it: step-up). */
-  insufficientScope(resourcePath: string, scope: McpScope): JsonRpcErrorAnswer {
+  insufficientScope(resourcePath: string, scope: McpScope, held: ReadonlySet<string>): JsonRpcErrorAnswer {
+    // The scopes to ask for again: those held and the one missing (SEP-835), so none is lost.
+    const wanted = [...new Set([...held, scope])].join(' ');
     return {
       status: 403,
       code: JSONRPC.FORBIDDEN,
       message: `the access token lacks the scope ${scope} this request needs`,
       bindery: 'FORBIDDEN',
       headers: {
-        'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${this.metadataUrl(resourcePath)}"`,
+        'www-authenticate': `Bearer error="insufficient_scope", scope="${wanted}", resource_metadata="${this.metadataUrl(resourcePath)}"`,
       },
     };
   }
@@ -195,8 +197,8 @@ export class ResourceServer {
         algorithms: ['ES256', 'RS256', 'PS256', 'EdDSA'],
         requiredClaims: ['exp', 'sub'],
         clockTolerance: 5,
-        // RFC 9068: the built-in server's access tokens say what they are (an ID token never passes).
-        ...(this.#options.issuer === undefined && { typ: 'at+jwt' }),
+        // RFC 9068: access tokens say what they are (an ID token never passes).
+        typ: 'at+jwt',
       }));
     } catch (error) {
       // The keys could not be read (the control plane down, say): not the token's fault.

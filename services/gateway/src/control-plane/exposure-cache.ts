@@ -64,7 +64,9 @@ export interface OAuthCredential {
  */
 export function credentialHash(credential: Credential): string {
   if (credential.kind === 'api_key') return keyHash(credential.apiKey);
-  if (credential.kind === 'oauth') return keyHash(`oauth\n${credential.grantId}\n${credential.resourcePath}`);
+  if (credential.kind === 'oauth') {
+    return keyHash(`oauth\n${credential.grantId}\n${credential.subject}\n${credential.resourcePath}`);
+  }
   return keyHash(`${credential.personalKey}\n${credential.caller ?? ''}`);
 }
 

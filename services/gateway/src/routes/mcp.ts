@@ -179,7 +179,11 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
         const missing = (Array.isArray(request.body) ? request.body : [request.body])
           .map(scopeOf)
           .find((scope) => scope !== undefined && !verified.scopes.has(scope));
-        if (missing) return sendJsonRpcError(reply, oauth.insufficientScope(entry.resourcePath, missing));
+        if (missing)
+          return sendJsonRpcError(
+            reply,
+            oauth.insufficientScope(entry.resourcePath, missing, verified.scopes),
+          );
       }
       credential = verified.credential;
     } else if (entry.kind === 'oauth') {
