@@ -8,7 +8,8 @@
  * do, builds the exposure through the admin API (the suite's tools as custom tools, its resources
  * and prompts from an attached upstream server, `fixture-server.mjs`; the tasks extension's tools
  * from a modern server that makes tasks, the tests' `tasks-server.mjs`), and runs the suite's
- * `server` command against the exposure's MCP URL. The suite needs Node 22: it and its Node are
+ * `server` command against the exposure's MCP URL, then its `authorization` scenarios against the
+ * control plane's authorization server (`authorization.ts`, a headless Chromium consenting). The suite needs Node 22: it and its Node are
  * installed from npm into `.conformance/` on first use (pinned below). Each scenario's checks are
  * written to `.conformance/results/`; the summary lists every scenario with its outcome. Scenarios
  * named in `expected-failures.<revision>.yml` are known gaps, each with the work that closes it;
@@ -20,6 +21,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '@bindery/test-support';
+import { runAuthorizationScenarios } from './authorization.ts';
 import { CUSTOM_TOOLS, PROMPTS, triggerTool } from './fixtures.ts';
 
 const SUITE_VERSION = '0.2.0-alpha.12';
@@ -183,6 +185,18 @@ try {
     );
     if (run.status !== 0) failed = true;
   }
+  // The authorization server: the exposure's owner signs in (a headless Chromium) and consents.
+  const password = randomBytes(18).toString('base64url');
+  await as('PUT', '/api/v2/me/password', { password });
+  const passed = await runAuthorizationScenarios(
+    { node, cli, dir: TOOLS_DIR },
+    {
+      issuer: stack.controlPlaneUrl,
+      resource: `${stack.gatewayUrl}/api/v2/mcp/aei/${String(aei.id)}`,
+      person: { name: 'conformance', password },
+    },
+  );
+  if (!passed) failed = true;
 } finally {
   await stack.close();
 }

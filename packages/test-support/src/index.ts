@@ -41,3 +41,4 @@ export {
   type Stack,
   type StackOptions,
 } from './stack.ts';
+export { oauthTokens, type OAuthTokens } from './oauth.ts';

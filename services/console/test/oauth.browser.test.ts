@@ -41,6 +41,8 @@ async function listen(server: Server): Promise<string> {
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 const servers: Server[] = [];
+/** Every token, code and password the test saw: none may appear in a log line or an audit row. */
+const secrets: string[] = [PASSWORD];
 
 /** A self-signed certificate for 127.0.0.1, trusted by the control plane (NODE_EXTRA_CA_CERTS). */
 function loopbackCertificate(): { key: string; cert: string; certFile: string } {
@@ -110,6 +112,7 @@ class AgentProvider implements OAuthClientProvider {
   }
   saveTokens(tokens: OAuthTokens) {
     this.#tokens = tokens;
+    secrets.push(tokens.access_token, ...(tokens.refresh_token ? [tokens.refresh_token] : []));
   }
   redirectToAuthorization(url: URL) {
     this.authorizeAt = url;
@@ -174,7 +177,11 @@ beforeAll(async () => {
       // Client ID Metadata Documents on loopback (tests reach nothing else), over TLS it trusts.
       HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.0/8',
       NODE_EXTRA_CA_CERTS: tls.certFile,
+      // Every request logged: the last test greps the logs for what must never be in them.
+      LOG_REQUESTS: 'true',
+      LOG_LEVEL: 'debug',
     },
+    gatewayEnv: { LOG_REQUESTS: 'true', LOG_LEVEL: 'debug' },
   });
   issuer = cp.url;
   const admin = { admin: cp.adminAs };
@@ -238,6 +245,7 @@ async function authorize(
   const back = await consent(provider.authorizeAt!, 'Allow', look);
   const code = back.searchParams.get('code');
   expect(code).toBeTruthy();
+  secrets.push(code!);
   expect(await auth(provider, { serverUrl, authorizationCode: code! })).toBe('AUTHORIZED');
   return back;
 }
@@ -484,5 +492,19 @@ describe('what the authorization server refuses', () => {
     }
     // Three registrations came before (the first agent, the narrow one and the probe).
     expect(refused).toBe(25 - (20 - 3));
+  });
+});
+
+describe('secrets', () => {
+  it('no token, code or password is in a log line of either service, nor in an audit row', async () => {
+    expect(secrets.length).toBeGreaterThan(8);
+    const logs = cp.logs();
+    expect(logs).toContain('/oauth/token');
+    const audit = JSON.stringify(await cp.adminAs('GET', '/api/v2/audit?limit=200', undefined, ada.token));
+    expect(audit).toContain('find_customers');
+    for (const secret of secrets) {
+      expect(logs.includes(secret), 'a secret is in the logs').toBe(false);
+      expect(audit.includes(secret), 'a secret is in an audit row').toBe(false);
+    }
   });
 });

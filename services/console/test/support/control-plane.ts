@@ -20,6 +20,8 @@ export interface ControlPlane {
     body?: unknown,
     allowError?: boolean,
   ): Promise<{ status: number; body: Json }>;
+  /** Everything the control plane and the gateway process wrote so far (their logs). */
+  logs(): string;
   /** Calls the admin API as `token` (root by default); throws on an error status. */
   adminAs(method: string, path: string, body?: unknown, token?: string): Promise<Json>;
   close(): Promise<void>;
@@ -30,7 +32,7 @@ export interface ControlPlane {
  * (the console's playground calls tools through it).
  */
 export async function startControlPlane(
-  options: { gateway?: boolean; env?: Record<string, string> } = {},
+  options: { gateway?: boolean; env?: Record<string, string>; gatewayEnv?: Record<string, string> } = {},
 ): Promise<ControlPlane> {
   const stack = await startStack({
     purpose: 'console',
@@ -42,6 +44,7 @@ export async function startControlPlane(
       UPSTREAM_STDIO_COMMANDS: 'node',
       ...options.env,
     },
+    ...(options.gatewayEnv && { gatewayEnv: options.gatewayEnv }),
   });
   return {
     url: stack.controlPlaneUrl,
@@ -54,6 +57,9 @@ export async function startControlPlane(
       return answer;
     },
     adminAs: (method, path, body, token) => stack.admin(method, path, body, token),
+    logs: () =>
+      stack.controlPlaneOutput() +
+      ((stack.gateway as { output?: () => string } | undefined)?.output?.() ?? ''),
     close: () => stack.close(),
   };
 }

@@ -21,7 +21,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GRANT_CLAIM, MCP_SCOPES, resourceOfIndicator } from '@bindery/contracts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { JWK } from 'jose';
-import Provider, { errors, type Configuration } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { Configuration } from 'oidc-provider';
 import { fetch, type Dispatcher } from 'undici';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import type { SecretSealer } from '../domain/context.ts';
@@ -119,7 +120,11 @@ export class AuthorizationServer {
     const keys = await loadSigningKeys(db, keyring, keyRotationMs);
     this.#checkedAt = Date.now();
     if (this.#built?.fingerprint === keys.fingerprint) return this.#built.provider;
-    const provider = new Provider(this.#options.issuer(), this.#configuration(keys.privateKeys));
+    const library = await loadLibrary(this.#options.log);
+    const provider = new library.default(
+      this.#options.issuer(),
+      this.#configuration(keys.privateKeys, library.errors),
+    );
     provider.on('server_error', (_ctx: unknown, error: Error) =>
       this.#options.log.error({ err: error.message }, 'OAuth authorization server error'),
     );
@@ -137,7 +142,7 @@ export class AuthorizationServer {
     for (const timer of this.#timers) clearInterval(timer);
   }
 
-  #configuration(privateKeys: JWK[]): Configuration {
+  #configuration(privateKeys: JWK[], errors: Library['errors']): Configuration {
     const { db, gatewayPublicUrl, internalToken, outbound, grantGone } = this.#options;
     const secret = internalToken === undefined ? randomBytes(32) : Buffer.from(internalToken, 'utf8');
     const cookieKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'bindery oauth cookies', 32));
@@ -217,6 +222,33 @@ export class AuthorizationServer {
       },
     } as Configuration;
   }
+}
+
+type Library = typeof import('oidc-provider');
+let library: Promise<Library> | undefined;
+
+/**
+ * The library, loaded when the authorization server is first needed (a control plane that serves
+ * no OAuth never loads it). On import it warns on stderr that it prefers Node.js 22; Bindery runs on
+ * 20, where the library works, so that one line is said once in our own log instead.
+ */
+function loadLibrary(log: FastifyBaseLogger): Promise<Library> {
+  library ??= (async () => {
+    const warn = console.warn;
+    console.warn = (...args: unknown[]) => {
+      if (String(args[0]).includes('oidc-provider WARNING: Unsupported runtime')) {
+        log.info('oidc-provider prefers Node.js 22; it runs on this Node.js %s', process.version);
+        return;
+      }
+      warn(...args);
+    };
+    try {
+      return await import('oidc-provider');
+    } finally {
+      console.warn = warn;
+    }
+  })();
+  return library;
 }
 
 function escapeHtml(text: string): string {

@@ -35,6 +35,8 @@ export interface ResourceServerOptions {
   issuer?: string | undefined;
   /** Where its keys are published (OAUTH_JWKS_URL); unset: the control plane's `/oauth/jwks`. */
   jwksUrl?: string | undefined;
+  /** After a fetch of the keys, none again for this long, even for an unknown key id (30 s unless told). */
+  jwksCooldownMs?: number;
 }
 
 /** Verified tokens remembered (by digest) until they expire: a token is verified once. */
@@ -86,7 +88,7 @@ export class ResourceServer {
     this.#issuer = options.issuer;
     this.#jwks = createRemoteJWKSet(new URL(options.jwksUrl ?? `${options.controlPlaneUrl}/oauth/jwks`), {
       // A token naming an unknown key fetches the set again at most every 30 s (a rotation).
-      cooldownDuration: 30_000,
+      cooldownDuration: options.jwksCooldownMs ?? 30_000,
       cacheMaxAge: 10 * 60_000,
       timeoutDuration: 5_000,
     });
