@@ -24,6 +24,11 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+  auth as modernAuth,
+} from '@modelcontextprotocol/client';
 import { twoTableExposure, type Exposed } from '@bindery/test-support';
 import { SignJWT, generateKeyPair } from 'jose';
 import type { Browser, Page } from 'playwright-core';
@@ -401,6 +406,24 @@ describe('a client identified by its metadata document', () => {
     expect(refused.status).toBe(403);
     expect(refused.challenge).toContain('error="insufficient_scope"');
     expect(refused.challenge).toContain('scope="mcp:resources mcp:tools"');
+  });
+
+  it('the v2 SDK’s client (2026-07-28) authorizes the same way and calls a tool', async () => {
+    const agent = new AgentProvider('Modern Agent', cimdUrl);
+    const serverUrl = keyless(ada.aeiId);
+    expect(await modernAuth(agent, { serverUrl })).toBe('REDIRECT');
+    const back = await consent(agent.authorizeAt!, 'Allow');
+    secrets.push(back.searchParams.get('code')!);
+    // This client checks the answer's issuer (RFC 9207) itself.
+    const iss = back.searchParams.get('iss')!;
+    expect(
+      await modernAuth(agent, { serverUrl, authorizationCode: back.searchParams.get('code')!, iss }),
+    ).toBe('AUTHORIZED');
+    const client = new ModernClient({ name: 'Modern Agent', version: '1.0.0' });
+    await client.connect(new ModernTransport(new URL(serverUrl), { authProvider: agent }));
+    const result = await client.callTool({ name: 'find_customers', arguments: { query: '[1].name' } });
+    expect(JSON.stringify(result.content)).toContain('Grace');
+    await client.close();
   });
 
   it('a document that redirects is refused', async () => {

@@ -19,6 +19,7 @@ import {
   OAuthConsentDetails,
   OAuthGrantList,
   CallerConfig,
+  MCP_SCOPES,
   bearerToken,
   resourceOfPath,
 } from '@bindery/contracts';
@@ -85,6 +86,15 @@ export function authorizationServerRoutes(options: OAuthRouteOptions) {
           }
         }
         if (url !== undefined) request.raw.url = url;
+        // An authorization request naming no scope gets the MCP scopes (RFC 6749 §3.3 lets the
+        // server apply a default): the library would otherwise grant nothing and deny it.
+        if (request.method === 'GET' && path === '/oauth/authorize') {
+          const target = new URL(request.raw.url ?? '/', 'http://x');
+          if (!target.searchParams.has('scope')) {
+            target.searchParams.set('scope', MCP_SCOPES.join(' '));
+            request.raw.url = `${target.pathname}${target.search}`;
+          }
+        }
         // Built (or its keys read) before the reply is taken over: a failure is answered, not hung.
         await server.provider();
         reply.hijack();
