@@ -24,6 +24,14 @@ export const OAUTH_GRANT_HEADER = 'x-bindery-oauth-grant';
 /** The header with the token's subject (the user id) beside it. */
 export const OAUTH_SUBJECT_HEADER = 'x-bindery-oauth-subject';
 
+/**
+ * External authorization-server mode: the token's issuer, and which claim names the user (`sub`:
+ * linked by console sign-in through that provider; `email`: a person's verified email). The
+ * subject header then carries that claim's value, and no grant is named.
+ */
+export const OAUTH_ISSUER_HEADER = 'x-bindery-oauth-issuer';
+export const OAUTH_CLAIM_HEADER = 'x-bindery-oauth-claim';
+
 /** The claim of a built-in access token that names its grant (revoking it stops the token). */
 export const GRANT_CLAIM = 'grant_id';
 

@@ -66,6 +66,16 @@ export function App() {
   };
   useEffect(() => {
     whenUnauthorized((message) => logOut(`Logged out: ${message}`));
+    // Back from the external sign-in provider: its token (or why not) is in the fragment, which
+    // is taken out of the address at once.
+    const fragment = new URLSearchParams(window.location.hash.slice(1));
+    const given = fragment.get('bindery_token');
+    const refused = fragment.get('sign_in_error');
+    if (given !== null || refused !== null) {
+      window.history.replaceState(null, '', window.location.pathname + window.location.search);
+      if (given !== null) storeToken(given);
+      if (refused !== null) setNotice(`Not signed in: ${refused}`);
+    }
     // A token kept from earlier in this tab: check it is still accepted.
     if (storedToken() === null) return;
     api<User>('GET', '/api/v2/me')

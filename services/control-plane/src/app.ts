@@ -58,7 +58,13 @@ import { serializeRequest } from './http/request-log.ts';
 import { adiRoutes } from './routes/adis.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { internalRoutes } from './routes/internal.ts';
-import { authorizationServerRoutes, oauthGrantRoutes, oauthInternalRoutes } from './routes/oauth.ts';
+import {
+  authorizationServerRoutes,
+  externalSignInRoutes,
+  oauthGrantRoutes,
+  oauthInternalRoutes,
+} from './routes/oauth.ts';
+import { ExternalSignIn } from './oauth/external-sign-in.ts';
 import { AuthorizationServer } from './oauth/authorization-server.ts';
 import { aeiRoutes } from './routes/aeis.ts';
 import { bindingRoutes } from './routes/bindings.ts';
@@ -103,6 +109,7 @@ export interface AppOptions {
         | 'gatewayPublicUrl'
         | 'oauthIssuer'
         | 'oauthKeyRotationMs'
+        | 'oidc'
         | 'gatewayUrls'
         | 'upstreamStdioCommands'
         | 'upstreamRefreshMs'
@@ -260,13 +267,15 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     const aeis = await app.domain.prisma.aei.findMany({ where: { userId }, select: { id: true } });
     if (aeis.length > 0) await app.domain.listener.configChanged(aeis.map((aei) => aei.id));
   };
+  // The control plane's public URL: the authorization server's issuer, the sign-in callback's base.
+  const publicUrl = () => options.config.oauthIssuer ?? listeningUrl(app);
   const keyring = options.domain.keyring;
   const authorization =
     keyring &&
     new AuthorizationServer({
       db: app.domain.prisma,
       keyring,
-      issuer: () => options.config.oauthIssuer ?? listeningUrl(app),
+      issuer: () => publicUrl(),
       gatewayPublicUrl,
       internalToken: options.config.internalToken,
       outbound,
@@ -275,6 +284,9 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       log: app.log.child({ component: 'oauth' }),
     });
   if (authorization) app.addHook('onClose', () => authorization.close());
+  const external =
+    options.config.oidc && new ExternalSignIn(options.config.oidc, options.config.internalToken);
+  await app.register(externalSignInRoutes({ external, publicUrl }));
   await app.register(
     authorizationServerRoutes({
       server: authorization,

@@ -52,6 +52,8 @@ export interface Config {
   oauthIssuer?: string | undefined;
   /** The OAuth signing key is replaced after this long (ms). */
   oauthKeyRotationMs?: number;
+  /** An external OpenID Connect provider for console sign-in (OIDC_*); unset: passwords only. */
+  oidc?: { issuer: string; clientId: string; clientSecret: string | undefined; name: string } | undefined;
   /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
   seedDemo: boolean | undefined;
   /** How long a write's idempotency key is remembered (a retry after that writes again). */
@@ -192,6 +194,15 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     gatewayPublicUrl: v.GATEWAY_PUBLIC_URL,
     oauthIssuer: v.OAUTH_ISSUER,
     oauthKeyRotationMs: v.OAUTH_KEY_ROTATION_DAYS * 86_400_000,
+    oidc:
+      v.OIDC_ISSUER === undefined
+        ? undefined
+        : {
+            issuer: v.OIDC_ISSUER,
+            clientId: v.OIDC_CLIENT_ID ?? '',
+            clientSecret: v.OIDC_CLIENT_SECRET,
+            name: v.OIDC_NAME,
+          },
     seedDemo: v.BINDERY_SEED_DEMO,
     idempotencyTtlMs: v.IDEMPOTENCY_TTL_HOURS * 3_600_000,
     shutdownGraceMs: v.SHUTDOWN_GRACE_MS,

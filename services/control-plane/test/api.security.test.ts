@@ -24,14 +24,18 @@ afterAll(() => t.close());
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** Admin routes that take no token (each one's own limits say how it is kept safe). */
-const TOKENLESS = new Set(['POST /api/v2/sign-in']);
+const TOKENLESS = new Set(['POST /api/v2/sign-in', 'GET /api/v2/sign-in/options']);
 
 describe('auth matrix', () => {
   it('every documented admin route answers 401 without a token and with an unknown one', async () => {
     const documented = (await documentedRoutes(t.baseUrl)).map((r) => [r.method, r.path] as const);
-    // The one route without a token, which answers one (decision 072): a name and a password.
+    // The routes without a token: sign-in, which answers one (decision 072), and the ways to sign
+    // in the sign-in screen shows (decision 073), which says nothing of anyone.
     const tokenless = documented.filter(([method, path]) => TOKENLESS.has(`${method} ${path}`));
-    expect(tokenless).toEqual([['POST', '/api/v2/sign-in']]);
+    expect(tokenless).toEqual([
+      ['GET', '/api/v2/sign-in/options'],
+      ['POST', '/api/v2/sign-in'],
+    ]);
     const routes = documented.filter(([method, path]) => !TOKENLESS.has(`${method} ${path}`));
     // 5 resources with CRUD, bindings, users, legacy: the matrix must not silently shrink.
     expect(routes.length).toBeGreaterThanOrEqual(30);

@@ -213,8 +213,7 @@ export async function buildGateway(
   const oauth = new ResourceServer({
     publicUrl: config.publicUrl,
     controlPlaneUrl: config.controlPlaneUrl,
-    issuer: config.oauth.issuer,
-    jwksUrl: config.oauth.jwksUrl,
+    external: config.oauthExternal,
   });
 
   // What the fast lane and the MCP routes serve with: one set, so both refuse and answer alike.

@@ -15,8 +15,8 @@ export interface GatewayConfig {
   internalToken: string;
   /** Where MCP clients reach this gateway: the keyless URLs (OAuth resources) are under it. */
   publicUrl: string;
-  /** The OAuth authorization server (unset: the control plane's, as its metadata names it) and its keys. */
-  oauth: { issuer: string | undefined; jwksUrl: string | undefined };
+  /** External authorization-server mode (OAUTH_EXTERNAL_*); undefined: the control plane's built-in one. */
+  oauthExternal: ExternalAuthorizationServer | undefined;
   /** Credential ops use for `POST /cache/invalidate`; unset = that route refuses everything. */
   opsToken: string | undefined;
   /** Credential for `GET /metrics`; unset = open (as on a local start on loopback). */
@@ -69,6 +69,31 @@ export interface GatewayConfig {
   };
 }
 
+/** An authorization server other than the control plane's, whose tokens the keyless URLs take. */
+export interface ExternalAuthorizationServer {
+  issuer: string;
+  jwksUrl: string;
+  /** The audience its tokens carry (undefined: the keyless URL itself). */
+  audience: string | undefined;
+  /** The claim naming the person. */
+  userClaim: 'sub' | 'email';
+}
+
+function externalServer(
+  issuer: string | undefined,
+  jwksUrl: string | undefined,
+  audience: string | undefined,
+  userClaim: 'sub' | 'email',
+): ExternalAuthorizationServer | undefined {
+  if (issuer === undefined) return undefined;
+  if (jwksUrl === undefined) {
+    throw new GatewayConfigError(
+      'OAUTH_EXTERNAL_JWKS_URL: required with OAUTH_EXTERNAL_ISSUER (where its keys are)',
+    );
+  }
+  return { issuer, jwksUrl, audience, userClaim };
+}
+
 /** Every invalid setting of a start, one line each (one problem: just that line). */
 export class GatewayConfigError extends Error {
   override name = 'GatewayConfigError';
@@ -86,7 +111,12 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     controlPlaneUrl: new URL(v.CONTROL_PLANE_URL).origin,
     internalToken: v.INTERNAL_TOKEN,
     publicUrl: v.GATEWAY_PUBLIC_URL,
-    oauth: { issuer: v.OAUTH_ISSUER, jwksUrl: v.OAUTH_JWKS_URL },
+    oauthExternal: externalServer(
+      v.OAUTH_EXTERNAL_ISSUER,
+      v.OAUTH_EXTERNAL_JWKS_URL,
+      v.OAUTH_EXTERNAL_AUDIENCE,
+      v.OAUTH_EXTERNAL_USER_CLAIM,
+    ),
     opsToken: v.OPS_TOKEN,
     metricsToken: v.METRICS_TOKEN,
     redisUrl: v.REDIS_URL,

@@ -15,7 +15,7 @@ const PUBLIC = 'http://127.0.0.1:4100';
 const PATH = '/api/v2/mcp/aei/aei_1';
 
 let server: Server;
-let jwksUrl: string;
+let base: string;
 let published: JWK[] = [];
 let fetches = 0;
 const keys: Record<string, Awaited<ReturnType<typeof generateKeyPair>>['privateKey']> = {};
@@ -48,23 +48,23 @@ function token(options: {
     .sign(keys[kid]!);
 }
 
-const resourceServer = (jwks = jwksUrl) =>
-  new ResourceServer({
-    publicUrl: PUBLIC,
-    controlPlaneUrl: 'http://127.0.0.1:9',
-    issuer: ISSUER,
-    jwksUrl: jwks,
-    jwksCooldownMs: 0,
-  });
+/** Built-in mode: the test's server stands where the control plane is (its metadata and JWKS). */
+const resourceServer = (
+  controlPlaneUrl = base,
+  options: Partial<ConstructorParameters<typeof ResourceServer>[0]> = {},
+) => new ResourceServer({ publicUrl: PUBLIC, controlPlaneUrl, jwksCooldownMs: 0, ...options });
 
 beforeAll(async () => {
   published = [await newKey('k1')];
-  server = createServer((_req, res) => {
+  server = createServer((req, res) => {
+    const json = (body: unknown) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (req.url === '/.well-known/oauth-authorization-server') return json({ issuer: ISSUER });
     fetches += 1;
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: published }));
+    return json({ keys: published });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 
 afterAll(() => server.close());
@@ -121,10 +121,46 @@ describe('verifying an access token', () => {
     expect(refusal?.message).toContain('a key the authorization server does not publish');
   });
 
-  it('unreachable keys are 503, not a verdict on the token', async () => {
-    const rs = resourceServer('http://127.0.0.1:9/jwks');
+  it('an unreachable authorization server is 503, not a verdict on the token', async () => {
+    const rs = resourceServer('http://127.0.0.1:9');
     const { refusal } = await rs.verify(await token({}), PATH);
     expect(refusal?.status).toBe(503);
+  });
+
+  it('external mode: its issuer’s tokens, the person in the claim it names, no grant, any typ', async () => {
+    const rs = resourceServer('http://127.0.0.1:9', {
+      external: {
+        issuer: 'https://idp.test',
+        jwksUrl: `${base}/jwks`,
+        audience: undefined,
+        userClaim: 'email',
+      },
+    });
+    const external = (claims: Record<string, unknown>, aud = `${PUBLIC}${PATH}`) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'JWT' })
+        .setIssuer('https://idp.test')
+        .setSubject('idp-user')
+        .setAudience(aud)
+        .setExpirationTime('10m')
+        .sign(keys.k1!);
+    const ok = await rs.verify(await external({ email: 'ada@example.test', scp: 'mcp:tools' }), PATH);
+    if (ok.refusal) throw new Error(`refused: ${ok.refusal.message}`);
+    expect(ok.credential).toMatchObject({
+      subject: 'ada@example.test',
+      external: { issuer: 'https://idp.test', claim: 'email' },
+    });
+    expect([...ok.scopes]).toEqual(['mcp:tools']);
+    expect(
+      (await rs.verify(await external({ email: 'a@b.test' }, 'https://other.test'), PATH)).refusal?.status,
+    ).toBe(401);
+    expect(
+      (await rs.verify(await external({ email: 'a@b.test', email_verified: false }), PATH)).refusal?.message,
+    ).toContain('not verified');
+    expect((await rs.verify(await external({}), PATH)).refusal?.message).toContain('no email claim');
+    // The built-in server's tokens are not taken in external mode (another issuer).
+    expect((await rs.verify(await token({}), PATH)).refusal?.status).toBe(401);
+    expect((await rs.metadata(PATH)).authorization_servers).toEqual(['https://idp.test']);
   });
 
   it('names the scope each method needs', () => {

@@ -141,6 +141,21 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 30,
       doc: 'the OAuth access tokens’ signing key is replaced after this many days (the old one is published a day longer)',
     }),
+    OIDC_ISSUER: url({
+      base: true,
+      doc:
+        'an external OpenID Connect provider people may sign in to the console with (its issuer URL; HTTPS, or HTTP on ' +
+        'loopback); its redirect URI is `{OAUTH_ISSUER}/api/v2/sign-in/oidc/callback`; unset = passwords only',
+    }),
+    OIDC_CLIENT_ID: string({ doc: 'the console’s client id at OIDC_ISSUER' }),
+    OIDC_CLIENT_SECRET: secret({
+      minLength: 1,
+      doc: 'the console’s client secret at OIDC_ISSUER (unset: a public client)',
+    }),
+    OIDC_NAME: string({
+      default: 'single sign-on',
+      doc: 'what the console’s button calls OIDC_ISSUER ("Sign in with …")',
+    }),
     BINDERY_SEED_DEMO: boolean({
       doc: '`true`/`false`: seed (or not) the demo on an empty database; unset = only on embedded PGlite',
     }),

@@ -1,6 +1,6 @@
 /** The gateway's settings: every environment variable it reads, with kind, default and doc. */
 import { GATEWAY_HOST, GATEWAY_PORT, HOST, PORT, localUrl } from './addresses.ts';
-import { derived, defineSettings, integer, list, secret, url } from './schema.ts';
+import { derived, defineSettings, integer, list, oneOf, secret, string, url } from './schema.ts';
 import {
   LOG_FORMAT,
   LOG_LEVEL,
@@ -34,14 +34,24 @@ export const GATEWAY_SETTINGS = defineSettings(
         'where MCP clients reach this gateway (the same value as the control plane’s): keyless MCP URLs are OAuth ' +
         'resources under it, and access tokens must be for them exactly',
     }),
-    OAUTH_ISSUER: url({
+    OAUTH_EXTERNAL_ISSUER: url({
       base: true,
       doc:
-        'the OAuth authorization server whose access tokens the keyless MCP URLs take; unset = the control plane’s ' +
-        'built-in one, as its metadata names it',
+        'external authorization-server mode: the issuer whose access tokens the keyless MCP URLs take instead of the ' +
+        'control plane’s (their metadata names it); unset = the control plane’s built-in server',
     }),
-    OAUTH_JWKS_URL: url({
-      doc: 'where the authorization server publishes its keys; unset = the control plane’s `/oauth/jwks`',
+    OAUTH_EXTERNAL_JWKS_URL: url({
+      doc: 'where OAUTH_EXTERNAL_ISSUER publishes its keys (required with it)',
+    }),
+    OAUTH_EXTERNAL_AUDIENCE: string({
+      doc: 'the audience its tokens carry; unset = the keyless URL itself (RFC 8707), which is safer',
+    }),
+    OAUTH_EXTERNAL_USER_CLAIM: oneOf({
+      values: ['sub', 'email'],
+      default: 'sub',
+      doc:
+        'the claim that names the person: `sub` (linked when they signed in to the console through that provider) or ' +
+        '`email` (their verified email)',
     }),
     INTERNAL_TOKEN: secret({
       requiredBecause: 'it is how the gateway reaches the control plane',

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import type { SignInAnswer, User } from '@bindery/contracts';
 import { api } from '../api.ts';
 import { TextField } from '../forms.tsx';
@@ -20,6 +20,13 @@ export function Login({
   const [token, setToken] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState<'password' | 'token' | null>(null);
+  // The external provider people may sign in with, when the control plane has one.
+  const [provider, setProvider] = useState<string | null>(null);
+  useEffect(() => {
+    api<{ oidc: { name: string } | null }>('GET', '/api/v2/sign-in/options', { token: '' })
+      .then((options) => setProvider(options.oidc?.name ?? null))
+      .catch(() => setProvider(null));
+  }, []);
   const signIn = async (event: FormEvent) => {
     event.preventDefault();
     if (name.trim() === '' || password === '') {
@@ -75,6 +82,16 @@ export function Login({
         <button type="submit" disabled={busy !== null}>
           {busy === 'password' ? 'Signing in…' : 'Sign in'}
         </button>
+        {provider !== null && (
+          <p>
+            <a
+              className="button secondary"
+              href={`/api/v2/sign-in/oidc?return_to=${encodeURIComponent(window.location.pathname)}`}
+            >
+              Sign in with {provider}
+            </a>
+          </p>
+        )}
       </form>
       <form onSubmit={(event) => void useToken(event)} className="card" aria-labelledby="token-title">
         <h2 id="token-title">Or log in with a token</h2>

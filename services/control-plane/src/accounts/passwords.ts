@@ -22,6 +22,7 @@ import type { Db, Principal } from '../domain/context.ts';
 import { DomainError } from '../domain/errors.ts';
 import { newCredential, newId } from '../domain/ids.ts';
 import { signInNameTaken, userBody } from './users.ts';
+import type { User } from '../generated/prisma/client.ts';
 
 const scrypt = promisify(scryptCallback) as (
   password: string,
@@ -254,7 +255,11 @@ export async function signIn(
   const matches = await passwordMatches(input.password, found?.password_hash ?? DECOY);
   if (!found || !matches || found.disabled) throw refused;
   throttle.succeeded(keys);
-  const row = await db.user.findUniqueOrThrow({ where: { id: found.id } });
+  return signInTokenFor(db, await db.user.findUniqueOrThrow({ where: { id: found.id } }));
+}
+
+/** A console sign-in for `row`: an admin token that expires in SIGN_IN_TOKEN_TTL_MS. */
+export async function signInTokenFor(db: Db, row: User): Promise<SignInAnswer> {
   const credential = newCredential('admin');
   const expiresAt = new Date(Date.now() + SIGN_IN_TOKEN_TTL_MS);
   await db.adminToken.create({

@@ -135,6 +135,22 @@ export async function lookupGrant(
   if (!Object.hasOwn(grant.payload.resources ?? {}, `${gatewayPublicUrl}${pathOfResource(resource)}`)) {
     return { kind: 'unknown' };
   }
+  return lookupForUser(db, subject, grantId, resource, unchanged, clashes);
+}
+
+/**
+ * What a keyless URL serves the user `subject` (a token already judged to be theirs for it):
+ * `unknown` when they are disabled or the exposure is not theirs. `credentialId` stands where a
+ * personal key's id would in the caller identity (audit rows name it).
+ */
+export async function lookupForUser(
+  db: PrismaClient,
+  subject: string,
+  credentialId: string,
+  resource: OAuthResource,
+  unchanged: (etag: string) => boolean,
+  clashes?: ClashLog,
+): Promise<GrantLookup> {
   const user = await db.user.findUnique({ where: { id: subject }, select: { disabledAt: true } });
   if (!user || user.disabledAt) return { kind: 'unknown' };
   if (resource.kind === 'aei') {
@@ -151,7 +167,7 @@ export async function lookupGrant(
     kind: 'aei',
     config: await configOf(db, aei, clashes),
     // The grant stands where a personal key would: audit rows name it.
-    caller: { name: resource.caller, via, key_id: grantId, user_id: subject },
+    caller: { name: resource.caller, via, key_id: credentialId, user_id: subject },
     etag,
   };
 }

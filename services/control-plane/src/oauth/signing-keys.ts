@@ -1,13 +1,9 @@
 /**
  * The keys the authorization server signs access tokens with: ES256 key pairs in the database, the
  * private half sealed with the secrets' keyring, so every control plane signs with the same key and
- * gateways verify with the published JWKS.
- *
- * Rotation: `rotate` makes a new key and retires the others (it signs from then on); a retired key
- * stays published for `RETIRED_PUBLISHED_MS` (longer than an access token lives), so tokens it
- * signed keep verifying until they expire, then it is deleted. A key older than the rotation period
- * is rotated by whichever control plane loads the keys first after that. Control planes reload the
- * key set every few minutes; gateways fetch the JWKS again when a token names a key they lack.
+ * gateways verify with the published JWKS. Rotation (`loadSigningKeys`) publishes a successor before
+ * it signs and keeps a retired key published past the tokens it signed. Control planes read the key
+ * set every few minutes; gateways fetch the JWKS again when a token names a key they lack.
  */
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { PrismaClient } from '../generated/prisma/client.ts';
@@ -44,51 +40,53 @@ async function newKey(db: PrismaClient, keyring: SecretSealer): Promise<void> {
 }
 
 /**
- * Makes a new signing key and retires the ones before it. Two control planes rotating at once make
- * two keys: the newer signs, the other is retired by the next load.
+ * A new key is published this long before it signs: longer than control planes take to read the
+ * key set again (5 minutes) and than gateways keep a JWKS without asking again, so no gateway
+ * meets a token signed by a key it cannot find.
  */
-export async function rotateSigningKey(db: PrismaClient, keyring: SecretSealer): Promise<void> {
-  await newKey(db, keyring);
-  await retireAllButNewest(db);
-}
-
-async function retireAllButNewest(db: PrismaClient): Promise<void> {
-  const active = await db.oAuthSigningKey.findMany({
-    where: { retiredAt: null },
-    orderBy: [{ createdAt: 'desc' }, { kid: 'desc' }],
-    select: { kid: true },
-  });
-  const older = active.slice(1).map((key) => key.kid);
-  if (older.length > 0) {
-    await db.oAuthSigningKey.updateMany({ where: { kid: { in: older } }, data: { retiredAt: new Date() } });
-  }
-}
+export const PUBLISHED_BEFORE_SIGNING_MS = 10 * 60 * 1000;
 
 /**
- * The keys to sign and publish with: makes the first key, rotates one older than `rotationMs`,
- * deletes keys retired long enough ago, and opens the private halves.
+ * The keys to sign and publish with:
+ * - the first key ever made signs at once;
+ * - a signing key older than `rotationMs` gets a successor, published at once, which takes over
+ *   signing `PUBLISHED_BEFORE_SIGNING_MS` later; the keys before it are then retired;
+ * - a retired key is published `RETIRED_PUBLISHED_MS` more, then deleted.
+ * Two control planes making a successor at once make two: the newer signs, the other is retired.
  */
 export async function loadSigningKeys(
   db: PrismaClient,
   keyring: SecretSealer,
   rotationMs: number,
+  now = Date.now(),
 ): Promise<SigningKeys> {
   await db.oAuthSigningKey.deleteMany({
-    where: { retiredAt: { lt: new Date(Date.now() - RETIRED_PUBLISHED_MS) } },
+    where: { retiredAt: { lt: new Date(now - RETIRED_PUBLISHED_MS) } },
   });
-  const signing = await db.oAuthSigningKey.findFirst({
-    where: { retiredAt: null },
-    orderBy: [{ createdAt: 'desc' }, { kid: 'desc' }],
-  });
-  if (!signing || signing.createdAt.getTime() < Date.now() - rotationMs) {
-    await rotateSigningKey(db, keyring);
-  } else {
-    await retireAllButNewest(db);
+  const activeKeys = () =>
+    db.oAuthSigningKey.findMany({
+      where: { retiredAt: null },
+      orderBy: [{ createdAt: 'desc' }, { kid: 'desc' }],
+    });
+  let active = await activeKeys();
+  if (active.length === 0 || active[0]!.createdAt.getTime() < now - rotationMs) {
+    await newKey(db, keyring);
+    active = await activeKeys();
   }
-  const rows = await db.oAuthSigningKey.findMany({
-    orderBy: [{ retiredAt: { sort: 'asc', nulls: 'first' } }, { createdAt: 'desc' }, { kid: 'desc' }],
-  });
-  const privateKeys = rows.map(
+  // The newest key published long enough signs; else (the first key ever) the oldest active one.
+  const signing =
+    active.find((key) => key.createdAt.getTime() <= now - PUBLISHED_BEFORE_SIGNING_MS) ?? active.at(-1)!;
+  const older = active.filter((key) => key.createdAt < signing.createdAt).map((key) => key.kid);
+  if (older.length > 0) {
+    await db.oAuthSigningKey.updateMany({
+      where: { kid: { in: older } },
+      data: { retiredAt: new Date(now) },
+    });
+  }
+  const rows = await db.oAuthSigningKey.findMany({ orderBy: [{ createdAt: 'desc' }, { kid: 'desc' }] });
+  // The library signs with the first key of an algorithm: the signing key goes first.
+  const ordered = [signing, ...rows.filter((row) => row.kid !== signing.kid)];
+  const privateKeys = ordered.map(
     (row) =>
       JSON.parse(
         keyring.open(
@@ -97,5 +95,5 @@ export async function loadSigningKeys(
         ),
       ) as JWK,
   );
-  return { privateKeys, fingerprint: rows.map((row) => row.kid).join(',') };
+  return { privateKeys, fingerprint: ordered.map((row) => row.kid).join(',') };
 }

@@ -12,7 +12,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  OAUTH_CLAIM_HEADER,
   OAUTH_GRANT_HEADER,
+  OAUTH_ISSUER_HEADER,
   OAUTH_SUBJECT_HEADER,
   OAuthConsentAnswer,
   OAuthConsentDecision,
@@ -33,7 +35,8 @@ import type { Principal } from '../domain/context.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
 import { INTERACTION_PATH, type AuthorizationServer } from '../oauth/authorization-server.ts';
 import { answerConsent, consentDetails } from '../oauth/consent.ts';
-import { listGrants, lookupGrant, revokeGrant } from '../oauth/grants.ts';
+import { listGrants, lookupForUser, lookupGrant, revokeGrant, type GrantLookup } from '../oauth/grants.ts';
+import { STATE_COOKIE, userOfExternalClaim, type ExternalSignIn } from '../oauth/external-sign-in.ts';
 import type { GrantGone } from '../oauth/oauth-store.ts';
 import { SignInThrottle } from '../accounts/passwords.ts';
 
@@ -243,8 +246,10 @@ export function oauthInternalRoutes(options: { gatewayPublicUrl: string }) {
             { additionalProperties: false },
           ),
           headers: Type.Object({
-            [OAUTH_GRANT_HEADER]: Type.String({ maxLength: 128 }),
-            [OAUTH_SUBJECT_HEADER]: Type.String({ maxLength: 128 }),
+            [OAUTH_GRANT_HEADER]: Type.Optional(Type.String({ maxLength: 128 })),
+            [OAUTH_SUBJECT_HEADER]: Type.String({ maxLength: 512 }),
+            [OAUTH_ISSUER_HEADER]: Type.Optional(Type.String({ maxLength: 512 })),
+            [OAUTH_CLAIM_HEADER]: Type.Optional(Type.Union([Type.Literal('sub'), Type.Literal('email')])),
             'if-none-match': Type.Optional(Type.String()),
           }),
           response: {
@@ -261,15 +266,30 @@ export function oauthInternalRoutes(options: { gatewayPublicUrl: string }) {
         const resource = resourceOfPath(request.query.resource);
         if (!resource) throw new DomainError('VALIDATION_FAILED', 'resource is not a keyless MCP path');
         const ifNoneMatch = request.headers['if-none-match'];
-        const found = await lookupGrant(
-          app.domain.prisma,
-          request.headers[OAUTH_GRANT_HEADER],
-          request.headers[OAUTH_SUBJECT_HEADER],
-          resource,
-          options.gatewayPublicUrl,
-          (etag) => ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim() === etag),
-          clashes,
-        );
+        const unchanged = (etag: string) =>
+          ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim() === etag);
+        const db = app.domain.prisma;
+        const grant = request.headers[OAUTH_GRANT_HEADER];
+        const issuer = request.headers[OAUTH_ISSUER_HEADER];
+        const claim = request.headers[OAUTH_CLAIM_HEADER];
+        const subject = request.headers[OAUTH_SUBJECT_HEADER];
+        let found: GrantLookup = { kind: 'unknown' };
+        if (grant !== undefined) {
+          found = await lookupGrant(
+            db,
+            grant,
+            subject,
+            resource,
+            options.gatewayPublicUrl,
+            unchanged,
+            clashes,
+          );
+        } else if (issuer !== undefined && claim !== undefined) {
+          // An external authorization server's token: the person its claim names.
+          const userId = await userOfExternalClaim(db, issuer, claim, subject);
+          if (userId)
+            found = await lookupForUser(db, userId, `external:${issuer}`, resource, unchanged, clashes);
+        }
         switch (found.kind) {
           case 'aei-unchanged':
             return (reply as FastifyReply).status(304).header('etag', found.etag).send();
@@ -286,5 +306,83 @@ export function oauthInternalRoutes(options: { gatewayPublicUrl: string }) {
         }
       },
     );
+  };
+}
+
+/**
+ * Console sign-in through the external OpenID Connect provider, when one is set (OIDC_ISSUER):
+ * `GET /api/v2/sign-in/options` says which ways there are; `GET /api/v2/sign-in/oidc` starts one,
+ * `GET /api/v2/sign-in/oidc/callback` ends it, back on the console page it started from with the
+ * sign-in's token in the URL's fragment (`#bindery_token=`), or with `#sign_in_error=`.
+ */
+export function externalSignInRoutes(options: {
+  external: ExternalSignIn | undefined;
+  publicUrl: () => string;
+}) {
+  return async function routes(app: AdminApp): Promise<void> {
+    const { external } = options;
+    const callbackPath = '/api/v2/sign-in/oidc/callback';
+    app.get(
+      '/api/v2/sign-in/options',
+      {
+        schema: {
+          tags: ['users'],
+          summary:
+            'The ways to sign in to the console: a password, and the external provider when one is set',
+          response: {
+            200: Type.Object({
+              password: Type.Boolean(),
+              oidc: Type.Union([Type.Object({ name: Type.String() }), Type.Null()]),
+            }),
+          },
+        },
+      },
+      async () => ({ password: true, oidc: external ? { name: external.name } : null }),
+    );
+    app.get<{ Querystring: { return_to?: string } }>(
+      '/api/v2/sign-in/oidc',
+      hidden,
+      async (request, reply) => {
+        if (!external)
+          throw new DomainError('NOT_FOUND', 'no external sign-in provider is set (OIDC_ISSUER)');
+        const started = await external.start(
+          `${options.publicUrl()}${callbackPath}`,
+          request.query.return_to,
+        );
+        const secure = options.publicUrl().startsWith('https:') ? '; Secure' : '';
+        return reply
+          .header(
+            'set-cookie',
+            `${STATE_COOKIE}=${started.cookie}; Path=/api/v2/sign-in/oidc; HttpOnly; SameSite=Lax; Max-Age=600${secure}`,
+          )
+          .header('cache-control', 'no-store')
+          .redirect(started.location, 302);
+      },
+    );
+    app.get(callbackPath, hidden, async (request, reply) => {
+      if (!external) throw new DomainError('NOT_FOUND', 'no external sign-in provider is set (OIDC_ISSUER)');
+      const cookie = (request.headers.cookie ?? '')
+        .split(';')
+        .map((part) => part.trim())
+        .find((part) => part.startsWith(`${STATE_COOKIE}=`))
+        ?.slice(STATE_COOKIE.length + 1);
+      void reply
+        .header(
+          'set-cookie',
+          `${STATE_COOKIE}=; Path=/api/v2/sign-in/oidc; HttpOnly; SameSite=Lax; Max-Age=0`,
+        )
+        .header('cache-control', 'no-store');
+      try {
+        const done = await external.finish(
+          app.domain.prisma,
+          new URL(request.url, options.publicUrl()),
+          cookie,
+        );
+        return reply.redirect(`${done.returnTo}#bindery_token=${encodeURIComponent(done.answer.token)}`, 302);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        return reply.redirect(`/console/#sign_in_error=${encodeURIComponent(error.message)}`, 302);
+      }
+    });
   };
 }

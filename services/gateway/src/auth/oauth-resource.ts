@@ -25,16 +25,15 @@ import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetK
 import { LRUCache } from 'lru-cache';
 import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 import type { OAuthCredential } from '../control-plane/exposure-cache.ts';
+import type { ExternalAuthorizationServer } from '../config.ts';
 
 export interface ResourceServerOptions {
   /** Where MCP clients reach this gateway (GATEWAY_PUBLIC_URL, no trailing slash). */
   publicUrl: string;
   /** Where the control plane's API lives: its authorization server's metadata and JWKS. */
   controlPlaneUrl: string;
-  /** The authorization server's issuer (OAUTH_ISSUER); unset: as the control plane's metadata names it. */
-  issuer?: string | undefined;
-  /** Where its keys are published (OAUTH_JWKS_URL); unset: the control plane's `/oauth/jwks`. */
-  jwksUrl?: string | undefined;
+  /** External authorization-server mode; unset: the control plane's server, as its metadata names it. */
+  external?: ExternalAuthorizationServer | undefined;
   /** After a fetch of the keys, none again for this long, even for an unknown key id (30 s unless told). */
   jwksCooldownMs?: number;
 }
@@ -85,13 +84,16 @@ export class ResourceServer {
 
   constructor(options: ResourceServerOptions) {
     this.#options = options;
-    this.#issuer = options.issuer;
-    this.#jwks = createRemoteJWKSet(new URL(options.jwksUrl ?? `${options.controlPlaneUrl}/oauth/jwks`), {
-      // A token naming an unknown key fetches the set again at most every 30 s (a rotation).
-      cooldownDuration: options.jwksCooldownMs ?? 30_000,
-      cacheMaxAge: 10 * 60_000,
-      timeoutDuration: 5_000,
-    });
+    this.#issuer = options.external?.issuer;
+    this.#jwks = createRemoteJWKSet(
+      new URL(options.external?.jwksUrl ?? `${options.controlPlaneUrl}/oauth/jwks`),
+      {
+        // A token naming an unknown key fetches the set again at most every 30 s (a rotation).
+        cooldownDuration: options.jwksCooldownMs ?? 30_000,
+        cacheMaxAge: 10 * 60_000,
+        timeoutDuration: 5_000,
+      },
+    );
   }
 
   /** The absolute URL of a keyless path's Protected Resource Metadata. */
@@ -191,16 +193,18 @@ export class ResourceServer {
     } catch {
       return { refusal: UNAVAILABLE };
     }
+    const external = this.#options.external;
     let payload;
     try {
       ({ payload } = await jwtVerify(token, this.#jwks, {
         issuer,
-        audience,
+        audience: external?.audience ?? audience,
         algorithms: ['ES256', 'RS256', 'PS256', 'EdDSA'],
         requiredClaims: ['exp', 'sub'],
         clockTolerance: 5,
-        // RFC 9068: access tokens say what they are (an ID token never passes).
-        typ: 'at+jwt',
+        // RFC 9068: the built-in server's access tokens say what they are (an ID token never
+        // passes); external servers' often do not (their audience keeps ID tokens out).
+        ...(external === undefined && { typ: 'at+jwt' }),
       }));
     } catch (error) {
       // The keys could not be read (the control plane down, say): not the token's fault.
@@ -213,27 +217,57 @@ export class ResourceServer {
       }
       return { refusal: this.unauthorized(resourcePath, reasonOf(error)) };
     }
-    const grantId = payload[GRANT_CLAIM];
-    if (typeof grantId !== 'string' || grantId === '' || typeof payload.sub !== 'string') {
-      return { refusal: this.unauthorized(resourcePath, 'the token names no grant') };
+    let verified: Verified;
+    // Entra and others put scopes in `scp`; RFC 9068 says `scope`.
+    const scope =
+      typeof payload.scope === 'string' ? payload.scope : typeof payload.scp === 'string' ? payload.scp : '';
+    if (external) {
+      const person = payload[external.userClaim];
+      if (typeof person !== 'string' || person === '') {
+        return { refusal: this.unauthorized(resourcePath, `the token has no ${external.userClaim} claim`) };
+      }
+      if (external.userClaim === 'email' && payload.email_verified === false) {
+        return { refusal: this.unauthorized(resourcePath, 'the token’s email is not verified') };
+      }
+      verified = {
+        grantId: '',
+        subject: person,
+        scopes: scopesOf(scope),
+        expiresAt: (payload.exp ?? 0) * 1000,
+      };
+    } else {
+      const grantId = payload[GRANT_CLAIM];
+      if (typeof grantId !== 'string' || grantId === '' || typeof payload.sub !== 'string') {
+        return { refusal: this.unauthorized(resourcePath, 'the token names no grant') };
+      }
+      verified = {
+        grantId,
+        subject: payload.sub,
+        scopes: scopesOf(scope),
+        expiresAt: (payload.exp ?? 0) * 1000,
+      };
     }
-    const scope = typeof payload.scope === 'string' ? payload.scope : '';
-    const verified: Verified = {
-      grantId,
-      subject: payload.sub,
-      scopes: new Set(scope.split(' ').filter(Boolean)),
-      expiresAt: (payload.exp ?? 0) * 1000,
-    };
     this.#verified.set(cacheKey, verified, { ttl: Math.max(1, verified.expiresAt - Date.now()) });
     return this.#admitted(verified, resourcePath);
   }
 
   #admitted(verified: Verified, resourcePath: string): Verification {
+    const external = this.#options.external;
     return {
-      credential: { kind: 'oauth', grantId: verified.grantId, subject: verified.subject, resourcePath },
+      credential: {
+        kind: 'oauth',
+        grantId: verified.grantId,
+        subject: verified.subject,
+        resourcePath,
+        ...(external && { external: { issuer: external.issuer, claim: external.userClaim } }),
+      },
       scopes: verified.scopes,
     };
   }
+}
+
+function scopesOf(scope: string): ReadonlySet<string> {
+  return new Set(scope.split(' ').filter(Boolean));
 }
 
 const UNAVAILABLE: JsonRpcErrorAnswer = {

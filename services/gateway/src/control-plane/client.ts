@@ -8,7 +8,9 @@ import {
   ERROR_CODES,
   EXECUTE_BATCH_MEDIA_TYPE,
   PERSONAL_KEY_HEADER,
+  OAUTH_CLAIM_HEADER,
   OAUTH_GRANT_HEADER,
+  OAUTH_ISSUER_HEADER,
   OAUTH_SUBJECT_HEADER,
   type CallerIdentity,
   type ConfigV2,
@@ -428,13 +430,22 @@ export class ControlPlaneClient {
    * trip, answered like `callerConfig`: unknown once the grant is revoked or expired.
    */
   async grantConfig(
-    token: { grantId: string; subject: string; resourcePath: string },
+    token: {
+      grantId: string;
+      subject: string;
+      resourcePath: string;
+      external?: { issuer: string; claim: 'sub' | 'email' } | undefined;
+    },
     etag: string | undefined,
   ): Promise<KeyAnswer> {
-    const headers: Record<string, string> = {
-      [OAUTH_GRANT_HEADER]: token.grantId,
-      [OAUTH_SUBJECT_HEADER]: token.subject,
-    };
+    // A built-in token names its grant; an external one its issuer and the claim naming the person.
+    const headers: Record<string, string> = token.external
+      ? {
+          [OAUTH_ISSUER_HEADER]: token.external.issuer,
+          [OAUTH_CLAIM_HEADER]: token.external.claim,
+          [OAUTH_SUBJECT_HEADER]: token.subject,
+        }
+      : { [OAUTH_GRANT_HEADER]: token.grantId, [OAUTH_SUBJECT_HEADER]: token.subject };
     if (etag !== undefined) headers['if-none-match'] = etag;
     const res = await this.#request(
       'config',

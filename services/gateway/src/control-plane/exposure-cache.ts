@@ -56,6 +56,8 @@ export interface OAuthCredential {
   subject: string;
   /** The keyless URL's path (`/api/v2/mcp/aei/{id}`, `/api/v2/mcp/caller[/{caller}]`). */
   resourcePath: string;
+  /** An external authorization server's token: its issuer, and the claim `subject` is the value of. */
+  external?: { issuer: string; claim: 'sub' | 'email' } | undefined;
 }
 
 /**
@@ -65,7 +67,10 @@ export interface OAuthCredential {
 export function credentialHash(credential: Credential): string {
   if (credential.kind === 'api_key') return keyHash(credential.apiKey);
   if (credential.kind === 'oauth') {
-    return keyHash(`oauth\n${credential.grantId}\n${credential.subject}\n${credential.resourcePath}`);
+    const issuer = credential.external?.issuer ?? '';
+    return keyHash(
+      `oauth\n${issuer}\n${credential.grantId}\n${credential.subject}\n${credential.resourcePath}`,
+    );
   }
   return keyHash(`${credential.personalKey}\n${credential.caller ?? ''}`);
 }
