@@ -78,9 +78,17 @@ export async function runAuthorizationScenarios(
       process.stdout.write(chunk);
       output += chunk;
       const url = /^(https?:\/\/\S+\/oauth\/authorize\?\S+)$/mu.exec(output)?.[1];
-      if (url && !consented) consented = consent(url);
+      if (url && !consented) {
+        consented = consent(url).catch((error: unknown) => {
+          console.error(`the browser could not consent: ${(error as Error).message}`);
+          run.kill();
+        });
+      }
     });
+    // The suite waits up to 5 minutes for the callback; this run gives it 2.
+    const timer = setTimeout(() => run.kill(), 120_000);
     const status = await new Promise<number | null>((resolve) => run.on('exit', resolve));
+    clearTimeout(timer);
     await consented;
     return status === 0;
   } finally {

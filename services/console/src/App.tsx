@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { User } from '@bindery/contracts';
-import { api, storeToken, storedToken, whenUnauthorized } from './api.ts';
+import { SIGN_IN_NONCE, api, storeToken, storedToken, whenUnauthorized } from './api.ts';
 import { Link, navigate, useRoute } from './router.tsx';
 import { Callers, Connect } from './screens/Callers.tsx';
 import { Data } from './screens/Data.tsx';
@@ -73,7 +73,12 @@ export function App() {
     const refused = fragment.get('sign_in_error');
     if (given !== null || refused !== null) {
       window.history.replaceState(null, '', window.location.pathname + window.location.search);
-      if (given !== null) storeToken(given);
+      // Only the answer to a sign-in this tab started (a link carrying someone's token is not).
+      const expected = sessionStorage.getItem(SIGN_IN_NONCE);
+      sessionStorage.removeItem(SIGN_IN_NONCE);
+      if (given !== null && expected !== null && fragment.get('bindery_nonce') === expected)
+        storeToken(given);
+      else if (given !== null) setNotice('A sign-in this tab did not start was ignored.');
       if (refused !== null) setNotice(`Not signed in: ${refused}`);
     }
     // A token kept from earlier in this tab: check it is still accepted.

@@ -5,6 +5,8 @@
 import type { ErrorBody } from '@bindery/contracts';
 
 const TOKEN_KEY = 'bindery.adminToken';
+/** The external sign-in this tab started: its answer must carry the same value. */
+export const SIGN_IN_NONCE = 'bindery.signInNonce';
 
 export function storedToken(): string | null {
   return sessionStorage.getItem(TOKEN_KEY);

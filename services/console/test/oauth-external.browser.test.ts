@@ -116,6 +116,18 @@ describe('signing in through an external provider', () => {
     expect(errors.problems).toEqual([]);
   });
 
+  it('a token in a link this tab did not ask for is ignored (no signing in as someone else)', async () => {
+    // A new tab opening a link that carries someone's sign-in.
+    const tab = await page.context().newPage();
+    await tab.goto(
+      `${cp.url}/console/#bindery_token=${encodeURIComponent(token)}&bindery_nonce=not-this-tab`,
+    );
+    await tab.getByText('A sign-in this tab did not start was ignored.').waitFor();
+    expect(await tab.evaluate(() => sessionStorage.getItem('bindery.adminToken'))).toBeNull();
+    expect(tab.url()).not.toContain('bindery_token');
+    await tab.close();
+  });
+
   it('a callback without the sign-in’s state is refused, and the console says why', async () => {
     await page.evaluate(() => sessionStorage.clear());
     await page.goto(`${cp.url}/api/v2/sign-in/oidc/callback?code=forged&state=forged`);

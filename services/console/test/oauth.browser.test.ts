@@ -182,6 +182,15 @@ beforeAll(async () => {
       // Client ID Metadata Documents on loopback (tests reach nothing else), over TLS it trusts.
       HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.0/8',
       NODE_EXTRA_CA_CERTS: tls.certFile,
+      // A client the operator registered (it cannot register itself).
+      OAUTH_CLIENTS: JSON.stringify([
+        {
+          client_id: 'operator-client',
+          client_name: 'Operator Agent',
+          redirect_uris: [`http://${callbackBase}/callback`],
+          token_endpoint_auth_method: 'none',
+        },
+      ]),
       // Every request logged: the last test greps the logs for what must never be in them.
       LOG_REQUESTS: 'true',
       LOG_LEVEL: 'debug',
@@ -426,6 +435,25 @@ describe('a client identified by its metadata document', () => {
     await client.close();
   });
 
+  it('a client the operator registered is shown as such, and "Deny" sends access_denied back', async () => {
+    const url = new URL(`${issuer}/oauth/authorize`);
+    url.search = new URLSearchParams({
+      client_id: 'operator-client',
+      redirect_uri: `http://${callbackBase}/callback`,
+      response_type: 'code',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+      resource: keyless(ada.aeiId),
+      state: 'denied-state',
+    }).toString();
+    const back = await consent(url, 'Deny', async () => {
+      await page.getByText('registered by an administrator').waitFor();
+    });
+    expect(back.searchParams.get('error')).toBe('access_denied');
+    expect(back.searchParams.get('state')).toBe('denied-state');
+    expect(back.searchParams.get('code')).toBeNull();
+  });
+
   it('a document that redirects is refused', async () => {
     const redirecting = cimdUrl.replace('client.json', 'redirecting.json');
     const url = new URL(`${issuer}/oauth/authorize`);
@@ -493,6 +521,30 @@ describe('what the authorization server refuses', () => {
     }
   });
 
+  it('a native client’s loopback redirect may use any port (RFC 8252); a web client’s may not', async () => {
+    const native = await fetch(`${issuer}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_name: 'Native',
+        application_type: 'native',
+        redirect_uris: ['http://127.0.0.1:1234/cb'],
+      }),
+    });
+    expect(native.status).toBe(201);
+    const nativeId = (await native.json()).client_id as string;
+    const res = await fetch(authorizeUrl({ client_id: nativeId, redirect_uri: 'http://127.0.0.1:5678/cb' }), {
+      redirect: 'manual',
+    });
+    await res.text();
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toMatch(/^\/oauth\/interaction\//u);
+    const web = await fetch(authorizeUrl({ redirect_uri: redirect().replace(/:\d+\//u, ':1/') }), {
+      redirect: 'manual',
+    });
+    expect(web.status).toBe(400);
+  });
+
   it('a resource that is not a keyless URL of this Bindery', async () => {
     const res = await fetch(authorizeUrl({ resource: 'https://elsewhere.example/mcp' }), {
       redirect: 'manual',
@@ -513,8 +565,8 @@ describe('what the authorization server refuses', () => {
       if (res.status === 429) refused += 1;
       else expect(res.status).toBe(201);
     }
-    // Three registrations came before (the first agent, the narrow one and the probe).
-    expect(refused).toBe(25 - (20 - 3));
+    // Four registrations came before (the first agent, the narrow one, the probe, the native one).
+    expect(refused).toBe(25 - (20 - 4));
   });
 });
 

@@ -110,6 +110,7 @@ export interface AppOptions {
         | 'oauthIssuer'
         | 'oauthKeyRotationMs'
         | 'oidc'
+        | 'oauthClients'
         | 'gatewayUrls'
         | 'upstreamStdioCommands'
         | 'upstreamRefreshMs'
@@ -281,6 +282,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       outbound,
       grantGone,
       keyRotationMs: options.config.oauthKeyRotationMs ?? DEFAULT_KEY_ROTATION_MS,
+      clients: options.config.oauthClients ?? [],
       log: app.log.child({ component: 'oauth' }),
     });
   if (authorization) app.addHook('onClose', () => authorization.close());
@@ -322,7 +324,13 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(tableRoutes);
       await v2.register(adiRoutes, { outbound });
       await v2.register(aeiRoutes({ gatewayPublicUrl }));
-      await v2.register(oauthGrantRoutes({ gatewayPublicUrl, gone: grantGone }));
+      await v2.register(
+        oauthGrantRoutes({
+          gatewayPublicUrl,
+          gone: grantGone,
+          registered: (clientId) => authorization?.registered(clientId) ?? false,
+        }),
+      );
       await v2.register(callerRoutes({ gatewayPublicUrl }));
       await v2.register(gatewayRoutes({ gatewayUrls: options.config.gatewayUrls ?? [], gatewayPublicUrl }));
       await v2.register(bindingRoutes);

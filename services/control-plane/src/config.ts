@@ -52,6 +52,8 @@ export interface Config {
   oauthIssuer?: string | undefined;
   /** The OAuth signing key is replaced after this long (ms). */
   oauthKeyRotationMs?: number;
+  /** OAuth clients the operator registered (OAUTH_CLIENTS): RFC 7591 metadata each. */
+  oauthClients?: Record<string, unknown>[];
   /** An external OpenID Connect provider for console sign-in (OIDC_*); unset: passwords only. */
   oidc?: { issuer: string; clientId: string; clientSecret: string | undefined; name: string } | undefined;
   /** Seed the demo on an empty database: true/false forced, undefined = only on embedded PGlite. */
@@ -159,6 +161,28 @@ export const CUSTOM_TOOL_DEFAULTS = {
 export const DEFAULT_OPENAPI_IMPORT_MAX_BYTES = settings.OPENAPI_IMPORT_MAX_BYTES.fallback({});
 
 /** Every invalid setting of a start, one line each (one problem: just that line). */
+/** OAUTH_CLIENTS: a JSON array of objects each with a client_id and redirect_uris. */
+function parseClients(text: string | undefined): Record<string, unknown>[] {
+  if (text === undefined || text.trim() === '') return [];
+  let clients: unknown;
+  try {
+    clients = JSON.parse(text);
+  } catch {
+    throw new ConfigError('OAUTH_CLIENTS: not JSON (a JSON array of client metadata)');
+  }
+  const valid =
+    Array.isArray(clients) &&
+    clients.every(
+      (c) =>
+        typeof c === 'object' &&
+        c !== null &&
+        typeof (c as { client_id?: unknown }).client_id === 'string' &&
+        Array.isArray((c as { redirect_uris?: unknown }).redirect_uris),
+    );
+  if (!valid) throw new ConfigError('OAUTH_CLIENTS: each client needs a client_id and redirect_uris');
+  return clients as Record<string, unknown>[];
+}
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -194,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     gatewayPublicUrl: v.GATEWAY_PUBLIC_URL,
     oauthIssuer: v.OAUTH_ISSUER,
     oauthKeyRotationMs: v.OAUTH_KEY_ROTATION_DAYS * 86_400_000,
+    oauthClients: parseClients(v.OAUTH_CLIENTS),
     oidc:
       v.OIDC_ISSUER === undefined
         ? undefined

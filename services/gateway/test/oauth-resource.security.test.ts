@@ -144,7 +144,10 @@ describe('verifying an access token', () => {
         .setAudience(aud)
         .setExpirationTime('10m')
         .sign(keys.k1!);
-    const ok = await rs.verify(await external({ email: 'ada@example.test', scp: 'mcp:tools' }), PATH);
+    const ok = await rs.verify(
+      await external({ email: 'ada@example.test', email_verified: true, scp: 'mcp:tools' }),
+      PATH,
+    );
     if (ok.refusal) throw new Error(`refused: ${ok.refusal.message}`);
     expect(ok.credential).toMatchObject({
       subject: 'ada@example.test',
@@ -152,11 +155,19 @@ describe('verifying an access token', () => {
     });
     expect([...ok.scopes]).toEqual(['mcp:tools']);
     expect(
-      (await rs.verify(await external({ email: 'a@b.test' }, 'https://other.test'), PATH)).refusal?.status,
+      (
+        await rs.verify(
+          await external({ email: 'a@b.test', email_verified: true }, 'https://other.test'),
+          PATH,
+        )
+      ).refusal?.status,
     ).toBe(401);
     expect(
       (await rs.verify(await external({ email: 'a@b.test', email_verified: false }), PATH)).refusal?.message,
     ).toContain('not verified');
+    expect((await rs.verify(await external({ email: 'a@b.test' }), PATH)).refusal?.message).toContain(
+      'not verified',
+    );
     expect((await rs.verify(await external({}), PATH)).refusal?.message).toContain('no email claim');
     // The built-in server's tokens are not taken in external mode (another issuer).
     expect((await rs.verify(await token({}), PATH)).refusal?.status).toBe(401);

@@ -141,8 +141,13 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       default: 30,
       doc: 'the OAuth access tokens’ signing key is replaced after this many days (the old one is published a day longer)',
     }),
+    OAUTH_CLIENTS: string({
+      doc:
+        'OAuth clients registered by the operator, as a JSON array of client metadata (RFC 7591: `client_id`, ' +
+        '`client_name`, `redirect_uris`, and `client_secret` for a confidential client); for clients that cannot ' +
+        'register themselves; unset = none',
+    }),
     OIDC_ISSUER: url({
-      base: true,
       doc:
         'an external OpenID Connect provider people may sign in to the console with (its issuer URL; HTTPS, or HTTP on ' +
         'loopback); its redirect URI is `{OAUTH_ISSUER}/api/v2/sign-in/oidc/callback`; unset = passwords only',

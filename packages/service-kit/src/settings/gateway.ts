@@ -35,7 +35,6 @@ export const GATEWAY_SETTINGS = defineSettings(
         'resources under it, and access tokens must be for them exactly',
     }),
     OAUTH_EXTERNAL_ISSUER: url({
-      base: true,
       doc:
         'external authorization-server mode: the issuer whose access tokens the keyless MCP URLs take instead of the ' +
         'control plane’s (their metadata names it); unset = the control plane’s built-in server',

@@ -1,6 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import type { SignInAnswer, User } from '@bindery/contracts';
-import { api } from '../api.ts';
+import { SIGN_IN_NONCE, api } from '../api.ts';
 import { TextField } from '../forms.tsx';
 import { ErrorMessage } from '../ui.tsx';
 
@@ -8,6 +8,14 @@ import { ErrorMessage } from '../ui.tsx';
  * The way in: a name and password (a person who set one under "Your account"), or an admin token
  * pasted (the root token printed at the first start, or one made for automation).
  */
+/** Where the external sign-in starts, with a nonce this tab keeps to recognise its answer. */
+function startExternalSignIn(): string {
+  const nonce = crypto.randomUUID();
+  sessionStorage.setItem(SIGN_IN_NONCE, nonce);
+  const query = new URLSearchParams({ return_to: window.location.pathname, nonce });
+  return `/api/v2/sign-in/oidc?${query.toString()}`;
+}
+
 export function Login({
   onLogin,
   notice,
@@ -86,7 +94,11 @@ export function Login({
           <p>
             <a
               className="button secondary"
-              href={`/api/v2/sign-in/oidc?return_to=${encodeURIComponent(window.location.pathname)}`}
+              href="/api/v2/sign-in/oidc"
+              onClick={(event) => {
+                event.preventDefault();
+                window.location.assign(startExternalSignIn());
+              }}
             >
               Sign in with {provider}
             </a>

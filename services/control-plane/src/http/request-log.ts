@@ -10,7 +10,10 @@ import type { FastifyRequest } from 'fastify';
 export function serializeRequest(request: FastifyRequest) {
   return {
     method: request.method,
-    url: redactApiKeyInUrl(request.url),
+    // The external sign-in's callback carries a code and state in its query: never logged.
+    url: request.url.startsWith('/api/v2/sign-in/oidc/callback')
+      ? '/api/v2/sign-in/oidc/callback?…'
+      : redactApiKeyInUrl(request.url),
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,

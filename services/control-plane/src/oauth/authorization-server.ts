@@ -78,6 +78,8 @@ export interface AuthorizationServerOptions {
   grantGone: GrantGone;
   /** A key older than this is rotated (ms). */
   keyRotationMs: number;
+  /** Clients the operator registered (OAUTH_CLIENTS). */
+  clients: Record<string, unknown>[];
   log: FastifyBaseLogger;
 }
 
@@ -138,6 +140,11 @@ export class AuthorizationServer {
     await this.#built!.handler(req, res);
   }
 
+  /** Whether a client id is one the operator registered. */
+  registered(clientId: string): boolean {
+    return this.#options.clients.some((client) => client.client_id === clientId);
+  }
+
   close(): void {
     for (const timer of this.#timers) clearInterval(timer);
   }
@@ -148,6 +155,7 @@ export class AuthorizationServer {
     const cookieKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'bindery oauth cookies', 32));
     return {
       adapter: oauthStore(db, grantGone),
+      clients: this.#options.clients as unknown as Configuration['clients'],
       jwks: { keys: privateKeys },
       cookies: { keys: [cookieKey.toString('base64url')] },
       routes: OAUTH_ROUTES,

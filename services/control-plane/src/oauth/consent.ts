@@ -70,6 +70,8 @@ export interface ConsentDeps {
   db: PrismaClient;
   provider: Provider;
   gatewayPublicUrl: string;
+  /** Whether a client id is one the operator registered (OAUTH_CLIENTS). */
+  registered: (clientId: string) => boolean;
 }
 
 /** What the consent screen shows for interaction `uid`. */
@@ -101,7 +103,7 @@ export async function consentDetails(
     client: {
       client_id: clientId,
       name: typeof client.clientName === 'string' ? client.clientName : null,
-      kind: clientKind(clientId, false),
+      kind: clientKind(clientId, deps.registered(clientId)),
       redirect_host: URL.parse(redirectUri)?.host ?? redirectUri,
     },
     resources,

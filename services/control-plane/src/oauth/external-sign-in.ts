@@ -2,9 +2,10 @@
  * Console sign-in through an external OpenID Connect provider (OIDC_ISSUER, OIDC_CLIENT_ID,
  * OIDC_CLIENT_SECRET; decision 073), with `openid-client` (a certified relying-party library):
  * authorization code with PKCE, `state` and `nonce` kept in a signed, short-lived cookie, the ID
- * token verified by the library. The person is found by the provider's subject (`{issuer}|{sub}`,
- * linked at their first sign-in), else by the provider's verified email among people who signed in
- * through it before, else made (named by the `name` claim, else the email, else the subject). The
+ * token verified by the library. The person is found by the provider's subject (`{issuer}|{sub}`),
+ * else made at their first sign-in (named by the `name` claim, else the email, else the subject;
+ * the verified email kept, and refused when another account has it: an email never opens an
+ * existing account). The
  * answer is the console sign-in an admin token gives (decision 072), handed to the console in the
  * URL's fragment, which browsers never send to a server.
  */
@@ -29,6 +30,8 @@ export const STATE_COOKIE = 'bindery_oidc';
 const STATE_TTL_MS = 10 * 60 * 1000;
 
 interface PendingSignIn {
+  /** The console tab's own random value: it takes the answer only when it is its own. */
+  browser: string;
   state: string;
   nonce: string;
   verifier: string;
@@ -95,10 +98,21 @@ export class ExternalSignIn {
   }
 
   /** Where to send the browser, and the cookie to set (the sign-in's state). */
-  async start(callbackUrl: string, returnTo: unknown): Promise<{ location: string; cookie: string }> {
+  async start(
+    callbackUrl: string,
+    returnTo: unknown,
+    browser: unknown,
+  ): Promise<{ location: string; cookie: string }> {
+    if (typeof browser !== 'string' || !/^[A-Za-z0-9-]{16,64}$/u.test(browser)) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        'start the sign-in from the console (it sends a random `nonce`)',
+      );
+    }
     const client = await import('openid-client');
     const config = await this.#unavailableWhenFailing();
     const pending: PendingSignIn = {
+      browser,
       state: client.randomState(),
       nonce: client.randomNonce(),
       verifier: client.randomPKCECodeVerifier(),
@@ -149,13 +163,12 @@ export class ExternalSignIn {
       // The ID token may carry the subject alone; the rest of the profile is at userinfo.
       if (claims && (claims.email === undefined || claims.name === undefined)) {
         const profile = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
-        claims = {
-          ...profile,
-          ...claims,
-          email: claims.email ?? profile.email,
-          name: claims.name ?? profile.name,
-          email_verified: claims.email_verified ?? profile.email_verified,
-        };
+        // An email and whether it was verified come from one source together.
+        const mail =
+          claims.email !== undefined
+            ? { email: claims.email, email_verified: claims.email_verified }
+            : { email: profile.email, email_verified: profile.email_verified };
+        claims = { ...claims, ...mail, name: claims.name ?? profile.name };
       }
     } catch {
       // The provider's answer (its error, its tokens) is never echoed.
@@ -164,7 +177,7 @@ export class ExternalSignIn {
     if (!claims) throw new DomainError('UNAUTHORIZED', `${this.#settings.name} sent no identity`);
     const user = await personFor(db, String(claims.iss), claims);
     if (user.disabledAt) throw new DomainError('UNAUTHORIZED', 'this user is disabled');
-    return { answer: await signInTokenFor(db, user), returnTo: pending.returnTo };
+    return { answer: await signInTokenFor(db, user), returnTo: pending.returnTo, browser: pending.browser };
   }
 }
 
@@ -179,20 +192,22 @@ async function personFor(
   if (linked) return linked;
   const email =
     typeof claims.email === 'string' && claims.email_verified === true ? claims.email.toLowerCase() : null;
-  if (email) {
-    const byEmail = await db.user.findUnique({ where: { email } });
-    if (byEmail && byEmail.oidcSubject === null) {
-      return db.user.update({ where: { id: byEmail.id }, data: { oidcSubject: subject } });
-    }
-    if (byEmail) {
-      throw new DomainError('UNAUTHORIZED', 'another account of this provider is linked to this email');
-    }
+  // An email is never enough to enter an existing account: another subject with it is refused.
+  if (email && (await db.user.findUnique({ where: { email } }))) {
+    throw new DomainError('UNAUTHORIZED', 'another account already signed in with this email');
   }
   const name =
     typeof claims.name === 'string' && claims.name.trim() !== '' ? claims.name.trim() : (email ?? claims.sub);
-  return db.user.create({
-    data: { id: newId('usr'), name: name.slice(0, 200), oidcSubject: subject, email },
-  });
+  try {
+    return await db.user.create({
+      data: { id: newId('usr'), name: name.slice(0, 200), oidcSubject: subject, email },
+    });
+  } catch (error) {
+    // The same person's first sign-in twice at once: the other one made them.
+    const made = await db.user.findUnique({ where: { oidcSubject: subject } });
+    if (made) return made;
+    throw error;
+  }
 }
 
 /** The user an external access token's claim names (external authorization-server mode). */
@@ -205,6 +220,10 @@ export async function userOfExternalClaim(
   const user =
     claim === 'sub'
       ? await db.user.findUnique({ where: { oidcSubject: `${issuer}|${value}` }, select: { id: true } })
-      : await db.user.findUnique({ where: { email: value.toLowerCase() }, select: { id: true } });
+      : // Only a person who signed in through this very provider (an email alone proves nothing).
+        await db.user.findFirst({
+          where: { email: value.toLowerCase(), oidcSubject: { startsWith: `${issuer}|` } },
+          select: { id: true },
+        });
   return user?.id;
 }

@@ -59,6 +59,7 @@ export async function listGrants(
   db: PrismaClient,
   principal: Principal,
   gatewayPublicUrl: string,
+  registered: (clientId: string) => boolean = () => false,
 ): Promise<OAuthGrant[]> {
   const rows = await db.oAuthEntry.findMany({
     where: {
@@ -87,7 +88,7 @@ export async function listGrants(
       id: row.id,
       client_id: clientId,
       client_name: typeof clientName === 'string' ? clientName : null,
-      client_kind: clientKind(clientId, false),
+      client_kind: clientKind(clientId, registered(clientId)),
       resources,
       created_at: row.createdAt.toISOString(),
       expires_at: row.expiresAt?.toISOString() ?? null,

@@ -40,11 +40,11 @@ async function newKey(db: PrismaClient, keyring: SecretSealer): Promise<void> {
 }
 
 /**
- * A new key is published this long before it signs: longer than control planes take to read the
- * key set again (5 minutes) and than gateways keep a JWKS without asking again, so no gateway
- * meets a token signed by a key it cannot find.
+ * A new key is published this long before it signs: longer than a control plane may serve a key
+ * set without reading it again (5 minutes) plus how long gateways keep a JWKS (10 minutes), with a
+ * margin for clocks, so no gateway meets a token signed by a key it cannot find.
  */
-export const PUBLISHED_BEFORE_SIGNING_MS = 10 * 60 * 1000;
+export const PUBLISHED_BEFORE_SIGNING_MS = 20 * 60 * 1000;
 
 /**
  * The keys to sign and publish with:

@@ -126,6 +126,7 @@ export function authorizationServerRoutes(options: OAuthRouteOptions) {
         db: app.domain.prisma,
         provider: await server.provider(),
         gatewayPublicUrl: options.gatewayPublicUrl,
+        registered: (clientId: string) => server.registered(clientId),
       };
     };
     const Uid = Type.Object({ uid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
@@ -192,7 +193,11 @@ export function authorizationServerRoutes(options: OAuthRouteOptions) {
 }
 
 /** A person's grants (under /api/v2, behind the admin token check). */
-export function oauthGrantRoutes(options: { gatewayPublicUrl: string; gone: GrantGone }) {
+export function oauthGrantRoutes(options: {
+  gatewayPublicUrl: string;
+  gone: GrantGone;
+  registered: (clientId: string) => boolean;
+}) {
   return async function routes(app: AdminApp): Promise<void> {
     const tags = ['oauth'];
     app.get(
@@ -206,7 +211,12 @@ export function oauthGrantRoutes(options: { gatewayPublicUrl: string; gone: Gran
         },
       },
       async (request) => ({
-        items: await listGrants(app.domain.prisma, request.principal, options.gatewayPublicUrl),
+        items: await listGrants(
+          app.domain.prisma,
+          request.principal,
+          options.gatewayPublicUrl,
+          options.registered,
+        ),
       }),
     );
     app.delete(
@@ -339,7 +349,7 @@ export function externalSignInRoutes(options: {
       },
       async () => ({ password: true, oidc: external ? { name: external.name } : null }),
     );
-    app.get<{ Querystring: { return_to?: string } }>(
+    app.get<{ Querystring: { return_to?: string; nonce?: string } }>(
       '/api/v2/sign-in/oidc',
       hidden,
       async (request, reply) => {
@@ -348,6 +358,7 @@ export function externalSignInRoutes(options: {
         const started = await external.start(
           `${options.publicUrl()}${callbackPath}`,
           request.query.return_to,
+          request.query.nonce,
         );
         const secure = options.publicUrl().startsWith('https:') ? '; Secure' : '';
         return reply
@@ -378,7 +389,12 @@ export function externalSignInRoutes(options: {
           new URL(request.url, options.publicUrl()),
           cookie,
         );
-        return reply.redirect(`${done.returnTo}#bindery_token=${encodeURIComponent(done.answer.token)}`, 302);
+        // The tab that started the sign-in knows its nonce, and takes the token only with it.
+        const fragment = new URLSearchParams({
+          bindery_token: done.answer.token,
+          bindery_nonce: done.browser,
+        });
+        return reply.redirect(`${done.returnTo}#${fragment.toString()}`, 302);
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         return reply.redirect(`/console/#sign_in_error=${encodeURIComponent(error.message)}`, 302);

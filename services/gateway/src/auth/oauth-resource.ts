@@ -226,7 +226,8 @@ export class ResourceServer {
       if (typeof person !== 'string' || person === '') {
         return { refusal: this.unauthorized(resourcePath, `the token has no ${external.userClaim} claim`) };
       }
-      if (external.userClaim === 'email' && payload.email_verified === false) {
+      // An email names a person only when the provider says it verified it.
+      if (external.userClaim === 'email' && payload.email_verified !== true) {
         return { refusal: this.unauthorized(resourcePath, 'the token’s email is not verified') };
       }
       verified = {
