@@ -7,7 +7,7 @@
  * `tools/call` at concurrency 32 for each, and the token path's throughput against the key's
  * (target: within 10%).
  */
-import { freePort, oauthTokens } from '@bindery/test-support';
+import { adminCall, freePort, oauthTokens } from '@bindery/test-support';
 import { ADMIN_TOKEN, startControlPlane, startGateway } from './support/control-plane.ts';
 import { ms, summarize } from './support/stats.ts';
 import { toolCallResult } from './support/answers.ts';
@@ -25,15 +25,12 @@ const cp = await startControlPlane('postgres', {
 });
 const gw = await startGateway(cp.url, { GATEWAY_PORT: String(gatewayPort), GATEWAY_PUBLIC_URL: publicUrl });
 
+/** The admin API as root; throws on an error status. */
 async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${cp.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
+  const answer = await adminCall(cp.url, ADMIN_TOKEN, method, path, body);
+  if (answer.status >= 300)
+    throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return answer.body as Record<string, unknown>;
 }
 
 try {
