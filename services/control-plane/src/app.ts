@@ -12,7 +12,7 @@ import {
   loggerOptions,
   subscribeInvalidations,
 } from '@bindery/service-kit';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import { localUrl } from '@bindery/service-kit/settings';
 import {
   AUDIT_DEFAULTS,
@@ -30,6 +30,7 @@ import { DEFAULT_CONSOLE_DIR, consoleRoutes } from './http/console.ts';
 import { frameworkErrorAnswer, registerErrorHandler } from './http/error-handler.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { refuseAmbiguousFraming } from './http/request-framing.ts';
+import { lazySerializers } from './http/lazy-serializers.ts';
 import { requestValidatorCompiler } from './http/request-validation.ts';
 import { refuseDotSegments } from './http/static-paths.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
@@ -48,6 +49,7 @@ import {
   RedisTableVersions,
   type TableVersions,
 } from './context/table-versions.ts';
+import { NotifyTableVersions } from './context/table-version-notify.ts';
 import { purgeExpiredOutcomes } from './kinds/idempotency.ts';
 import { QueryPool } from './kinds/context/query-pool.ts';
 import { CustomToolSandbox } from './kinds/custom/sandbox/index.ts';
@@ -117,6 +119,7 @@ export interface AppOptions {
         | 'upstreamMessageMaxBytes'
         | 'upstreamCallMaxBytes'
         | 'tableVersionLeaseMs'
+        | 'databaseUrl'
         | 'tableMaxBytes'
         | 'tableWriteMaxBytes'
         | QuerySettings
@@ -127,8 +130,9 @@ export interface AppOptions {
   domain: DomainContext;
   /**
    * The database the app runs on. On embedded PGlite this process is the only writer, so tables'
-   * versions are kept in-process; on PostgreSQL they come from Redis (with `config.redisUrl`) or
-   * from the database (without it, or when this is absent), which is right with any number of
+   * versions are kept in-process; on PostgreSQL control planes share them through Redis (with
+   * `config.redisUrl`), else through the database's LISTEN/NOTIFY (with `config.databaseUrl`), else
+   * every read asks the database (when this is absent too); each is right with any number of
    * control planes.
    */
   engine?: 'postgres' | 'pglite';
@@ -144,6 +148,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Where the app's own logger writes (stdout otherwise); tests read what it logs. */
   logStream?: { write(line: string): void };
+  /** Sees every route as it is added (a test compiles every route's schemas). */
+  onRoute?: (route: RouteOptions) => void;
   /** Start the query worker pool (all its threads) at once; otherwise at the first long query. */
   warmQueryWorkers?: boolean;
   /** Start the custom tool sandbox's threads at once; otherwise at the first custom tool call or save. */
@@ -184,8 +190,10 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     frameworkErrors: frameworkErrorAnswer,
     // A request without Host is refused by refuseAmbiguousFraming, in the one error body.
     http: { requireHostHeader: false },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(requestValidatorCompiler());
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   const metrics = createMetrics({ pool: options.pool });
   const sandbox = customToolSandbox(options, app.log.child({ component: 'custom-tools' }), metrics);
   const contexts = contextStore(options, app.log.child({ component: 'contexts' }), metrics);
@@ -525,6 +533,19 @@ function contextStore(
     versions = new RedisTableVersions({
       url: options.config.redisUrl,
       scope,
+      log,
+      meter: metrics.tableVersions,
+      ...(options.config.tableVersionLeaseMs !== undefined && {
+        leaseMs: options.config.tableVersionLeaseMs,
+      }),
+    });
+  } else if (options.engine === 'postgres' && options.config.databaseUrl !== undefined) {
+    const prisma = options.domain.prisma;
+    versions = new NotifyTableVersions({
+      url: options.config.databaseUrl,
+      sql: options.sql ?? {
+        query: <T>(text: string, params: unknown[] = []) => prisma.$queryRawUnsafe<T[]>(text, ...params),
+      },
       log,
       meter: metrics.tableVersions,
       ...(options.config.tableVersionLeaseMs !== undefined && {

@@ -1,10 +1,12 @@
 // Pins that two control-plane processes on one PostgreSQL database, sharing tables' versions
-// through Redis, never serve a stale read: a write acknowledged by either one is seen by the very
-// next read on the other, every time (their reads come from their context caches otherwise, and
-// take the table's version from memory under their lease, asking Redis nothing), and so are a
-// replacement of the whole data and the deletion of the table. Also when the other one's Redis
-// connection drops, or it hangs (SIGSTOP) while the write is made: the write waits for its lease
-// to end, and it reads the write once it is back. One that stops leaves: writes no longer wait for it.
+// through Redis or, without it, through the database's LISTEN/NOTIFY, never serve a stale read: a
+// write acknowledged by either one is seen by the very next read on the other, every time (their
+// reads come from their context caches otherwise, and take the table's version from memory under
+// their lease, asking nothing), and so are a replacement of the whole data and the deletion of the
+// table. Also when the other one's listening connection is cut, or it hangs (SIGSTOP) while the
+// write is made: the write waits for its lease to end, and it reads the write once it is back. One
+// that stops leaves: writes no longer wait for it.
+import pg from 'pg';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { INTERNAL_TOKEN } from './support/app.ts';
@@ -21,18 +23,113 @@ const ADMIN = 'bnd_admin_replicas-test-root-token';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = 100;
 
+const redisClient = () => createClient({ url: REDIS_URL });
+
+async function withRedis<T>(fn: (redis: ReturnType<typeof redisClient>) => Promise<T>): Promise<T> {
+  const redis = redisClient();
+  await redis.connect();
+  try {
+    return await fn(redis);
+  } finally {
+    await redis.close();
+  }
+}
+
+async function withPg<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Where the two control planes share versions, and how a test looks at it. */
+interface Transport {
+  env: Record<string, string>;
+  /** Where a read that found no version in memory took it from. */
+  fallback: 'redis' | 'database';
+  /** Cuts `member`'s listening connection (the announcements it would hear are lost). */
+  cut(member: string): Promise<void>;
+  /** When `member`'s lease ends, as the shared store says (ms). */
+  leaseEnd(member: string): Promise<number>;
+  /** The members holding a lease. */
+  members(): Promise<string[]>;
+}
+
+/** The Redis key of the members' leases (from a control plane's log). */
+function membersKey(server: ServerProcess): string {
+  const key = /"members":"([^"]+)"/.exec(server.output())?.[1];
+  if (!key) throw new Error(`no lease taken:\n${server.output()}`);
+  return key;
+}
+
+const TRANSPORTS: { name: string; make: (url: string) => Transport }[] = [
+  {
+    name: 'Redis',
+    make: () => ({
+      env: { REDIS_URL },
+      fallback: 'redis',
+      cut: (member) =>
+        withRedis(async (redis) => {
+          const clients = String(await redis.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub']));
+          const line = clients.split('\n').find((l) => l.includes(`name=bindery-versions-${member}`));
+          const id = /\bid=(\d+)/.exec(line ?? '')?.[1];
+          expect(id, clients).toBeDefined();
+          await redis.sendCommand(['CLIENT', 'KILL', 'ID', id!]);
+        }),
+      leaseEnd: (member) => withRedis(async (redis) => Number(await redis.hGet(membersKey(first), member))),
+      members: () =>
+        withRedis(async (redis) => (await redis.hKeys(membersKey(first))).filter((f) => !f.startsWith('~'))),
+    }),
+  },
+  {
+    name: 'PostgreSQL LISTEN/NOTIFY (no Redis)',
+    make: (url) => ({
+      env: {},
+      fallback: 'database',
+      cut: (member) =>
+        withPg(url, async (client) => {
+          const { rows } = await client.query<{ cut: boolean }>(
+            `SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE application_name = $1`,
+            [`bindery-versions-${member}`],
+          );
+          expect(rows.map((row) => row.cut)).toEqual([true]);
+        }),
+      leaseEnd: (member) =>
+        withPg(url, async (client) => {
+          const { rows } = await client.query<{ end: Date }>(
+            'SELECT lease_until AS end FROM table_version_member WHERE member = $1',
+            [member],
+          );
+          return rows[0]?.end.getTime() ?? 0;
+        }),
+      members: () =>
+        withPg(url, async (client) =>
+          (await client.query<{ member: string }>('SELECT member FROM table_version_member')).rows.map(
+            (row) => row.member,
+          ),
+        ),
+    }),
+  },
+];
+
 let database: Awaited<ReturnType<typeof processDatabase>>;
 let first: ServerProcess;
 let second: ServerProcess;
 const tools: Record<string, { adi: string; binding: string }> = {};
 let aeiId = '';
 let tableId = '';
+let transport: Transport;
 
-beforeAll(async () => {
+/** A fresh database and two control planes on it, sharing versions through `make`'s transport. */
+async function setUp(make: (url: string) => Transport): Promise<void> {
   database = await processDatabase();
+  transport = make(database.url!);
   const env = {
     ...database.env,
-    REDIS_URL,
+    ...transport.env,
     INTERNAL_TOKEN,
     BINDERY_ADMIN_TOKEN: ADMIN,
     BINDERY_SEED_DEMO: 'false',
@@ -74,12 +171,7 @@ beforeAll(async () => {
     );
     tools[name] = { adi: String(adi.id), binding: String(binding.id) };
   }
-}, PROCESS_TEST.timeout);
-
-afterAll(async () => {
-  await reapAll();
-  await database?.drop();
-});
+}
 
 async function call(server: ServerProcess, name: string, args: Record<string, unknown> = {}) {
   const tool = tools[name]!;
@@ -111,13 +203,6 @@ function leaseMember(server: ServerProcess): string {
   return match[1];
 }
 
-/** The Redis key of the members' leases (from a control plane's log). */
-function membersKey(server: ServerProcess): string {
-  const key = /"members":"([^"]+)"/.exec(server.output())?.[1];
-  if (!key) throw new Error(`no lease taken:\n${server.output()}`);
-  return key;
-}
-
 /** Warnings of `server` that it waited out the lease of `member`. */
 function waitedOut(server: ServerProcess, member: string): number {
   return server
@@ -126,19 +211,13 @@ function waitedOut(server: ServerProcess, member: string): number {
     .filter((l) => l.includes('did not confirm a table version') && l.includes(member)).length;
 }
 
-const redisClient = () => createClient({ url: REDIS_URL });
+describe.each(TRANSPORTS)('two control planes sharing versions through $name', ({ make }) => {
+  beforeAll(() => setUp(make), PROCESS_TEST.timeout);
+  afterAll(async () => {
+    await reapAll();
+    await database?.drop();
+  });
 
-async function withRedis<T>(fn: (redis: ReturnType<typeof redisClient>) => Promise<T>): Promise<T> {
-  const redis = redisClient();
-  await redis.connect();
-  try {
-    return await fn(redis);
-  } finally {
-    await redis.close();
-  }
-}
-
-describe('two control planes sharing versions through Redis', PROCESS_TEST, () => {
   it('a write acknowledged by one is seen by the next read on the other, every round', async () => {
     // Both caches hold the context before the writes start.
     expect((await call(first, 'read')).value).toEqual([]);
@@ -146,9 +225,9 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
     const hitsBefore = (await metric(first, 'hit')) + (await metric(second, 'hit'));
     const fromMemory = async () =>
       (await versionLookups(first, 'memory')) + (await versionLookups(second, 'memory'));
-    const fromRedis = async () =>
-      (await versionLookups(first, 'redis')) + (await versionLookups(second, 'redis'));
-    const [memoryBefore, redisBefore] = [await fromMemory(), await fromRedis()];
+    const fromFallback = async () =>
+      (await versionLookups(first, transport.fallback)) + (await versionLookups(second, transport.fallback));
+    const [memoryBefore, fallbackBefore] = [await fromMemory(), await fromFallback()];
     for (let i = 0; i < ROUNDS; i += 1) {
       const [writer, reader] = i % 2 === 0 ? [first, second] : [second, first];
       const written = await call(writer, 'add', { value: i });
@@ -160,17 +239,19 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
       expect((await call(writer, 'read')).value).toHaveLength(i + 1);
     }
     // Every read took its table's version from memory: announced by the other's write before it
-    // was acknowledged, or its own. Redis holds it too, raised by each write (for readers without
-    // a lease).
-    const [memory, redis] = [(await fromMemory()) - memoryBefore, (await fromRedis()) - redisBefore];
-    expect(memory + redis).toBeGreaterThanOrEqual(2 * ROUNDS);
-    // All of them, unless a process stalled past its lease (then it asks Redis, rightly).
-    expect(redis).toBeLessThan(ROUNDS / 10);
+    // was acknowledged, or its own.
+    const [memory, fallback] = [(await fromMemory()) - memoryBefore, (await fromFallback()) - fallbackBefore];
+    expect(memory + fallback).toBeGreaterThanOrEqual(2 * ROUNDS);
+    // All of them, unless a process stalled past its lease (then it asks Redis or the database, rightly).
+    expect(fallback).toBeLessThan(ROUNDS / 10);
     // Each write was confirmed by the other one: none waited for a lease to end.
     expect(waitedOut(first, leaseMember(second)) + waitedOut(second, leaseMember(first))).toBe(0);
-    await withRedis(async (redis) =>
-      expect(await redis.get(`bindery:table-version:${tableId}`)).toBe(String(1 + ROUNDS)),
-    );
+    // With Redis, Redis holds the version too, raised by each write (for readers without a lease).
+    if (transport.fallback === 'redis') {
+      await withRedis(async (redis) =>
+        expect(await redis.get(`bindery:table-version:${tableId}`)).toBe(String(1 + ROUNDS)),
+      );
+    }
     // The reads were served from the caches (brought forward by the patches), not read again.
     const forwarded = (await metric(first, 'forward')) + (await metric(second, 'forward'));
     expect(forwarded).toBeGreaterThanOrEqual(ROUNDS);
@@ -196,30 +277,22 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
 
   it('one that misses a write while its connection is down forgets what it knew once it leases again', async () => {
     const member = leaseMember(second);
-    const key = membersKey(first);
     expect((await call(second, 'counter')).isError).toBe(false);
     // Stopped, so it cannot connect again before the write is announced: the announcement is lost.
     process.kill(second.pid, 'SIGSTOP');
     let endBefore = 0;
     try {
-      await withRedis(async (redis) => {
-        const clients = String(await redis.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub']));
-        const line = clients.split('\n').find((l) => l.includes(`name=bindery-versions-${member}`));
-        const id = /\bid=(\d+)/.exec(line ?? '')?.[1];
-        expect(id, clients).toBeDefined();
-        await redis.sendCommand(['CLIENT', 'KILL', 'ID', id!]);
-      });
+      await transport.cut(member);
       expect((await call(first, 'bump', { path: '/n', value: 7001 })).isError).toBe(false);
-      endBefore = Number(await withRedis((redis) => redis.hGet(key, member)));
+      endBefore = await transport.leaseEnd(member);
     } finally {
       process.kill(second.pid, 'SIGCONT');
     }
     // No read until its lease is renewed on the new connection: then what it knew must be gone.
-    await vi.waitFor(
-      async () =>
-        expect(Number(await withRedis((redis) => redis.hGet(key, member)))).toBeGreaterThan(endBefore),
-      { timeout: 15_000, interval: 50 },
-    );
+    await vi.waitFor(async () => expect(await transport.leaseEnd(member)).toBeGreaterThan(endBefore), {
+      timeout: 15_000,
+      interval: 50,
+    });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const before = await versionLookups(second, 'memory');
     expect((await call(second, 'counter')).value).toEqual({ n: 7001 });
@@ -227,6 +300,29 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
     expect(await versionLookups(second, 'memory')).toBeGreaterThan(before);
     expect((await call(first, 'bump', { path: '/n', value: 7002 })).isError).toBe(false);
     expect((await call(second, 'counter')).value).toEqual({ n: 7002 });
+  });
+
+  it('reads stay right while its listening connection is cut and made again, under writes', async () => {
+    const member = leaseMember(second);
+    let n = 7002;
+    expect((await call(second, 'counter')).value).toEqual({ n });
+    const cut = transport.cut(member);
+    for (let round = 0; round < 40; round += 1) {
+      n += 1;
+      expect((await call(first, 'bump', { path: '/n', value: n })).isError).toBe(false);
+      expect((await call(second, 'counter')).value, `round ${round}`).toEqual({ n });
+      if (round === 5) await cut;
+    }
+    // It is back on a new connection, answering from memory again.
+    const endBefore = await transport.leaseEnd(member);
+    await vi.waitFor(async () => expect(await transport.leaseEnd(member)).toBeGreaterThan(endBefore), {
+      timeout: 15_000,
+      interval: 50,
+    });
+    const before = await versionLookups(second, 'memory');
+    expect((await call(second, 'counter')).value).toEqual({ n });
+    expect(await versionLookups(second, 'memory')).toBeGreaterThan(before);
+    await call(first, 'bump', { path: '/n', value: 7002 });
   });
 
   it('one that hangs holds a write up until its lease ends, and reads the write once it wakes', async () => {
@@ -278,12 +374,6 @@ describe('two control planes sharing versions through Redis', PROCESS_TEST, () =
     }
     expect(waitedOut(first, member)).toBe(waitedBefore);
     // Its lease is gone from the members' set (only the first one's is left).
-    const key = membersKey(first);
-    expect(key).toMatch(/^bindery:table-versions:.+:members$/);
-    await withRedis(async (redis) =>
-      expect((await redis.hKeys(key)).filter((field) => !field.startsWith('~'))).toEqual([
-        leaseMember(first),
-      ]),
-    );
+    expect(await transport.members()).toEqual([leaseMember(first)]);
   });
 });

@@ -108,7 +108,8 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
         'once each receiver confirmed it on `bindery:config-invalidate:ack`, or after 1 s) and, on PostgreSQL, for tables’ ' +
         'latest versions shared by every control plane: each write announces its version to the others and waits until each ' +
         'applied it or its lease ended, so reads served from the context cache ask neither the database nor Redis; a write is ' +
-        'refused while Redis is unreachable; unset = HTTP only, and on PostgreSQL every read asks the database for its table’s version',
+        'refused while Redis is unreachable; unset = HTTP only, and on PostgreSQL the same announcements and leases run over the ' +
+        'database’s LISTEN/NOTIFY (one listening connection per control plane; reads ask the database while it is lost)',
     },
     TABLE_VERSION_LEASE_MS: integer({
       min: 200,
@@ -117,9 +118,10 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       unit: 'ms',
       default: 2_000,
       doc:
-        'with REDIS_URL on PostgreSQL: how long a control plane’s lease on the table versions it knows lasts (renewed every quarter ' +
-        'of it); while a control plane hangs or after it dies without leaving, each write of the others waits this long (and for ' +
-        'one lease after the members’ set in Redis is made)',
+        'on PostgreSQL: how long a control plane’s lease on the table versions it knows lasts (renewed every quarter ' +
+        'of it, in Redis with REDIS_URL, else in the table_version_member table); while a control plane hangs or after it dies ' +
+        'without leaving, each write of the others waits this long (and, with Redis, for one lease after the members’ set in ' +
+        'Redis is made)',
     }),
     GATEWAY_PUBLIC_URL: url({
       base: true,

@@ -285,7 +285,11 @@ export class ContextStore {
       this.#log.warn({ err: error, table_id: at.tableId }, 'keeping a committed write in memory failed');
     }
     const last = written.accepted.at(-1);
-    if (last !== undefined) this.#tell(at.tableId, last.patch.version);
+    if (last !== undefined) {
+      this.#tell(at.tableId, last.patch.version);
+      // Acknowledged only once every control plane that may answer from memory knows it.
+      await this.#versions.settle(at.tableId, last.patch.version);
+    }
     for (const { queued, result, patch } of written.accepted) {
       queued.tracked.committed(undefined);
       queued.settle({ ok: true, value: { result, version: patch.version } });
@@ -376,14 +380,18 @@ export class ContextStore {
       accepted.map((a) => ({ version: a.patch.version, changes: a.text })),
       bytes,
     );
-    if (accepted.length > 0) await this.#versions.announce(at.tableId, version);
+    if (accepted.length > 0) await this.#versions.announce(at.tableId, version, tx);
     return { accepted, node, bytes: before.bytes };
   }
 
-  /** After the commit of a wholesale replacement of the table's data (PUT) at `version`. */
-  replaced(tableId: string, version: number): void {
+  /**
+   * After the commit of a wholesale replacement of the table's data (PUT) at `version`; resolves
+   * once it may be acknowledged.
+   */
+  async replaced(tableId: string, version: number): Promise<void> {
     this.#versions.committed(tableId, version);
     this.#tell(tableId, version);
+    await this.#versions.settle(tableId, version);
   }
 
   /** Every commit that changed a table's data comes here: the gateways hear of it (not awaited). */

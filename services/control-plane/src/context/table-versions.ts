@@ -13,8 +13,14 @@
  *   control plane answers reads from the versions it knows, with no round trip; a table it does
  *   not know yet, or any table while its lease has lapsed, it GETs from Redis (one round trip).
  *   When Redis has no value or cannot answer, the version comes from the database.
- * - `database` (PostgreSQL without REDIS_URL): every read asks the database for the version (one
- *   indexed query), which is right with any number of control planes.
+ * - `notify` (PostgreSQL without REDIS_URL, any number of control planes): the same leases, with
+ *   PostgreSQL's LISTEN/NOTIFY carrying the announcements (table-version-notify.ts): the write's
+ *   transaction announces its version, and the writer waits after the commit, before the write is
+ *   acknowledged, for the members whose lease may still run. A table not known, or any table while
+ *   the lease has lapsed, takes its version from the database.
+ * - `database` (PostgreSQL with no URL to listen on: only apps built without one): every read asks
+ *   the database for the version (one indexed query), which is right with any number of control
+ *   planes.
  * A version above the committed one (a write raised it, then rolled back) is harmless: readers
  * find no cached node at that version and read the database, which has the committed one.
  */
@@ -22,9 +28,10 @@ import { createClient } from 'redis';
 import { LRUCache } from 'lru-cache';
 import { DomainError } from '../domain/errors.ts';
 import { RAISE_VERSION_LUA, VersionLeases } from './table-version-leases.ts';
+import type { Db } from '../domain/db.ts';
 import type { TableVersionMeter } from '../metrics.ts';
 
-export type TableVersionSource = 'local' | 'redis' | 'database';
+export type TableVersionSource = 'local' | 'redis' | 'notify' | 'database';
 
 export interface TableVersions {
   readonly source: TableVersionSource;
@@ -41,15 +48,20 @@ export interface TableVersions {
   /** A version read from the database (monotonic: an older one changes nothing). */
   observed(tableId: string, version: number, mark: number): void;
   /**
-   * Before the commit of the write that makes `version`: throws (and the write must roll back)
-   * when the version cannot be made known to every reader.
+   * Inside the transaction of the write that makes `version`, before its commit: throws (and the
+   * write must roll back) when the version cannot be made known to every reader.
    */
-  announce(tableId: string, version: number): Promise<void>;
+  announce(tableId: string, version: number, tx: Db): Promise<void>;
   /** After that commit. */
   committed(tableId: string, version: number): void;
-  /** Before the commit of the table's deletion (throws like `announce`). */
-  deleting(tableId: string): Promise<void>;
-  /** After that commit. */
+  /**
+   * After that commit, before the write is acknowledged: resolves once every reader that may
+   * answer from memory knows `version` (never throws).
+   */
+  settle(tableId: string, version: number): Promise<void>;
+  /** Inside the transaction of the table's deletion (throws like `announce`). */
+  deleting(tableId: string, tx: Db): Promise<void>;
+  /** After that commit (then `settle(tableId, DELETED)`). */
   deleted(tableId: string): void;
   close(): Promise<void>;
 }
@@ -58,13 +70,13 @@ export interface TableVersions {
  * A deleted table's version: above any real one, so every reader goes to the database (and finds
  * the table gone), and never lowered by a read that started before the deletion.
  */
-const DELETED = 2 ** 31;
+export const DELETED = 2 ** 31;
 
 // Tables whose version is remembered in-process at most (a table not remembered is read once).
 const LOCAL_TABLES = 100_000;
 
 /** The versions this process knows (its own writes, what it read), newest wins. */
-class KnownVersions {
+export class KnownVersions {
   readonly #versions = new LRUCache<string, number>({ max: LOCAL_TABLES });
 
   get(tableId: string): number | undefined {
@@ -104,6 +116,8 @@ export class LocalTableVersions implements TableVersions {
     this.#known.raise(tableId, version);
   }
 
+  async settle(): Promise<void> {}
+
   async deleting(): Promise<void> {}
 
   deleted(tableId: string): void {
@@ -125,6 +139,7 @@ export class DatabaseTableVersions implements TableVersions {
   observed(): void {}
   async announce(): Promise<void> {}
   committed(): void {}
+  async settle(): Promise<void> {}
   async deleting(): Promise<void> {}
   deleted(): void {}
   async close(): Promise<void> {}
@@ -264,6 +279,9 @@ export class RedisTableVersions implements TableVersions {
   committed(tableId: string, version: number): void {
     this.#known.raise(tableId, version);
   }
+
+  // Announced and confirmed before the commit.
+  async settle(): Promise<void> {}
 
   async deleting(tableId: string): Promise<void> {
     await this.announce(tableId, DELETED);

@@ -21,6 +21,7 @@ import { pageWindow, toPage } from '../domain/pagination.ts';
 import { findOwnProject } from './projects.ts';
 import { dataBytes, firstSnapshot, replaceData, tableDocuments } from './table-data.ts';
 import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
+import { DELETED } from './table-versions.ts';
 
 // What the summary reads of a row (its data's size stays with the writes that keep it).
 type TableRow = Omit<Table, 'bytes'>;
@@ -143,13 +144,13 @@ export async function replaceTableData(
         select: SUMMARY_FIELDS,
       });
       await replaceData(tx, id, updated.version, text);
-      await ctx.contexts?.versions.announce(id, updated.version);
+      await ctx.contexts?.versions.announce(id, updated.version, tx);
       return updated;
     },
     // Large documents take a while to store (the body limit bounds them).
     { maxWait: 30_000, timeout: 120_000 },
   );
-  ctx.contexts?.replaced(id, table.version);
+  await ctx.contexts?.replaced(id, table.version);
   return tableSummary(table);
 }
 
@@ -211,8 +212,9 @@ export async function deleteTable(
     );
     await tx.table.delete({ where: { id } });
     // Last before commit: no control plane serves the data from a cache once it is gone.
-    await ctx.contexts?.versions.deleting(id);
+    await ctx.contexts?.versions.deleting(id, tx);
     return { result: undefined, changedAeis };
   });
   ctx.contexts?.versions.deleted(id);
+  await ctx.contexts?.versions.settle(id, DELETED);
 }

@@ -67,11 +67,12 @@ export interface TableLimits {
  */
 export interface TableDataWatch {
   versions: {
-    announce(tableId: string, version: number): Promise<void>;
-    deleting(tableId: string): Promise<void>;
+    announce(tableId: string, version: number, tx: Db): Promise<void>;
+    deleting(tableId: string, tx: Db): Promise<void>;
     deleted(tableId: string): void;
+    settle(tableId: string, version: number): Promise<void>;
   };
-  replaced(tableId: string, version: number): void;
+  replaced(tableId: string, version: number): Promise<void>;
 }
 
 export interface ConfigChangeListener {

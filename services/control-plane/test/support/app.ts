@@ -3,7 +3,7 @@
  * PostgreSQL or in-memory PGlite per BINDERY_TEST_DB), listening on a loopback port, driven over HTTP with fetch.
  */
 import { testEngine } from '@bindery/test-support';
-import { buildApp } from '../../src/app.ts';
+import { buildApp, type AppOptions } from '../../src/app.ts';
 import type { AUDIT_DEFAULTS, CUSTOM_TOOL_DEFAULTS, QUERY_DEFAULTS } from '../../src/config.ts';
 import { openDatabase, type Database, type DatabaseTarget } from '../../src/db/database.ts';
 import type { AuditStreamOptions } from '../../src/audit/audit-stream.ts';
@@ -79,6 +79,8 @@ export async function startTestApp(
     secretKeys?: { key: Uint8Array; oldKeys?: Uint8Array[] } | null;
     /** Receives every log line of the app, at level trace (no logging otherwise). */
     logStream?: { write(line: string): void };
+    /** Sees every route as the app adds it. */
+    onRoute?: AppOptions['onRoute'];
     /** OPENAPI_IMPORT_MAX_BYTES (the default otherwise). */
     openApiImportMaxBytes?: number;
     /**
@@ -142,6 +144,8 @@ export async function startTestApp(
         openApiImportMaxBytes: options.openApiImportMaxBytes,
       }),
       ...(options.redisUrl !== undefined && { redisUrl: options.redisUrl }),
+      // On PostgreSQL, tables' versions travel over the database's LISTEN/NOTIFY without Redis.
+      ...(databaseUrl !== undefined && { databaseUrl }),
       ...(options.bindingCacheEntries !== undefined && { bindingCacheEntries: options.bindingCacheEntries }),
       ...(options.contextCacheBytes !== undefined && { contextCacheBytes: options.contextCacheBytes }),
       ...(options.upstreamStdioCommands !== undefined && {
@@ -172,6 +176,7 @@ export async function startTestApp(
       keyring: secretKeys ? new SecretKeyring(secretKeys.key, secretKeys.oldKeys) : undefined,
     },
     ...(options.logStream ? { logStream: options.logStream } : { logger: false }),
+    ...(options.onRoute && { onRoute: options.onRoute }),
     ...(options.upstreamPingEveryMs !== undefined && { upstreamPingEveryMs: options.upstreamPingEveryMs }),
     ...(options.consoleDir !== undefined && { consoleDir: options.consoleDir }),
     ...(options.auditStreams !== undefined && { auditStreams: options.auditStreams }),
