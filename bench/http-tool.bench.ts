@@ -11,6 +11,10 @@
  * through a service can reach on the machine at hand: the same calls through a bare Node.js proxy
  * (support/reference-proxy.ts: one HTTP hop, no parsing, no checks), which is one hop where the
  * gateway path has two (gateway, then the control plane's executor) plus MCP and an audit row.
+ * A third in-run reference is what a team would otherwise write: a hand-written MCP server wrapping
+ * the same API with the SDK (support/wrapper-mcp-server.ts: a new server per request, as the SDK's
+ * stateless example does, one fetch per call); target: the gateway path at 2.5x its throughput or
+ * better against the instant API.
  * Environment: BENCH_CALLS (calls per worker and run, default 60), BENCH_DELAYS (API latencies in
  * ms, default "0,50"), BENCH_ROUNDS (runs per path, alternating, median kept; default 3).
  */
@@ -75,7 +79,14 @@ try {
       'support/json-api.ts',
     );
     let proxyProcess: Awaited<ReturnType<typeof spawnService>> | undefined;
+    let wrapperProcess: Awaited<ReturnType<typeof spawnService>> | undefined;
     try {
+      wrapperProcess = await spawnService(
+        BENCH_DIR,
+        { API_URL: apiProcess.url, API_KEY },
+        profileArgs('wrapper'),
+        'support/wrapper-mcp-server.ts',
+      );
       proxyProcess = await spawnService(
         BENCH_DIR,
         { UPSTREAM_URL: apiProcess.url },
@@ -106,6 +117,31 @@ try {
         if (res.statusCode !== 200 || body.q !== 'x') throw new Error(`${what} answered ${res.statusCode}`);
       };
       const direct = straightTo(apiProcess.url, 'direct call');
+      // The hand-written SDK server wrapping the API (a new server per request, one fetch per call).
+      const wrapperUrl = wrapperProcess.url;
+      const viaWrapper = async (w: number, i: number) => {
+        const res = await request(wrapperUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-06-18',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'tools/call',
+            params: { name: 'get_item', arguments: { id: `${w}-${i}`, q: 'x' } },
+          }),
+          dispatcher: agent,
+        });
+        const result = toolCallResult(await res.body.text(), 'hand-written SDK server');
+        if ((result.structuredContent as { q?: unknown } | undefined)?.q !== 'x') {
+          throw new Error(
+            `hand-written SDK server: the API's answer is not in the result: ${JSON.stringify(result)}`,
+          );
+        }
+      };
       const viaProxy = straightTo(proxyProcess.url, 'call through the bare proxy');
 
       // The same path with a context `query` tool (no outgoing request): what the gateway and the
@@ -204,9 +240,17 @@ try {
       };
 
       // Warm-up: connection pools, the gateway's config cache, JIT.
-      for (const path of [direct, viaProxy, viaGateway, viaSdk, viaGatewayContext]) await throughput(path);
+      for (const path of [direct, viaProxy, viaWrapper, viaGateway, viaSdk, viaGatewayContext])
+        await throughput(path);
 
-      const paths = { direct, proxy: viaProxy, gateway: viaGateway, sdk: viaSdk, context: viaGatewayContext };
+      const paths = {
+        direct,
+        proxy: viaProxy,
+        wrapper: viaWrapper,
+        gateway: viaGateway,
+        sdk: viaSdk,
+        context: viaGatewayContext,
+      };
       const names = Object.keys(paths) as (keyof typeof paths)[];
       const runs = Object.fromEntries(names.map((name) => [name, []])) as unknown as Record<
         keyof typeof paths,
@@ -221,6 +265,7 @@ try {
             'control plane': cp.pid,
             API: apiProcess.child.pid,
             proxy: proxyProcess?.child.pid,
+            wrapper: wrapperProcess?.child.pid,
           },
           { database: 'postgres' },
         );
@@ -240,6 +285,7 @@ try {
       const rows = [
         ['direct (undici, this process)', best('direct')],
         ['reference: a bare Node.js proxy hop', best('proxy')],
+        ['reference: hand-written SDK server', best('wrapper')],
         ['via gateway (JSON-RPC over HTTP)', best('gateway')],
         ['via gateway (SDK Client)', best('sdk')],
         ['reference: a context query tool, JSON-RPC', best('context')],
@@ -255,6 +301,7 @@ try {
       for (const [name, label, onPath] of [
         ['direct', 'direct', ['client', 'API']],
         ['proxy', 'bare proxy hop', ['client', 'proxy', 'API']],
+        ['wrapper', 'hand-written SDK server', ['client', 'wrapper', 'API']],
         ['gateway', 'HTTP tool, JSON-RPC', ['client', 'gateway', 'control plane', 'API', 'database']],
         ['context', 'context tool, JSON-RPC', ['client', 'gateway', 'control plane', 'database']],
       ] as const) {
@@ -283,9 +330,17 @@ try {
       console.log(
         `    the bare proxy hop alone: ${ratio('proxy')}x of direct (what one HTTP hop that does nothing reaches here)`,
       );
+      const ofWrapper = best('gateway').perSecond / best('wrapper').perSecond;
+      console.log(
+        `    via gateway / hand-written SDK server wrapping the API: ${ofWrapper.toFixed(2)}x` +
+          (delay === 0
+            ? ` (target >= 2.5x against an instant API: ${ofWrapper >= 2.5 ? 'met' : 'NOT met'})`
+            : ''),
+      );
       for (const client of clients) await client.close();
     } finally {
       if (proxyProcess) await proxyProcess.stop();
+      if (wrapperProcess) await wrapperProcess.stop();
       await apiProcess.stop();
     }
   }

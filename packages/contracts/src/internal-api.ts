@@ -298,6 +298,36 @@ export const EXECUTE_BATCH_MAX_CALLS = 64;
 export const EXECUTE_BATCH_ADI_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
+ * The batch's id, chosen by the gateway (`x-bindery-batch`): what a cancel of one of its calls names.
+ * A batch sent without one cannot have its calls cancelled one by one (closing it cancels them all).
+ */
+export const EXECUTE_BATCH_ID_HEADER = 'x-bindery-batch';
+export const EXECUTE_BATCH_ID_RE = /^[A-Za-z0-9_-]{16,64}$/;
+/**
+ * The control plane process that answers a batch (`x-bindery-instance` on its answer): a gateway
+ * that meets more than one behind its control-plane address sends calls that can be cancelled
+ * alone, since a cancel could reach another process than the one running the call.
+ */
+export const CONTROL_PLANE_INSTANCE_HEADER = 'x-bindery-instance';
+
+/**
+ * `POST /internal/execute-batch/cancel`: cuts calls of a running batch (their lines), each as its
+ * connection closing would cut it alone. 200 `{cancelled}` (how many were still running), 404
+ * when no such batch runs on this control plane.
+ */
+export const ExecuteBatchCancel = Type.Object(
+  {
+    batch: Type.String({ pattern: EXECUTE_BATCH_ID_RE.source }),
+    lines: Type.Array(Type.Integer({ minimum: 0, maximum: EXECUTE_BATCH_MAX_CALLS - 1 }), {
+      minItems: 1,
+      maxItems: EXECUTE_BATCH_MAX_CALLS,
+    }),
+  },
+  { additionalProperties: false },
+);
+export type ExecuteBatchCancel = Static<typeof ExecuteBatchCancel>;
+
+/**
  * One call's answer in a batch: `i` is the call's line (from 0); `status` and `body` are what the
  * single route would have answered it (200 and a ToolResult, or an error status and ErrorBody).
  */

@@ -28,13 +28,16 @@ interface Exchange {
   lines: { adiId: string; request: ExecuteRequest }[];
   onAnswer(answer: ExecuteBatchAnswer): void;
   signal: AbortSignal;
-  end(outcome: { status: number; body: unknown } | Error): void;
+  batchId: string;
+  /** Ends the exchange; `instance` names the control-plane process that answered. */
+  end(outcome: { status: number; body: unknown; instance?: string } | Error): void;
 }
 
 function harness(options: Partial<ExecuteBatcherOptions> = {}) {
   const exchanges: Exchange[] = [];
   const alone: { adiId: string; request: ExecuteRequest }[] = [];
   const records: boolean[] = [];
+  const cancels: { batchId: string; lines: number[] }[] = [];
   let timeouts = 0;
   const batcher = new ExecuteBatcher({
     maxCalls: 32,
@@ -43,7 +46,7 @@ function harness(options: Partial<ExecuteBatcherOptions> = {}) {
       alone.push({ adiId, request: req });
       return result(`alone ${req.binding_id}`);
     },
-    exchange: (text, onAnswer, signal) =>
+    exchange: (text, onAnswer, signal, batchId) =>
       new Promise((resolve, reject) => {
         const lines = text
           .split('\n')
@@ -56,9 +59,15 @@ function harness(options: Partial<ExecuteBatcherOptions> = {}) {
           lines,
           onAnswer,
           signal,
-          end: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)),
+          batchId,
+          end: (outcome) =>
+            outcome instanceof Error ? reject(outcome) : resolve({ instance: undefined, ...outcome }),
         });
       }),
+    cancel: async (batchId, lines) => {
+      cancels.push({ batchId, lines });
+      return { status: 200, instance: undefined };
+    },
     answer: (status, body) => {
       if (status >= 500) throw new ControlPlaneError(`answered ${status}`, 'error-answer', false, status);
       if (status !== 200) throw new ControlPlaneError(`refused ${status}`, 'refused', false, status);
@@ -72,7 +81,7 @@ function harness(options: Partial<ExecuteBatcherOptions> = {}) {
     ...options,
   });
   const turn = () => new Promise((resolve) => setImmediate(resolve));
-  return { batcher, exchanges, alone, records, turn, timeouts: () => timeouts };
+  return { batcher, exchanges, alone, records, cancels, turn, timeouts: () => timeouts };
 }
 
 /** The outcome of a call, as data: its text, or its error's message and delivery. */
@@ -155,6 +164,55 @@ describe('ExecuteBatcher', () => {
     // A late answer changes nothing.
     ex.onAnswer({ i: 0, status: 200, body: result('late') });
     ex.end(new Error('aborted'));
+  });
+
+  it('a call whose kind can be cut is cut alone when cancelled in flight; a context call is only dropped', async () => {
+    const h = harness();
+    const cut = new AbortController();
+    const dropped = new AbortController();
+    const calls = [
+      outcome(h.batcher.execute(ADI, request(0), cut.signal, true)),
+      outcome(h.batcher.execute(ADI, request(1), dropped.signal, false)),
+      outcome(h.batcher.execute(ADI, request(2), undefined, true)),
+    ];
+    await h.turn();
+    const ex = h.exchanges[0]!;
+    expect(ex.batchId).toMatch(/^[A-Za-z0-9_-]{16,64}$/);
+    cut.abort();
+    dropped.abort();
+    // The cuttable call's line of this batch, once; nothing for the context call.
+    expect(h.cancels).toEqual([{ batchId: ex.batchId, lines: [0] }]);
+    ex.onAnswer({ i: 2, status: 200, body: result('two') });
+    ex.end({ status: 200, body: undefined });
+    expect(await Promise.all(calls)).toEqual([
+      { error: 'the client cancelled the execute request', delivery: 'no-answer' },
+      { error: 'the client cancelled the execute request', delivery: 'no-answer' },
+      { text: 'two' },
+    ]);
+    // The exchange stayed open for the call still waiting.
+    expect(ex.signal.aborted).toBe(false);
+  });
+
+  it('once two control-plane processes answered behind one address, calls that can be cut go alone', async () => {
+    const h = harness();
+    for (const instance of ['cp-a', 'cp-b']) {
+      const pair = [0, 1].map((n) => outcome(h.batcher.execute(ADI, request(n), undefined, true)));
+      await h.turn();
+      const ex = h.exchanges.at(-1)!;
+      ex.onAnswer({ i: 0, status: 200, body: result('a') });
+      ex.onAnswer({ i: 1, status: 200, body: result('b') });
+      ex.end({ status: 200, body: undefined, instance });
+      await Promise.all(pair);
+    }
+    expect(h.exchanges).toHaveLength(2);
+    const cuttable = [2, 3].map((n) => outcome(h.batcher.execute(ADI, request(n), undefined, true)));
+    const context = [4, 5].map((n) => h.batcher.execute(ADI, request(n)));
+    await h.turn();
+    expect(await Promise.all(cuttable)).toEqual([{ text: 'alone bnd_2' }, { text: 'alone bnd_3' }]);
+    // Context calls still share an exchange (a cancel never stopped them anyway).
+    expect(h.exchanges).toHaveLength(3);
+    expect(h.exchanges[2]!.lines.map((l) => l.request.binding_id)).toEqual(['bnd_4', 'bnd_5']);
+    void context;
   });
 
   it('a failed exchange fails the calls it did not answer, with its failure, and sends nothing again', async () => {

@@ -3,7 +3,9 @@
 // tool, or of a custom tool awaiting ctx.fetch, makes the API see its request closed within a
 // moment, not at the tool's time limit (20 s here), and the audit trail records the call as
 // failed: UPSTREAM_FAILED, or OUTCOME_UNKNOWN once a request that may write had gone out. The
-// custom tool's next call still answers.
+// custom tool's next call still answers. Calls that arrive together share one exchange with the
+// control plane (POST /internal/execute-batch), and one cancelled there is still cut on its own:
+// its API request closes while the others of its exchange keep running.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,5 +167,50 @@ describe('a cancelled call stops what its tool is doing', () => {
     const waited = await cancelAfterArrival('post_slow', { url }, 'custom-2');
     expect(waited).toBeLessThan(TOOL_LIMIT_MS / 4);
     expect(await auditRow('post_slow')).toMatchObject({ status: 'error', error_code: 'OUTCOME_UNKNOWN' });
+  });
+
+  it('calls sharing one exchange: each one cancelled is cut on its own, the others keep running', async () => {
+    const batchCalls = async () => {
+      const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith('gateway_execute_batch_calls_sum '));
+      return Number(line?.split(' ')[1] ?? 0);
+    };
+    const clients = await Promise.all(
+      Array.from({ length: 8 }, () => stack.connect(`/api/v2/mcp/server/${apiKey}`)),
+    );
+    try {
+      // Sent together until some of them shared an exchange (the gateway batches what it reads in
+      // one turn; calls on separate connections usually are).
+      let round = 0;
+      let calls: { abort: AbortController; call: Promise<unknown>; tag: string }[] = [];
+      for (; round < 5; round += 1) {
+        const before = await batchCalls();
+        calls = clients.map((client, n) => {
+          const abort = new AbortController();
+          const tag = `batch-${round}-${n}`;
+          const call = client.callTool({ name: 'slow_get', arguments: { tag } }, undefined, {
+            signal: abort.signal,
+          });
+          call.catch(() => undefined);
+          return { abort, call, tag };
+        });
+        for (const { tag } of calls) await until(`the API to receive ${tag}`, () => slow.get(tag));
+        if ((await batchCalls()) - before >= 2) break;
+        for (const { abort } of calls) abort.abort('not batched; again');
+      }
+      expect(round, 'no two calls ever shared an exchange').toBeLessThan(5);
+      // All but the last, one by one: each closes at once, the ones left stay open.
+      for (let n = 0; n < calls.length - 1; n += 1) {
+        const { abort, call, tag } = calls[n]!;
+        abort.abort('changed my mind');
+        await expect(call).rejects.toThrow();
+        await until(`the API's request ${tag} to close`, () => slow.get(tag)!.closed, TOOL_LIMIT_MS / 4);
+        for (const left of calls.slice(n + 1)) expect(slow.get(left.tag)!.closed, left.tag).toBeUndefined();
+      }
+      calls.at(-1)!.abort.abort('done');
+      await until('the last request to close', () => slow.get(calls.at(-1)!.tag)!.closed, TOOL_LIMIT_MS / 4);
+    } finally {
+      await Promise.all(clients.map((client) => client.close()));
+    }
   });
 });

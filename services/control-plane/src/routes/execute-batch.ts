@@ -9,11 +9,20 @@
  * route would refuse gets that refusal (status and error body) as its own answer, and the other
  * calls run. Answers are NDJSON lines `{"i", "status", "body"}`, written as calls end; those ending
  * in the same turn of the event loop (the calls of one audit commit, most often) leave in one
- * write. The batch's connection closing cancels its calls where their kind can pass that on.
+ * write. The batch's connection closing cancels its calls where their kind can pass that on, and
+ * `POST /internal/execute-batch/cancel` cancels one of them: a batch the gateway named (its
+ * `x-bindery-batch` header) keeps a cancellation of its own for each line while it runs. Every
+ * answer names this process (`x-bindery-instance`), so a gateway can tell when its control-plane
+ * address leads to several processes, where a cancel might reach another one than the call's.
  */
+import { randomBytes } from 'node:crypto';
 import {
+  CONTROL_PLANE_INSTANCE_HEADER,
   ERROR_STATUS,
   EXECUTE_BATCH_ADI_ID_RE,
+  EXECUTE_BATCH_ID_HEADER,
+  EXECUTE_BATCH_ID_RE,
+  ExecuteBatchCancel,
   EXECUTE_BATCH_MAX_CALLS,
   EXECUTE_BATCH_MEDIA_TYPE,
   ExecuteRequest,
@@ -31,6 +40,7 @@ import { jsonTextParser } from '../http/json-body.ts';
 import { errorResponses } from '../http/schemas.ts';
 
 const CALLER_GONE = 'the gateway closed the batch';
+const CANCELLED = 'the gateway cancelled the call';
 
 /** A line's call, or the answer refusing it. */
 type Line = { adiId: string; body: ExecuteRequest } | { refused: ExecuteBatchAnswer['body']; status: number };
@@ -38,6 +48,10 @@ type Line = { adiId: string; body: ExecuteRequest } | { refused: ExecuteBatchAns
 export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): void {
   const ctx = app.domain;
   const parseJson = jsonTextParser(app);
+  /** This process, as its answers name it. */
+  const instance = randomBytes(8).toString('hex');
+  /** The named batches running here: each line's own cancellation (undefined once answered). */
+  const running = new Map<string, (AbortController | undefined)[]>();
   // Once the server is stopping, an answer closes its connection (as every other answer does,
   // app.ts), so the gateway sends its next batch elsewhere or on a new connection.
   let closing = false;
@@ -121,9 +135,22 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
       reply.hijack();
       const raw = reply.raw;
       const cancelled = abortedOnClose(raw, CALLER_GONE);
+      // A named batch's calls can be cancelled one by one while it runs (not a name in use).
+      const named = request.headers[EXECUTE_BATCH_ID_HEADER];
+      const batchId =
+        typeof named === 'string' && EXECUTE_BATCH_ID_RE.test(named) && !running.has(named)
+          ? named
+          : undefined;
+      const own: (AbortController | undefined)[] | undefined =
+        batchId === undefined ? undefined : lines.map(() => new AbortController());
+      if (batchId !== undefined && own !== undefined) {
+        running.set(batchId, own);
+        raw.once('close', () => running.delete(batchId));
+      }
       raw.writeHead(200, {
         'content-type': EXECUTE_BATCH_MEDIA_TYPE,
         'cache-control': 'no-store',
+        [CONTROL_PLANE_INSTANCE_HEADER]: instance,
         ...(closing && { connection: 'close' }),
       });
       // Sends the head now: the gateway's time limit on the head is not its calls' business.
@@ -161,8 +188,11 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         }
         out += `${text}\n`;
         left--;
-        if (left === 0) flush();
-        else if (!scheduled) {
+        if (own !== undefined) own[i] = undefined;
+        if (left === 0) {
+          if (batchId !== undefined) running.delete(batchId);
+          flush();
+        } else if (!scheduled) {
           scheduled = true;
           setImmediate(flush);
         }
@@ -171,7 +201,8 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         if ('refused' in line) {
           return answer(i, () => JSON.stringify({ i, status: line.status, body: line.refused }));
         }
-        executeBinding(ctx, line.adiId, line.body, executor, cancelled).then(
+        const signal = own?.[i] ? AbortSignal.any([cancelled, own[i].signal]) : cancelled;
+        executeBinding(ctx, line.adiId, line.body, executor, signal).then(
           (result) => answer(i, () => `{"i":${i},"status":200,"body":${serialize(result)}}`),
           (error: unknown) => {
             // What the single route's error handler would have answered.
@@ -189,6 +220,46 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
           },
         );
       });
+    },
+  );
+
+  app.post(
+    '/execute-batch/cancel',
+    {
+      schema: {
+        tags: ['internal'],
+        summary:
+          'Cancel calls of a running batch (by line), each as closing its connection would cancel it alone; ' +
+          '404 when no such batch runs on this control plane',
+        security: [{ internalToken: [] }],
+        body: ExecuteBatchCancel,
+        response: {
+          200: Type.Object({ cancelled: Type.Integer({ description: 'calls that were still running' }) }),
+          ...errorResponses(404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { batch, lines } = request.body as ExecuteBatchCancel;
+      reply.header(CONTROL_PLANE_INSTANCE_HEADER, instance);
+      const own = running.get(batch);
+      if (own === undefined) {
+        throw new DomainError(
+          'NOT_FOUND',
+          `no batch ${batch} runs on this control plane (it ended, or runs on another)`,
+          {
+            batch,
+          },
+        );
+      }
+      let cancelledCalls = 0;
+      for (const line of new Set(lines)) {
+        const controller = own[line];
+        if (controller === undefined || controller.signal.aborted) continue;
+        controller.abort(CANCELLED);
+        cancelledCalls += 1;
+      }
+      return { cancelled: cancelledCalls };
     },
   );
 }

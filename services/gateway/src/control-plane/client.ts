@@ -6,6 +6,8 @@
  */
 import {
   ERROR_CODES,
+  CONTROL_PLANE_INSTANCE_HEADER,
+  EXECUTE_BATCH_ID_HEADER,
   EXECUTE_BATCH_MEDIA_TYPE,
   PERSONAL_KEY_HEADER,
   OAUTH_CLAIM_HEADER,
@@ -175,7 +177,8 @@ export class ControlPlaneClient {
         maxCalls: options.batchMax!,
         timeoutMs: options.toolCallTimeoutMs,
         alone: (adiId, request, signal) => this.#executeAlone(adiId, request, signal),
-        exchange: (text, onAnswer, signal) => this.#exchangeBatch(text, onAnswer, signal),
+        exchange: (text, onAnswer, signal, batchId) => this.#exchangeBatch(text, onAnswer, signal, batchId),
+        cancel: (batchId, lines) => this.#cancelInBatch(batchId, lines),
         answer: executeAnswer,
         record: (ok) => this.#breaker.record(ok),
         timedOut: () => this.#checkAfterSlowCall(),
@@ -467,9 +470,9 @@ export class ControlPlaneClient {
     request: ExecuteRequest,
     signal?: AbortSignal,
     heard?: CallNotices,
-    batchable = false,
+    cuttable = false,
   ): Promise<ToolResult> {
-    if (batchable && !heard && this.#batcher) return this.#batcher.execute(adiId, request, signal);
+    if (!heard && this.#batcher) return this.#batcher.execute(adiId, request, signal, cuttable);
     return this.#executeAlone(adiId, request, signal, heard);
   }
 
@@ -491,7 +494,8 @@ export class ControlPlaneClient {
     text: string,
     onAnswer: (answer: ExecuteBatchAnswer) => void,
     signal: AbortSignal,
-  ): Promise<{ status: number; body: unknown }> {
+    batchId: string,
+  ): Promise<{ status: number; body: unknown; instance: string | undefined }> {
     const res = await this.#request(
       'execute',
       'POST',
@@ -499,14 +503,29 @@ export class ControlPlaneClient {
       this.#options.toolCallTimeoutMs,
       {
         text,
-        headers: { 'content-type': EXECUTE_BATCH_MEDIA_TYPE },
+        headers: { 'content-type': EXECUTE_BATCH_MEDIA_TYPE, [EXECUTE_BATCH_ID_HEADER]: batchId },
         retry: false,
         signal,
         lines: answerLines(onAnswer),
         allLines: true,
       },
     );
-    return { status: res.status, body: res.body };
+    return { status: res.status, body: res.body, instance: instanceOf(res.headers) };
+  }
+
+  /** `POST /internal/execute-batch/cancel` of `lines` of batch `batchId` (sent once, not retried). */
+  async #cancelInBatch(
+    batchId: string,
+    lines: number[],
+  ): Promise<{ status: number; instance: string | undefined }> {
+    const res = await this.#request(
+      'execute',
+      'POST',
+      '/internal/execute-batch/cancel',
+      this.#options.configTimeoutMs,
+      { body: { batch: batchId, lines }, retry: false },
+    );
+    return { status: res.status, instance: instanceOf(res.headers) };
   }
 
   /**
@@ -749,6 +768,12 @@ function lineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): vo
       return rest;
     },
   };
+}
+
+/** The control-plane process an answer names (CONTROL_PLANE_INSTANCE_HEADER). */
+function instanceOf(headers: IncomingHttpHeaders): string | undefined {
+  const value = headers[CONTROL_PLANE_INSTANCE_HEADER];
+  return typeof value === 'string' ? value : undefined;
 }
 
 /** The reader of a batch's answer: each complete line, parsed, goes to `onAnswer` as it arrives. */

@@ -7,9 +7,15 @@
  * A call is queued; the queue is sent at the end of the event loop's turn in which its first call
  * came (a `setImmediate`), so calls read from the network in one turn share an exchange, and a
  * lone call waits no longer than that turn. A queue of one goes alone, by the single route, as do
- * calls that must: progress reports, a kind that can be cancelled (only context calls are
- * batched: cancelling one of those never stopped it), an ADI id a batch line cannot carry, or a
- * large request.
+ * calls that must: progress reports or log lines, an ADI id a batch line cannot carry, or a large
+ * request.
+ *
+ * A call whose kind can be cut (an HTTP request, a custom tool, an upstream server's tool) is cut
+ * on its own when its client cancels it: the batch is named (`x-bindery-batch`) and the gateway
+ * sends `POST /internal/execute-batch/cancel` for that line, to the control plane that runs the
+ * batch. Answers name the control-plane process; once this gateway has met more than one behind
+ * its control-plane address (a balancer in front of several), a cancel could reach the wrong one,
+ * so such calls go alone again (their connection closing cuts them where they run) for a while.
  *
  * What each call sees is what it would see alone:
  * - its own answer, status and body as the single route gives them, read as they arrive;
@@ -27,6 +33,7 @@ import {
   type ExecuteRequest,
   type ToolResult,
 } from '@bindery/contracts';
+import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { ControlPlaneError } from './errors.ts';
 
@@ -36,6 +43,11 @@ const MAX_LINE_BYTES = 64 * 1024;
 const MAX_BATCH_BYTES = 512 * 1024;
 /** How long a control plane that refused a batch whole (no route, a lower body limit) is sent none. */
 const UNSUPPORTED_RETRY_MS = 60_000;
+/**
+ * How long a control-plane process this gateway met counts: while more than one did, calls that
+ * can be cut go alone.
+ */
+const INSTANCE_MEMORY_MS = 10 * 60_000;
 /**
  * Statuses of a batch refused whole before anything ran, by the control plane (no such route in
  * an older version, a body over its limit, a batch it cannot read) or by a proxy in between. Its
@@ -48,12 +60,18 @@ export interface ExecuteBatcherOptions {
   timeoutMs: number;
   /** Runs one call by the single route. */
   alone(adiId: string, request: ExecuteRequest, signal?: AbortSignal): Promise<ToolResult>;
-  /** One batch exchange: each answer to `onAnswer` as it arrives; then the status and body. */
+  /**
+   * One batch exchange named `batchId`: each answer to `onAnswer` as it arrives; then the status,
+   * the body and the control-plane process that answered.
+   */
   exchange(
     text: string,
     onAnswer: (answer: ExecuteBatchAnswer) => void,
     signal: AbortSignal,
-  ): Promise<{ status: number; body: unknown }>;
+    batchId: string,
+  ): Promise<{ status: number; body: unknown; instance: string | undefined }>;
+  /** Cuts lines of a running batch: the status and the process that answered. */
+  cancel(batchId: string, lines: number[]): Promise<{ status: number; instance: string | undefined }>;
   /** A call's answer from its line's status and body (throws ControlPlaneError as the single route's would). */
   answer(status: number, body: unknown): ToolResult;
   /** A call's answer, for the circuit breaker: false for a server error, as alone. */
@@ -73,6 +91,8 @@ interface Queued {
   line: string;
   bytes: number;
   signal: AbortSignal | undefined;
+  /** Its kind stops the work when cancelled (not a context call). */
+  cuttable: boolean;
   queuedAt: number;
   timer: NodeJS.Timeout | undefined;
   settled: boolean;
@@ -87,16 +107,25 @@ export class ExecuteBatcher {
   #scheduled = false;
   /** Until when (`performance.now()`) batches are not sent: the control plane had no route for them. */
   #unsupportedUntil = 0;
+  /** Control-plane processes met, and when last. */
+  readonly #instances = new Map<string, number>();
 
   constructor(options: ExecuteBatcherOptions) {
     this.#options = options;
   }
 
-  execute(adiId: string, request: ExecuteRequest, signal?: AbortSignal): Promise<ToolResult> {
+  /** Runs a call, in a batch when it may; `cuttable`: its kind stops the work when cancelled. */
+  execute(
+    adiId: string,
+    request: ExecuteRequest,
+    signal?: AbortSignal,
+    cuttable = false,
+  ): Promise<ToolResult> {
     if (
       signal?.aborted ||
       !EXECUTE_BATCH_ADI_ID_RE.test(adiId) ||
-      performance.now() < this.#unsupportedUntil
+      performance.now() < this.#unsupportedUntil ||
+      (cuttable && this.#severalInstances())
     ) {
       return this.#options.alone(adiId, request, signal);
     }
@@ -110,6 +139,7 @@ export class ExecuteBatcher {
         line,
         bytes,
         signal,
+        cuttable,
         queuedAt: performance.now(),
         timer: undefined,
         settled: false,
@@ -158,8 +188,45 @@ export class ExecuteBatcher {
     this.#options.alone(call.adiId, call.request, call.signal).then(call.resolve, call.reject);
   }
 
+  /** Notes the control-plane process that answered. */
+  #met(instance: string | undefined): void {
+    if (instance === undefined) return;
+    const now = performance.now();
+    this.#instances.set(instance, now);
+    if (this.#instances.size > 1) {
+      for (const [id, at] of this.#instances) if (now - at > INSTANCE_MEMORY_MS) this.#instances.delete(id);
+    }
+  }
+
+  /** More than one control-plane process answered lately behind the one address. */
+  #severalInstances(): boolean {
+    if (this.#instances.size < 2) return false;
+    const now = performance.now();
+    let recent = 0;
+    for (const at of this.#instances.values()) if (now - at <= INSTANCE_MEMORY_MS) recent += 1;
+    return recent > 1;
+  }
+
+  /** Asks the control plane running batch `batchId` to cut its line `line` (the call was cancelled). */
+  #cut(batchId: string, line: number): void {
+    this.#options.cancel(batchId, [line]).then(
+      ({ status, instance }) => {
+        this.#met(instance);
+        if (status !== 200 && status !== 404) {
+          this.#options.log.warn({ status, batch: batchId, line }, 'a cancelled call could not be cut');
+        }
+      },
+      (error: unknown) =>
+        this.#options.log.warn(
+          { err: error, batch: batchId, line },
+          'a cancelled call could not be cut: the control plane did not answer',
+        ),
+    );
+  }
+
   #send(calls: Queued[]): void {
     const { timeoutMs } = this.#options;
+    const batchId = randomBytes(12).toString('base64url');
     // Ends the exchange once no call waits for it any more because the last one timed out or was
     // cancelled. (After the last answer the control plane ends it: aborting then would cost the
     // connection.)
@@ -174,7 +241,7 @@ export class ExecuteBatcher {
       }
       if (--open === 0 && !answered) done.abort();
     };
-    for (const call of calls) {
+    calls.forEach((call, line) => {
       call.timer = setTimeout(() => {
         this.#options.timedOut();
         settle(call, () => {
@@ -187,14 +254,17 @@ export class ExecuteBatcher {
       }, timeoutMs);
       const { signal } = call;
       if (signal) {
-        const onAbort = () =>
+        const onAbort = () => {
           settle(call, () => {
             throw cancelled();
           });
+          // The last open call ending closes the exchange, which cuts it where it runs.
+          if (call.cuttable && open > 0) this.#cut(batchId, line);
+        };
         signal.addEventListener('abort', onAbort, { once: true });
         call.stopListening = () => signal.removeEventListener('abort', onAbort);
       }
-    }
+    });
     this.#options.batchSize(calls.length);
     const onAnswer = (line: ExecuteBatchAnswer) => {
       const call = Number.isInteger(line.i) ? calls[line.i] : undefined;
@@ -203,8 +273,9 @@ export class ExecuteBatcher {
       this.#options.record(line.status < 500);
       settle(call, () => this.#options.answer(line.status, line.body), true);
     };
-    this.#options.exchange(calls.map((c) => c.line).join(''), onAnswer, done.signal).then(
-      ({ status, body }) => {
+    this.#options.exchange(calls.map((c) => c.line).join(''), onAnswer, done.signal, batchId).then(
+      ({ status, body, instance }) => {
+        this.#met(instance);
         if (status === 200) {
           for (const call of calls) {
             settle(call, () => {

@@ -206,8 +206,8 @@ function toolsOf(exposure: Exposure, client: ControlPlaneClient): ExposedTool[] 
             },
             extra.signal,
             heard,
-            // Cancelling a context call never stopped it: such calls may share an exchange.
-            b.adi_ref.kind === 'context',
+            // Every other kind stops its work when cancelled: cut alone inside a shared exchange.
+            b.adi_ref.kind !== 'context',
           );
         },
       };
