@@ -3,7 +3,10 @@
 // errors and refusals alike), matched to its line by `i`; a line the single route would refuse
 // (bad JSON, no ADI id, an overlong field, a NUL, nesting past the limit) fails alone while the
 // others run; writes in a batch all land, each audited once; a batch out of bounds or without the
-// internal token is refused whole.
+// internal token is refused whole. A named batch's line is cut alone by
+// POST /internal/execute-batch/cancel, also when the cut arrives before the batch.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { EXECUTE_BATCH_MAX_CALLS, MAX_BODY_DEPTH, type ExecuteBatchAnswer } from '@bindery/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
@@ -222,5 +225,99 @@ describe('a batch refused whole', () => {
     });
     expect(res.status).toBe(401);
     expect((await tableState(t, f)).version).toBe(before.version);
+  });
+});
+
+describe('cutting one call of a named batch', () => {
+  // An API on loopback that never answers: a call of its tool runs until cut (or its time limit).
+  let api: Server;
+  let other: TestApp;
+  let http: { adiId: string; bindingId: string; aeiId: string };
+  const arrived: string[] = [];
+  const closed: string[] = [];
+  beforeAll(async () => {
+    api = createServer((req, res) => {
+      const tag = new URL(req.url ?? '/', 'http://api').searchParams.get('tag') ?? '';
+      arrived.push(tag);
+      res.on('close', () => closed.push(tag));
+    });
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    other = await startTestApp({ allowedNetworks: ['127.0.0.1/32'] });
+    const adi = await other.call('POST', '/api/v2/adis', {
+      body: {
+        kind: 'http',
+        name: 'hang',
+        method: 'GET',
+        url: `http://127.0.0.1:${(api.address() as AddressInfo).port}/hang`,
+        params: [{ name: 'tag', in: 'query' }],
+        timeout_ms: 20_000,
+      },
+    });
+    const aei = await other.call('POST', '/api/v2/aeis', { body: { name: 'cuts' } });
+    const binding = await other.call('POST', `/api/v2/aeis/${aei.body.id}/bindings`, {
+      body: { adi_id: adi.body.id, tool_name: 'hang' },
+    });
+    http = { adiId: adi.body.id, bindingId: binding.body.id, aeiId: aei.body.id };
+  });
+  afterAll(async () => {
+    await other?.close();
+    await new Promise((resolve) => api?.close(resolve));
+  });
+
+  const hangLine = (tag: string) =>
+    `${http.adiId}\t${JSON.stringify({ aei_id: http.aeiId, binding_id: http.bindingId, arguments: { tag } })}\n`;
+  const post = (path: string, init: { body: string; headers: Record<string, string> }) =>
+    fetch(`${other.baseUrl}/internal${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, ...init.headers },
+      body: init.body,
+    });
+  const cut = (batchId: string, lines: number[]) =>
+    post('/execute-batch/cancel', {
+      body: JSON.stringify({ batch: batchId, lines }),
+      headers: { 'content-type': 'application/json' },
+    });
+
+  it('a cut line ends at once, the other goes on; every answer names the process', async () => {
+    const id = 'batch-cut-0000000001';
+    const started = performance.now();
+    const answer = post('/execute-batch', {
+      body: hangLine('a') + hangLine('b'),
+      headers: { 'content-type': 'application/x-ndjson', 'x-bindery-batch': id },
+    });
+    for (let i = 0; i < 200 && arrived.filter((t) => t === 'a' || t === 'b').length < 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const res = await cut(id, [0]);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ cancelled: 1 });
+    const head = await answer;
+    const instance = head.headers.get('x-bindery-instance');
+    expect(instance).toMatch(/^[0-9a-f]{16}$/);
+    expect(res.headers.get('x-bindery-instance')).toBe(instance);
+    const reader = head.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    // Line 0 answered (cut) long before its 20 s limit; line 1 still runs.
+    expect(JSON.parse(first.split('\n')[0]!)).toMatchObject({ i: 0, body: { isError: true } });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(closed).toContain('a');
+    expect(closed).not.toContain('b');
+    await reader.cancel();
+  });
+
+  it('a cut that arrives before its batch cuts the line when the batch comes', async () => {
+    const id = 'batch-cut-0000000002';
+    const early = await cut(id, [1]);
+    expect(early.status).toBe(404);
+    const started = performance.now();
+    const res = await post('/execute-batch', {
+      body: hangLine('c') + hangLine('d'),
+      headers: { 'content-type': 'application/x-ndjson', 'x-bindery-batch': id },
+    });
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(JSON.parse(first.split('\n')[0]!)).toMatchObject({ i: 1, body: { isError: true } });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    await reader.cancel();
   });
 });

@@ -206,13 +206,55 @@ describe('ExecuteBatcher', () => {
     }
     expect(h.exchanges).toHaveLength(2);
     const cuttable = [2, 3].map((n) => outcome(h.batcher.execute(ADI, request(n), undefined, true)));
-    const context = [4, 5].map((n) => h.batcher.execute(ADI, request(n)));
+    const context = [4, 5].map((n) => outcome(h.batcher.execute(ADI, request(n))));
     await h.turn();
     expect(await Promise.all(cuttable)).toEqual([{ text: 'alone bnd_2' }, { text: 'alone bnd_3' }]);
     // Context calls still share an exchange (a cancel never stopped them anyway).
     expect(h.exchanges).toHaveLength(3);
-    expect(h.exchanges[2]!.lines.map((l) => l.request.binding_id)).toEqual(['bnd_4', 'bnd_5']);
-    void context;
+    const ex = h.exchanges[2]!;
+    expect(ex.lines.map((l) => l.request.binding_id)).toEqual(['bnd_4', 'bnd_5']);
+    ex.onAnswer({ i: 0, status: 200, body: result('four') });
+    ex.onAnswer({ i: 1, status: 200, body: result('five') });
+    ex.end({ status: 200, body: undefined, instance: 'cp-a' });
+    expect(await Promise.all(context)).toEqual([{ text: 'four' }, { text: 'five' }]);
+  });
+
+  it('after a batch answer that names no process (an older control plane), calls that can be cut go alone', async () => {
+    const h = harness();
+    const pair = [0, 1].map((n) => outcome(h.batcher.execute(ADI, request(n), undefined, true)));
+    await h.turn();
+    const ex = h.exchanges[0]!;
+    ex.onAnswer({ i: 0, status: 200, body: result('a') });
+    ex.onAnswer({ i: 1, status: 200, body: result('b') });
+    ex.end({ status: 200, body: undefined });
+    await Promise.all(pair);
+    const next = [2, 3].map((n) => outcome(h.batcher.execute(ADI, request(n), undefined, true)));
+    await h.turn();
+    expect(await Promise.all(next)).toEqual([{ text: 'alone bnd_2' }, { text: 'alone bnd_3' }]);
+    expect(h.exchanges).toHaveLength(1);
+  });
+
+  it('a call that can be cut and runs past its time limit is cut on its own', async () => {
+    const h = harness({ timeoutMs: 50 });
+    const slow = outcome(h.batcher.execute(ADI, request(0), undefined, true));
+    const other = outcome(h.batcher.execute(ADI, request(1), undefined, true));
+    await h.turn();
+    const ex = h.exchanges[0]!;
+    // Line 1 answers in time; line 0 does not.
+    ex.onAnswer({ i: 1, status: 200, body: result('one') });
+    expect(await other).toEqual({ text: 'one' });
+    expect(await slow).toMatchObject({ delivery: 'no-answer' });
+    // The exchange had ended for nobody else: the last open call's time limit closes it, which
+    // cuts it; a cut is sent only while others still wait.
+    expect(ex.signal.aborted).toBe(true);
+    const h2 = harness({ timeoutMs: 50 });
+    const late = outcome(h2.batcher.execute(ADI, request(0), undefined, true));
+    const waiting = h2.batcher.execute(ADI, request(1), undefined, true);
+    await h2.turn();
+    expect(await late).toMatchObject({ delivery: 'no-answer' });
+    // Both timed out at once: the first one's cut went while the second still waited.
+    expect(h2.cancels).toEqual([{ batchId: h2.exchanges[0]!.batchId, lines: [0] }]);
+    await waiting.catch(() => undefined);
   });
 
   it('a failed exchange fails the calls it did not answer, with its failure, and sends nothing again', async () => {

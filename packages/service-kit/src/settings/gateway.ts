@@ -187,7 +187,7 @@ export const GATEWAY_SETTINGS = defineSettings(
       min: 0,
       max: 64,
       default: 32,
-      doc: 'context tool calls sent to the control plane together in one exchange at most, when several arrive at once (0 or 1 = each alone)',
+      doc: 'tool calls sent to the control plane together in one exchange at most, when several arrive at once (each still cut alone when cancelled; 0 or 1 = each alone)',
     }),
     CONFIG_TIMEOUT_MS: integer({
       min: 100,

@@ -1,8 +1,8 @@
 /**
  * Reading and writing one context (the subtree of a table's data at a JSON Pointer).
  *
- * Reads: the table's latest version comes from TableVersions (in-process or Redis; the database
- * only when neither can say), the node from the context cache when it holds that version, else an
+ * Reads: the table's latest version comes from TableVersions (in-process, announced through Redis
+ * or PostgreSQL's NOTIFY; the database only when none can say), the node from the context cache when it holds that version, else an
  * older cached node is brought forward by the patches written since (kept in memory, or fetched),
  * else the subtree is read from the database (snapshot and patches, table-data.ts). A read sees
  * one version: all of a write or none of it.
@@ -286,9 +286,10 @@ export class ContextStore {
     }
     const last = written.accepted.at(-1);
     if (last !== undefined) {
-      this.#tell(at.tableId, last.patch.version);
-      // Acknowledged only once every control plane that may answer from memory knows it.
+      // Acknowledged, and told to the gateways, only once every control plane that may answer
+      // from memory knows it.
       await this.#versions.settle(at.tableId, last.patch.version);
+      this.#tell(at.tableId, last.patch.version);
     }
     for (const { queued, result, patch } of written.accepted) {
       queued.tracked.committed(undefined);
@@ -390,8 +391,8 @@ export class ContextStore {
    */
   async replaced(tableId: string, version: number): Promise<void> {
     this.#versions.committed(tableId, version);
-    this.#tell(tableId, version);
     await this.#versions.settle(tableId, version);
+    this.#tell(tableId, version);
   }
 
   /** Every commit that changed a table's data comes here: the gateways hear of it (not awaited). */
@@ -404,7 +405,7 @@ export class ContextStore {
     }
   }
 
-  /** Stops folding patches (waiting for the folds under way) and lets go of Redis. */
+  /** Stops folding patches (waiting for the folds under way) and lets go of the versions' connections. */
   async close(): Promise<void> {
     await this.#folds.close();
     await this.#versions.close();

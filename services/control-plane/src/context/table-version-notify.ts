@@ -25,6 +25,10 @@
  *   (default 2 s) of waiting, until its lease ends.
  * A writer that cannot list the members (the database failed after the commit) waits a whole
  * lease: by then every member has renewed, applying the version, or stopped answering from memory.
+ * A renewal whose own notification did not arrive before its answer (LISTEN silently lost, as
+ * behind a transaction-pooling proxy) counts as a lost connection. A change that no control plane
+ * of this kind announced (an older version during an upgrade, a cascade) is announced by the
+ * `table` table's trigger at commit, with no writer to confirm to: such a writer does not wait.
  * Needs a session-mode connection for LISTEN (not a transaction-pooling proxy in between).
  */
 import { randomBytes } from 'node:crypto';
@@ -43,8 +47,8 @@ const SETTLE_MS = 25;
 /** An announcement whose write never committed is forgotten after this long. */
 const ANNOUNCEMENT_TTL_MS = 5 * 60_000;
 
-// $1: the member; $2: the lease in ms; $3: the member's own channel. Renews this member, drops
-// leases ended more than a lease ago, and notifies the member itself (see the header).
+// $1: the member; $2: the lease in ms; $3: the member's own channel; $4: a nonce. Renews this
+// member, drops leases ended more than a lease ago, and notifies the member itself (see the header).
 const RENEW_SQL = `
 WITH renewed AS (
   INSERT INTO table_version_member (member, lease_until)
@@ -56,7 +60,7 @@ WITH renewed AS (
   WHERE lease_until < clock_timestamp() - $2 * interval '1 millisecond' AND member <> $1
   RETURNING 1
 )
-SELECT pg_notify($3, '')`;
+SELECT pg_notify($3, $4)`;
 
 // $1: the lease in ms. Members whose lease may still run (half a lease of slack for clocks).
 const MEMBERS_SQL = `SELECT member FROM table_version_member
@@ -110,6 +114,9 @@ export class NotifyTableVersions implements TableVersions {
   /** Confirmations to send, one statement for all those of a turn. */
   #confirming: { channel: string; payload: string }[] = [];
   readonly #settling = new Set<Promise<void>>();
+  /** The nonce the renewal in flight notifies, and the last one heard. */
+  #expected = '';
+  #heardNonce = '';
   /** Connections given up on (their late errors and end change nothing). */
   readonly #dropped = new WeakSet<pg.Client>();
 
@@ -155,10 +162,15 @@ export class NotifyTableVersions implements TableVersions {
       done: undefined,
       at: performance.now(),
     };
-    this.#announcements.set(`${tableId}\u0000${version}`, announcement);
+    const key = `${tableId}\u0000${version}`;
+    // The same version announced again (the first write rolled back): the first is forgotten.
+    const earlier = this.#announcements.get(key);
+    if (earlier !== undefined) this.#bySequence.delete(earlier.sequence);
+    this.#announcements.set(key, announcement);
     this.#bySequence.set(sequence, announcement);
     const message = JSON.stringify({ m: this.member, s: sequence, t: tableId, v: version });
-    await tx.$queryRaw`SELECT pg_notify(${CHANNEL}, ${message})::text AS sent`;
+    // `bindery.announced` keeps the table's trigger from announcing the same change again.
+    await tx.$queryRaw`SELECT set_config('bindery.announced', 'yes', true), pg_notify(${CHANNEL}, ${message})::text`;
   }
 
   committed(tableId: string, version: number): void {
@@ -195,11 +207,12 @@ export class NotifyTableVersions implements TableVersions {
     this.#validUntil = 0;
     clearInterval(this.#timer);
     await Promise.allSettled([...this.#settling]);
-    await this.#options.sql
-      .query('DELETE FROM table_version_member WHERE member = $1', [this.member])
-      .catch(() => undefined);
+    // On the listening connection, so it lands after any renewal still in flight on it.
     const client = this.#client;
     this.#client = undefined;
+    const leave = 'DELETE FROM table_version_member WHERE member = $1';
+    if (client !== undefined) await client.query(leave, [this.member]).catch(() => undefined);
+    else await this.#options.sql.query(leave, [this.member]).catch(() => undefined);
     await client?.end().catch(() => undefined);
   }
 
@@ -214,7 +227,7 @@ export class NotifyTableVersions implements TableVersions {
         { error: error instanceof Error ? error.message : String(error), table_id: tableId, version },
         'the control planes could not be listed after a write; waited a whole table-version lease',
       );
-      await new Promise((resolve) => setTimeout(resolve, this.#leaseMs + SETTLE_MS));
+      await new Promise((resolve) => setTimeout(resolve, this.#leaseMs + SETTLE_MS).unref());
       return;
     }
     const waiting = new Set(members.filter((m) => m !== this.member && !announcement.confirmed.has(m)));
@@ -228,6 +241,7 @@ export class NotifyTableVersions implements TableVersions {
         );
         resolve();
       }, this.#leaseMs + SETTLE_MS);
+      timer.unref();
       announcement.done = () => {
         clearTimeout(timer);
         resolve();
@@ -292,8 +306,16 @@ export class NotifyTableVersions implements TableVersions {
     try {
       const generation = this.#generation;
       const sent = performance.now();
-      await client.query(RENEW_SQL, [this.member, this.#leaseMs, ownChannel(this.member)]);
+      // The renewal's own notification must be heard before its answer (see the header): if it
+      // is not, the connection no longer hears what it listens for (a pooling proxy between, say).
+      const nonce = randomBytes(6).toString('hex');
+      this.#expected = nonce;
+      await client.query(RENEW_SQL, [this.member, this.#leaseMs, ownChannel(this.member), nonce]);
       if (generation !== this.#generation || this.#closed || client !== this.#client) return;
+      if (this.#heardNonce !== nonce) {
+        this.#lost(client, new Error('the renewal’s own notification did not arrive before its answer'));
+        return;
+      }
       if (this.#lapsed) {
         this.#lapsed = false;
         this.#generation += 1;
@@ -316,6 +338,10 @@ export class NotifyTableVersions implements TableVersions {
 
   #heard(channel: string, payload: string | undefined): void {
     if (payload === undefined || payload === '') return;
+    if (channel !== CHANNEL && payload === this.#expected) {
+      this.#heardNonce = payload;
+      return;
+    }
     if (channel === CHANNEL) {
       let message: { m?: unknown; s?: unknown; t?: unknown; v?: unknown };
       try {
@@ -324,11 +350,13 @@ export class NotifyTableVersions implements TableVersions {
         return;
       }
       const { m: member, s: sequence, t: tableId, v: version } = message;
-      if (typeof member !== 'string' || member === this.member || !/^[0-9a-f]{16}$/.test(member)) return;
-      if (typeof tableId !== 'string' || !Number.isSafeInteger(version) || !Number.isSafeInteger(sequence))
-        return;
+      if (typeof tableId !== 'string' || !Number.isSafeInteger(version)) return;
+      if (member === this.member) return;
       this.#known.raise(tableId, version as number);
-      this.#confirm(ownChannel(member), `${this.member}:${String(sequence)}`);
+      // The table's trigger names no writer (nobody waits for it).
+      if (typeof member === 'string' && /^[0-9a-f]{16}$/.test(member) && Number.isSafeInteger(sequence)) {
+        this.#confirm(ownChannel(member), `${this.member}:${String(sequence)}`);
+      }
       return;
     }
     const [member, sequence] = payload.split(':');

@@ -15,7 +15,6 @@
  * answer names this process (`x-bindery-instance`), so a gateway can tell when its control-plane
  * address leads to several processes, where a cancel might reach another one than the call's.
  */
-import { randomBytes } from 'node:crypto';
 import {
   CONTROL_PLANE_INSTANCE_HEADER,
   ERROR_STATUS,
@@ -45,13 +44,18 @@ const CANCELLED = 'the gateway cancelled the call';
 /** A line's call, or the answer refusing it. */
 type Line = { adiId: string; body: ExecuteRequest } | { refused: ExecuteBatchAnswer['body']; status: number };
 
-export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): void {
+/** Cuts that named a batch before it arrived, kept this long (a cancel can overtake its batch). */
+const EARLY_CUT_MS = 30_000;
+/** Such cuts kept at most (the oldest go first). */
+const EARLY_CUTS_MAX = 1_000;
+
+export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions, instance: string): void {
   const ctx = app.domain;
   const parseJson = jsonTextParser(app);
-  /** This process, as its answers name it. */
-  const instance = randomBytes(8).toString('hex');
   /** The named batches running here: each line's own cancellation (undefined once answered). */
   const running = new Map<string, (AbortController | undefined)[]>();
+  /** Cuts of batches not (yet) running here: applied if the batch arrives soon after. */
+  const early = new Map<string, { lines: Set<number>; at: number }>();
   // Once the server is stopping, an answer closes its connection (as every other answer does,
   // app.ts), so the gateway sends its next batch elsewhere or on a new connection.
   let closing = false;
@@ -146,6 +150,11 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
       if (batchId !== undefined && own !== undefined) {
         running.set(batchId, own);
         raw.once('close', () => running.delete(batchId));
+        const cut = early.get(batchId);
+        early.delete(batchId);
+        if (cut !== undefined && performance.now() - cut.at < EARLY_CUT_MS) {
+          for (const line of cut.lines) own[line]?.abort(CANCELLED);
+        }
       }
       raw.writeHead(200, {
         'content-type': EXECUTE_BATCH_MEDIA_TYPE,
@@ -230,7 +239,7 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
         tags: ['internal'],
         summary:
           'Cancel calls of a running batch (by line), each as closing its connection would cancel it alone; ' +
-          '404 when no such batch runs on this control plane',
+          '404 when no such batch runs on this control plane (the cut is kept 30 s, should the batch arrive after it)',
         security: [{ internalToken: [] }],
         body: ExecuteBatchCancel,
         response: {
@@ -241,9 +250,15 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions): voi
     },
     async (request, reply) => {
       const { batch, lines } = request.body as ExecuteBatchCancel;
-      reply.header(CONTROL_PLANE_INSTANCE_HEADER, instance);
       const own = running.get(batch);
       if (own === undefined) {
+        // It may not have arrived yet (the cancel took another connection): cut it when it does.
+        const known = early.get(batch);
+        if (known !== undefined) for (const line of lines) known.lines.add(line);
+        else {
+          if (early.size >= EARLY_CUTS_MAX) early.delete(early.keys().next().value!);
+          early.set(batch, { lines: new Set(lines), at: performance.now() });
+        }
         throw new DomainError(
           'NOT_FOUND',
           `no batch ${batch} runs on this control plane (it ended, or runs on another)`,

@@ -5,7 +5,9 @@
  * MCP results; HTTP errors are for the request itself (auth, shape). The two older config routes
  * stay for gateways of the previous version during a rolling upgrade.
  */
+import { randomBytes } from 'node:crypto';
 import {
+  CONTROL_PLANE_INSTANCE_HEADER,
   AdiIdParams,
   ApiKeyParams,
   CallerConfig,
@@ -106,6 +108,12 @@ export function internalRoutes(executor: ExecutorOptions) {
     const tags = ['internal'];
     // What attached upstream servers hide from each other, logged once per AEI config version.
     const clashes = new ClashLog(app.log);
+    // Every answer names this process: a gateway learns whether its control-plane address leads
+    // to one process or several (execute-batch.ts says why that matters).
+    const instance = randomBytes(8).toString('hex');
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header(CONTROL_PLANE_INSTANCE_HEADER, instance);
+    });
     app.get(
       '/keys/:api_key/config',
       {
@@ -258,7 +266,7 @@ export function internalRoutes(executor: ExecutorOptions) {
       },
     );
     // In a scope of its own: its text body parser is for this route alone.
-    await app.register(async (scope: AdminApp) => executeBatchRoute(scope, executor));
+    await app.register(async (scope: AdminApp) => executeBatchRoute(scope, executor, instance));
     app.post(
       '/aei/:aei_id/upstream-request',
       {

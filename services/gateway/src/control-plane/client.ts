@@ -300,6 +300,8 @@ export class ControlPlaneClient {
       allLines?: boolean;
       /** A body already serialised (its Content-Type in `headers`), instead of `body` as JSON. */
       text?: string;
+      /** Counts neither in the latency histogram nor for the breaker (a call's cancel). */
+      unmetered?: boolean;
     },
   ): Promise<{ status: number; headers: IncomingHttpHeaders; body: unknown; bytes: number }> {
     if (!options.probe && !this.#breaker.allows()) {
@@ -323,9 +325,12 @@ export class ControlPlaneClient {
           options.lines,
         );
         // A batch's calls are observed one by one, as their answers arrive (execute-batcher.ts).
-        if (!options.allLines) this.#latency[kind].observe((performance.now() - started) / 1000);
+        if (!options.allLines && !options.unmetered) {
+          this.#latency[kind].observe((performance.now() - started) / 1000);
+        }
+        this.#batcher?.met(instanceOf(response.headers));
         if (response.status >= 500) {
-          if (!options.probe) this.#breaker.record(false);
+          if (!options.probe && !options.unmetered) this.#breaker.record(false);
           throw new ControlPlaneError(
             `control plane answered ${response.status} to ${method} ${kind}`,
             'error-answer',
@@ -334,7 +339,7 @@ export class ControlPlaneClient {
           );
         }
         // A batch's calls count one by one, as their answers arrive (execute-batcher.ts).
-        if (!options.probe && !options.allLines) this.#breaker.record(true);
+        if (!options.probe && !options.allLines && !options.unmetered) this.#breaker.record(true);
         this.#reached = true;
         this.#lastContact = performance.now();
         const streamed = options.lines !== undefined && isNdjson(response.headers);
@@ -523,7 +528,7 @@ export class ControlPlaneClient {
       'POST',
       '/internal/execute-batch/cancel',
       this.#options.configTimeoutMs,
-      { body: { batch: batchId, lines }, retry: false },
+      { body: { batch: batchId, lines }, retry: false, unmetered: true },
     );
     return { status: res.status, instance: instanceOf(res.headers) };
   }

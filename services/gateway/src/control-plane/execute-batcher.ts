@@ -1,5 +1,5 @@
 /**
- * Context tool calls that arrive at about the same time go to the control plane in one exchange
+ * Tool calls that arrive at about the same time go to the control plane in one exchange
  * (`POST /internal/execute-batch`) instead of one each. At many calls at once, the per-exchange
  * work (writing and reading a request and an answer on both sides, the framework's pass on the
  * control plane) was a large share of a call's CPU (docs/decisions/046-batched-executions.md).
@@ -13,9 +13,12 @@
  * A call whose kind can be cut (an HTTP request, a custom tool, an upstream server's tool) is cut
  * on its own when its client cancels it: the batch is named (`x-bindery-batch`) and the gateway
  * sends `POST /internal/execute-batch/cancel` for that line, to the control plane that runs the
- * batch. Answers name the control-plane process; once this gateway has met more than one behind
- * its control-plane address (a balancer in front of several), a cancel could reach the wrong one,
- * so such calls go alone again (their connection closing cuts them where they run) for a while.
+ * batch (one that arrives before its batch is kept there a while), and does the same when such a
+ * call runs past its time limit. Answers name the control-plane process; once this gateway has met
+ * more than one behind its control-plane address (a balancer in front of several), a cancel could
+ * reach the wrong one, so such calls go alone again (their connection closing cuts them where they
+ * run) for a while; as they do for a minute after a batch answer names no process (a control plane
+ * from before these cuts).
  *
  * What each call sees is what it would see alone:
  * - its own answer, status and body as the single route gives them, read as they arrive;
@@ -109,6 +112,11 @@ export class ExecuteBatcher {
   #unsupportedUntil = 0;
   /** Control-plane processes met, and when last. */
   readonly #instances = new Map<string, number>();
+  /**
+   * Until when cuttable calls go alone: a batch was answered without naming its process (a
+   * control plane from before per-call cuts, which could not cut one of them).
+   */
+  #uncuttableUntil = 0;
 
   constructor(options: ExecuteBatcherOptions) {
     this.#options = options;
@@ -125,7 +133,7 @@ export class ExecuteBatcher {
       signal?.aborted ||
       !EXECUTE_BATCH_ADI_ID_RE.test(adiId) ||
       performance.now() < this.#unsupportedUntil ||
-      (cuttable && this.#severalInstances())
+      (cuttable && (performance.now() < this.#uncuttableUntil || this.#severalInstances()))
     ) {
       return this.#options.alone(adiId, request, signal);
     }
@@ -188,8 +196,8 @@ export class ExecuteBatcher {
     this.#options.alone(call.adiId, call.request, call.signal).then(call.resolve, call.reject);
   }
 
-  /** Notes the control-plane process that answered. */
-  #met(instance: string | undefined): void {
+  /** Notes the control-plane process that answered (any answer of the control plane's). */
+  met(instance: string | undefined): void {
     if (instance === undefined) return;
     const now = performance.now();
     this.#instances.set(instance, now);
@@ -211,7 +219,7 @@ export class ExecuteBatcher {
   #cut(batchId: string, line: number): void {
     this.#options.cancel(batchId, [line]).then(
       ({ status, instance }) => {
-        this.#met(instance);
+        this.met(instance);
         if (status !== 200 && status !== 404) {
           this.#options.log.warn({ status, batch: batchId, line }, 'a cancelled call could not be cut');
         }
@@ -251,6 +259,8 @@ export class ExecuteBatcher {
             true,
           );
         });
+        // Alone, the request's time limit would have closed it, which cuts it where it runs.
+        if (call.cuttable && open > 0) this.#cut(batchId, line);
       }, timeoutMs);
       const { signal } = call;
       if (signal) {
@@ -275,7 +285,10 @@ export class ExecuteBatcher {
     };
     this.#options.exchange(calls.map((c) => c.line).join(''), onAnswer, done.signal, batchId).then(
       ({ status, body, instance }) => {
-        this.#met(instance);
+        this.met(instance);
+        if (status === 200 && instance === undefined) {
+          this.#uncuttableUntil = performance.now() + UNSUPPORTED_RETRY_MS;
+        }
         if (status === 200) {
           for (const call of calls) {
             settle(call, () => {
