@@ -48,7 +48,10 @@ export async function runWithin(
         timeoutMs,
       );
     });
-    const answer = await Promise.race([tool.run(args, requestId, extra), timeout]);
+    const run = tool.run(args, requestId, extra);
+    // Past the time limit nobody waits for it: its late failure is no one's to handle.
+    run.catch(() => undefined);
+    const answer = await Promise.race([run, timeout]);
     const data = answerData(answer, tool.wrapsResult);
     if (!answer.isError) return { ok: true, data };
     const error = (data as { error?: ToolError['error'] } | null)?.error;
