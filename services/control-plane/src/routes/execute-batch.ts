@@ -248,7 +248,7 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions, inst
         },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { batch, lines } = request.body as ExecuteBatchCancel;
       const own = running.get(batch);
       if (own === undefined) {
