@@ -117,31 +117,6 @@ try {
         if (res.statusCode !== 200 || body.q !== 'x') throw new Error(`${what} answered ${res.statusCode}`);
       };
       const direct = straightTo(apiProcess.url, 'direct call');
-      // The hand-written SDK server wrapping the API (a new server per request, one fetch per call).
-      const wrapperUrl = wrapperProcess.url;
-      const viaWrapper = async (w: number, i: number) => {
-        const res = await request(wrapperUrl, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-protocol-version': '2025-06-18',
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: 1,
-            method: 'tools/call',
-            params: { name: 'get_item', arguments: { id: `${w}-${i}`, q: 'x' } },
-          }),
-          dispatcher: agent,
-        });
-        const result = toolCallResult(await res.body.text(), 'hand-written SDK server');
-        if ((result.structuredContent as { q?: unknown } | undefined)?.q !== 'x') {
-          throw new Error(
-            `hand-written SDK server: the API's answer is not in the result: ${JSON.stringify(result)}`,
-          );
-        }
-      };
       const viaProxy = straightTo(proxyProcess.url, 'call through the bare proxy');
 
       // The same path with a context `query` tool (no outgoing request): what the gateway and the
@@ -179,47 +154,47 @@ try {
         sessions.push(String(init.headers['mcp-session-id'] ?? ''));
       }
       let id = 1;
-      const viaGateway = async (w: number, i: number) => {
-        const res = await request(mcpUrl, {
+      /** One tools/call over JSON-RPC (on the worker's session, when given): its result, checked. */
+      const toolCall = async (
+        url: string | URL,
+        name: string,
+        args: Record<string, unknown>,
+        what: string,
+        session?: string,
+      ) => {
+        const res = await request(url, {
           method: 'POST',
           headers: {
             'content-type': 'application/json',
             accept: 'application/json, text/event-stream',
-            'mcp-session-id': sessions[w]!,
             'mcp-protocol-version': '2025-06-18',
+            ...(session !== undefined && { 'mcp-session-id': session }),
           },
           body: JSON.stringify({
             jsonrpc: '2.0',
             id: id++,
             method: 'tools/call',
-            params: { name: 'get_item', arguments: { id: `${w}-${i}`, q: 'x' } },
+            params: { name, arguments: args },
           }),
           dispatcher: agent,
         });
-        const result = toolCallResult(await res.body.text(), 'gateway call');
-        if ((result.structuredContent as { q?: unknown } | undefined)?.q !== 'x') {
-          throw new Error(`gateway call: the API's answer is not in the result: ${JSON.stringify(result)}`);
-        }
+        return toolCallResult(await res.body.text(), what);
       };
+      /** get_item through `url`, checking the API's answer is in the result. */
+      const getItemVia =
+        (url: string | URL, what: string, sessionOf?: (w: number) => string) =>
+        async (w: number, i: number) => {
+          const result = await toolCall(url, 'get_item', { id: `${w}-${i}`, q: 'x' }, what, sessionOf?.(w));
+          if ((result.structuredContent as { q?: unknown } | undefined)?.q !== 'x') {
+            throw new Error(`${what}: the API's answer is not in the result: ${JSON.stringify(result)}`);
+          }
+        };
+      const viaGateway = getItemVia(mcpUrl, 'gateway call', (w) => sessions[w]!);
+      // The hand-written SDK server wrapping the API (a new server per request, one fetch per call).
+      const viaWrapper = getItemVia(wrapperProcess.url, 'hand-written SDK server');
 
       const viaGatewayContext = async (w: number) => {
-        const res = await request(mcpUrl, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-session-id': sessions[w]!,
-            'mcp-protocol-version': '2025-06-18',
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: id++,
-            method: 'tools/call',
-            params: { name: 'count', arguments: { query: 'length(@)' } },
-          }),
-          dispatcher: agent,
-        });
-        const result = toolCallResult(await res.body.text(), 'context call');
+        const result = await toolCall(mcpUrl, 'count', { query: 'length(@)' }, 'context call', sessions[w]!);
         if ((result.structuredContent as { result?: unknown } | undefined)?.result !== 3) {
           throw new Error(`context call: unexpected result ${JSON.stringify(result)}`);
         }
