@@ -29,8 +29,13 @@ export function databaseUrl(name: string): string {
 }
 
 /** Runs `fn` with a connection to the server's maintenance database, closed afterwards. */
-export async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+export function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  return withConnection(ADMIN_DATABASE_URL, fn);
+}
+
+/** Runs `fn` with a connection to the database at `url`, closed afterwards. */
+export async function withConnection<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);

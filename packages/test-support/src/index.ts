@@ -9,6 +9,7 @@ export {
   freshDatabase,
   testEngine,
   withAdmin,
+  withConnection,
   type DatabaseOptions,
   type Engine,
   type TestDatabase,

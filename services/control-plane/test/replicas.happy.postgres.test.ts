@@ -6,9 +6,9 @@
 // table. Also when the other one's listening connection is cut, or it hangs (SIGSTOP) while the
 // write is made: the write waits for its lease to end, and it reads the write once it is back. One
 // that stops leaves: writes no longer wait for it.
-import pg from 'pg';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { withConnection } from '@bindery/test-support';
 import { INTERNAL_TOKEN } from './support/app.ts';
 import {
   PROCESS_TEST,
@@ -32,16 +32,6 @@ async function withRedis<T>(fn: (redis: ReturnType<typeof redisClient>) => Promi
     return await fn(redis);
   } finally {
     await redis.close();
-  }
-}
-
-async function withPg<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
   }
 }
 
@@ -90,7 +80,7 @@ const TRANSPORTS: { name: string; make: (url: string) => Transport }[] = [
       env: {},
       fallback: 'database',
       cut: (member) =>
-        withPg(url, async (client) => {
+        withConnection(url, async (client) => {
           const { rows } = await client.query<{ cut: boolean }>(
             `SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE application_name = $1`,
             [`bindery-versions-${member}`],
@@ -98,7 +88,7 @@ const TRANSPORTS: { name: string; make: (url: string) => Transport }[] = [
           expect(rows.map((row) => row.cut)).toEqual([true]);
         }),
       leaseEnd: (member) =>
-        withPg(url, async (client) => {
+        withConnection(url, async (client) => {
           const { rows } = await client.query<{ end: Date }>(
             'SELECT lease_until AS end FROM table_version_member WHERE member = $1',
             [member],
@@ -106,7 +96,7 @@ const TRANSPORTS: { name: string; make: (url: string) => Transport }[] = [
           return rows[0]?.end.getTime() ?? 0;
         }),
       members: () =>
-        withPg(url, async (client) =>
+        withConnection(url, async (client) =>
           (await client.query<{ member: string }>('SELECT member FROM table_version_member')).rows.map(
             (row) => row.member,
           ),
@@ -374,7 +364,7 @@ describe.each(TRANSPORTS)(
           expect((await call(server, 'behind')).value).toEqual({ n: 1 });
           expect((await call(server, 'behind')).value).toEqual({ n: 1 });
         }
-        await withPg(database.url!, (client) =>
+        await withConnection(database.url!, (client) =>
           client.query('DELETE FROM "table" WHERE id = $1', [made.body.id]),
         );
         // The announcement is on its way at commit: the next reads find the table gone.
