@@ -109,15 +109,116 @@ for i = 1, #fields, 2 do
 end
 return reply`;
 
-/** Waited beyond a lease (clocks tick at slightly different rates). */
-const SETTLE_MS = 25;
+/**
+ * A member's own lease, whatever carries it (Redis here, PostgreSQL in table-version-notify.ts).
+ * Reads may use the versions the member knows only while the lease runs by this process's clock:
+ * three quarters of a lease from when the renewal was sent. Once announcements may have been
+ * missed (`lapse`), the next renewal forgets every version known (`forget`) before the lease runs
+ * again, and `generation` changes, so a version read before is not kept after.
+ */
+export class MemberLease {
+  readonly #leaseMs: number;
+  readonly #forget: () => void;
+  /** Until when (performance.now()) reads may use the versions known. */
+  #validUntil = 0;
+  /** Announcements may have been missed since the last renewal (none has happened yet, at start). */
+  #lapsed = true;
+  #generation = 0;
+  /** A lease was held once (said in the log once). */
+  #held = false;
 
-interface Announcement {
-  /** Members that confirmed before the script's answer named those to wait for. */
+  constructor(leaseMs: number, forget: () => void) {
+    this.#leaseMs = leaseMs;
+    this.#forget = forget;
+  }
+
+  get valid(): boolean {
+    return performance.now() < this.#validUntil;
+  }
+
+  /** Changes whenever announcements may have been missed. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Announcements may have been missed (a connection lost): reads stop using what is known. */
+  lapse(): void {
+    this.#validUntil = 0;
+    this.#lapsed = true;
+    this.#generation += 1;
+  }
+
+  /** The member stops: reads stop using what is known. */
+  end(): void {
+    this.#validUntil = 0;
+  }
+
+  /**
+   * A renewal sent at `sent` (performance.now()) was answered, and nothing may have been missed
+   * since it was sent (the caller checked `generation`). True the first time a lease is held.
+   */
+  renewed(sent: number): boolean {
+    if (this.#lapsed) {
+      this.#lapsed = false;
+      this.#generation += 1;
+      this.#forget();
+    }
+    this.#validUntil = sent + this.#leaseMs - this.#leaseMs / 4;
+    const first = !this.#held;
+    this.#held = true;
+    return first;
+  }
+}
+
+/** A writer's announcement, as far as its confirmations go. */
+export interface Confirmations {
+  /** Members that confirmed before the writer knew whom to wait for. */
   confirmed: Set<string>;
   /** Members still to confirm, once known. */
   waiting: Set<string> | undefined;
   done(): void;
+}
+
+/** `member` confirmed `announcement`: noted, and the writer goes on once nobody is awaited. */
+export function confirmedBy(announcement: Confirmations, member: string): void {
+  if (announcement.waiting === undefined) {
+    announcement.confirmed.add(member);
+    return;
+  }
+  announcement.waiting.delete(member);
+  if (announcement.waiting.size === 0) announcement.done();
+}
+
+/**
+ * An announced version (`{"t", "v", "m", "s"}` JSON): the table, its version and, when it names
+ * one, the writer waiting for confirmations (member and sequence); undefined when it is not one.
+ */
+export function readAnnouncement(
+  raw: string,
+):
+  { tableId: string; version: number; writer: { member: string; sequence: number } | undefined } | undefined {
+  let message: { m?: unknown; s?: unknown; t?: unknown; v?: unknown };
+  try {
+    message = JSON.parse(raw) as typeof message;
+  } catch {
+    return undefined;
+  }
+  const { m: member, s: sequence, t: tableId, v: version } = message;
+  if (typeof tableId !== 'string' || typeof version !== 'number' || !Number.isSafeInteger(version)) {
+    return undefined;
+  }
+  const named =
+    typeof member === 'string' &&
+    /^[0-9a-f]{16}$/.test(member) &&
+    typeof sequence === 'number' &&
+    Number.isSafeInteger(sequence);
+  return { tableId, version, writer: named ? { member, sequence } : undefined };
+}
+
+/** Waited beyond a lease (clocks tick at slightly different rates). */
+const SETTLE_MS = 25;
+
+interface Announcement extends Confirmations {
   fail(error: Error): void;
 }
 
@@ -131,15 +232,8 @@ export class VersionLeases {
   /** Both subscriptions are in place (node-redis renews them after a reconnect by itself). */
   #subscribed = false;
   #subscribing = false;
-  /** Until when (performance.now()) this member's lease lets reads use the versions it knows. */
-  #validUntil = 0;
-  /** Announcements may have been missed since the last renewal (none has happened yet, at start). */
-  #lapsed = true;
-  /** Bumped whenever announcements may have been missed: a version read before must not be kept after. */
-  #generation = 0;
+  readonly #lease: MemberLease;
   #renewing = false;
-  /** A lease was held once (said in the log once). */
-  #held = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
   #sequence = 0;
@@ -152,12 +246,13 @@ export class VersionLeases {
     this.#options = options;
     this.#leaseMs = options.leaseMs ?? 2_000;
     this.#timeoutMs = options.timeoutMs ?? 500;
+    this.#lease = new MemberLease(this.#leaseMs, () => options.onLapse());
     this.#client = createLeaseClient(options.url, this.#timeoutMs, `bindery-versions-${this.member}`);
     this.#client.on('error', (error: unknown) => {
-      this.#lapse();
+      this.#lease.lapse();
       this.#outage(error);
     });
-    this.#client.on('reconnecting', () => this.#lapse());
+    this.#client.on('reconnecting', () => this.#lease.lapse());
     this.#client.on('ready', () => {
       if (this.#warned) this.#options.log.info({}, 'redis reachable again: table-version lease renewed');
       this.#warned = false;
@@ -168,12 +263,12 @@ export class VersionLeases {
 
   /** Whether reads may use the versions this member knows (its lease runs). */
   get valid(): boolean {
-    return performance.now() < this.#validUntil;
+    return this.#lease.valid;
   }
 
   /** Changes whenever announcements may have been missed. */
   get generation(): number {
-    return this.#generation;
+    return this.#lease.generation;
   }
 
   /**
@@ -250,7 +345,7 @@ export class VersionLeases {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#validUntil = 0;
+    this.#lease.end();
     clearInterval(this.#timer);
     for (const announcement of this.#announcements.values()) {
       announcement.fail(new Error('the control plane is stopping'));
@@ -345,7 +440,7 @@ export class VersionLeases {
     try {
       await this.#subscribe();
       if (!this.#subscribed) return;
-      const generation = this.#generation;
+      const generation = this.#lease.generation;
       const sent = performance.now();
       // On the connection announcements arrive on: its answer comes after each of them published
       // before the renewal, so the lease never runs ahead of what this member has applied.
@@ -353,20 +448,13 @@ export class VersionLeases {
         keys: [keys.members],
         arguments: [this.member, String(this.#leaseMs)],
       });
-      if (generation !== this.#generation || this.#closed) return;
-      if (this.#lapsed) {
-        this.#lapsed = false;
-        this.#generation += 1;
-        this.#options.onLapse();
-      }
-      if (!this.#held) {
-        this.#held = true;
+      if (generation !== this.#lease.generation || this.#closed) return;
+      if (this.#lease.renewed(sent)) {
         this.#options.log.info(
           { member: this.member, members: keys.members },
           'table-version lease taken: reads use the versions announced',
         );
       }
-      this.#validUntil = sent + this.#leaseMs - this.#leaseMs / 4;
     } catch (error) {
       this.#outage(error);
     } finally {
@@ -375,37 +463,19 @@ export class VersionLeases {
   }
 
   #announced(raw: string, channel: string): void {
-    let message: { m?: unknown; s?: unknown; t?: unknown; v?: unknown };
-    try {
-      message = JSON.parse(raw) as typeof message;
-    } catch {
-      return;
-    }
-    const { m: member, s: sequence, t: tableId, v: version } = message;
-    if (typeof member !== 'string' || member === this.member || !/^[0-9a-f]{16}$/.test(member)) return;
-    if (typeof tableId !== 'string' || !Number.isSafeInteger(version) || !Number.isSafeInteger(sequence))
-      return;
-    this.#options.onVersion(tableId, version as number);
-    const confirmations = `${channel}:confirmed:${member}`;
-    this.#client.publish(confirmations, `${this.member}:${String(sequence)}`).catch(() => undefined);
+    const announced = readAnnouncement(raw);
+    // Every announcement through Redis names its writer.
+    const writer = announced?.writer;
+    if (announced === undefined || writer === undefined || writer.member === this.member) return;
+    this.#options.onVersion(announced.tableId, announced.version);
+    const confirmations = `${channel}:confirmed:${writer.member}`;
+    this.#client.publish(confirmations, `${this.member}:${String(writer.sequence)}`).catch(() => undefined);
   }
 
   #confirmed(raw: string): void {
     const [member, sequence] = raw.split(':');
     const announcement = this.#announcements.get(Number(sequence));
-    if (member === undefined || announcement === undefined) return;
-    if (announcement.waiting === undefined) {
-      announcement.confirmed.add(member);
-      return;
-    }
-    announcement.waiting.delete(member);
-    if (announcement.waiting.size === 0) announcement.done();
-  }
-
-  #lapse(): void {
-    this.#validUntil = 0;
-    this.#lapsed = true;
-    this.#generation += 1;
+    if (member !== undefined && announcement !== undefined) confirmedBy(announcement, member);
   }
 
   #outage(error: unknown): void {

@@ -36,6 +36,7 @@ import pg from 'pg';
 import type { Db } from '../domain/db.ts';
 import type { SqlSession } from '../db/migrate.ts';
 import type { TableVersionMeter } from '../metrics.ts';
+import { confirmedBy, MemberLease, readAnnouncement, type Confirmations } from './table-version-leases.ts';
 import { DELETED, KnownVersions, type TableVersions } from './table-versions.ts';
 
 /** The channel every member listens on for announced versions. */
@@ -66,12 +67,7 @@ SELECT pg_notify($3, $4)`;
 const MEMBERS_SQL = `SELECT member FROM table_version_member
   WHERE lease_until > clock_timestamp() - $1 * interval '0.5 millisecond'`;
 
-interface Announcement {
-  /** Members that confirmed before the listing named those to wait for. */
-  confirmed: Set<string>;
-  /** Members still to confirm, once listed. */
-  waiting: Set<string> | undefined;
-  done: (() => void) | undefined;
+interface Announcement extends Confirmations {
   at: number;
 }
 
@@ -97,13 +93,8 @@ export class NotifyTableVersions implements TableVersions {
   #client: pg.Client | undefined;
   #connecting = false;
   #attempts = 0;
-  /** Until when (performance.now()) this member's lease lets reads use the versions it knows. */
-  #validUntil = 0;
-  /** Announcements may have been missed since the last renewal (none has happened yet, at start). */
-  #lapsed = true;
-  #generation = 0;
+  readonly #lease: MemberLease;
   #renewing = false;
-  #held = false;
   #warned = false;
   #closed = false;
   readonly #timer: NodeJS.Timeout;
@@ -123,6 +114,7 @@ export class NotifyTableVersions implements TableVersions {
   constructor(options: NotifyTableVersionsOptions) {
     this.#options = options;
     this.#leaseMs = options.leaseMs ?? 2_000;
+    this.#lease = new MemberLease(this.#leaseMs, () => this.#known.clear());
     this.#timer = setInterval(() => this.#tick(), this.#leaseMs / 4);
     this.#timer.unref();
     void this.#connect();
@@ -130,7 +122,7 @@ export class NotifyTableVersions implements TableVersions {
 
   /** Whether reads may use the versions this member knows (its lease runs). */
   get valid(): boolean {
-    return performance.now() < this.#validUntil;
+    return this.#lease.valid;
   }
 
   async latest(tableId: string): Promise<number | undefined> {
@@ -146,11 +138,11 @@ export class NotifyTableVersions implements TableVersions {
   }
 
   mark(): number {
-    return this.#generation;
+    return this.#lease.generation;
   }
 
   observed(tableId: string, version: number, mark: number): void {
-    if (mark === this.#generation) this.#known.raise(tableId, version);
+    if (mark === this.#lease.generation) this.#known.raise(tableId, version);
   }
 
   async announce(tableId: string, version: number, tx: Db): Promise<void> {
@@ -159,7 +151,8 @@ export class NotifyTableVersions implements TableVersions {
       sequence,
       confirmed: new Set<string>(),
       waiting: undefined,
-      done: undefined,
+      // Replaced by the wait once the members are listed.
+      done: () => undefined,
       at: performance.now(),
     };
     const key = `${tableId}\u0000${version}`;
@@ -204,7 +197,7 @@ export class NotifyTableVersions implements TableVersions {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#validUntil = 0;
+    this.#lease.end();
     clearInterval(this.#timer);
     await Promise.allSettled([...this.#settling]);
     // On the listening connection, so it lands after any renewal still in flight on it.
@@ -304,31 +297,24 @@ export class NotifyTableVersions implements TableVersions {
     if (this.#renewing || this.#closed || client === undefined) return;
     this.#renewing = true;
     try {
-      const generation = this.#generation;
+      const generation = this.#lease.generation;
       const sent = performance.now();
       // The renewal's own notification must be heard before its answer (see the header): if it
       // is not, the connection no longer hears what it listens for (a pooling proxy between, say).
       const nonce = randomBytes(6).toString('hex');
       this.#expected = nonce;
       await client.query(RENEW_SQL, [this.member, this.#leaseMs, ownChannel(this.member), nonce]);
-      if (generation !== this.#generation || this.#closed || client !== this.#client) return;
+      if (generation !== this.#lease.generation || this.#closed || client !== this.#client) return;
       if (this.#heardNonce !== nonce) {
         this.#lost(client, new Error('the renewal’s own notification did not arrive before its answer'));
         return;
       }
-      if (this.#lapsed) {
-        this.#lapsed = false;
-        this.#generation += 1;
-        this.#known.clear();
-      }
-      if (!this.#held) {
-        this.#held = true;
+      if (this.#lease.renewed(sent)) {
         this.#options.log.info(
           { member: this.member },
           'table-version lease taken: reads use the versions announced through the database',
         );
       }
-      this.#validUntil = sent + this.#leaseMs - this.#leaseMs / 4;
     } catch (error) {
       this.#lost(client, error);
     } finally {
@@ -343,31 +329,18 @@ export class NotifyTableVersions implements TableVersions {
       return;
     }
     if (channel === CHANNEL) {
-      let message: { m?: unknown; s?: unknown; t?: unknown; v?: unknown };
-      try {
-        message = JSON.parse(payload) as typeof message;
-      } catch {
-        return;
-      }
-      const { m: member, s: sequence, t: tableId, v: version } = message;
-      if (typeof tableId !== 'string' || !Number.isSafeInteger(version)) return;
-      if (member === this.member) return;
-      this.#known.raise(tableId, version as number);
+      const announced = readAnnouncement(payload);
+      const writer = announced?.writer;
+      if (announced === undefined || writer?.member === this.member) return;
+      this.#known.raise(announced.tableId, announced.version);
       // The table's trigger names no writer (nobody waits for it).
-      if (typeof member === 'string' && /^[0-9a-f]{16}$/.test(member) && Number.isSafeInteger(sequence)) {
-        this.#confirm(ownChannel(member), `${this.member}:${String(sequence)}`);
-      }
+      if (writer !== undefined)
+        this.#confirm(ownChannel(writer.member), `${this.member}:${String(writer.sequence)}`);
       return;
     }
     const [member, sequence] = payload.split(':');
     const announcement = this.#bySequence.get(Number(sequence));
-    if (member === undefined || announcement === undefined) return;
-    if (announcement.waiting === undefined) {
-      announcement.confirmed.add(member);
-      return;
-    }
-    announcement.waiting.delete(member);
-    if (announcement.waiting.size === 0) announcement.done?.();
+    if (member !== undefined && announcement !== undefined) confirmedBy(announcement, member);
   }
 
   /** Sends the confirmations heard in this turn in one statement, on the listening connection. */
@@ -393,9 +366,7 @@ export class NotifyTableVersions implements TableVersions {
     if (this.#dropped.has(client)) return;
     this.#dropped.add(client);
     if (client === this.#client) this.#client = undefined;
-    this.#validUntil = 0;
-    this.#lapsed = true;
-    this.#generation += 1;
+    this.#lease.lapse();
     client.end().catch(() => undefined);
     if (this.#warned || this.#closed) return;
     this.#warned = true;
