@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'LIMIT_EXCEEDED',
   'OUTCOME_UNKNOWN',
   'NOT_CONFIGURED',
+  'RULE_VIOLATED',
   'INTERNAL',
 ] as const;
 
@@ -49,6 +50,9 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   // The server lacks a setting the request needs (BINDERY_SECRET_KEY for secrets): the operator can
   // fix it, the caller cannot; the message names the setting.
   NOT_CONFIGURED: 503,
+  // A write would break one of its table's rules (protected paths, schema, change cap, person-only
+  // paths): nothing was written; `details.rule` names the rule.
+  RULE_VIOLATED: 422,
   INTERNAL: 500,
 };
 

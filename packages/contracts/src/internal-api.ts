@@ -448,6 +448,12 @@ export const AuditEvent = Type.Object({
   caller: Nullable(Type.String({ description: 'the caller of a caller entry (absent: an api_key session)' })),
   source_hint: Nullable(Type.String({ description: 'the source hint the call came with (seed 004)' })),
   source_used: Nullable(Type.String({ description: '"native", or "mcp:{server slug}"' })),
+  details: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        "sidebar rows: the proposal, its session, who proposed and decided, the rules' verdicts, the table versions before and after",
+    }),
+  ),
   created_at: Type.String({ format: 'date-time' }),
 });
 export type AuditEvent = Static<typeof AuditEvent>;

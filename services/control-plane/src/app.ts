@@ -81,6 +81,8 @@ import { metricsRoutes } from './routes/metrics.ts';
 import { openApiImportRoutes } from './routes/openapi-imports.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { secretRoutes } from './routes/secrets.ts';
+import { sidebarRoutes } from './routes/sidebar.ts';
+import { Sidebar } from './sidebar/sidebar.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { signInRoutes, userRoutes } from './routes/users.ts';
@@ -250,6 +252,11 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
         securitySchemes: {
           adminToken: { type: 'http', scheme: 'bearer', description: 'an admin token' },
           internalToken: { type: 'http', scheme: 'bearer', description: 'INTERNAL_TOKEN (gateways only)' },
+          sidebarToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: "a sidebar session's token (its own session only)",
+          },
         },
       },
     },
@@ -381,6 +388,9 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   // The worker threads must not outlive the app (a test's app, or a server shutting down).
   app.addHook('onClose', () => queries.close());
   const audit = auditWriter(app, options, metrics);
+  const limits = { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget };
+  const sidebar = new Sidebar({ db: app.domain.prisma, contexts, queries, limits, writes: metrics.writes });
+  await app.register(sidebarRoutes(sidebar), { prefix: '/api/v2' });
   if (options.warmCustomToolWorkers) sandbox.warm();
   // After the requests in flight (onClose runs once they are answered): their calls finish first.
   app.addHook('onClose', () => sandbox.close());
@@ -391,7 +401,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await internal.register(oauthInternalRoutes({ gatewayPublicUrl }));
       await internal.register(
         internalRoutes({
-          limits: { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget },
+          limits,
           bindings,
           contexts,
           metrics,

@@ -79,6 +79,7 @@ export function auditBody(e: AuditEvent): AuditEventBody {
     caller: e.caller,
     source_hint: e.sourceHint,
     source_used: e.sourceUsed,
+    ...(e.details !== null && { details: e.details as Record<string, unknown> }),
     created_at: e.createdAt.toISOString(),
   };
 }

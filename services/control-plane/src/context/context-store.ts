@@ -14,8 +14,10 @@
  */
 import {
   advanceContext,
+  applyChanges,
   diffChanges,
   jsonBytesDelta,
+  type DataChange,
   type JsonValue,
   type VersionChanges,
 } from '@bindery/context-ops';
@@ -37,6 +39,7 @@ import {
 import { TableFolds, type FoldPolicy } from './table-folds.ts';
 import { checkTableBytes, checkWriteBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
 import type { TableVersions } from './table-versions.ts';
+import { checkRules, storedRules, type CompiledRules, type Writer } from './table-rules.ts';
 
 // Generous: writers on one hot table queue, and a pool slot may be busy.
 const WRITE_TRANSACTION = { maxWait: 30_000, timeout: 120_000 } as const;
@@ -86,6 +89,8 @@ export interface WriteHooks<T> {
   beforeChange?(tx: Db): Promise<void>;
   /** After the change is stored, before commit: it commits with the write, or neither does. */
   afterChange?(tx: Db, written: { result: T; version: number }): Promise<void>;
+  /** Who writes, as the table's rules see it (table-rules.ts); a tool when absent. */
+  by?: Writer;
 }
 
 export interface ContextStoreOptions {
@@ -339,6 +344,8 @@ export class ContextStore {
     if (bytes === undefined) throw tableMissing(at);
     let node = before.node;
     let version = locked.version;
+    const rules = storedRules(locked.rules);
+    const schema = await this.#schemaAbove(tx, at, rules, locked.version);
     const accepted: AppliedBatch['accepted'] = [];
     for (const queued of batch) {
       const { hooks } = queued;
@@ -356,6 +363,16 @@ export class ContextStore {
         }
         const { context, result } = queued.change(node);
         const changes = diffChanges(node, context, at.tokens);
+        // The schema's subtree after this write, when it lies above the context.
+        let schemaAfter: JsonValue | undefined;
+        const afterAbove =
+          schema && (() => (schemaAfter = applyChanges(schema.node, rebased(changes, schema.depth))));
+        checkRules(
+          rules,
+          { at: at.tokens, before: node, after: context, changes, by: hooks.by ?? 'tool' },
+          at.tableId,
+          afterAbove,
+        );
         const text = JSON.stringify(changes);
         checkWriteBytes(this.#limits, dataBytes(text), at.tableId);
         // What the write adds to the table: measured on what it changed, not on the table.
@@ -366,6 +383,7 @@ export class ContextStore {
         version += 1;
         node = context;
         bytes += grown;
+        if (schema) schema.node = schemaAfter ?? applyChanges(schema.node, rebased(changes, schema.depth));
         accepted.push({ queued, result, patch: { version, changes }, text });
       } catch (error) {
         if (guarded) {
@@ -383,6 +401,27 @@ export class ContextStore {
     );
     if (accepted.length > 0) await this.#versions.announce(at.tableId, version, tx);
     return { accepted, node, bytes: before.bytes };
+  }
+
+  /**
+   * When the table's rules hold a schema for a subtree above the context `at`: that subtree at
+   * `version` (the writes of a batch carry it forward), for checking the schema after each write.
+   */
+  async #schemaAbove(
+    tx: Db,
+    at: ContextLocation,
+    rules: CompiledRules | undefined,
+    version: number,
+  ): Promise<{ node: JsonValue; depth: number } | undefined> {
+    const schema = rules?.schema;
+    if (schema === undefined || schema.tokens.length >= at.tokens.length) return undefined;
+    if (!schema.tokens.every((token, i) => at.tokens[i] === token)) return undefined;
+    const above = await this.#nodeAt(
+      tx,
+      { tableId: at.tableId, tokens: schema.tokens, pointer: schema.pointer },
+      version,
+    );
+    return { node: above.node, depth: schema.tokens.length };
   }
 
   /**
@@ -438,6 +477,11 @@ function settleFailed(queued: QueuedWrite<unknown>, error: unknown): void {
     // Both rethrow the error by design (they fit a promise's `then`): it goes to the caller here.
   }
   queued.settle({ ok: false, error });
+}
+
+/** `changes` with their paths made relative to the node `depth` tokens below the table's root. */
+export function rebased(changes: readonly DataChange[], depth: number): DataChange[] {
+  return changes.map((change) => ({ ...change, path: change.path.slice(depth) }));
 }
 
 /** Whether `patches` are the versions after `after`, without a gap, up to `upTo` at least. */

@@ -107,15 +107,15 @@ export async function tableVersion(db: Db, tableId: string): Promise<number | un
 }
 
 /**
- * Locks the table row for the rest of the transaction; its version and the size of its data
- * (null while unmeasured), or undefined when it does not exist.
+ * Locks the table row for the rest of the transaction; its version, the size of its data (null
+ * while unmeasured) and its rules' JSON text (null: none), or undefined when it does not exist.
  */
 export async function lockTable(
   tx: Db,
   tableId: string,
-): Promise<{ version: number; bytes: number | null } | undefined> {
-  const rows = await tx.$queryRaw<{ version: number; bytes: number | null }[]>`
-    SELECT version, bytes FROM "table" WHERE id = ${tableId} FOR UPDATE`;
+): Promise<{ version: number; bytes: number | null; rules: string | null } | undefined> {
+  const rows = await tx.$queryRaw<{ version: number; bytes: number | null; rules: string | null }[]>`
+    SELECT version, bytes, rules::text AS rules FROM "table" WHERE id = ${tableId} FOR UPDATE`;
   return rows[0];
 }
 

@@ -7,12 +7,13 @@ import type {
   CreateTableBody,
   PageQuery,
   Table as TableBody,
+  TableRules,
   TableSummary,
   UpdateTableBody,
 } from '@bindery/contracts';
 import { MAX_JSON_DEPTH } from '@bindery/contracts';
-import { checkValueArgument } from '@bindery/context-ops';
-import type { Table } from '../generated/prisma/client.ts';
+import { checkValueArgument, diffChanges, nodeAtTokens, type JsonValue } from '@bindery/context-ops';
+import { Prisma, type Table } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import type { Db, DomainContext, Principal } from '../domain/context.ts';
@@ -22,9 +23,10 @@ import { findOwnProject } from './projects.ts';
 import { dataBytes, firstSnapshot, replaceData, tableDocuments } from './table-data.ts';
 import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
 import { DELETED } from './table-versions.ts';
+import { checkRules, compileRules, storedRules } from './table-rules.ts';
 
 // What the summary reads of a row (its data's size stays with the writes that keep it).
-type TableRow = Omit<Table, 'bytes'>;
+type TableRow = Omit<Table, 'bytes' | 'rules'>;
 const SUMMARY_FIELDS = {
   id: true,
   userId: true,
@@ -127,8 +129,8 @@ export async function replaceTableData(
   const table = await ctx.prisma.$transaction(
     async (tx) => {
       // Locks the row: writes through tools wait, and the version check below cannot go stale.
-      const rows = await tx.$queryRaw<{ version: number }[]>`
-        SELECT version FROM "table" WHERE id = ${id} AND user_id = ${caller.userId} FOR UPDATE`;
+      const rows = await tx.$queryRaw<{ version: number; rules: string | null }[]>`
+        SELECT version, rules::text AS rules FROM "table" WHERE id = ${id} AND user_id = ${caller.userId} FOR UPDATE`;
       const current = rows[0];
       if (!current) throw notFound('table', id);
       if (expectedVersion !== undefined && current.version !== expectedVersion) {
@@ -136,6 +138,17 @@ export async function replaceTableData(
           'PRECONDITION_FAILED',
           `table ${id} is at version ${current.version}, not ${expectedVersion}; reload it and retry`,
           { current_version: current.version, expected_version: expectedVersion },
+        );
+      }
+      const rules = storedRules(current.rules);
+      if (rules !== undefined) {
+        // The person's own replacement keeps the table's rules too (person-only paths aside).
+        const before = (await tableDocuments(tx, [id])).get(id)?.data ?? null;
+        const after = data as JsonValue;
+        checkRules(
+          rules,
+          { at: [], before, after, changes: diffChanges(before, after, []), by: 'person' },
+          id,
         );
       }
       const updated = await tx.table.update({
@@ -217,4 +230,52 @@ export async function deleteTable(
   });
   ctx.contexts?.versions.deleted(id);
   await ctx.contexts?.versions.settle(id, DELETED);
+}
+
+/** The table's rules (table-rules.ts); `{}` when it has none. */
+export async function getTableRules(db: Db, caller: Principal, id: string): Promise<TableRules> {
+  const table = await db.table.findFirst({ where: { id, userId: caller.userId }, select: { rules: true } });
+  if (!table) throw notFound('table', id);
+  return (table.rules ?? {}) as TableRules;
+}
+
+/**
+ * Sets the table's rules (`{}` clears them). Checked first: pointers, the schema (which the data
+ * must satisfy already, else VALIDATION_FAILED naming where it does not). From the commit on, every
+ * write is checked against them, on every control plane: writers read the rules under the table's lock.
+ */
+export async function putTableRules(
+  db: Db,
+  caller: Principal,
+  id: string,
+  rules: TableRules,
+): Promise<TableRules> {
+  const compiled = compileRules(rules);
+  const empty = Object.values(rules).every((v) => v === undefined || (Array.isArray(v) && v.length === 0));
+  return db.$transaction(async (tx) => {
+    const rows = await tx.$queryRaw<{ version: number }[]>`
+      SELECT version FROM "table" WHERE id = ${id} AND user_id = ${caller.userId} FOR UPDATE`;
+    if (!rows[0]) throw notFound('table', id);
+    const schema = compiled.schema;
+    if (schema !== undefined) {
+      const data = (await tableDocuments(tx, [id])).get(id)?.data ?? null;
+      const subtree = nodeAtTokens(data, schema.tokens);
+      if (subtree === undefined || !schema.validate(subtree)) {
+        const first = schema.validate.errors?.[0];
+        throw new DomainError(
+          'VALIDATION_FAILED',
+          subtree === undefined
+            ? `schema_path "${schema.pointer}": the data has nothing there`
+            : `the data does not satisfy the schema now${first ? ` (${first.instancePath || '/'} ${first.message ?? first.keyword})` : ''}; fix the data first`,
+          { field: 'schema' },
+        );
+      }
+    }
+    await tx.table.update({
+      where: { id },
+      data: { rules: empty ? Prisma.DbNull : (rules as Prisma.InputJsonValue) },
+      select: { id: true },
+    });
+    return empty ? {} : rules;
+  });
 }

@@ -63,7 +63,7 @@ export function newIds(prefix: string, count: number): string[] {
   ).sort();
 }
 
-export type CredentialKind = 'admin' | 'key' | 'personal' | 'playground';
+export type CredentialKind = 'admin' | 'key' | 'personal' | 'playground' | 'sidebar';
 
 /** Each kind's prefix and random bytes (api keys' and personal keys' as contracts state them). */
 const CREDENTIAL_SHAPES: Record<CredentialKind, { prefix: string; randomBytes: number }> = {
@@ -71,6 +71,8 @@ const CREDENTIAL_SHAPES: Record<CredentialKind, { prefix: string; randomBytes: n
   key: { prefix: API_KEY_PREFIX, randomBytes: API_KEY_RANDOM_BYTES },
   personal: { prefix: PERSONAL_KEY_PREFIX, randomBytes: PERSONAL_KEY_RANDOM_BYTES },
   playground: { prefix: PLAYGROUND_KEY_PREFIX, randomBytes: PLAYGROUND_KEY_RANDOM_BYTES },
+  // A sidebar session's token: for its own session's routes only (sidebar/sessions.ts).
+  sidebar: { prefix: 'bnd_sidebar_', randomBytes: 24 },
 };
 
 export interface Credential {

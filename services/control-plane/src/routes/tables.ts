@@ -7,6 +7,7 @@ import {
   Page,
   Table,
   TableListQuery,
+  TableRules,
   TableSummary,
   UpdateTableBody,
 } from '@bindery/contracts';
@@ -15,7 +16,9 @@ import {
   createTable,
   deleteTable,
   getTable,
+  getTableRules,
   listTables,
+  putTableRules,
   replaceTableData,
   updateTable,
 } from '../context/tables.ts';
@@ -102,6 +105,33 @@ export async function tableRoutes(app: AdminApp): Promise<void> {
       const table = await replaceTableData(ctx, request.principal, request.params.id, request.body, expected);
       return reply.header('etag', etag(table.version)).send(table);
     },
+  );
+  app.get(
+    '/tables/:id/rules',
+    {
+      schema: {
+        tags,
+        summary: "The table's rules: protected paths, a schema, a cap on items per change, person-only paths",
+        security: adminSecurity,
+        params: IdParams,
+        response: { 200: TableRules, ...errorResponses(404) },
+      },
+    },
+    async (request) => getTableRules(db, request.principal, request.params.id),
+  );
+  app.put(
+    '/tables/:id/rules',
+    {
+      schema: {
+        tags,
+        summary: 'Set the rules every write of the data must keep, whoever makes it ({} clears them)',
+        security: adminSecurity,
+        params: IdParams,
+        body: TableRules,
+        response: { 200: TableRules, ...errorResponses(404) },
+      },
+    },
+    async (request) => putTableRules(db, request.principal, request.params.id, request.body),
   );
   app.patch(
     '/tables/:id',

@@ -25,6 +25,7 @@ import type {
   NoticeFunction,
   SandboxLimits,
 } from './protocol.ts';
+import { ruleDetails } from './protocol.ts';
 import { WritePace } from './write-pace.ts';
 
 /** The limits of a call that its host calls are held to here. */
@@ -229,9 +230,15 @@ export function answerHostCalls(
       }
       return { id, ok: true, payload: json };
     } catch (error) {
-      const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+      const { code, message, details } = (error ?? {}) as {
+        code?: unknown;
+        message?: unknown;
+        details?: unknown;
+      };
       if (typeof code === 'string' && KNOWN_CODES.has(code) && typeof message === 'string') {
-        return refuse(id, code as ErrorCode, message.slice(0, MAX_ERROR_MESSAGE));
+        const refused = refuse(id, code as ErrorCode, message.slice(0, MAX_ERROR_MESSAGE));
+        const rule = code === 'RULE_VIOLATED' ? ruleDetails(details) : undefined;
+        return rule === undefined ? refused : { ...refused, details: rule };
       }
       onUnexpected(fn, error);
       return refuse(id, 'INTERNAL', `ctx.${fn} failed; try again.`);
@@ -318,7 +325,7 @@ function fetchAnswer(response: ToolFetchResponse): ToolFetchResponse {
   };
 }
 
-function refuse(id: number, code: ErrorCode, message: string): HostAnswer {
+function refuse(id: number, code: ErrorCode, message: string): Extract<HostAnswer, { ok: false }> {
   return { id, ok: false, code, message };
 }
 

@@ -135,7 +135,29 @@ export interface HostRequest {
 
 /** The answer to a host call, event loop -> worker; `payload` is the JSON text of the result. */
 export type HostAnswer =
-  { id: number; ok: true; payload: string } | { id: number; ok: false; code: ErrorCode; message: string };
+  | { id: number; ok: true; payload: string }
+  | { id: number; ok: false; code: ErrorCode; message: string; details?: RuleDetails };
+
+/**
+ * What a refusal by a table's rule tells the tool besides its message (ctx.context.write's error
+ * `details`, kept on the tool's error if it does not catch it): the rule, its path, the table.
+ */
+export interface RuleDetails {
+  rule?: string;
+  path?: string;
+  table_id?: string;
+}
+
+/** The RuleDetails of an error's `details` (strings only, short), or undefined when it has none. */
+export function ruleDetails(details: unknown): RuleDetails | undefined {
+  if (typeof details !== 'object' || details === null) return undefined;
+  const out: RuleDetails = {};
+  for (const key of ['rule', 'path', 'table_id'] as const) {
+    const value = (details as Record<string, unknown>)[key];
+    if (typeof value === 'string') out[key] = value.slice(0, 1_024);
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
 
 export type ConsoleLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
 

@@ -40,6 +40,7 @@ import {
   type InputOutcome,
   type SandboxOutcome,
   type SandboxTask,
+  ruleDetails,
 } from './protocol.ts';
 import { SecretRedaction } from './secret-redaction.ts';
 import { ToolNotices, type ProgressReport } from './tool-notices.ts';
@@ -67,6 +68,7 @@ const TOOL_CHOSEN_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'RESULT_TOO_LARGE',
   'PAYLOAD_TOO_LARGE',
   'OUTCOME_UNKNOWN',
+  'RULE_VIOLATED',
 ]);
 
 /** What the tool threw (or what the engine threw at it), as the prelude describes it. */
@@ -76,6 +78,7 @@ interface Thrown {
   type?: string;
   message: string;
   code?: string | null;
+  details?: unknown;
   stack?: string;
 }
 
@@ -415,7 +418,7 @@ class ToolCall {
       this.#pending.delete(answer.id);
       const text = answer.ok
         ? `1${answer.payload}`
-        : `0${JSON.stringify({ code: answer.code, message: answer.message })}`;
+        : `0${JSON.stringify({ code: answer.code, message: answer.message, details: answer.details })}`;
       const handle = this.#vm.newString(text);
       deferred.resolve(handle);
       handle.dispose();
@@ -472,7 +475,12 @@ class ToolCall {
       ok: false,
       code: chosen ?? 'UPSTREAM_FAILED',
       message: chosen ? thrown.message : `The tool threw ${text}`,
-      details: { thrown: thrown.error ? (thrown.name ?? 'Error') : (thrown.type ?? 'unknown'), ...where },
+      details: {
+        thrown: thrown.error ? (thrown.name ?? 'Error') : (thrown.type ?? 'unknown'),
+        ...where,
+        // A table's rule refused a write the tool did not catch: the rule is named as for any tool.
+        ...(chosen === 'RULE_VIOLATED' && ruleDetails(thrown.details)),
+      },
     };
   }
 

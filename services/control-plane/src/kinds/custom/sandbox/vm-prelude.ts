@@ -69,6 +69,7 @@ export const PRELUDE = String.raw`(function (hostCall, consoleWrite, notify, con
     const failure = parse(answer.slice(1));
     const error = new ErrorClass(failure.message);
     error.code = failure.code;
+    if (failure.details !== undefined) error.details = freeze(failure.details);
     throw error;
   }
 
@@ -299,6 +300,18 @@ export const PRELUDE = String.raw`(function (hostCall, consoleWrite, notify, con
   ctx.secrets = freeze(secrets);
   freeze(ctx);
 
+  // A rule's refusal names the rule, its path and the table: only those (short strings) cross back.
+  function ruleOf(details) {
+    if (typeof details !== 'object' || details === null) return undefined;
+    const out = {};
+    const fields = ['rule', 'path', 'table_id'];
+    for (let i = 0; i < fields.length; i += 1) {
+      const value = details[fields[i]];
+      if (typeof value === 'string') out[fields[i]] = value.slice(0, 1024);
+    }
+    return out;
+  }
+
   function describe(thrown) {
     try {
       if (thrown instanceof ErrorClass || (typeof thrown === 'object' && thrown !== null && typeof thrown.message === 'string')) {
@@ -307,6 +320,7 @@ export const PRELUDE = String.raw`(function (hostCall, consoleWrite, notify, con
           name: text(thrown.name === undefined ? 'Error' : thrown.name).slice(0, 100),
           message: text(thrown.message).slice(0, maxMessage),
           code: typeof thrown.code === 'string' ? thrown.code : null,
+          details: ruleOf(thrown.details),
           stack: typeof thrown.stack === 'string' ? thrown.stack.slice(0, 2000) : '',
         });
       }

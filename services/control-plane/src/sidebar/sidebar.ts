@@ -1,0 +1,428 @@
+/**
+ * The sidebar (seed 000's internal Sandbox CLI): a terminal on a person's own contexts, driven by
+ * the person in the console or by an agent holding a session token, never reachable through an
+ * exposure. Reads run at once; a write becomes a proposal showing its exact change and the verdict
+ * of the table's rules, and only the person's approval applies it (proposals.ts).
+ */
+import {
+  applyChanges,
+  executeWrite,
+  formatPointer,
+  inferSchema,
+  parsePointer,
+  resolveTokens,
+  type JsonValue,
+  type Limits,
+} from '@bindery/context-ops';
+import type { Proposal, SidebarCommandAnswer, SidebarCommandBody } from '@bindery/contracts';
+import type { SidebarSession } from '../generated/prisma/client.ts';
+import type { ContextStore } from '../context/context-store.ts';
+import type { CachedContext } from '../context/context-cache.ts';
+import type { QueryPool } from '../kinds/context/query-pool.ts';
+import type { WriteMeter } from '../metrics.ts';
+import { DomainError, fromOpError } from '../domain/errors.ts';
+import type { Db, Principal } from '../domain/context.ts';
+import { HELP, parseCommand, queryText, WRITE_VERBS, writeOperation, type Parsed } from './commands.ts';
+import { moved, relativeTokens } from './paths.ts';
+import {
+  applyProposal,
+  listProposals,
+  rejectProposal,
+  replaced,
+  storeProposal,
+  undoEdits,
+  type ProposalServices,
+  type ProposalTable,
+} from './proposals.ts';
+import { actorUser, sessionFor, type SidebarActor } from './sessions.ts';
+import { SidebarEvents } from './sidebar-events.ts';
+import { bounded, formatValue, listing, table } from './terminal-output.ts';
+
+/** How often a waiting agent's command looks for a verdict given on another control plane. */
+const VERDICT_POLL_MS = 500;
+
+export interface SidebarOptions {
+  db: Db;
+  contexts: ContextStore;
+  queries: QueryPool;
+  limits: Limits;
+  writes: WriteMeter;
+}
+
+/** The context a command runs on. */
+interface Place {
+  table: ProposalTable;
+  tokens: string[];
+}
+
+export class Sidebar {
+  readonly events = new SidebarEvents();
+  readonly #options: SidebarOptions;
+  readonly #proposals: ProposalServices;
+
+  constructor(options: SidebarOptions) {
+    this.#options = options;
+    this.#proposals = {
+      db: options.db,
+      contexts: options.contexts,
+      writes: options.writes,
+      events: this.events,
+    };
+  }
+
+  /** Runs one command line in session `sessionId` for `actor`; a command's own fault is in `error`. */
+  async command(
+    actor: SidebarActor,
+    sessionId: string,
+    body: SidebarCommandBody,
+  ): Promise<SidebarCommandAnswer> {
+    const session = await sessionFor(this.#options.db, actor, sessionId, true);
+    const parsed = parseCommand(body.command);
+    let answer: SidebarCommandAnswer;
+    try {
+      answer = await this.#run(actor, session, parsed, body.command.trim());
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code === 'INTERNAL') throw error;
+      return {
+        output: `error: ${error.message}`,
+        error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
+      };
+    }
+    const proposal = answer.proposal;
+    if (proposal?.status === 'pending' && actor.kind === 'agent' && (body.wait_ms ?? 0) > 0) {
+      const decided = await this.#awaitVerdict(sessionId, proposal.id, body.wait_ms ?? 0);
+      return { output: `${answer.output}\n${verdictLine(decided)}`, proposal: decided };
+    }
+    return answer;
+  }
+
+  async #run(
+    actor: SidebarActor,
+    session: SidebarSession,
+    parsed: Parsed,
+    line: string,
+  ): Promise<SidebarCommandAnswer> {
+    const db = this.#options.db;
+    const userId = actorUser(actor);
+    switch (parsed.verb) {
+      case '':
+      case 'help':
+        return { output: HELP };
+      case 'tables': {
+        const rows = await db.table.findMany({
+          where: { userId },
+          orderBy: { name: 'asc' },
+          take: 200,
+          select: { id: true, name: true, version: true },
+        });
+        return { output: rows.length === 0 ? '(no tables)' : table(rows) };
+      }
+      case 'use':
+        return { output: await this.#use(session, userId, parsed.words) };
+      case 'cd': {
+        const place = await this.#place(session, userId);
+        const tokens = moved(place.tokens, parsed.words[0] ?? '');
+        await this.#options.contexts.read(this.#at(place.table.id, tokens));
+        await db.sidebarSession.update({
+          where: { id: session.id },
+          data: { pointer: formatPointer(tokens) },
+        });
+        return { output: `${place.table.name} ${formatPointer(tokens) || '/'}` };
+      }
+      case 'pwd': {
+        const place = await this.#place(session, userId);
+        const read = await this.#read(place);
+        return {
+          output: `${place.table.name} ${formatPointer(place.tokens) || '/'} (version ${read.version})`,
+        };
+      }
+      case 'proposals': {
+        const pending = await listProposals(db, session.id, 'pending');
+        if (pending.length === 0) return { output: 'no proposal waits for a verdict' };
+        return { output: pending.map((p) => `${p.id}  ${p.status}  ${p.command}`).join('\n') };
+      }
+      case 'ls':
+      case 'cat':
+      case 'schema': {
+        const place = await this.#place(session, userId);
+        const node = resolved((await this.#read(place)).node, parsed.words[0]);
+        if (parsed.verb === 'ls') return { output: listing(node) };
+        if (parsed.verb === 'cat') return { output: bounded(JSON.stringify(node, null, 2)) };
+        return { output: bounded(JSON.stringify(inferSchema(node), null, 2)) };
+      }
+      case 'query': {
+        const place = await this.#place(session, userId);
+        const read = await this.#read(place);
+        const expression = queryText(parsed.rest);
+        if (expression === '') throw new DomainError('VALIDATION_FAILED', "usage: query 'JMESPATH'");
+        const where = `${place.table.id}\u0000${formatPointer(place.tokens)}`;
+        const result = await fromOpErrorAsync(() =>
+          this.#options.queries.run(
+            { node: read.node, text: () => read.text(), key: `${where}\u0000${read.version}`, place: where },
+            { query: expression },
+            {},
+            this.#options.limits,
+            userId,
+          ),
+        );
+        return { output: formatValue(result) };
+      }
+      default:
+        if (!WRITE_VERBS.has(parsed.verb)) {
+          throw new DomainError('VALIDATION_FAILED', `unknown command "${parsed.verb}"; type help`);
+        }
+        return this.#propose(actor, session, parsed, line);
+    }
+  }
+
+  async #propose(actor: SidebarActor, session: SidebarSession, parsed: Parsed, line: string) {
+    const userId = actorUser(actor);
+    const by = actor.kind === 'agent' ? 'agent' : 'person';
+    let place: Place;
+    let before: CachedContext;
+    let after: JsonValue;
+    let command = line;
+    if (parsed.verb === 'undo') {
+      let undone: string;
+      ({ place, before, after, undone } = await this.#undo(session.id, userId, parsed.words[0]));
+      // Named, so a stale undo is computed again for the same change.
+      command = `undo ${undone}`;
+    } else {
+      place = await this.#place(session, userId);
+      before = await this.#read(place);
+      const { op, args } = writeOperation(parsed, before.node, relativeTokens);
+      after = fromOpError(() => executeWrite(op, before.node, args, {}, this.#options.limits).context);
+    }
+    return this.#offer(session.id, userId, place, before, after, command, by);
+  }
+
+  async #offer(
+    sessionId: string,
+    userId: string,
+    place: Place,
+    before: CachedContext,
+    after: JsonValue,
+    command: string,
+    by: 'agent' | 'person',
+  ): Promise<SidebarCommandAnswer> {
+    const proposal = await storeProposal(this.#proposals, {
+      sessionId,
+      userId,
+      table: place.table,
+      tokens: place.tokens,
+      command,
+      by,
+      before,
+      after,
+    });
+    if (proposal === undefined) return { output: 'nothing would change: no proposal' };
+    return { output: describe(proposal), proposal };
+  }
+
+  /** `undo [PROPOSAL]`: the inverse of the session's last applied proposal (or of PROPOSAL). */
+  async #undo(sessionId: string, userId: string, id: string | undefined) {
+    const row = await this.#options.db.sidebarProposal.findFirst({
+      where: { sessionId, status: 'applied', ...(id !== undefined && { id }) },
+      orderBy: { decidedAt: 'desc' },
+    });
+    if (!row) {
+      throw new DomainError(
+        'NOT_FOUND',
+        id === undefined
+          ? 'no applied change to undo in this session'
+          : `no applied proposal ${id} in this session`,
+      );
+    }
+    const place = await this.#tablePlace(userId, row.tableId, parsePointer(row.pointer));
+    const before = await this.#read(place);
+    const undo = undoEdits(row, before.node, before.version);
+    if ('refused' in undo) throw new DomainError('CONFLICT', `undo: ${undo.refused}`);
+    return { place, before, after: applyChanges(before.node, undo.edits), undone: row.id };
+  }
+
+  /**
+   * Approves a proposal for the person. When the table moved on since it was computed, the
+   * proposal is stale: its command runs again on the data now and the fresh proposal is offered
+   * (CONFLICT, `details.replaced_by`), for the person to approve again.
+   */
+  async approve(person: Principal, id: string, note: string | undefined): Promise<Proposal> {
+    const outcome = await applyProposal(this.#proposals, person, id, note);
+    if ('applied' in outcome) return outcome.applied;
+    const stale = outcome.stale;
+    let fresh: Proposal | undefined;
+    let why = '';
+    try {
+      const place = await this.#tablePlace(person.userId, stale.tableId, parsePointer(stale.pointer));
+      const by = stale.proposedBy === 'agent' ? 'agent' : 'person';
+      const parsed = parseCommand(stale.command);
+      const again =
+        parsed.verb === 'undo'
+          ? await this.#undo(stale.sessionId, person.userId, parseCommand(stale.command).words[0])
+          : await this.#recompute(place, parsed);
+      fresh = (
+        await this.#offer(
+          stale.sessionId,
+          person.userId,
+          again.place,
+          again.before,
+          again.after,
+          stale.command,
+          by,
+        )
+      ).proposal;
+      if (fresh) await replaced(this.#proposals, stale.id, fresh.id);
+      else why = '; on the data now it would change nothing';
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      why = `; it no longer applies: ${error.message}`;
+    }
+    throw new DomainError(
+      'CONFLICT',
+      `proposal ${id} is stale: table version is now ${outcome.currentVersion}, it was computed on ${stale.baseVersion}` +
+        (fresh ? `; a fresh proposal ${fresh.id} shows the change on the data now` : why),
+      {
+        status: 'stale',
+        current_version: outcome.currentVersion,
+        ...(fresh && { replaced_by: fresh.id, proposal: fresh }),
+      },
+    );
+  }
+
+  async #recompute(place: Place, parsed: Parsed) {
+    const before = await this.#read(place);
+    const { op, args } = writeOperation(parsed, before.node, relativeTokens);
+    const after = fromOpError(() => executeWrite(op, before.node, args, {}, this.#options.limits).context);
+    return { place, before, after };
+  }
+
+  reject(person: Principal, id: string, note: string | undefined): Promise<Proposal> {
+    return rejectProposal(this.#proposals, person, id, note);
+  }
+
+  async proposals(actor: SidebarActor, sessionId: string, status?: string): Promise<Proposal[]> {
+    const session = await sessionFor(this.#options.db, actor, sessionId);
+    return listProposals(this.#options.db, session.id, status);
+  }
+
+  /** The proposal once decided, or as it is when `waitMs` ran out. */
+  async #awaitVerdict(sessionId: string, id: string, waitMs: number): Promise<Proposal> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const [current] = (await listProposals(this.#options.db, sessionId)).filter((p) => p.id === id);
+      if (!current) throw new DomainError('NOT_FOUND', `proposal ${id} is gone`);
+      const left = deadline - Date.now();
+      if (current.status !== 'pending' || left <= 0) return current;
+      await this.events.next(sessionId, Math.min(VERDICT_POLL_MS, left));
+    }
+  }
+
+  async #use(session: SidebarSession, userId: string, words: string[]): Promise<string> {
+    const [first, second] = words;
+    if (first === undefined)
+      throw new DomainError('VALIDATION_FAILED', 'usage: use TABLE [PATH], or use PATH');
+    let place: Place;
+    if (first.startsWith('/') && second === undefined) {
+      const current = await this.#place(session, userId);
+      place = { table: current.table, tokens: relativeTokens(first) };
+    } else {
+      const row = await this.#options.db.table.findFirst({
+        where: { userId, OR: [{ id: first }, { name: first }] },
+        select: { id: true, name: true, rules: true },
+      });
+      if (!row) throw new DomainError('NOT_FOUND', `no table "${first}" of yours (tables lists them)`);
+      place = { table: tableOf(row), tokens: relativeTokens(second) };
+    }
+    const read = await this.#read(place);
+    await this.#options.db.sidebarSession.update({
+      where: { id: session.id },
+      data: { tableId: place.table.id, pointer: formatPointer(place.tokens) },
+    });
+    return `${place.table.name} ${formatPointer(place.tokens) || '/'} (version ${read.version})`;
+  }
+
+  async #place(session: SidebarSession, userId: string): Promise<Place> {
+    if (session.tableId === null) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        'choose a context first: use TABLE [PATH] (tables lists yours)',
+      );
+    }
+    return this.#tablePlace(userId, session.tableId, parsePointer(session.pointer));
+  }
+
+  async #tablePlace(userId: string, tableId: string, tokens: string[]): Promise<Place> {
+    const row = await this.#options.db.table.findFirst({
+      where: { id: tableId, userId },
+      select: { id: true, name: true, rules: true },
+    });
+    if (!row) throw new DomainError('NOT_FOUND', `table ${tableId} is gone`);
+    return { table: tableOf(row), tokens };
+  }
+
+  #at(tableId: string, tokens: string[]) {
+    return { tableId, tokens, pointer: formatPointer(tokens) };
+  }
+
+  #read(place: Place): Promise<CachedContext> {
+    return this.#options.contexts.read(this.#at(place.table.id, place.tokens));
+  }
+}
+
+function tableOf(row: { id: string; name: string; rules: unknown }): ProposalTable {
+  return { id: row.id, name: row.name, rules: row.rules === null ? null : JSON.stringify(row.rules) };
+}
+
+function resolved(node: JsonValue, path: string | undefined): JsonValue {
+  const tokens = relativeTokens(path);
+  return fromOpError(() => resolveTokens(node, tokens, { argument: 'path', pointer: formatPointer(tokens) }));
+}
+
+async function fromOpErrorAsync<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    return fromOpError(() => {
+      throw error;
+    });
+  }
+}
+
+/** A proposal as the terminal prints it: what changes, the rules' verdicts, what happens next. */
+export function describe(p: Proposal): string {
+  const lines = [`proposal ${p.id} (${p.status}) on ${p.table_name}, computed on version ${p.base_version}:`];
+  for (const op of p.patch.slice(0, 20)) {
+    lines.push(`  ${op.op} ${op.path}${op.value === undefined ? '' : ` ${clip(JSON.stringify(op.value))}`}`);
+  }
+  if (p.patch.length > 20) lines.push(`  … ${p.patch.length - 20} more operations`);
+  const broken = p.verdicts.filter((v) => !v.ok);
+  if (p.verdicts.length > 0) {
+    lines.push(broken.length === 0 ? `rules: all ${p.verdicts.length} kept` : `rules broken:`);
+    for (const v of broken)
+      lines.push(`  ${v.rule}${v.path !== undefined ? ` ${v.path}` : ''}: ${v.message}`);
+  }
+  lines.push(
+    p.status === 'blocked'
+      ? 'blocked: it cannot be approved'
+      : 'waiting for the person to approve or reject it',
+  );
+  return lines.join('\n');
+}
+
+function verdictLine(p: Proposal): string {
+  switch (p.status) {
+    case 'applied':
+      return `approved: applied at version ${p.applied_version}${p.note ? ` (note: ${p.note})` : ''}`;
+    case 'rejected':
+      return `rejected${p.note ? `: ${p.note}` : ''}`;
+    case 'stale':
+      return `stale: the data changed before approval${p.replaced_by ? `; fresh proposal ${p.replaced_by} offered` : ''}`;
+    case 'pending':
+      return 'still waiting for the person (ask again with: proposals)';
+    default:
+      return p.status;
+  }
+}
+
+function clip(text: string): string {
+  return text.length > 120 ? `${text.slice(0, 119)}…` : text;
+}
