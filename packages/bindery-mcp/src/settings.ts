@@ -2,7 +2,8 @@
  * What both entries (`bindery-mcp` and `bindery`) read from their environment: the gateway's
  * address (BINDERY_URL) and the key (BINDERY_KEY, never an argument: arguments show in process
  * lists), and where a key of each kind speaks MCP: a personal key (`bnd_pk_…`) the caller entry,
- * any other key (an exposure's api_key) the exposure entry.
+ * any other key (an exposure's api_key) the exposure entry. `bindery-mcp --sidebar` reads the
+ * control plane's address and one sidebar session's id and token instead (readSidebarSettings).
  */
 import {
   CALLER_HEADER,
@@ -35,40 +36,142 @@ export function readCredentials(env: { BINDERY_URL?: string; BINDERY_KEY?: strin
       'BINDERY_KEY is not set: set it to a personal MCP key (bnd_pk_…, from POST /api/v2/mcp-keys) or an exposure api_key (bnd_key_…)',
     );
   }
-  // Node's header check would quote the whole key in its error, which reaches stderr and the client.
-  if (!/^[\x21-\x7e]+$/.test(key)) {
-    throw new UsageError(
-      'BINDERY_KEY holds a character no key has (a space, a line break or a non-ASCII character): set it to the key alone',
-    );
-  }
-  const raw = env.BINDERY_URL?.trim() || DEFAULT_GATEWAY_URL;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new UsageError(`BINDERY_URL is not a URL: "${raw}" (for example ${DEFAULT_GATEWAY_URL})`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new UsageError(`BINDERY_URL must be an http:// or https:// URL, not "${raw}"`);
-  }
-  // Not quoted: what is wrong with it may be a secret (a password, a key in the query or path).
-  if (parsed.username !== '' || parsed.password !== '' || parsed.search !== '' || parsed.hash !== '') {
-    throw new UsageError(
-      `BINDERY_URL must be the gateway's base URL (${parsed.origin}), without a user, password, query or fragment; the key goes in BINDERY_KEY`,
-    );
-  }
-  if (/\/api\/v\d/.test(parsed.pathname)) {
-    throw new UsageError(
-      `BINDERY_URL must be the gateway's base URL (${parsed.origin}), not an endpoint: the path is added, and the key goes in BINDERY_KEY`,
-    );
-  }
-  const url = parsed.href.replace(/\/+$/, '');
+  headerSafe('BINDERY_KEY', key, 'key');
+  const url = baseUrl(env.BINDERY_URL, {
+    variable: 'BINDERY_URL',
+    service: 'gateway',
+    fallback: DEFAULT_GATEWAY_URL,
+    secret: 'the key goes in BINDERY_KEY',
+  });
   const personal = key.startsWith(PERSONAL_KEY_PREFIX);
   const warning =
     personal && !isWellFormedPersonalKey(key)
       ? `BINDERY_KEY starts with ${PERSONAL_KEY_PREFIX} but is not shaped like a personal key; the gateway will probably refuse it`
       : undefined;
   return { url, key, personal, ...(warning && { warning }) };
+}
+
+/** Where `bindery-mcp --sidebar` finds the control plane when BINDERY_CONTROL_PLANE_URL is not set. */
+export const DEFAULT_CONTROL_PLANE_URL = 'http://127.0.0.1:4000';
+/**
+ * What every sidebar token starts with. The control plane takes any other bearer token on the
+ * sidebar's routes for a person's admin token, so anything else is refused here: an agent must
+ * never hold the person's own token.
+ */
+export const SIDEBAR_TOKEN_PREFIX = 'bnd_sidebar_';
+/**
+ * How long a write waits for the person's verdict by default: under the 60 s many MCP clients
+ * give a request, so the agent reads "still waiting" rather than a timeout of its own.
+ */
+export const DEFAULT_SIDEBAR_WAIT_MS = 50_000;
+/** The control plane's bound on `wait_ms`. */
+export const MAX_SIDEBAR_WAIT_MS = 120_000;
+
+export interface SidebarSettings {
+  /** The control plane's base URL, without a trailing slash. */
+  url: string;
+  sessionId: string;
+  /** The session's token (`bnd_sidebar_…`): sent as a bearer header, never printed. */
+  token: string;
+  /** How long a write waits for the person's verdict (0: it answers the pending proposal at once). */
+  waitMs: number;
+}
+
+/**
+ * The settings of `bindery-mcp --sidebar`: BINDERY_CONTROL_PLANE_URL, BINDERY_SIDEBAR_SESSION,
+ * BINDERY_SIDEBAR_TOKEN (never an argument, never quoted in a message) and BINDERY_SIDEBAR_WAIT_MS.
+ * Throws a UsageError saying what to set.
+ */
+export function readSidebarSettings(env: {
+  BINDERY_CONTROL_PLANE_URL?: string;
+  BINDERY_SIDEBAR_SESSION?: string;
+  BINDERY_SIDEBAR_TOKEN?: string;
+  BINDERY_SIDEBAR_WAIT_MS?: string;
+}): SidebarSettings {
+  const sessionId = env.BINDERY_SIDEBAR_SESSION?.trim() ?? '';
+  if (sessionId === '') {
+    throw new UsageError(
+      'BINDERY_SIDEBAR_SESSION is not set: set it to the id of a sidebar session (POST /api/v2/sidebar/sessions, or the console)',
+    );
+  }
+  // Not quoted: a token pasted into the wrong variable must not reach the log.
+  if (sessionId.startsWith('bnd_')) {
+    throw new UsageError(
+      'BINDERY_SIDEBAR_SESSION holds a token, not a session id: the token goes in BINDERY_SIDEBAR_TOKEN',
+    );
+  }
+  if (!/^[A-Za-z0-9_-]{1,128}$/.test(sessionId)) {
+    throw new UsageError(
+      'BINDERY_SIDEBAR_SESSION is not a session id (letters, digits, "_" and "-": the id POST /api/v2/sidebar/sessions answers)',
+    );
+  }
+  const token = env.BINDERY_SIDEBAR_TOKEN?.trim() ?? '';
+  if (token === '') {
+    throw new UsageError(
+      `BINDERY_SIDEBAR_TOKEN is not set: set it to the session's token (${SIDEBAR_TOKEN_PREFIX}…, shown once when the session opens)`,
+    );
+  }
+  headerSafe('BINDERY_SIDEBAR_TOKEN', token, 'token');
+  if (!token.startsWith(SIDEBAR_TOKEN_PREFIX)) {
+    throw new UsageError(
+      `BINDERY_SIDEBAR_TOKEN must be a sidebar session's token (${SIDEBAR_TOKEN_PREFIX}…): any other token would let the agent act as you`,
+    );
+  }
+  const url = baseUrl(env.BINDERY_CONTROL_PLANE_URL, {
+    variable: 'BINDERY_CONTROL_PLANE_URL',
+    service: 'control plane',
+    fallback: DEFAULT_CONTROL_PLANE_URL,
+    secret: 'the token goes in BINDERY_SIDEBAR_TOKEN',
+  });
+  const rawWait = env.BINDERY_SIDEBAR_WAIT_MS?.trim() ?? '';
+  const waitMs = rawWait === '' ? DEFAULT_SIDEBAR_WAIT_MS : Number(rawWait);
+  if (!/^\d*$/.test(rawWait) || waitMs > MAX_SIDEBAR_WAIT_MS) {
+    throw new UsageError(
+      `BINDERY_SIDEBAR_WAIT_MS must be a whole number of milliseconds from 0 to ${MAX_SIDEBAR_WAIT_MS}, not "${rawWait}"`,
+    );
+  }
+  return { url, sessionId, token, waitMs };
+}
+
+/** Refuses a secret Node's header check would refuse: its error quotes the whole value, which reaches stderr. */
+function headerSafe(variable: string, secret: string, what: string): void {
+  if (!/^[\x21-\x7e]+$/.test(secret)) {
+    throw new UsageError(
+      `${variable} holds a character no ${what} has (a space, a line break or a non-ASCII character): set it to the ${what} alone`,
+    );
+  }
+}
+
+/**
+ * `raw` (or `fallback` when unset) as a service's base URL, without a trailing slash: http or
+ * https, no user, password, query or fragment, no API path (the entry adds it).
+ */
+function baseUrl(
+  raw: string | undefined,
+  of: { variable: string; service: string; fallback: string; secret: string },
+): string {
+  const given = raw?.trim() || of.fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(given);
+  } catch {
+    throw new UsageError(`${of.variable} is not a URL: "${given}" (for example ${of.fallback})`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new UsageError(`${of.variable} must be an http:// or https:// URL, not "${given}"`);
+  }
+  // Not quoted: what is wrong with it may be a secret (a password, a key in the query or path).
+  if (parsed.username !== '' || parsed.password !== '' || parsed.search !== '' || parsed.hash !== '') {
+    throw new UsageError(
+      `${of.variable} must be the ${of.service}'s base URL (${parsed.origin}), without a user, password, query or fragment; ${of.secret}`,
+    );
+  }
+  if (/\/api\/v\d/.test(parsed.pathname)) {
+    throw new UsageError(
+      `${of.variable} must be the ${of.service}'s base URL (${parsed.origin}), not an endpoint: the path is added, and ${of.secret}`,
+    );
+  }
+  return parsed.href.replace(/\/+$/, '');
 }
 
 /**

@@ -25,7 +25,7 @@ describe('unknownSettingWarnings', () => {
     ]);
   });
 
-  it('stays quiet for known settings, the usual environment and the test suites’ own variables', () => {
+  it('stays quiet for known settings, the usual environment, the test suites’ and the client entries’ variables', () => {
     expect(
       unknownSettingWarnings({
         PORT: '1',
@@ -38,6 +38,11 @@ describe('unknownSettingWarnings', () => {
         NODE_ENV: 'test',
         TEST_DATABASE_URL: 'postgresql://x',
         BINDERY_TEST_DB: 'pglite',
+        BINDERY_URL: 'http://127.0.0.1:4100',
+        BINDERY_CONTROL_PLANE_URL: 'http://127.0.0.1:4000',
+        BINDERY_SIDEBAR_SESSION: 'sbs_1',
+        BINDERY_SIDEBAR_TOKEN: 'bnd_sidebar_x',
+        BINDERY_SIDEBAR_WAIT_MS: '60000',
         npm_config_user_agent: 'pnpm',
       }),
     ).toEqual([]);

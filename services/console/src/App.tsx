@@ -16,6 +16,7 @@ import { TableView } from './screens/TableData.tsx';
 import { Tools } from './screens/Tools.tsx';
 import { Upstreams } from './screens/Upstreams.tsx';
 import { ErrorMessage } from './ui.tsx';
+import { Sidebar } from './sidebar.tsx';
 
 const NAV = [
   { to: '/', label: 'Overview' },
@@ -58,6 +59,7 @@ export function App() {
   const [checking, setChecking] = useState(storedToken() !== null);
   const [checkError, setCheckError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [sidebar, setSidebar] = useState(false);
 
   const logOut = (message: string | null) => {
     storeToken(null);
@@ -117,7 +119,7 @@ export function App() {
   }
   const current = NAV.filter((item) => (item.to === '/' ? path === '/' : path.startsWith(item.to))).pop();
   return (
-    <div className="layout">
+    <div className={sidebar ? 'layout with-sidebar' : 'layout'}>
       <a className="skip" href="#main">
         Skip to content
       </a>
@@ -134,6 +136,14 @@ export function App() {
             ))}
           </ul>
         </nav>
+        <button
+          type="button"
+          className="secondary small"
+          aria-pressed={sidebar}
+          onClick={() => setSidebar((open) => !open)}
+        >
+          Sidebar
+        </button>
         <Link to="/account" className="who" aria-current={path === '/account' ? 'page' : undefined}>
           {user.name}
           {user.is_root && ' (root)'}
@@ -152,6 +162,7 @@ export function App() {
       <main id="main" tabIndex={-1}>
         <Screen path={path} user={user} />
       </main>
+      {sidebar && <Sidebar path={path} onClose={() => setSidebar(false)} />}
     </div>
   );
 }

@@ -34,9 +34,19 @@ export const SETTING_NAMES: readonly string[] = [
 /**
  * Variables with a settings prefix that the services do not read, and so are never typos: the
  * test suites' and the client entries' (`bindery-mcp` and `bindery` read BINDERY_URL and
- * BINDERY_KEY, often exported in the same shell as the services).
+ * BINDERY_KEY, `bindery-mcp --sidebar` the BINDERY_CONTROL_PLANE_URL and BINDERY_SIDEBAR_* ones,
+ * often exported in the same shell as the services).
  */
-const OTHER_VARIABLES = ['BINDERY_TEST_DB', 'BINDERY_TEST_TEMPLATE', 'BINDERY_URL', 'BINDERY_KEY'];
+const OTHER_VARIABLES = [
+  'BINDERY_TEST_DB',
+  'BINDERY_TEST_TEMPLATE',
+  'BINDERY_URL',
+  'BINDERY_KEY',
+  'BINDERY_CONTROL_PLANE_URL',
+  'BINDERY_SIDEBAR_SESSION',
+  'BINDERY_SIDEBAR_TOKEN',
+  'BINDERY_SIDEBAR_WAIT_MS',
+];
 
 /** The start-up warnings for an environment: one line per variable that looks like a misspelt setting. */
 export function unknownSettingWarnings(env: Readonly<Record<string, string | undefined>>): string[] {

@@ -182,6 +182,7 @@ export function Logs() {
                         {row.action}
                         {row.operation && ` · ${row.operation}`}
                       </div>
+                      {row.details && <div className="muted">{sidebarDetails(row.details)}</div>}
                     </td>
                     <td>
                       <span className={`log-status ${row.status}`}>{row.status}</span>
@@ -249,4 +250,24 @@ function UpstreamLogs() {
       )}
     </section>
   );
+}
+
+/** A sidebar row's details in a line: who proposed, the versions before and after, broken rules. */
+function sidebarDetails(details: Record<string, unknown>): string {
+  const parts: string[] = [];
+  if (typeof details.proposed_by === 'string')
+    parts.push(`proposed by ${details.proposed_by === 'agent' ? 'an agent' : 'the person'}`);
+  if (typeof details.version_before === 'number') {
+    parts.push(
+      typeof details.version_after === 'number'
+        ? `version ${details.version_before} → ${details.version_after}`
+        : `on version ${details.version_before}`,
+    );
+  }
+  const verdicts = Array.isArray(details.verdicts)
+    ? (details.verdicts as { ok?: boolean; rule?: string }[])
+    : [];
+  const broken = verdicts.filter((v) => v.ok === false).map((v) => v.rule);
+  if (broken.length > 0) parts.push(`breaks ${broken.join(', ')}`);
+  return parts.join(' · ');
 }

@@ -5,11 +5,11 @@
  * with the server's message and offers to reload, keeping the unsaved text to copy.
  */
 import { useCallback, useEffect, useMemo, useState, type FormEvent } from 'react';
-import type { Table, TableSummary } from '@bindery/contracts';
+import type { Table, TableRules, TableSummary } from '@bindery/contracts';
 import { api, ApiError } from '../api.ts';
 import { Link } from '../router.tsx';
-import { checkJson, pretty } from '../json-text.tsx';
-import { CopyBlock, ErrorMessage, JsonTree, Notice } from '../ui.tsx';
+import { checkJson, JsonText, pretty } from '../json-text.tsx';
+import { CopyBlock, ErrorMessage, JsonTree, Notice, useAction, useLoad } from '../ui.tsx';
 import './editing.css';
 
 interface Loaded {
@@ -72,6 +72,7 @@ export function TableView({ id }: { id: string }) {
             </div>
           </section>
           <DataEditor key={table.id} current={current} refresh={refresh} />
+          <RulesEditor key={`rules-${table.id}`} tableId={table.id} />
         </>
       )}
     </>
@@ -216,6 +217,71 @@ function DataEditor({ current, refresh }: { current: Loaded; refresh: () => Prom
           <CopyBlock label="Unsaved text" text={unsaved} />
         </details>
       )}
+    </section>
+  );
+}
+
+const RULES_EXAMPLE: TableRules = {
+  protect: [{ path: '/customers', deny: ['delete'] }],
+  person_only: ['/settings'],
+  max_items_per_change: 50,
+};
+
+/**
+ * The table's rules as JSON (`GET`/`PUT /api/v2/tables/{id}/rules`): every write of the data,
+ * whoever makes it, must keep them; the server checks the text and says what is wrong.
+ */
+function RulesEditor({ tableId }: { tableId: string }) {
+  const path = `/api/v2/tables/${encodeURIComponent(tableId)}/rules`;
+  const loaded = useLoad(() => api<TableRules>('GET', path), [path]);
+  const [draft, setDraft] = useState<string | null>(null);
+  const [saved, setSaved] = useState(false);
+  const { busy, error, run } = useAction();
+  const text = draft ?? (loaded.data ? pretty(loaded.data) : '');
+  const checked = useMemo(() => (draft === null ? null : checkJson(draft, { value: {} })), [draft]);
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!checked?.ok) return;
+    const stored = await run(() => api<TableRules>('PUT', path, { body: checked.value }));
+    if (stored !== undefined) {
+      setDraft(pretty(stored));
+      setSaved(true);
+    }
+  };
+  return (
+    <section className="card" aria-labelledby="table-rules">
+      <h2 id="table-rules">Rules</h2>
+      <p className="muted">
+        Every write must keep these, from every tool and in the sidebar: <code>protect</code> paths from{' '}
+        <code>write</code> or <code>delete</code>, a JSON <code>schema</code> the data (or{' '}
+        <code>schema_path</code>) must still satisfy, <code>max_items_per_change</code>, and{' '}
+        <code>person_only</code> paths no tool or agent may change. A write that breaks one is refused (
+        <code>RULE_VIOLATED</code>) and nothing is written.
+      </p>
+      <ErrorMessage error={loaded.error} />
+      {saved && <Notice>Rules saved.</Notice>}
+      <form onSubmit={(event) => void save(event)}>
+        <JsonText
+          label="Rules as JSON ({} for none)"
+          text={text}
+          onChange={(next) => {
+            setDraft(next);
+            setSaved(false);
+          }}
+          checked={checked}
+        />
+        <ErrorMessage error={error} />
+        <div className="actions">
+          <button type="submit" disabled={busy || draft === null || !checked?.ok}>
+            {busy ? 'Saving…' : 'Save rules'}
+          </button>
+          {text.trim() === '{}' && (
+            <button type="button" className="secondary" onClick={() => setDraft(pretty(RULES_EXAMPLE))}>
+              Start from an example
+            </button>
+          )}
+        </div>
+      </form>
     </section>
   );
 }
