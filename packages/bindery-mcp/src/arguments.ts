@@ -9,6 +9,9 @@ import { parseArgs } from 'node:util';
 import type { JsonSchema } from './rest.ts';
 import { UsageError } from './settings.ts';
 
+// The grammar is also the control plane's sidebar's (`call TOOL --name value`): what it needs with it.
+export { UsageError, type JsonSchema };
+
 type Kind = 'string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | 'null' | 'any';
 
 /** The schema's one non-null type, looking through a nullable union. */

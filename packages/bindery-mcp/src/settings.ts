@@ -10,6 +10,7 @@ import {
   DEFAULT_GATEWAY_URL,
   MCP_CALLER_PATH,
   PERSONAL_KEY_PREFIX,
+  SIDEBAR_TOKEN_PREFIX,
   isWellFormedPersonalKey,
 } from '@bindery/contracts/entries';
 
@@ -58,7 +59,7 @@ export const DEFAULT_CONTROL_PLANE_URL = 'http://127.0.0.1:4000';
  * sidebar's routes for a person's admin token, so anything else is refused here: an agent must
  * never hold the person's own token.
  */
-export const SIDEBAR_TOKEN_PREFIX = 'bnd_sidebar_';
+export { SIDEBAR_TOKEN_PREFIX };
 /**
  * How long a write waits for the person's verdict by default: under the 60 s many MCP clients
  * give a request, so the agent reads "still waiting" rather than a timeout of its own.

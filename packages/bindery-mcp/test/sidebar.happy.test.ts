@@ -188,8 +188,8 @@ describe('bindery-mcp --sidebar', () => {
     const lines = text(listed).split('\n');
     // Newest first: this one, then the rejected and the applied ones of the tests above.
     expect(lines[0]).toBe(`${proposal.id}  applied (version ${before.version + 1})  crm: set 1/tier "gold"`);
-    expect(lines[1]).toMatch(/ rejected  crm: rm 1 — note: keep Bob, he pays$/);
-    expect(lines[2]).toMatch(/ applied \(version \d+\)  crm: set 0\/name "Anna"$/);
+    expect(lines[1]).toMatch(/ rejected {2}crm: rm 1 — note: keep Bob, he pays$/);
+    expect(lines[2]).toMatch(/ applied \(version \d+\) {2}crm: set 0\/name "Anna"$/);
     const items = (listed.structuredContent as { items: Json[] }).items;
     expect(items.map((p) => p.status)).toEqual(['applied', 'rejected', 'applied']);
     expect((await table()).data.customers[1]!.tier).toBe('gold');

@@ -6,6 +6,8 @@
 
 /** What every personal MCP key starts with; told apart from an exposure's `bnd_key_` at a glance. */
 export const PERSONAL_KEY_PREFIX = 'bnd_pk_';
+/** A sidebar session's token: for that session's sidebar routes on the control plane only. */
+export const SIDEBAR_TOKEN_PREFIX = 'bnd_sidebar_';
 /** Random bytes behind the prefix (base64url: 32 characters). */
 export const PERSONAL_KEY_RANDOM_BYTES = 24;
 

@@ -35,7 +35,7 @@ import { requestValidatorCompiler } from './http/request-validation.ts';
 import { refuseDotSegments } from './http/static-paths.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import { DEFAULT_LIMITS } from '@bindery/context-ops';
-import { UPSTREAM_CAPS } from '@bindery/contracts';
+import { UPSTREAM_CAPS, type ErrorBody } from '@bindery/contracts';
 import { BindingCache } from './execution/binding-cache.ts';
 import { AuditWriter, type AuditSql } from './execution/audit-writer.ts';
 import { AuditStreamHub, type AuditStreamOptions } from './audit/audit-stream.ts';
@@ -82,7 +82,8 @@ import { openApiImportRoutes } from './routes/openapi-imports.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { sidebarRoutes } from './routes/sidebar.ts';
-import { Sidebar } from './sidebar/sidebar.ts';
+import { Sidebar, type ToolResult } from './sidebar/sidebar.ts';
+import { DomainError } from './domain/errors.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { signInRoutes, userRoutes } from './routes/users.ts';
@@ -389,7 +390,28 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   app.addHook('onClose', () => queries.close());
   const audit = auditWriter(app, options, metrics);
   const limits = { ...DEFAULT_LIMITS, maxResultBytes: options.config.maxResultBytes, query: queries.budget };
-  const sidebar = new Sidebar({ db: app.domain.prisma, contexts, queries, limits, writes: metrics.writes });
+  const sidebar = new Sidebar({
+    db: app.domain.prisma,
+    contexts,
+    queries,
+    limits,
+    writes: metrics.writes,
+    // Through the executor's own route, in process: the same checks, limits and audit as a gateway's call.
+    runTool: async (adiId, call) => {
+      const answer = await app.inject({
+        method: 'POST',
+        url: `/internal/adi/${encodeURIComponent(adiId)}/execute`,
+        headers: { authorization: `Bearer ${options.config.internalToken}` },
+        payload: call,
+      });
+      const body = answer.json<ToolResult & Partial<ErrorBody>>();
+      if (answer.statusCode !== 200) {
+        const code = body.error?.code ?? 'INTERNAL';
+        throw new DomainError(code, body.error?.message ?? `the call failed (${answer.statusCode})`);
+      }
+      return body;
+    },
+  });
   await app.register(sidebarRoutes(sidebar), { prefix: '/api/v2' });
   if (options.warmCustomToolWorkers) sandbox.warm();
   // After the requests in flight (onClose runs once they are answered): their calls finish first.

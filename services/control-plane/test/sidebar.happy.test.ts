@@ -253,3 +253,84 @@ describe('rules', () => {
     expect(pointer.body.error.details.field).toBe('protect[0].path');
   });
 });
+
+describe("the CLI's grammar on the tools of the person's exposures", () => {
+  it('lists them, helps, runs a read at once, proposes a context write, refuses other writes', async () => {
+    const adi = async (body: Record<string, unknown>) =>
+      (await t.call('POST', '/api/v2/adis', { token, body })).body.id as string;
+    const count = await adi({
+      name: 'count',
+      table_id: tableId,
+      json_path: '/customers',
+      operation_type: 'query',
+    });
+    const add = await adi({
+      name: 'add',
+      table_id: tableId,
+      json_path: '/customers',
+      operation_type: 'create',
+    });
+    const notify = await adi({
+      kind: 'custom',
+      name: 'notify',
+      code: 'export default async (args) => "sent " + args.to',
+      input_schema: { type: 'object', properties: { to: { type: 'string' } } },
+    });
+    const stamp = await adi({
+      kind: 'custom',
+      name: 'stamp',
+      code: "export default async (args, ctx) => ctx.context.write('update', { path: '/theme', value: args.theme })",
+      input_schema: { type: 'object', properties: { theme: { type: 'string' } } },
+      context: { table_id: tableId, json_path: '/settings', write: true },
+    });
+    const aei = (await t.call('POST', '/api/v2/aeis', { token, body: { name: 'ops' } })).body;
+    await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, {
+      token,
+      body: [
+        { adi_id: count, tool_name: 'count_customers' },
+        { adi_id: add, tool_name: 'add_customer' },
+        { adi_id: notify, tool_name: 'notify' },
+        { adi_id: stamp, tool_name: 'stamp' },
+      ],
+    });
+    const s = await openSession();
+    const listed = (await run(s.id, 'tools')).output;
+    expect(listed).toMatch(/count_customers\s+ops\s+context\s+at once/);
+    expect(listed).toMatch(/add_customer\s+ops\s+context\s+as a proposal/);
+    // A custom tool that can neither write nor fetch changes nothing: it runs at once.
+    expect(listed).toMatch(/notify\s+ops\s+custom\s+at once/);
+    expect(listed).toMatch(/stamp\s+ops\s+custom\s+not here/);
+    expect((await run(s.id, 'help add_customer')).output).toMatch(/--value any \(required\)/);
+
+    // As the agent sees it: a query's answer wrapped as structured content.
+    expect(JSON.parse((await run(s.id, "call count_customers --query 'length(@)'")).output)).toEqual({
+      result: (await data()).data.customers.length,
+    });
+    const before = await data();
+    const proposed = await run(
+      s.id,
+      `call add_customer --value '{"id": 50, "name": "Eve", "tier": "gold"}'`,
+      s.token,
+    );
+    expect(proposed.proposal).toMatchObject({
+      status: 'pending',
+      proposed_by: 'agent',
+      patch: [{ op: 'add', path: `/customers/${before.data.customers.length}` }],
+    });
+    expect((await data()).version).toBe(before.version);
+    const approved = await t.call('POST', `/api/v2/sidebar/proposals/${proposed.proposal!.id}/approve`, {
+      token,
+      body: {},
+    });
+    expect(approved.status).toBe(200);
+    expect((await data()).data.customers.at(-1)).toEqual({ id: 50, name: 'Eve', tier: 'gold' });
+
+    expect(JSON.parse((await run(s.id, 'call notify --to ops', s.token)).output)).toBe('sent ops');
+    const refused = await run(s.id, 'call stamp --theme dark', s.token);
+    expect(refused.error?.code).toBe('FORBIDDEN');
+    expect(refused.output).toMatch(/call it through its exposure/);
+    expect((await data()).data.settings).toEqual(before.data.settings);
+    expect((await run(s.id, 'call add_customer --nope 1')).error?.code).toBe('VALIDATION_FAILED');
+    expect((await run(s.id, 'call missing_tool')).error?.code).toBe('NOT_FOUND');
+  });
+});

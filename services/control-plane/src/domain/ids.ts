@@ -12,6 +12,7 @@ import {
   PLAYGROUND_KEY_PREFIX,
   PLAYGROUND_KEY_RANDOM_BYTES,
 } from '@bindery/contracts';
+import { SIDEBAR_TOKEN_PREFIX } from '@bindery/contracts/entries';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -72,7 +73,7 @@ const CREDENTIAL_SHAPES: Record<CredentialKind, { prefix: string; randomBytes: n
   personal: { prefix: PERSONAL_KEY_PREFIX, randomBytes: PERSONAL_KEY_RANDOM_BYTES },
   playground: { prefix: PLAYGROUND_KEY_PREFIX, randomBytes: PLAYGROUND_KEY_RANDOM_BYTES },
   // A sidebar session's token: for its own session's routes only (sidebar/sessions.ts).
-  sidebar: { prefix: 'bnd_sidebar_', randomBytes: 24 },
+  sidebar: { prefix: SIDEBAR_TOKEN_PREFIX, randomBytes: 24 },
 };
 
 export interface Credential {

@@ -19,6 +19,7 @@ import {
   SidebarSession,
   UpdateSidebarSessionBody,
 } from '@bindery/contracts';
+import { SIDEBAR_TOKEN_PREFIX } from '@bindery/contracts/entries';
 import { Type } from 'typebox';
 import { authenticate } from '../accounts/admin-tokens.ts';
 import { DomainError, notFound } from '../domain/errors.ts';
@@ -36,7 +37,6 @@ import {
 import { listProposals } from '../sidebar/proposals.ts';
 import type { Sidebar } from '../sidebar/sidebar.ts';
 
-const SIDEBAR_TOKEN_PREFIX = 'bnd_sidebar_';
 /** How often an open event stream looks for changes made through another control plane. */
 const STREAM_POLL_MS = 2_000;
 const KEEP_ALIVE_MS = 15_000;
@@ -105,7 +105,7 @@ export function sidebarRoutes(sidebar: Sidebar) {
           summary: 'Open a sidebar session; its token (shown once) lets an agent drive it',
           security: personSecurity,
           body: CreateSidebarSessionBody,
-          response: { 201: CreatedSidebarSession, ...errorResponses(404) },
+          response: { 201: CreatedSidebarSession, ...errorResponses(404, 429) },
         },
       },
       async (request, reply) => {
@@ -170,7 +170,7 @@ export function sidebarRoutes(sidebar: Sidebar) {
           security,
           params: IdParams,
           body: SidebarCommandBody,
-          response: { 200: SidebarCommandAnswer, ...errorResponses(403, 404, 409) },
+          response: { 200: SidebarCommandAnswer, ...errorResponses(403, 404, 409, 429) },
         },
       },
       async (request) => sidebar.command(request.sidebarActor, request.params.id, request.body),

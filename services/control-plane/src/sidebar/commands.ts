@@ -31,6 +31,10 @@ export const HELP = `Commands (paths are JSON Pointers relative to the context; 
   mv FROM TO  |  cp FROM TO   move or copy a value
   undo [PROPOSAL]             propose the inverse of your last applied change (or of PROPOSAL)
   proposals                   this session's proposals waiting for a verdict
+  tools [EXPOSURE]            the tools of your exposures
+  help TOOL                   a tool's description and arguments
+  call TOOL --name value …    call a tool (EXPOSURE/TOOL when several have it): a read runs, a context
+                              tool's write is proposed, other writes go through their exposure
   help                        this text
 Writes never run at once: each becomes a proposal the person approves or rejects.`;
 

@@ -28,6 +28,9 @@ import type { Db, Principal } from '../domain/context.ts';
 import { patchOf, viewOf } from './change-views.ts';
 import type { SidebarEvents } from './sidebar-events.ts';
 
+/** Proposals one session may have waiting for a verdict: an agent cannot flood the person. */
+export const MAX_PENDING_PER_SESSION = 100;
+
 export interface ProposalServices {
   db: Db;
   contexts: ContextStore;
@@ -110,6 +113,16 @@ export async function storeProposal(
   const { tokens, before, after } = input;
   const changes = diffChanges(before.node, after, tokens);
   if (changes.length === 0) return undefined;
+  const waiting = await s.db.sidebarProposal.count({
+    where: { sessionId: input.sessionId, status: 'pending' },
+  });
+  if (waiting >= MAX_PENDING_PER_SESSION) {
+    throw new DomainError(
+      'RATE_LIMITED',
+      `${waiting} proposals of this session already wait for a verdict; wait for the person before proposing more`,
+      { limit: MAX_PENDING_PER_SESSION },
+    );
+  }
   const inverse = diffChanges(after, before.node, tokens);
   const rules = storedRules(input.table.rules);
   const verdicts =

@@ -14,6 +14,8 @@ import { findOwnTable } from '../context/tables.ts';
 import { contextPointer } from './paths.ts';
 
 export const DEFAULT_SESSION_TTL_SECONDS = 3_600;
+/** Sessions one person may hold open at once (each console tab opens one). */
+export const MAX_OPEN_SESSIONS = 50;
 
 /** Who acts on a sidebar route: the person (an admin token of theirs) or an agent (a session token). */
 export type SidebarActor =
@@ -39,6 +41,16 @@ export async function createSession(db: Db, caller: Principal, body: CreateSideb
   if (body.table_id !== undefined) {
     await findOwnTable(db, caller, body.table_id);
     pointer = contextPointer(body.path ?? '');
+  }
+  const open = await db.sidebarSession.count({
+    where: { userId: caller.userId, status: { not: 'ended' }, expiresAt: { gt: new Date() } },
+  });
+  if (open >= MAX_OPEN_SESSIONS) {
+    throw new DomainError(
+      'RATE_LIMITED',
+      `you have ${open} open sidebar sessions; end one (PATCH its status to "ended") before opening another`,
+      { limit: MAX_OPEN_SESSIONS },
+    );
   }
   const credential = newCredential('sidebar');
   const ttl = body.ttl_seconds ?? DEFAULT_SESSION_TTL_SECONDS;

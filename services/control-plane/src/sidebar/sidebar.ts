@@ -35,8 +35,14 @@ import {
   type ProposalTable,
 } from './proposals.ts';
 import { actorUser, sessionFor, type SidebarActor } from './sessions.ts';
+import { callArguments, callRoute, findTool, personTools, toolHelp, toolsListing } from './tool-calls.ts';
+import { checkArguments } from '../kinds/arguments.ts';
+import { isOperationType } from '@bindery/contracts/operations';
 import { SidebarEvents } from './sidebar-events.ts';
 import { bounded, formatValue, listing, table } from './terminal-output.ts';
+
+/** Errors a command answers as HTTP errors rather than as terminal output. */
+const PASSED_ON: ReadonlySet<string> = new Set(['INTERNAL', 'RATE_LIMITED']);
 
 /** How often a waiting agent's command looks for a verdict given on another control plane. */
 const VERDICT_POLL_MS = 500;
@@ -47,6 +53,18 @@ export interface SidebarOptions {
   queries: QueryPool;
   limits: Limits;
   writes: WriteMeter;
+  /** Runs a call through the executor, as a gateway's call to `/internal/adi/{id}/execute` would. */
+  runTool(
+    adiId: string,
+    call: { aei_id: string; binding_id: string; arguments: Record<string, unknown> },
+  ): Promise<ToolResult>;
+}
+
+/** What the executor answers of a call (the MCP tool result). */
+export interface ToolResult {
+  content?: { type: string; text?: string }[];
+  structuredContent?: JsonValue;
+  isError?: boolean;
 }
 
 /** The context a command runs on. */
@@ -77,12 +95,12 @@ export class Sidebar {
     body: SidebarCommandBody,
   ): Promise<SidebarCommandAnswer> {
     const session = await sessionFor(this.#options.db, actor, sessionId, true);
-    const parsed = parseCommand(body.command);
     let answer: SidebarCommandAnswer;
     try {
-      answer = await this.#run(actor, session, parsed, body.command.trim());
+      answer = await this.#run(actor, session, parseCommand(body.command), body.command.trim());
     } catch (error) {
-      if (!(error instanceof DomainError) || error.code === 'INTERNAL') throw error;
+      // A command's own fault is what the terminal prints; being refused service is an HTTP answer.
+      if (!(error instanceof DomainError) || PASSED_ON.has(error.code)) throw error;
       return {
         output: `error: ${error.message}`,
         error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
@@ -107,7 +125,12 @@ export class Sidebar {
     switch (parsed.verb) {
       case '':
       case 'help':
+        if (parsed.words[0] !== undefined) {
+          return { output: toolHelp(findTool(await personTools(db, userId), parsed.words[0])) };
+        }
         return { output: HELP };
+      case 'tools':
+        return { output: toolsListing(await personTools(db, userId), parsed.words[0]) };
       case 'tables': {
         const rows = await db.table.findMany({
           where: { userId },
@@ -167,6 +190,11 @@ export class Sidebar {
         );
         return { output: formatValue(result) };
       }
+      case 'call': {
+        const call = await this.#toolCall(userId, parsed);
+        if (call.route === 'propose') return this.#propose(actor, session, parsed, line);
+        return { output: resultText(await this.#options.runTool(call.tool.adiId, call.request)) };
+      }
       default:
         if (!WRITE_VERBS.has(parsed.verb)) {
           throw new DomainError('VALIDATION_FAILED', `unknown command "${parsed.verb}"; type help`);
@@ -178,22 +206,76 @@ export class Sidebar {
   async #propose(actor: SidebarActor, session: SidebarSession, parsed: Parsed, line: string) {
     const userId = actorUser(actor);
     const by = actor.kind === 'agent' ? 'agent' : 'person';
-    let place: Place;
-    let before: CachedContext;
-    let after: JsonValue;
-    let command = line;
+    const change = await this.#change(session.id, userId, parsed, () => this.#place(session, userId));
+    return this.#offer(
+      session.id,
+      userId,
+      change.place,
+      change.before,
+      change.after,
+      change.command ?? line,
+      by,
+    );
+  }
+
+  /**
+   * What a write command would change: on `where` (the session's context, or the place a stale
+   * proposal was computed on), on the undone proposal's place, or on a context tool's own context.
+   */
+  async #change(
+    sessionId: string,
+    userId: string,
+    parsed: Parsed,
+    where: () => Promise<Place>,
+  ): Promise<{ place: Place; before: CachedContext; after: JsonValue; command?: string }> {
     if (parsed.verb === 'undo') {
-      let undone: string;
-      ({ place, before, after, undone } = await this.#undo(session.id, userId, parsed.words[0]));
+      const undo = await this.#undo(sessionId, userId, parsed.words[0]);
       // Named, so a stale undo is computed again for the same change.
-      command = `undo ${undone}`;
-    } else {
-      place = await this.#place(session, userId);
-      before = await this.#read(place);
-      const { op, args } = writeOperation(parsed, before.node, relativeTokens);
-      after = fromOpError(() => executeWrite(op, before.node, args, {}, this.#options.limits).context);
+      return { ...undo, command: `undo ${undo.undone}` };
     }
-    return this.#offer(session.id, userId, place, before, after, command, by);
+    if (parsed.verb === 'call') {
+      const { route, adi, request } = await this.#toolCall(userId, parsed);
+      if (route !== 'propose' || adi === undefined)
+        throw new DomainError('INTERNAL', 'a call that only reads');
+      const place = await this.#tablePlace(userId, adi.tableId, parsePointer(adi.jsonPath));
+      const before = await this.#read(place);
+      // The proposal's base version guards it: a version the caller expects adds nothing.
+      const { expected_version: _expected, ...args } = request.arguments;
+      const after = fromOpError(
+        () => executeWrite(adi.operation, before.node, args, adi.config, this.#options.limits).context,
+      );
+      return { place, before, after };
+    }
+    const place = await where();
+    const before = await this.#read(place);
+    const { op, args } = writeOperation(parsed, before.node, relativeTokens);
+    const after = fromOpError(() => executeWrite(op, before.node, args, {}, this.#options.limits).context);
+    return { place, before, after };
+  }
+
+  /** `call TOOL …`: the tool, its checked arguments, and whether it runs at once or is proposed. */
+  async #toolCall(userId: string, parsed: Parsed) {
+    const [ref, ...argv] = parsed.words;
+    const tool = findTool(await personTools(this.#options.db, userId), ref);
+    const args = checkArguments(tool.inputSchema, callArguments(tool, argv), tool.name);
+    const row =
+      tool.kind === 'context'
+        ? await this.#options.db.adi.findUnique({
+            where: { id: tool.adiId },
+            select: { tableId: true, jsonPath: true, operationType: true, config: true },
+          })
+        : null;
+    const route = callRoute(tool, row?.operationType ?? null);
+    const adi =
+      row && row.tableId !== null && row.operationType !== null && isOperationType(row.operationType)
+        ? {
+            tableId: row.tableId,
+            jsonPath: row.jsonPath ?? '',
+            operation: row.operationType,
+            config: (row.config ?? {}) as Record<string, unknown>,
+          }
+        : undefined;
+    return { tool, route, adi, request: { aei_id: tool.aeiId, binding_id: tool.bindingId, arguments: args } };
   }
 
   async #offer(
@@ -252,13 +334,10 @@ export class Sidebar {
     let fresh: Proposal | undefined;
     let why = '';
     try {
-      const place = await this.#tablePlace(person.userId, stale.tableId, parsePointer(stale.pointer));
       const by = stale.proposedBy === 'agent' ? 'agent' : 'person';
-      const parsed = parseCommand(stale.command);
-      const again =
-        parsed.verb === 'undo'
-          ? await this.#undo(stale.sessionId, person.userId, parseCommand(stale.command).words[0])
-          : await this.#recompute(place, parsed);
+      const again = await this.#change(stale.sessionId, person.userId, parseCommand(stale.command), () =>
+        this.#tablePlace(person.userId, stale.tableId, parsePointer(stale.pointer)),
+      );
       fresh = (
         await this.#offer(
           stale.sessionId,
@@ -286,13 +365,6 @@ export class Sidebar {
         ...(fresh && { replaced_by: fresh.id, proposal: fresh }),
       },
     );
-  }
-
-  async #recompute(place: Place, parsed: Parsed) {
-    const before = await this.#read(place);
-    const { op, args } = writeOperation(parsed, before.node, relativeTokens);
-    const after = fromOpError(() => executeWrite(op, before.node, args, {}, this.#options.limits).context);
-    return { place, before, after };
   }
 
   reject(person: Principal, id: string, note: string | undefined): Promise<Proposal> {
@@ -421,6 +493,15 @@ function verdictLine(p: Proposal): string {
     default:
       return p.status;
   }
+}
+
+/** A tool's answer as the terminal prints it: its structured content, else its text. */
+function resultText(result: ToolResult): string {
+  const text = (result.content ?? [])
+    .map((part) => (part.type === 'text' ? (part.text ?? '') : `[${part.type}]`))
+    .join('\n');
+  if (result.isError === true) return `error: ${bounded(text)}`;
+  return result.structuredContent !== undefined ? formatValue(result.structuredContent) : bounded(text);
 }
 
 function clip(text: string): string {
