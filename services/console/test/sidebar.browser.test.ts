@@ -7,6 +7,9 @@
 // delete a protected customer is blocked with the rule named and never applied. The sidebar's
 // screenshot is written to docs/console/.
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { logIn, openPage, watchErrors } from './support/browser.ts';
@@ -19,6 +22,11 @@ import {
 } from './support/control-plane.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/console/', import.meta.url));
+const BINDERY_MCP = fileURLToPath(
+  new URL('../../../packages/bindery-mcp/bin/bindery-mcp.js', import.meta.url),
+);
+/** The session the sidebar shows, and its token, as the person hands them to an agent. */
+const handed: { session?: string; token?: string } = {};
 
 let cp: ControlPlane;
 let browser: Browser;
@@ -152,6 +160,7 @@ describe('the sidebar', () => {
     const command = await page.getByText(/BINDERY_SIDEBAR_TOKEN=/).textContent();
     const session = /BINDERY_SIDEBAR_SESSION=(\S+)/.exec(command ?? '')![1]!;
     const token = /BINDERY_SIDEBAR_TOKEN=(\S+)/.exec(command ?? '')![1]!;
+    Object.assign(handed, { session, token });
     const agent = (line: string, waitMs = 0) =>
       fetch(`${cp.url}/api/v2/sidebar/sessions/${session}/commands`, {
         method: 'POST',
@@ -177,5 +186,48 @@ describe('the sidebar', () => {
     await shown.getByText('Blocked by protect: it cannot be approved.').waitFor();
     expect(await shown.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(await table()).toEqual(before);
+  });
+
+  it('lets an agent drive it through bindery-mcp --sidebar with the SDK client, approved in the browser', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BINDERY_MCP, '--sidebar'],
+      env: {
+        PATH: process.env.PATH ?? '',
+        BINDERY_CONTROL_PLANE_URL: cp.url,
+        BINDERY_SIDEBAR_SESSION: handed.session!,
+        BINDERY_SIDEBAR_TOKEN: handed.token!,
+        BINDERY_SIDEBAR_WAIT_MS: '30000',
+      },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'sidebar-agent', version: '1.0.0' });
+    await client.connect(transport);
+    const run = async (command: string) =>
+      (await client.callTool({ name: 'sidebar_run', arguments: { command } }, undefined, {
+        timeout: 60_000,
+      })) as CallToolResult;
+    const text = (result: CallToolResult) =>
+      result.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('sidebar_run');
+      await run('use crm /customers');
+      const waiting = run('set 4/city "Portland, OR"');
+      const proposal = card('set 4/city "Portland, OR"');
+      await proposal.getByText('by the agent').waitFor();
+      await proposal.getByRole('button', { name: 'Approve' }).click();
+      const approved = await waiting;
+      expect(approved.isError).toBeFalsy();
+      expect(text(approved)).toMatch(/approved: applied at version \d+/);
+      expect((await table()).data.customers[4]!.city).toBe('Portland, OR');
+
+      const before = await table();
+      const blocked = await run('rm 1');
+      expect(text(blocked)).toMatch(/protect \/customers/);
+      await card('rm 1').getByText('Blocked by protect: it cannot be approved.').waitFor();
+      expect(await table()).toEqual(before);
+    } finally {
+      await client.close();
+    }
   });
 });

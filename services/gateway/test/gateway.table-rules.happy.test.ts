@@ -11,10 +11,13 @@ let stack: Stack;
 let client: Client;
 let as: (method: string, path: string, body?: unknown) => Promise<Json>;
 let tableId: string;
+let aeiId: string;
+let userToken: string;
 
 beforeAll(async () => {
   stack = await startStack();
   const token = (await stack.admin('POST', '/api/v2/users', { name: 'rules' })).token;
+  userToken = token;
   as = (method, path, body) => stack.admin(method, path, body, token);
   const table = await as('POST', '/api/v2/tables', {
     name: 'crm',
@@ -70,6 +73,7 @@ beforeAll(async () => {
     }),
   ];
   const aei = await as('POST', '/api/v2/aeis', { name: 'agent' });
+  aeiId = aei.id;
   await as(
     'POST',
     `/api/v2/aeis/${aei.id}/bindings`,
@@ -125,5 +129,35 @@ describe('a table rule through an exposure', () => {
       details: { rule: 'person_only', path: '/settings' },
     });
     expect(await table()).toEqual(before);
+  });
+});
+
+describe('a sidebar token', () => {
+  it('is never accepted by the gateway, on any entry', async () => {
+    const session = await stack.admin('POST', '/api/v2/sidebar/sessions', {}, userToken);
+    expect(session.token).toMatch(/^bnd_sidebar_/);
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
+    for (const path of [
+      '/api/v2/mcp/server',
+      `/api/v2/mcp/aei/${aeiId}`,
+      `/api/v2/mcp/server/${session.token}`,
+    ]) {
+      const res = await fetch(`${stack.gatewayUrl}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${session.token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify(initialize),
+      });
+      expect([401, 404], `${path}: ${res.status}`).toContain(res.status);
+      expect(await res.text()).not.toContain(session.token);
+    }
   });
 });
