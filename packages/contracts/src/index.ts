@@ -337,6 +337,7 @@ export {
   PatchOperation,
   Proposal,
   PROPOSAL_STATUSES,
+  PROPOSAL_VIEW_PLACES,
   ProposalDecisionBody,
   ProtectedPath,
   RULE_DENIALS,

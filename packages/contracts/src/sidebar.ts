@@ -46,7 +46,8 @@ export const TableRules = Type.Object(
     max_items_per_change: Type.Optional(
       Type.Integer({
         minimum: 1,
-        maximum: 1_000_000,
+        // context-ops' MAX_CHANGES: a write past it is stored as one replacement, counted only as "more".
+        maximum: 10_000,
         description: 'how many members or items one change may add, remove or replace',
       }),
     ),
@@ -88,6 +89,9 @@ export const ChangeView = Type.Object({
   after: Type.Optional(Type.Unknown()),
 });
 export type ChangeView = Static<typeof ChangeView>;
+
+/** Places a proposal's `view` shows at most; its `patch` always holds every change. */
+export const PROPOSAL_VIEW_PLACES = 200;
 
 export const PROPOSAL_STATUSES = ['pending', 'applied', 'rejected', 'stale', 'blocked', 'withdrawn'] as const;
 export type ProposalStatus = (typeof PROPOSAL_STATUSES)[number];

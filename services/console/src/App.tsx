@@ -16,7 +16,7 @@ import { TableView } from './screens/TableData.tsx';
 import { Tools } from './screens/Tools.tsx';
 import { Upstreams } from './screens/Upstreams.tsx';
 import { ErrorMessage } from './ui.tsx';
-import { Sidebar } from './sidebar.tsx';
+import { endKeptSession, Sidebar } from './sidebar.tsx';
 
 const NAV = [
   { to: '/', label: 'Overview' },
@@ -62,6 +62,8 @@ export function App() {
   const [sidebar, setSidebar] = useState(false);
 
   const logOut = (message: string | null) => {
+    // With the token still there: the sidebar session it opened ends with the sign-in.
+    void endKeptSession();
     storeToken(null);
     setUser(null);
     setNotice(message);

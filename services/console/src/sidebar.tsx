@@ -6,7 +6,12 @@
  * in a header). The session's token, shown once when a session starts, lets an agent drive it.
  */
 import { useCallback, useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import type { Proposal, SidebarCommandAnswer, TableSummary } from '@bindery/contracts';
+import {
+  PROPOSAL_VIEW_PLACES,
+  type Proposal,
+  type SidebarCommandAnswer,
+  type TableSummary,
+} from '@bindery/contracts';
 import { api, ApiError, storedToken } from './api.ts';
 import { parseEvents } from './live-audit.ts';
 import { CopyBlock, ErrorMessage } from './ui.tsx';
@@ -71,6 +76,22 @@ function keptSession(): { id: string; token: string } | null {
   }
 }
 
+/**
+ * Ends the session this tab started (logging out): its token must not outlive the person's
+ * sign-in. Best effort: a token already refused cannot end it, and it expires anyway.
+ */
+export async function endKeptSession(): Promise<void> {
+  const kept = keptSession();
+  const token = storedToken();
+  sessionStorage.removeItem(SESSION_KEY);
+  if (kept === null || token === null) return;
+  // The token given outright: a refusal here must not log out again.
+  await api('PATCH', `/api/v2/sidebar/sessions/${encodeURIComponent(kept.id)}`, {
+    token,
+    body: { status: 'ended' },
+  }).catch(() => undefined);
+}
+
 /** The table the current screen shows, if it is a table's page. */
 function tableOnScreen(path: string): string | undefined {
   const match = /^\/data\/tables\/([^/]+)$/u.exec(path);
@@ -116,8 +137,14 @@ export function Sidebar({ path, onClose }: { path: string; onClose: () => void }
     const open = async (): Promise<Session> => {
       if (kept !== null) {
         try {
-          const found = await api<Session>('GET', `/api/v2/sidebar/sessions/${encodeURIComponent(kept.id)}`);
-          if (found.status !== 'ended') return { ...found, token: kept.token };
+          const found = await api<Session & { expires_at: string }>(
+            'GET',
+            `/api/v2/sidebar/sessions/${encodeURIComponent(kept.id)}`,
+          );
+          // An ended or expired session is left for a new one.
+          if (found.status !== 'ended' && Date.parse(found.expires_at) > Date.now()) {
+            return { ...found, token: kept.token };
+          }
         } catch (failure) {
           if (!(failure instanceof ApiError) || failure.status !== 404) throw failure;
         }
@@ -402,8 +429,14 @@ function ProposalCard({ proposal: p, print }: { proposal: Proposal; print: (line
           ))}
         </tbody>
       </table>
+      {p.view.length >= PROPOSAL_VIEW_PLACES && (
+        <p className="warn small">
+          Only the first {PROPOSAL_VIEW_PLACES} places are shown: the patch below has all {p.patch.length}{' '}
+          operations.
+        </p>
+      )}
       <details>
-        <summary>Patch (RFC 6902)</summary>
+        <summary>Patch (RFC 6902, {p.patch.length} operations)</summary>
         <pre>{JSON.stringify(p.patch, null, 2)}</pre>
       </details>
       {p.verdicts.length > 0 && (

@@ -42,6 +42,10 @@ describe("a command's own fault", () => {
       ['add items/x 1', 'VALIDATION_FAILED', /"x" is not an array index/],
       ['mv items', 'VALIDATION_FAILED', /usage: mv FROM TO/],
       ['undo', 'NOT_FOUND', /no applied change to undo/],
+      // Unstorable once parsed (the body held only the escape): refused, never a 500.
+      ['set items/0 "\\u0000"', 'VALIDATION_FAILED', /NUL|U\+0000/],
+      ['set items/0 "\\ud800"', 'VALIDATION_FAILED', /surrogate/],
+      ['set items/0 1e999', 'VALIDATION_FAILED', /too large|overflow|Infinity|double/],
     ];
     for (const [command, code, message] of cases) {
       const res = await run(s.id, command);
@@ -65,6 +69,32 @@ describe("a command's own fault", () => {
       const res = await t.call('POST', `/api/v2/sidebar/sessions/${s.id}/commands`, { token, body });
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
+  });
+});
+
+describe('a rule on an array item', () => {
+  it('holds for a context path that spells the index another way ("-1")', async () => {
+    const { token: person } = await t.newUser('sidebar-index');
+    const table = (
+      await t.call('POST', '/api/v2/tables', {
+        token: person,
+        body: { name: 'crm', data: { items: [{ n: 1 }, { n: 2 }] } },
+      })
+    ).body;
+    await t.call('PUT', `/api/v2/tables/${table.id}/rules`, {
+      token: person,
+      body: { person_only: ['/items/1'] },
+    });
+    const s = (await t.call('POST', '/api/v2/sidebar/sessions', { token: person, body: {} })).body;
+    expect((await run(s.id, 'use crm /items/-1', s.token)).body.output).toMatch(/^crm \/items\/1 /);
+    const proposal = (await run(s.id, 'set n 3', s.token)).body.proposal;
+    expect(proposal.status).toBe('blocked');
+    expect(proposal.verdicts.find((v: { ok: boolean }) => !v.ok).rule).toBe('person_only');
+    const refused = await t.call('PUT', `/api/v2/tables/${table.id}/rules`, {
+      token: person,
+      body: { person_only: ['/items/-1'] },
+    });
+    expect(refused.status).toBe(400);
   });
 });
 

@@ -282,6 +282,8 @@ describe("the CLI's grammar on the tools of the person's exposures", () => {
       code: "export default async (args, ctx) => ctx.context.write('update', { path: '/theme', value: args.theme })",
       input_schema: { type: 'object', properties: { theme: { type: 'string' } } },
       context: { table_id: tableId, json_path: '/settings', write: true },
+      // An author's hint is not what the sidebar goes by: the tool writes its context.
+      annotations: { readOnlyHint: true },
     });
     const aei = (await t.call('POST', '/api/v2/aeis', { token, body: { name: 'ops' } })).body;
     await t.call('POST', `/api/v2/aeis/${aei.id}/bindings`, {

@@ -156,6 +156,33 @@ describe('sidebar routes', () => {
   });
 });
 
+describe('event streams', () => {
+  it("are counted per side: an agent holding its streams cannot keep the person's out; an ended session's stream ends", async () => {
+    const own = await session(f.token);
+    const open = (token: string, signal: AbortSignal) =>
+      fetch(`${t.baseUrl}/api/v2/sidebar/sessions/${own.id}/events`, {
+        headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+        signal,
+      });
+    const stop = new AbortController();
+    try {
+      for (let i = 0; i < 4; i++) expect((await open(own.token, stop.signal)).status).toBe(200);
+      expect((await open(own.token, stop.signal)).status).toBe(429);
+      const person = await open(f.token, stop.signal);
+      expect(person.status).toBe(200);
+      // Ending the session ends the streams, after a last event that says so.
+      await t.call('PATCH', `/api/v2/sidebar/sessions/${own.id}`, {
+        token: f.token,
+        body: { status: 'ended' },
+      });
+      const text = await person.text();
+      expect(text).toContain('"status":"ended"');
+    } finally {
+      stop.abort();
+    }
+  });
+});
+
 describe('32 concurrent proposals and tool writes on one table', () => {
   it('lose no update, and every proposal computed on an older version is refused as stale', async () => {
     const own = await session(f.token);

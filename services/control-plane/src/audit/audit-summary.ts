@@ -1,6 +1,7 @@
 /**
- * The audit trail counted per minute (`GET /api/v2/audit/summary`): the caller's own events, the
- * ones `listAudit` (audit.ts) shows them, over the last N minutes, in one query.
+ * The audit trail counted per minute (`GET /api/v2/audit/summary`): the caller's own tool events,
+ * the ones `listAudit` (audit.ts) shows them, over the last N minutes, in one query. The sidebar's
+ * rows are not calls (a rejected proposal is no failed call) and are left out.
  *
  * The table has no index on created_at; its (user_id, id) index serves instead: ids begin with
  * their creation time (ids.ts), so `id >= auditIdFloor(...)` is a range scan of the caller's
@@ -46,6 +47,7 @@ export async function auditSummary(
            (count(*) FILTER (WHERE "status" IN ('error', 'refused')))::int AS "errors"
       FROM "audit_event"
      WHERE "user_id" = ${caller.userId}
+       AND "action" NOT LIKE 'sidebar.%'
        AND "id" >= ${auditIdFloor(start - ID_CLOCK_SLACK_MS)}
        AND "created_at" >= ${from.toISOString()}::timestamptz
        AND "created_at" < ${to.toISOString()}::timestamptz

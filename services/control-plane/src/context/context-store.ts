@@ -39,7 +39,7 @@ import {
 import { TableFolds, type FoldPolicy } from './table-folds.ts';
 import { checkTableBytes, checkWriteBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
 import type { TableVersions } from './table-versions.ts';
-import { checkRules, storedRules, type CompiledRules, type Writer } from './table-rules.ts';
+import { canonicalPath, checkRules, storedRules, type CompiledRules, type Writer } from './table-rules.ts';
 
 // Generous: writers on one hot table queue, and a pool slot may be busy.
 const WRITE_TRANSACTION = { maxWait: 30_000, timeout: 120_000 } as const;
@@ -345,7 +345,12 @@ export class ContextStore {
     let node = before.node;
     let version = locked.version;
     const rules = storedRules(locked.rules);
-    const schema = await this.#schemaAbove(tx, at, rules, locked.version);
+    // Rules compare paths as the data writes them: a context at "/items/-1" is judged at its index.
+    const judged =
+      rules === undefined
+        ? at.tokens
+        : await canonicalPath(at.tokens, async (prefix) => (await readNode(tx, at.tableId, prefix))?.node);
+    const schema = await this.#schemaAbove(tx, { ...at, tokens: judged }, rules, locked.version);
     const accepted: AppliedBatch['accepted'] = [];
     for (const queued of batch) {
       const { hooks } = queued;
@@ -363,13 +368,15 @@ export class ContextStore {
         }
         const { context, result } = queued.change(node);
         const changes = diffChanges(node, context, at.tokens);
+        // The edits as the rules read them: from the context's path as the data writes it.
+        const seen = judged === at.tokens ? changes : rebasedOnto(changes, at.tokens.length, judged);
         // The schema's subtree after this write, when it lies above the context.
         let schemaAfter: JsonValue | undefined;
         const afterAbove =
-          schema && (() => (schemaAfter = applyChanges(schema.node, rebased(changes, schema.depth))));
+          schema && (() => (schemaAfter = applyChanges(schema.node, rebased(seen, schema.depth))));
         checkRules(
           rules,
-          { at: at.tokens, before: node, after: context, changes, by: hooks.by ?? 'tool' },
+          { at: judged, before: node, after: context, changes: seen, by: hooks.by ?? 'tool' },
           at.tableId,
           afterAbove,
         );
@@ -383,7 +390,7 @@ export class ContextStore {
         version += 1;
         node = context;
         bytes += grown;
-        if (schema) schema.node = schemaAfter ?? applyChanges(schema.node, rebased(changes, schema.depth));
+        if (schema) schema.node = schemaAfter ?? applyChanges(schema.node, rebased(seen, schema.depth));
         accepted.push({ queued, result, patch: { version, changes }, text });
       } catch (error) {
         if (guarded) {
@@ -477,6 +484,11 @@ function settleFailed(queued: QueuedWrite<unknown>, error: unknown): void {
     // Both rethrow the error by design (they fit a promise's `then`): it goes to the caller here.
   }
   queued.settle({ ok: false, error });
+}
+
+/** `changes` under a context of `depth` tokens, moved under `onto` (the same context, spelt canonically). */
+function rebasedOnto(changes: readonly DataChange[], depth: number, onto: readonly string[]): DataChange[] {
+  return changes.map((change) => ({ ...change, path: [...onto, ...change.path.slice(depth)] }));
 }
 
 /** `changes` with their paths made relative to the node `depth` tokens below the table's root. */

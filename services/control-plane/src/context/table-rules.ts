@@ -45,10 +45,51 @@ export interface CompiledRules {
   personOnly: RulePath[];
 }
 
+// An array index as the data's own paths write it; other integer spellings ("-1", "01", "+1")
+// reach the same item through PostgreSQL but would not compare equal to it.
+const INTEGER_LIKE = /^[\s+-]*[0-9]+\s*$/;
+const CANONICAL_INDEX = /^(0|[1-9][0-9]*)$/;
+
+/** Whether `token` spells an array index another way than the data's own paths do. */
+export function oddIndex(token: string): boolean {
+  return INTEGER_LIKE.test(token) && !CANONICAL_INDEX.test(token);
+}
+
+/** The index `token` reaches in `parent` as PostgreSQL's `#>` reads it ("-1": the last item). */
+function canonicalToken(token: string, parent: JsonValue | undefined): string {
+  if (!Array.isArray(parent) || !oddIndex(token)) return token;
+  const index = Number.parseInt(token.trim(), 10);
+  return String(index < 0 ? parent.length + index : index);
+}
+
+/**
+ * `tokens` with every array index spelt as the data's own paths spell it, reading the parents of
+ * the odd ones with `read`: `tokens` itself, with no read, when none is odd (the common case).
+ */
+export async function canonicalPath(
+  tokens: string[],
+  read: (prefix: string[]) => Promise<JsonValue | undefined>,
+): Promise<string[]> {
+  if (!tokens.some(oddIndex)) return tokens;
+  const out: string[] = [];
+  for (const token of tokens) out.push(canonicalToken(token, oddIndex(token) ? await read(out) : undefined));
+  return out;
+}
+
 function rulePath(pointer: string, field: string): RulePath {
   try {
-    return { pointer, tokens: parsePointer(pointer) };
+    const tokens = parsePointer(pointer);
+    const odd = tokens.find(oddIndex);
+    if (odd !== undefined) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `${field}: "${odd}" in "${pointer}": write array indexes as 0, 1, 2… (rules compare paths as the data writes them)`,
+        { field, pointer },
+      );
+    }
+    return { pointer, tokens };
   } catch (error) {
+    if (error instanceof DomainError) throw error;
     const reason = error instanceof OpError ? error.message : String(error);
     throw new DomainError('VALIDATION_FAILED', `${field}: "${pointer}" is not a JSON Pointer (${reason})`, {
       field,
@@ -218,41 +259,69 @@ function protectDelete(p: RulePath, write: CheckedWrite): RuleVerdict {
 
 /** Where the write removes something at or under `p`, or undefined when it removes nothing there. */
 function removedUnder(p: RulePath, write: CheckedWrite): string | undefined {
-  for (const change of write.changes) {
-    if (startsWith(change.path, p.tokens)) {
-      // Inside the protected subtree.
-      if (change.op === 'remove') return formatPointer(change.path);
-      if (change.op === 'splice' && change.remove > change.insert.length) return formatPointer(change.path);
-      if (change.op === 'set') {
-        const before = within(write.before, write.at, change.path);
-        if (before !== undefined && losesMembers(before, change.value)) return formatPointer(change.path);
-      }
-    } else if (startsWith(p.tokens, change.path)) {
-      // Above it: the subtree before must survive in the subtree after.
-      const before = within(write.before, write.at, p.tokens);
-      if (before !== undefined && losesMembers(before, within(write.after, write.at, p.tokens))) {
-        return p.pointer;
-      }
+  const reached = write.changes.some((c) => startsWith(c.path, p.tokens) || startsWith(p.tokens, c.path));
+  if (!reached) return undefined;
+  // Judged on the whole subtree (the context, when it lies inside it): the edits alone cannot tell
+  // an item removed from one moved (a reorder is written as edits of each place).
+  const [at, before, after] = startsWith(write.at, p.tokens)
+    ? [write.at, write.before, write.after]
+    : [p.tokens, within(write.before, write.at, p.tokens), within(write.after, write.at, p.tokens)];
+  if (before === undefined) return undefined;
+  const lost = lostAt(before, after, [...at]);
+  return lost === undefined ? undefined : formatPointer(lost);
+}
+
+/**
+ * Where `after` lacks something `before` had (`path` is where they are): a key (at any depth), the
+ * value itself, or an array item that is neither kept at its place (with all it had) nor found,
+ * unchanged, at another place (a move or a reorder keeps it; each item of `after` stands for one
+ * item of `before` only). Undefined when nothing is lost. Subtrees a write did not touch are shared
+ * by reference, so only what changed is compared.
+ */
+function lostAt(before: JsonValue, after: JsonValue | undefined, path: string[]): string[] | undefined {
+  if (before === after) return undefined;
+  if (after === undefined) return path;
+  if (Array.isArray(before)) {
+    if (!Array.isArray(after)) return path;
+    // Kept as they were, at their place (the common case: shared by reference) or at another one.
+    const consumed = new Set<number>();
+    const rest: number[] = [];
+    before.forEach((item, i) => {
+      if (i < after.length && item === after[i]) consumed.add(i);
+      else rest.push(i);
+    });
+    if (rest.length === 0) return undefined;
+    const places = new Map<string, number[]>();
+    after.forEach((item, j) => {
+      if (consumed.has(j)) return;
+      const text = JSON.stringify(item);
+      places.set(text, [...(places.get(text) ?? []), j]);
+    });
+    const changed: number[] = [];
+    for (const i of rest) {
+      const found = places.get(JSON.stringify(before[i]));
+      const j = found?.includes(i) ? i : found?.find((k) => !consumed.has(k));
+      if (j === undefined || consumed.has(j)) changed.push(i);
+      else consumed.add(j);
+    }
+    // Then edited in place: still there, with all it had.
+    for (const i of changed) {
+      if (i >= after.length || consumed.has(i)) return [...path, String(i)];
+      const lost = lostAt(before[i] as JsonValue, after[i], [...path, String(i)]);
+      if (lost !== undefined) return lost;
+      consumed.add(i);
+    }
+    return undefined;
+  }
+  if (before !== null && typeof before === 'object') {
+    if (after === null || typeof after !== 'object' || Array.isArray(after)) return path;
+    for (const key of Object.keys(before)) {
+      if (!Object.hasOwn(after, key)) return [...path, key];
+      const lost = lostAt(before[key] as JsonValue, after[key], [...path, key]);
+      if (lost !== undefined) return lost;
     }
   }
   return undefined;
-}
-
-/** Whether `after` lacks something `before` had: a key (at any depth), array items, the value itself. */
-function losesMembers(before: JsonValue, after: JsonValue | undefined): boolean {
-  if (after === undefined) return true;
-  if (Array.isArray(before)) {
-    if (!Array.isArray(after) || after.length < before.length) return true;
-    return before.some((item, i) => losesMembers(item, after[i]));
-  }
-  if (before !== null && typeof before === 'object') {
-    if (after === null || typeof after !== 'object' || Array.isArray(after)) return true;
-    for (const key of Object.keys(before)) {
-      if (!Object.hasOwn(after, key)) return true;
-      if (losesMembers(before[key] as JsonValue, after[key])) return true;
-    }
-  }
-  return false;
 }
 
 function personOnly(p: RulePath, write: CheckedWrite): RuleVerdict {
@@ -323,9 +392,18 @@ export function itemsTouched(write: Pick<CheckedWrite, 'at' | 'before' | 'after'
   }
   let touched = 0;
   for (const change of write.changes) {
-    touched += change.op === 'splice' ? Math.max(change.remove, change.insert.length) : 1;
+    if (change.op === 'splice') touched += Math.max(change.remove, change.insert.length);
+    // Removing a container removes its members (a whole array of customers is not one item).
+    else if (change.op === 'remove')
+      touched += Math.max(1, membersOf(within(write.before, write.at, change.path)));
+    else touched += 1;
   }
   return touched;
+}
+
+function membersOf(value: JsonValue | undefined): number {
+  if (Array.isArray(value)) return value.length;
+  return value !== null && typeof value === 'object' ? Object.keys(value).length : 0;
 }
 
 function sameContainerKind(a: JsonValue, b: JsonValue): boolean {

@@ -24,6 +24,7 @@ import { Type } from 'typebox';
 import { authenticate } from '../accounts/admin-tokens.ts';
 import { DomainError, notFound } from '../domain/errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
+import { abortedOnClose } from '../http/caller-gone.ts';
 import { errorResponses } from '../http/schemas.ts';
 import {
   authenticateSidebarToken,
@@ -34,12 +35,14 @@ import {
   setSessionStatus,
   type SidebarActor,
 } from '../sidebar/sessions.ts';
-import { listProposals } from '../sidebar/proposals.ts';
+import { listProposals, proposalsMark } from '../sidebar/proposals.ts';
 import type { Sidebar } from '../sidebar/sidebar.ts';
 
 /** How often an open event stream looks for changes made through another control plane. */
 const STREAM_POLL_MS = 2_000;
 const KEEP_ALIVE_MS = 15_000;
+/** Bytes a stream may have waiting for a client that does not read; beyond, it is cut. */
+const MAX_PENDING_BYTES = 1024 * 1024;
 /** Event streams one session may hold open on one control plane. */
 const MAX_STREAMS_PER_SESSION = 4;
 
@@ -173,14 +176,20 @@ export function sidebarRoutes(sidebar: Sidebar) {
           response: { 200: SidebarCommandAnswer, ...errorResponses(403, 404, 409, 429) },
         },
       },
-      async (request) => sidebar.command(request.sidebarActor, request.params.id, request.body),
+      async (request, reply) =>
+        sidebar.command(
+          request.sidebarActor,
+          request.params.id,
+          request.body,
+          abortedOnClose(reply.raw, 'the caller went away'),
+        ),
     );
     app.get(
       '/sidebar/sessions/:id/proposals',
       {
         schema: {
           tags,
-          summary: "The session's proposals, newest first (the last 100)",
+          summary: "The session's proposals, newest first (the last 50)",
           security,
           params: IdParams,
           querystring: Type.Object({ status: Type.Optional(Type.Enum(PROPOSAL_STATUSES)) }),
@@ -199,9 +208,9 @@ export function sidebarRoutes(sidebar: Sidebar) {
           summary: "The session's proposals live: an `event: proposals` message at each change",
           description:
             'A text/event-stream; each `event: proposals` carries `{session, items}` (the session and ' +
-            'its last 100 proposals, newest first) when the stream opens and after every change; ' +
+            'its last 50 proposals, newest first) when the stream opens and after every change; ' +
             `\`: keep-alive\` comments every ${KEEP_ALIVE_MS / 1000} s. At most ${MAX_STREAMS_PER_SESSION} ` +
-            'streams per session (429 beyond).',
+            'streams per session for the person and as many for its agent (429 beyond); a stream ends with its session.',
           security,
           params: IdParams,
           response: {
@@ -214,30 +223,59 @@ export function sidebarRoutes(sidebar: Sidebar) {
         },
       },
       async (request, reply) => {
-        const session = await sessionFor(db, request.sidebarActor, request.params.id);
-        const count = streams.get(session.id) ?? 0;
+        const actor = request.sidebarActor;
+        const session = await sessionFor(db, actor, request.params.id);
+        // Counted per session and per side: an agent holding streams cannot keep the person's out.
+        const key = `${session.id}:${actor.kind}`;
+        const count = streams.get(key) ?? 0;
         if (count >= MAX_STREAMS_PER_SESSION) {
           throw new DomainError(
             'RATE_LIMITED',
-            `at most ${MAX_STREAMS_PER_SESSION} event streams per session`,
+            `at most ${MAX_STREAMS_PER_SESSION} event streams per session for the ${actor.kind}`,
           );
         }
-        streams.set(session.id, count + 1);
+        streams.set(key, count + 1);
         const body = new PassThrough();
-        let last = '';
+        let mark = '';
         let done = false;
         const send = async () => {
-          const current = sessionBody(await sessionFor(db, request.sidebarActor, session.id));
+          const row = await sessionFor(db, actor, session.id);
+          const current = sessionBody(row);
+          const seen = JSON.stringify([current, await proposalsMark(db, session.id)]);
+          if (done || seen === mark) return;
+          mark = seen;
           const text = JSON.stringify({ session: current, items: await listProposals(db, session.id) });
-          if (done || text === last) return;
-          last = text;
+          if (done) return;
           body.write(`event: proposals\ndata: ${text}\n\n`);
+          // An ended or expired session's stream ends after saying so; a reader that does not read is cut.
+          if (
+            row.status === 'ended' ||
+            row.expiresAt <= new Date() ||
+            body.writableLength > MAX_PENDING_BYTES
+          ) {
+            finish();
+          }
         };
-        let sending = Promise.resolve();
+        let sending = false;
+        let again = false;
         const refresh = () => {
-          sending = sending.then(send).catch((error: unknown) => {
-            request.log.warn({ err: error }, 'sidebar event stream: reading proposals failed');
-          });
+          // One read at a time; changes meanwhile make one more.
+          if (sending) {
+            again = true;
+            return;
+          }
+          sending = true;
+          void send()
+            .catch((error: unknown) => {
+              request.log.warn({ err: error }, 'sidebar event stream: reading proposals failed');
+            })
+            .finally(() => {
+              sending = false;
+              if (again && !done) {
+                again = false;
+                refresh();
+              }
+            });
         };
         const stop = sidebar.events.listen(session.id, refresh);
         const poll = setInterval(refresh, STREAM_POLL_MS);
@@ -249,13 +287,13 @@ export function sidebarRoutes(sidebar: Sidebar) {
           clearInterval(poll);
           clearInterval(keepAlive);
           open.delete(finish);
-          const left = (streams.get(session.id) ?? 1) - 1;
-          if (left <= 0) streams.delete(session.id);
-          else streams.set(session.id, left);
+          const left = (streams.get(key) ?? 1) - 1;
+          if (left <= 0) streams.delete(key);
+          else streams.set(key, left);
           body.end();
         };
         open.add(finish);
-        request.raw.on('close', finish);
+        reply.raw.on('close', finish);
         refresh();
         return reply
           .header('content-type', 'text/event-stream')

@@ -97,7 +97,7 @@ export async function tableRoutes(app: AdminApp): Promise<void> {
         params: IdParams,
         headers: Type.Object({ 'if-match': Type.Optional(Type.String()) }),
         body: JsonValue,
-        response: { 200: TableSummary, ...errorResponses(404, 412, 413) },
+        response: { 200: TableSummary, ...errorResponses(404, 412, 413, 422) },
       },
     },
     async (request, reply) => {

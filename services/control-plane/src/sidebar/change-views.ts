@@ -5,12 +5,10 @@
  * and adds at the indexes they happen at.
  */
 import { formatPointer, nodeAtTokens, type DataChange, type JsonValue } from '@bindery/context-ops';
-import type { ChangeView, PatchOperation } from '@bindery/contracts';
+import { PROPOSAL_VIEW_PLACES, type ChangeView, type PatchOperation } from '@bindery/contracts';
 
 /** Values in a view above this many bytes of JSON are shown as a summary. */
 const MAX_VIEW_VALUE_BYTES = 4_096;
-/** Places a view shows at most (the patch is always whole). */
-export const MAX_VIEW_PLACES = 200;
 
 /** The RFC 6902 operations for `changes` made on the context `before` at `at` (paths from the root). */
 export function patchOf(
@@ -50,7 +48,7 @@ export function viewOf(
 ): ChangeView[] {
   const out: ChangeView[] = [];
   const seen = new Set<string>();
-  for (const change of changes.slice(0, MAX_VIEW_PLACES)) {
+  for (const change of changes.slice(0, PROPOSAL_VIEW_PLACES)) {
     const path = formatPointer(change.path);
     if (seen.has(path)) continue;
     seen.add(path);

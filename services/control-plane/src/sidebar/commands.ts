@@ -5,6 +5,7 @@
  * explicit: a command's first word is its verb; a JSON value is the rest of the line after its path.
  */
 import { formatPointer, nodeAtTokens, type JsonValue } from '@bindery/context-ops';
+import { findUnstorable, unstorableMessage } from '@bindery/contracts';
 import { DomainError } from '../domain/errors.ts';
 
 export interface Parsed {
@@ -105,14 +106,27 @@ export function pathAndValue(verb: string, rest: string): { path: string; value:
   let json = rest.slice(first.end).trim();
   if (json.length >= 2 && json.startsWith("'") && json.endsWith("'")) json = json.slice(1, -1);
   if (json === '') throw syntax(`usage: ${verb} PATH JSON (the value is missing)`);
+  let value: JsonValue;
   try {
-    return { path: first.text, value: JSON.parse(json) as JsonValue };
+    value = JSON.parse(json) as JsonValue;
   } catch (error) {
     throw new DomainError(
       'VALIDATION_FAILED',
       `${verb}: the value is not JSON (${error instanceof Error ? error.message : String(error)}); strings need double quotes`,
     );
   }
+  refuseUnstorable(value, `${verb}'s value`);
+  return { path: first.text, value };
+}
+
+/**
+ * A value parsed from a command line is input like a request body: a NUL, a lone surrogate or a
+ * number past a double is refused here, as the body's own check would have (it reads the line as
+ * one string and cannot see what its JSON holds).
+ */
+export function refuseUnstorable(value: unknown, part: string): void {
+  const found = findUnstorable(value);
+  if (found) throw new DomainError('VALIDATION_FAILED', unstorableMessage(part, found), { field: part });
 }
 
 /** Which context-ops operation (and its arguments) a write command is, on the context `node`. */

@@ -30,6 +30,35 @@ import type { SidebarEvents } from './sidebar-events.ts';
 
 /** Proposals one session may have waiting for a verdict: an agent cannot flood the person. */
 export const MAX_PENDING_PER_SESSION = 100;
+/** Proposals one session may make in all (blocked ones included): a new session after that. */
+export const MAX_PROPOSALS_PER_SESSION = 1_000;
+/** The stored JSON of one proposal (its edits, their inverse, the patch, the view) at most. */
+export const MAX_PROPOSAL_BYTES = 256 * 1024;
+/** Proposals a list answers: the newest. */
+export const LISTED_PROPOSALS = 50;
+
+// What a list reads of a proposal: everything but the edits and their inverse (kept to apply it).
+const LISTED_FIELDS = {
+  id: true,
+  sessionId: true,
+  userId: true,
+  tableId: true,
+  pointer: true,
+  command: true,
+  proposedBy: true,
+  baseVersion: true,
+  patch: true,
+  view: true,
+  verdicts: true,
+  status: true,
+  note: true,
+  appliedVersion: true,
+  decidedBy: true,
+  replacedBy: true,
+  createdAt: true,
+  decidedAt: true,
+} as const;
+type ListedProposal = Omit<SidebarProposal, 'changes' | 'inverse'>;
 
 export interface ProposalServices {
   db: Db;
@@ -57,7 +86,7 @@ export interface NewProposal {
   after: JsonValue;
 }
 
-export function proposalBody(p: SidebarProposal, tableName: string): ProposalBody {
+export function proposalBody(p: ListedProposal, tableName: string): ProposalBody {
   return {
     id: p.id,
     session_id: p.sessionId,
@@ -113,9 +142,14 @@ export async function storeProposal(
   const { tokens, before, after } = input;
   const changes = diffChanges(before.node, after, tokens);
   if (changes.length === 0) return undefined;
-  const waiting = await s.db.sidebarProposal.count({
-    where: { sessionId: input.sessionId, status: 'pending' },
-  });
+  const [waiting, made, session] = await Promise.all([
+    s.db.sidebarProposal.count({ where: { sessionId: input.sessionId, status: 'pending' } }),
+    s.db.sidebarProposal.count({ where: { sessionId: input.sessionId } }),
+    s.db.sidebarSession.findUnique({ where: { id: input.sessionId }, select: { status: true } }),
+  ]);
+  if (session?.status !== 'active' && session?.status !== 'paused') {
+    throw new DomainError('CONFLICT', `sidebar session ${input.sessionId} has ended`, { status: 'ended' });
+  }
   if (waiting >= MAX_PENDING_PER_SESSION) {
     throw new DomainError(
       'RATE_LIMITED',
@@ -123,7 +157,25 @@ export async function storeProposal(
       { limit: MAX_PENDING_PER_SESSION },
     );
   }
+  if (made >= MAX_PROPOSALS_PER_SESSION) {
+    throw new DomainError(
+      'RATE_LIMITED',
+      `this session made ${made} proposals, its most; the person can open a new session`,
+      { limit: MAX_PROPOSALS_PER_SESSION },
+    );
+  }
   const inverse = diffChanges(after, before.node, tokens);
+  const patch = patchOf(tokens, before.node, changes);
+  const view = viewOf(tokens, before.node, after, changes);
+  const bytes = [changes, inverse, patch, view].reduce((sum, part) => sum + JSON.stringify(part).length, 0);
+  if (bytes > MAX_PROPOSAL_BYTES) {
+    throw new DomainError(
+      'PAYLOAD_TOO_LARGE',
+      `this change is too large to propose (${bytes} bytes of JSON to show and keep, at most ${MAX_PROPOSAL_BYTES}); ` +
+        'make it in smaller steps',
+      { limit: MAX_PROPOSAL_BYTES },
+    );
+  }
   const rules = storedRules(input.table.rules);
   const verdicts =
     rules === undefined
@@ -131,7 +183,14 @@ export async function storeProposal(
       : ruleVerdicts(
           rules,
           { at: tokens, before: before.node, after, changes, by: input.by },
-          await schemaAbove(s.contexts, input.table.id, rules.schema?.tokens, tokens, changes),
+          await schemaAbove(
+            s.contexts,
+            input.table.id,
+            rules.schema?.tokens,
+            tokens,
+            changes,
+            before.version,
+          ),
         );
   const blocked = verdicts.some((v) => !v.ok);
   const pointer = formatPointer(tokens);
@@ -148,8 +207,8 @@ export async function storeProposal(
         baseVersion: before.version,
         changes: changes as unknown as Prisma.InputJsonValue,
         inverse: inverse as unknown as Prisma.InputJsonValue,
-        patch: patchOf(tokens, before.node, changes) as unknown as Prisma.InputJsonValue,
-        view: viewOf(tokens, before.node, after, changes) as unknown as Prisma.InputJsonValue,
+        patch: patch as unknown as Prisma.InputJsonValue,
+        view: view as unknown as Prisma.InputJsonValue,
         verdicts: verdicts as unknown as Prisma.InputJsonValue,
         status: blocked ? 'blocked' : 'pending',
       },
@@ -185,9 +244,18 @@ async function schemaAbove(
   schemaTokens: string[] | undefined,
   tokens: readonly string[],
   changes: readonly DataChange[],
+  version: number,
 ): Promise<(() => JsonValue | undefined) | undefined> {
   if (schemaTokens === undefined || schemaTokens.length >= tokens.length) return undefined;
+  if (!schemaTokens.every((token, i) => tokens[i] === token)) return undefined;
   const above = await contexts.read({ tableId, tokens: schemaTokens, pointer: formatPointer(schemaTokens) });
+  if (above.version !== version) {
+    // Read on another version than the context: the verdict would mix two states of the data.
+    throw new DomainError(
+      'CONFLICT',
+      'the data changed while the proposal was computed; run the command again',
+    );
+  }
   return () => applyChanges(above.node, rebased(changes, schemaTokens.length));
 }
 
@@ -203,7 +271,8 @@ export async function listProposals(db: Db, sessionId: string, status?: string):
   const rows = await db.sidebarProposal.findMany({
     where: { sessionId, ...(status !== undefined && { status }) },
     orderBy: { id: 'desc' },
-    take: 100,
+    take: LISTED_PROPOSALS,
+    select: LISTED_FIELDS,
   });
   const names = new Map(
     (
@@ -356,6 +425,34 @@ async function settle(
   });
   s.events.changed(row.sessionId);
   return updated;
+}
+
+/**
+ * What changes whenever a session's proposals do (one cheap row): a stream reads the list again
+ * only when it moved.
+ */
+export async function proposalsMark(db: Db, sessionId: string): Promise<string> {
+  const [made, decided] = await Promise.all([
+    db.sidebarProposal.aggregate({ where: { sessionId }, _count: true, _max: { id: true } }),
+    db.sidebarProposal.aggregate({
+      where: { sessionId, decidedAt: { not: null } },
+      _count: true,
+      _max: { decidedAt: true },
+    }),
+  ]);
+  const reoffered = await db.sidebarProposal.count({ where: { sessionId, replacedBy: { not: null } } });
+  return JSON.stringify([made._count, made._max.id, decided._count, decided._max.decidedAt, reoffered]);
+}
+
+/** A proposal's status and fresh offer, read alone (what a waiting agent polls); undefined when gone. */
+export async function proposalStatus(
+  db: Db,
+  id: string,
+): Promise<{ status: string; replacedBy: string | null } | undefined> {
+  return (
+    (await db.sidebarProposal.findUnique({ where: { id }, select: { status: true, replacedBy: true } })) ??
+    undefined
+  );
 }
 
 /** Records the fresh proposal offered in place of a stale one. */

@@ -143,7 +143,17 @@ export async function setSessionStatus(
     throw new DomainError('CONFLICT', `sidebar session ${id} has ended; open a new one`, { status: 'ended' });
   }
   return db.$transaction(async (tx) => {
-    const updated = await tx.sidebarSession.update({ where: { id }, data: { status } });
+    // Conditional: an end that lands first is never undone by a resume racing it.
+    const moved = await tx.sidebarSession.updateMany({
+      where: { id, status: { not: 'ended' } },
+      data: { status },
+    });
+    if (moved.count === 0 && status !== 'ended') {
+      throw new DomainError('CONFLICT', `sidebar session ${id} has ended; open a new one`, {
+        status: 'ended',
+      });
+    }
+    const updated = await tx.sidebarSession.findUniqueOrThrow({ where: { id } });
     if (status === 'ended') {
       await tx.sidebarProposal.updateMany({
         where: { sessionId: id, status: 'pending' },

@@ -6,6 +6,7 @@
  */
 import {
   applyChanges,
+  ChangeMismatch,
   executeWrite,
   formatPointer,
   inferSchema,
@@ -27,6 +28,9 @@ import { moved, relativeTokens } from './paths.ts';
 import {
   applyProposal,
   listProposals,
+  ownProposal,
+  proposalBody,
+  proposalStatus,
   rejectProposal,
   replaced,
   storeProposal,
@@ -35,14 +39,33 @@ import {
   type ProposalTable,
 } from './proposals.ts';
 import { actorUser, sessionFor, type SidebarActor } from './sessions.ts';
-import { callArguments, callRoute, findTool, personTools, toolHelp, toolsListing } from './tool-calls.ts';
+import {
+  callArguments,
+  callRoute,
+  findTool,
+  personTools,
+  toolHelp,
+  toolsListing,
+  type SidebarTool,
+} from './tool-calls.ts';
 import { checkArguments } from '../kinds/arguments.ts';
-import { isOperationType } from '@bindery/contracts/operations';
+import { canonicalPath } from '../context/table-rules.ts';
 import { SidebarEvents } from './sidebar-events.ts';
 import { bounded, formatValue, listing, table } from './terminal-output.ts';
 
 /** Errors a command answers as HTTP errors rather than as terminal output. */
 const PASSED_ON: ReadonlySet<string> = new Set(['INTERNAL', 'RATE_LIMITED']);
+
+/** A `call` as #toolCall plans it: the tool, how it runs, and the executor's request. */
+interface ToolCallPlan {
+  tool: SidebarTool;
+  route: 'run' | 'propose';
+  adi: SidebarTool['context'];
+  request: { aei_id: string; binding_id: string; arguments: Record<string, unknown> };
+}
+
+/** How long a waiting agent gives a stale proposal's fresh offer to be recorded. */
+const STALE_REOFFER_MS = 2_000;
 
 /** How often a waiting agent's command looks for a verdict given on another control plane. */
 const VERDICT_POLL_MS = 500;
@@ -89,10 +112,12 @@ export class Sidebar {
   }
 
   /** Runs one command line in session `sessionId` for `actor`; a command's own fault is in `error`. */
+  /** `signal`: the caller went away (an agent's wait for a verdict ends then). */
   async command(
     actor: SidebarActor,
     sessionId: string,
     body: SidebarCommandBody,
+    signal?: AbortSignal,
   ): Promise<SidebarCommandAnswer> {
     const session = await sessionFor(this.#options.db, actor, sessionId, true);
     let answer: SidebarCommandAnswer;
@@ -108,7 +133,13 @@ export class Sidebar {
     }
     const proposal = answer.proposal;
     if (proposal?.status === 'pending' && actor.kind === 'agent' && (body.wait_ms ?? 0) > 0) {
-      const decided = await this.#awaitVerdict(sessionId, proposal.id, body.wait_ms ?? 0);
+      const decided = await this.#awaitVerdict(
+        sessionId,
+        actorUser(actor),
+        proposal.id,
+        body.wait_ms ?? 0,
+        signal,
+      );
       return { output: `${answer.output}\n${verdictLine(decided)}`, proposal: decided };
     }
     return answer;
@@ -144,7 +175,7 @@ export class Sidebar {
         return { output: await this.#use(session, userId, parsed.words) };
       case 'cd': {
         const place = await this.#place(session, userId);
-        const tokens = moved(place.tokens, parsed.words[0] ?? '');
+        const tokens = await this.#canonical(place.table.id, moved(place.tokens, parsed.words[0] ?? ''));
         await this.#options.contexts.read(this.#at(place.table.id, tokens));
         await db.sidebarSession.update({
           where: { id: session.id },
@@ -192,7 +223,7 @@ export class Sidebar {
       }
       case 'call': {
         const call = await this.#toolCall(userId, parsed);
-        if (call.route === 'propose') return this.#propose(actor, session, parsed, line);
+        if (call.route === 'propose') return this.#propose(actor, session, parsed, line, call);
         return { output: resultText(await this.#options.runTool(call.tool.adiId, call.request)) };
       }
       default:
@@ -203,10 +234,16 @@ export class Sidebar {
     }
   }
 
-  async #propose(actor: SidebarActor, session: SidebarSession, parsed: Parsed, line: string) {
+  async #propose(
+    actor: SidebarActor,
+    session: SidebarSession,
+    parsed: Parsed,
+    line: string,
+    call?: ToolCallPlan,
+  ) {
     const userId = actorUser(actor);
     const by = actor.kind === 'agent' ? 'agent' : 'person';
-    const change = await this.#change(session.id, userId, parsed, () => this.#place(session, userId));
+    const change = await this.#change(session.id, userId, parsed, () => this.#place(session, userId), call);
     return this.#offer(
       session.id,
       userId,
@@ -227,6 +264,7 @@ export class Sidebar {
     userId: string,
     parsed: Parsed,
     where: () => Promise<Place>,
+    known?: ToolCallPlan,
   ): Promise<{ place: Place; before: CachedContext; after: JsonValue; command?: string }> {
     if (parsed.verb === 'undo') {
       const undo = await this.#undo(sessionId, userId, parsed.words[0]);
@@ -234,7 +272,7 @@ export class Sidebar {
       return { ...undo, command: `undo ${undo.undone}` };
     }
     if (parsed.verb === 'call') {
-      const { route, adi, request } = await this.#toolCall(userId, parsed);
+      const { route, adi, request } = known ?? (await this.#toolCall(userId, parsed));
       if (route !== 'propose' || adi === undefined)
         throw new DomainError('INTERNAL', 'a call that only reads');
       const place = await this.#tablePlace(userId, adi.tableId, parsePointer(adi.jsonPath));
@@ -254,28 +292,17 @@ export class Sidebar {
   }
 
   /** `call TOOL …`: the tool, its checked arguments, and whether it runs at once or is proposed. */
-  async #toolCall(userId: string, parsed: Parsed) {
+  async #toolCall(userId: string, parsed: Parsed): Promise<ToolCallPlan> {
     const [ref, ...argv] = parsed.words;
     const tool = findTool(await personTools(this.#options.db, userId), ref);
     const args = checkArguments(tool.inputSchema, callArguments(tool, argv), tool.name);
-    const row =
-      tool.kind === 'context'
-        ? await this.#options.db.adi.findUnique({
-            where: { id: tool.adiId },
-            select: { tableId: true, jsonPath: true, operationType: true, config: true },
-          })
-        : null;
-    const route = callRoute(tool, row?.operationType ?? null);
-    const adi =
-      row && row.tableId !== null && row.operationType !== null && isOperationType(row.operationType)
-        ? {
-            tableId: row.tableId,
-            jsonPath: row.jsonPath ?? '',
-            operation: row.operationType,
-            config: (row.config ?? {}) as Record<string, unknown>,
-          }
-        : undefined;
-    return { tool, route, adi, request: { aei_id: tool.aeiId, binding_id: tool.bindingId, arguments: args } };
+    const route = callRoute(tool);
+    return {
+      tool,
+      route,
+      adi: tool.context,
+      request: { aei_id: tool.aeiId, binding_id: tool.bindingId, arguments: args },
+    };
   }
 
   async #offer(
@@ -319,7 +346,18 @@ export class Sidebar {
     const before = await this.#read(place);
     const undo = undoEdits(row, before.node, before.version);
     if ('refused' in undo) throw new DomainError('CONFLICT', `undo: ${undo.refused}`);
-    return { place, before, after: applyChanges(before.node, undo.edits), undone: row.id };
+    let after: JsonValue;
+    try {
+      after = applyChanges(before.node, undo.edits);
+    } catch (error) {
+      if (!(error instanceof ChangeMismatch)) throw error;
+      // A place it would restore is gone since (its parent removed, say).
+      throw new DomainError(
+        'CONFLICT',
+        `undo: the data changed after proposal ${row.id} so that it no longer fits`,
+      );
+    }
+    return { place, before, after, undone: row.id };
   }
 
   /**
@@ -377,14 +415,30 @@ export class Sidebar {
   }
 
   /** The proposal once decided, or as it is when `waitMs` ran out. */
-  async #awaitVerdict(sessionId: string, id: string, waitMs: number): Promise<Proposal> {
+  async #awaitVerdict(
+    sessionId: string,
+    userId: string,
+    id: string,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Proposal> {
     const deadline = Date.now() + waitMs;
+    let staleAt: number | undefined;
     for (;;) {
-      const [current] = (await listProposals(this.#options.db, sessionId)).filter((p) => p.id === id);
-      if (!current) throw new DomainError('NOT_FOUND', `proposal ${id} is gone`);
-      const left = deadline - Date.now();
-      if (current.status !== 'pending' || left <= 0) return current;
-      await this.events.next(sessionId, Math.min(VERDICT_POLL_MS, left));
+      const current = await proposalStatus(this.#options.db, id);
+      if (current === undefined) throw new DomainError('NOT_FOUND', `proposal ${id} is gone`);
+      const now = Date.now();
+      if (current.status === 'stale') staleAt ??= now;
+      // A stale one is offered again right after it is marked: the fresh one's id is worth a moment.
+      const reoffering =
+        current.status === 'stale' &&
+        current.replacedBy === null &&
+        now - (staleAt ?? now) < STALE_REOFFER_MS;
+      if ((current.status !== 'pending' && !reoffering) || now >= deadline || signal?.aborted === true) {
+        const { row, tableName } = await ownProposal(this.#options.db, userId, id);
+        return proposalBody(row, tableName);
+      }
+      await this.events.next(sessionId, Math.min(VERDICT_POLL_MS, deadline - now), signal);
     }
   }
 
@@ -397,19 +451,36 @@ export class Sidebar {
       const current = await this.#place(session, userId);
       place = { table: current.table, tokens: relativeTokens(first) };
     } else {
-      const row = await this.#options.db.table.findFirst({
+      const rows = await this.#options.db.table.findMany({
         where: { userId, OR: [{ id: first }, { name: first }] },
         select: { id: true, name: true, rules: true },
+        take: 10,
       });
+      const row = rows.find((r) => r.id === first) ?? (rows.length === 1 ? rows[0] : undefined);
+      if (rows.length > 1 && row === undefined) {
+        throw new DomainError(
+          'VALIDATION_FAILED',
+          `several tables of yours are named "${first}": use one by its id (${rows.map((r) => r.id).join(', ')})`,
+        );
+      }
       if (!row) throw new DomainError('NOT_FOUND', `no table "${first}" of yours (tables lists them)`);
       place = { table: tableOf(row), tokens: relativeTokens(second) };
     }
+    place = { ...place, tokens: await this.#canonical(place.table.id, place.tokens) };
     const read = await this.#read(place);
     await this.#options.db.sidebarSession.update({
       where: { id: session.id },
       data: { tableId: place.table.id, pointer: formatPointer(place.tokens) },
     });
     return `${place.table.name} ${formatPointer(place.tokens) || '/'} (version ${read.version})`;
+  }
+
+  /** The path with array indexes spelt as the data spells them ("-1": the last item's index). */
+  #canonical(tableId: string, tokens: string[]): Promise<string[]> {
+    return canonicalPath(
+      tokens,
+      async (prefix) => (await this.#options.contexts.read(this.#at(tableId, prefix))).node,
+    );
   }
 
   async #place(session: SidebarSession, userId: string): Promise<Place> {

@@ -2,9 +2,10 @@
  * The `bindery` CLI's grammar in the sidebar, on the tools of the person's own exposures: `tools
  * [EXPOSURE]`, `help TOOL`, `call TOOL --name value …` (arguments typed by the tool's input schema,
  * the CLI's own parser). Supervision decides how a call runs:
- * - a read (a context tool's read operation; a custom tool that can neither write nor fetch; an HTTP
- *   GET or HEAD, or a tool its owner, this person, declared read-only) runs at once, through the
- *   executor as a gateway's call would (audited as one);
+ * - a read runs at once, through the executor as a gateway's call would (audited as one). What reads
+ *   is decided by the tool's configuration, never by its annotations (an author may write any): a
+ *   context tool's read operation, a custom tool that can neither write its context nor fetch, an
+ *   HTTP tool whose method is GET or HEAD;
  * - a context tool's write is computed on its context and becomes a proposal with its exact change,
  *   like any sidebar write;
  * - any other tool may change what the sidebar cannot show beforehand (an upstream server, an API,
@@ -13,11 +14,11 @@
 import { describeArguments, parseToolFlags, UsageError } from '@bindery/bindery-mcp/arguments';
 import type { JsonSchema as CliSchema } from '@bindery/bindery-mcp/arguments';
 import { OPERATIONS } from '@bindery/context-ops';
-import type { ToolAnnotations } from '@bindery/contracts';
-import { isOperationType } from '@bindery/contracts/operations';
+import { isOperationType, type OperationType } from '@bindery/contracts/operations';
 import { DomainError } from '../domain/errors.ts';
 import type { Db } from '../domain/context.ts';
 import { resolveTools } from '../exposure/tools.ts';
+import { refuseUnstorable } from './commands.ts';
 import { table } from './terminal-output.ts';
 
 export interface SidebarTool {
@@ -27,9 +28,32 @@ export interface SidebarTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  annotations: ToolAnnotations | undefined;
   adiId: string;
   kind: string;
+  /** It only reads, by its configuration. */
+  reads: boolean;
+  /** A context tool's context and operation. */
+  context?: { tableId: string; jsonPath: string; operation: OperationType; config: Record<string, unknown> };
+}
+
+const READ_METHODS: ReadonlySet<unknown> = new Set(['GET', 'HEAD']);
+
+/** Whether a tool only reads, from its ADI's own configuration (see the module's comment). */
+function readsOnly(kind: string, operation: string | null, config: Record<string, unknown>): boolean {
+  switch (kind) {
+    case 'context':
+      return operation !== null && isOperationType(operation) && OPERATIONS[operation].kind === 'read';
+    case 'custom':
+      return (
+        config.context_write !== true &&
+        (!Array.isArray(config.allowed_hosts) || config.allowed_hosts.length === 0)
+      );
+    case 'http':
+      return READ_METHODS.has(config.method);
+    default:
+      // An upstream server's tool: its own hints are its word, not something the sidebar can check.
+      return false;
+  }
 }
 
 /** Tools of the person's enabled exposures, as their agents see them. */
@@ -40,23 +64,43 @@ export async function personTools(db: Db, userId: string): Promise<SidebarTool[]
     select: { id: true, name: true },
     take: 200,
   });
-  const out: SidebarTool[] = [];
+  const resolved = [];
   for (const aei of aeis) {
-    for (const tool of await resolveTools(db, aei.id)) {
-      out.push({
+    for (const tool of await resolveTools(db, aei.id)) resolved.push({ aei, tool });
+  }
+  const adis = new Map(
+    (
+      await db.adi.findMany({
+        where: { id: { in: [...new Set(resolved.map(({ tool }) => tool.adi.id))] } },
+        select: { id: true, tableId: true, jsonPath: true, operationType: true, config: true },
+      })
+    ).map((adi) => [adi.id, adi]),
+  );
+  return resolved.flatMap(({ aei, tool }) => {
+    const adi = adis.get(tool.adi.id);
+    if (!adi) return [];
+    const config = (adi.config ?? {}) as Record<string, unknown>;
+    const operation = adi.operationType;
+    return [
+      {
         aeiId: aei.id,
         aeiName: aei.name,
         bindingId: tool.bindingId,
         name: tool.name,
         description: tool.description,
         inputSchema: tool.inputSchema as Record<string, unknown>,
-        annotations: tool.annotations,
         adiId: tool.adi.id,
         kind: tool.adi.kind,
-      });
-    }
-  }
-  return out;
+        reads: readsOnly(tool.adi.kind, operation, config),
+        ...(tool.adi.kind === 'context' &&
+          adi.tableId !== null &&
+          operation !== null &&
+          isOperationType(operation) && {
+            context: { tableId: adi.tableId, jsonPath: adi.jsonPath ?? '', operation, config },
+          }),
+      },
+    ];
+  });
 }
 
 /** `TOOL` or `EXPOSURE/TOOL` (an exposure by name or id) among `tools`. */
@@ -86,16 +130,8 @@ export function toolsListing(tools: readonly SidebarTool[], exposure: string | u
 }
 
 function runsAs(tool: SidebarTool): string {
-  if (tool.kind === 'context') return tool.annotations?.readOnlyHint === true ? 'at once' : 'as a proposal';
-  return readOnlyHere(tool) ? 'at once' : 'not here';
-}
-
-/**
- * A custom or HTTP tool read-only by its own configuration (what its owner, this person, declared
- * included); an upstream server's hint is its own word, not trusted here.
- */
-function readOnlyHere(tool: SidebarTool): boolean {
-  return (tool.kind === 'custom' || tool.kind === 'http') && tool.annotations?.readOnlyHint === true;
+  if (tool.reads) return 'at once';
+  return tool.context ? 'as a proposal' : 'not here';
 }
 
 export function toolHelp(tool: SidebarTool): string {
@@ -120,26 +156,24 @@ export function toolHelp(tool: SidebarTool): string {
 export function callArguments(tool: SidebarTool, argv: string[]): Record<string, unknown> {
   try {
     const parsed = parseToolFlags(tool.name, argv, tool.inputSchema as CliSchema);
-    return parsed.json ?? parsed.values;
+    const args = parsed.json ?? parsed.values;
+    refuseUnstorable(args, `${tool.name}'s arguments`);
+    return args;
   } catch (error) {
     if (error instanceof UsageError) throw new DomainError('VALIDATION_FAILED', `call: ${error.message}`);
     throw error;
   }
 }
 
-/** How the sidebar runs a call of `tool` whose ADI has `operation` (context tools). */
-export function callRoute(tool: SidebarTool, operation: string | null): 'run' | 'propose' {
-  if (tool.kind === 'context') {
-    if (operation === null || !isOperationType(operation)) {
-      throw new DomainError('PRECONDITION_FAILED', `${tool.name}: its operation is unknown`);
-    }
-    return OPERATIONS[operation].kind === 'read' ? 'run' : 'propose';
-  }
-  if (readOnlyHere(tool)) return 'run';
+/** How the sidebar runs a call of `tool`: at once, as a proposal, or not at all (FORBIDDEN). */
+export function callRoute(tool: SidebarTool): 'run' | 'propose' {
+  if (tool.reads) return 'run';
+  if (tool.context) return 'propose';
   throw new DomainError(
     'FORBIDDEN',
     `call: ${tool.name} is a ${tool.kind} tool that may change things outside your data, which the sidebar cannot ` +
-      'show before it happens; call it through its exposure (a custom or HTTP tool you mark read-only runs here)',
+      'show before it happens; call it through its exposure (here run context tools, custom tools that neither ' +
+      'write nor fetch, and HTTP GET or HEAD tools)',
     { tool: tool.name, kind: tool.kind },
   );
 }
