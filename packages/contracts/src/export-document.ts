@@ -9,6 +9,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { AeiStatus, ExposureMode, JsonValue, OperationTypeSchema, Slug, ToolName } from './admin-api.ts';
 import { TOOL_NAME_PATTERN } from './naming.ts';
 import { PromptArgument, PromptMessage, PROMPT_LIMITS, PROMPT_NAME_PATTERN } from './prompts.ts';
+import { TableRules } from './sidebar.ts';
 import { SecretName } from './secrets.ts';
 import { AdiKindSchema } from './tool-kinds/kinds.ts';
 
@@ -35,6 +36,8 @@ export const ExportTable = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     project_id: Nullable(Ref('a project of this document')),
     data: JsonValue,
+    /** The table's rules (absent: none); documents written before rules have none. */
+    rules: Type.Optional(TableRules),
   },
   Closed,
 );

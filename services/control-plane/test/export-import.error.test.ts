@@ -141,6 +141,16 @@ describe('a malformed document', () => {
       'body/prompts/0: messages[0].text uses the placeholder {{who}}',
     ],
     [
+      'rules the data does not keep',
+      (d) => (d.tables[0].rules = { schema: { type: 'object', required: ['missing'] } }),
+      'body/tables/0/rules: the data does not satisfy the schema now',
+    ],
+    [
+      'a rule path that is no pointer',
+      (d) => (d.tables[0].rules = { protect: [{ path: 'items', deny: ['write'] }] }),
+      'body/tables/0/rules: protect[0].path',
+    ],
+    [
       'data nested deeper than stored JSON may be',
       (d) => {
         let deep: Json = 1;

@@ -47,6 +47,12 @@ async function build(t: TestApp, token: string): Promise<void> {
     data: [{ sku: 'a', n: 3 }],
   });
   const notes = await post('/api/v2/tables', { name: 'notes', data: { text: 'hello', tags: ['x'] } });
+  // Rules travel with their table (the re-export below finds them again).
+  const rules = {
+    protect: [{ path: '/tags', deny: ['delete'] }],
+    schema: { type: 'object', required: ['text'] },
+  };
+  ok(await t.call('PUT', `/api/v2/tables/${notes.id}/rules`, { token, body: rules }), 'rules');
   const empty = await post('/api/v2/tables', { name: 'nothing', data: null });
   const query = await post('/api/v2/adis', {
     table_id: customers.id,
@@ -302,6 +308,9 @@ describe('import into a fresh installation', () => {
       /"((?:prj|tbl|adi|aei)_[0-9a-z]{26})"/g,
       (whole, id: string) => (back.has(id) ? `"${back.get(id)}"` : whole),
     );
+    expect(exported.tables.find((t: { name: string }) => t.name === 'notes').rules).toMatchObject({
+      protect: [{ path: '/tags', deny: ['delete'] }],
+    });
     const { skipped, ...original } = exported;
     expect(skipped).toEqual({ legacy_instances: 1 });
     expect(JSON.parse(text)).toEqual({ ...original, exported_at: null });

@@ -128,6 +128,41 @@ export function compileRules(rules: TableRules): CompiledRules {
   return { protect, schema, maxItems: rules.max_items_per_change, personOnly };
 }
 
+/** Rules as stored: null for none (`{}`, or only empty lists). */
+export function storableRules(rules: TableRules): TableRules | null {
+  const empty = Object.values(rules).every((v) => v === undefined || (Array.isArray(v) && v.length === 0));
+  return empty ? null : rules;
+}
+
+/**
+ * Refuses rules whose schema the data does not satisfy already (VALIDATION_FAILED saying where):
+ * from then on every write would be refused. A pattern past its budget is the schema's fault.
+ */
+export function checkDataKeepsRules(rules: CompiledRules, data: JsonValue): void {
+  const schema = rules.schema;
+  if (schema === undefined) return;
+  const subtree = nodeAtTokens(data, schema.tokens);
+  let passed: boolean;
+  try {
+    passed = subtree !== undefined && schema.validate(subtree);
+  } catch (error) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      `the schema could not be checked on the data: ${error instanceof Error ? error.message : String(error)}`,
+      { field: 'schema' },
+    );
+  }
+  if (passed) return;
+  const first = schema.validate.errors?.[0];
+  throw new DomainError(
+    'VALIDATION_FAILED',
+    subtree === undefined
+      ? `schema_path "${schema.pointer}": the data has nothing there`
+      : `the data does not satisfy the schema now${first ? ` (${first.instancePath || '/'} ${first.message ?? first.keyword})` : ''}; fix the data first`,
+    { field: 'schema' },
+  );
+}
+
 // Compiled rules by their stored JSON text: a table's rules are compiled once, not per write.
 const compiled = new Map<string, CompiledRules>();
 const MAX_COMPILED = 256;

@@ -12,7 +12,7 @@ import type {
   UpdateTableBody,
 } from '@bindery/contracts';
 import { MAX_JSON_DEPTH } from '@bindery/contracts';
-import { checkValueArgument, diffChanges, nodeAtTokens, type JsonValue } from '@bindery/context-ops';
+import { checkValueArgument, diffChanges, type JsonValue } from '@bindery/context-ops';
 import { Prisma, type Table } from '../generated/prisma/client.ts';
 import { DomainError, fromOpError, notFound } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
@@ -23,7 +23,7 @@ import { findOwnProject } from './projects.ts';
 import { dataBytes, firstSnapshot, replaceData, tableDocuments } from './table-data.ts';
 import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from './table-limits.ts';
 import { DELETED } from './table-versions.ts';
-import { checkRules, compileRules, storedRules } from './table-rules.ts';
+import { checkDataKeepsRules, checkRules, compileRules, storableRules, storedRules } from './table-rules.ts';
 
 // What the summary reads of a row (its data's size stays with the writes that keep it).
 type TableRow = Omit<Table, 'bytes' | 'rules'>;
@@ -251,44 +251,19 @@ export async function putTableRules(
   rules: TableRules,
 ): Promise<TableRules> {
   const compiled = compileRules(rules);
-  const empty = Object.values(rules).every((v) => v === undefined || (Array.isArray(v) && v.length === 0));
   return db.$transaction(async (tx) => {
     const rows = await tx.$queryRaw<{ version: number }[]>`
       SELECT version FROM "table" WHERE id = ${id} AND user_id = ${caller.userId} FOR UPDATE`;
     if (!rows[0]) throw notFound('table', id);
-    const schema = compiled.schema;
-    if (schema !== undefined) {
-      const data = (await tableDocuments(tx, [id])).get(id)?.data ?? null;
-      const subtree = nodeAtTokens(data, schema.tokens);
-      if (subtree === undefined || !passes(schema.validate, subtree)) {
-        const first = schema.validate.errors?.[0];
-        throw new DomainError(
-          'VALIDATION_FAILED',
-          subtree === undefined
-            ? `schema_path "${schema.pointer}": the data has nothing there`
-            : `the data does not satisfy the schema now${first ? ` (${first.instancePath || '/'} ${first.message ?? first.keyword})` : ''}; fix the data first`,
-          { field: 'schema' },
-        );
-      }
+    if (compiled.schema !== undefined) {
+      checkDataKeepsRules(compiled, (await tableDocuments(tx, [id])).get(id)?.data ?? null);
     }
+    const stored = storableRules(rules);
     await tx.table.update({
       where: { id },
-      data: { rules: empty ? Prisma.DbNull : (rules as Prisma.InputJsonValue) },
+      data: { rules: stored === null ? Prisma.DbNull : (stored as Prisma.InputJsonValue) },
       select: { id: true },
     });
-    return empty ? {} : rules;
+    return stored ?? {};
   });
-}
-
-/** A schema's verdict on data being given rules: a pattern past its budget is the schema's fault. */
-function passes(validate: (value: unknown) => boolean, value: unknown): boolean {
-  try {
-    return validate(value);
-  } catch (error) {
-    throw new DomainError(
-      'VALIDATION_FAILED',
-      `the schema could not be checked on the data: ${error instanceof Error ? error.message : String(error)}`,
-      { field: 'schema' },
-    );
-  }
 }

@@ -3,7 +3,7 @@
  * bindings, prompts and secret names (without values) as one versioned document (`format: "bindery-export"`, `version: 1`), each list in
  * creation order, so an import recreates each AEI's tools in the same order.
  */
-import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument } from '@bindery/contracts';
+import { EXPORT_FORMAT, EXPORT_VERSION, type ExportDocument, type TableRules } from '@bindery/contracts';
 import type { PrismaClient } from '../generated/prisma/client.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { Principal } from '../domain/context.ts';
@@ -51,7 +51,13 @@ export async function exportDocument(prisma: PrismaClient, caller: Principal): P
     version: EXPORT_VERSION,
     exported_at: new Date().toISOString(),
     projects: projects.map((p) => ({ id: p.id, name: p.name, slug: p.slug, description: p.description })),
-    tables: tables.map((t) => ({ id: t.id, name: t.name, project_id: t.projectId, data: documentOf(t.id) })),
+    tables: tables.map((t) => ({
+      id: t.id,
+      name: t.name,
+      project_id: t.projectId,
+      data: documentOf(t.id),
+      ...(t.rules !== null && { rules: t.rules as TableRules }),
+    })),
     adis: adis
       .filter((a) => !upstreamTools.has(a.id))
       .map((a) => ({

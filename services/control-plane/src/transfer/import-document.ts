@@ -17,7 +17,7 @@ import {
   type ImportClash,
   type ImportResult,
 } from '@bindery/contracts';
-import { OpError, checkValueArgument } from '@bindery/context-ops';
+import { OpError, checkValueArgument, type JsonValue } from '@bindery/context-ops';
 import { Prisma } from '../generated/prisma/client.ts';
 import { DomainError } from '../domain/errors.ts';
 import { newCredential, newIds } from '../domain/ids.ts';
@@ -28,6 +28,7 @@ import { changeExposure } from '../domain/config-versions.ts';
 import { uniqueViolation } from '../domain/prisma-errors.ts';
 import { dataBytes, firstSnapshot } from '../context/table-data.ts';
 import { checkTableBytes, DEFAULT_TABLE_LIMITS, type TableLimits } from '../context/table-limits.ts';
+import { checkDataKeepsRules, compileRules, storableRules } from '../context/table-rules.ts';
 import type { SourceChecker } from '../domain/context.ts';
 import { checkColumns, offeredKind, type KindColumns, type RegisteredKind } from '../kinds/registry.ts';
 
@@ -120,6 +121,11 @@ async function checkDocument(
     if (table.project_id !== null)
       reference(projects, table.project_id, `/tables/${i}/project_id`, 'project');
     at(`/tables/${i}/data`, () => checkValueArgument(table.data, 'data', MAX_JSON_DEPTH));
+    // Rules that would refuse the data they come with are refused here, as PUT /rules refuses them.
+    if (table.rules !== undefined) {
+      const rules = table.rules;
+      at(`/tables/${i}/rules`, () => checkDataKeepsRules(compileRules(rules), table.data as JsonValue));
+    }
   });
   const checked = new Map<string, { module: RegisteredKind; columns: KindColumns }>();
   for (const [i, adi] of doc.adis.entries()) {
@@ -446,6 +452,8 @@ async function applyImport(
       projectId: t.project_id === null ? null : id(t.project_id),
       name: plan.renamed.get(t.id)?.name ?? t.name,
       bytes: sizes.get(t.id)?.bytes ?? null,
+      ...(t.rules !== undefined &&
+        storableRules(t.rules) !== null && { rules: t.rules as Prisma.InputJsonValue }),
     })),
   });
   await tx.tableSnapshot.createMany({
