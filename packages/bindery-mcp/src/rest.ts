@@ -4,7 +4,7 @@
  * GatewayError whose message is ready for stderr.
  */
 import { REST_PATH } from '@bindery/contracts/entries';
-import { authHeaders, networkReason, type Credentials } from './settings.ts';
+import { answerJson, authHeaders, networkReason, refusalMessage, type Credentials } from './settings.ts';
 
 /** How long one REST request may take. */
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -102,18 +102,9 @@ export class RestClient {
       );
     }
     const text = await response.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
+    const parsed = answerJson(text);
     if (!response.ok) {
-      const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-      const message =
-        error && typeof error.message === 'string'
-          ? `${typeof error.code === 'string' ? `${error.code}: ` : ''}${error.message}`
-          : `HTTP ${response.status}${text ? `: ${text.slice(0, 300)}` : ''}`;
+      const message = refusalMessage(parsed, response.status, text);
       throw new GatewayError(`${method} ${REST_PATH}${path}: ${message}`, response.status);
     }
     if (parsed === undefined) {

@@ -206,3 +206,20 @@ export function networkReason(error: unknown): string {
   }
   return String(error);
 }
+
+/** An answer's body as JSON: undefined when it is empty or not JSON. */
+export function answerJson(text: string): unknown {
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a refused request says: the service's own `code: message`, else the status and the body's start. */
+export function refusalMessage(parsed: unknown, status: number, text: string): string {
+  const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  return error && typeof error.message === 'string'
+    ? `${typeof error.code === 'string' ? `${error.code}: ` : ''}${error.message}`
+    : `HTTP ${status}${text ? `: ${text.slice(0, 300)}` : ''}`;
+}

@@ -5,7 +5,7 @@
  * own `code: message` when it refused), and never holds the token.
  */
 import type { Proposal, SidebarCommandAnswer } from '@bindery/contracts';
-import { networkReason, type SidebarSettings } from './settings.ts';
+import { answerJson, networkReason, refusalMessage, type SidebarSettings } from './settings.ts';
 
 /** How long a request may take besides a write's wait for the verdict. */
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -89,18 +89,9 @@ export class SidebarApi {
       }
       throw new ControlPlaneError(`the control plane at ${url} is unreachable (${networkReason(error)})`);
     }
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
+    const parsed = answerJson(text);
     if (!response.ok) {
-      const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-      const message =
-        error && typeof error.message === 'string'
-          ? `${typeof error.code === 'string' ? `${error.code}: ` : ''}${error.message}`
-          : `HTTP ${response.status}${text ? `: ${text.slice(0, 300)}` : ''}`;
+      const message = refusalMessage(parsed, response.status, text);
       throw new ControlPlaneError(message, response.status);
     }
     if (parsed === null || typeof parsed !== 'object') {
