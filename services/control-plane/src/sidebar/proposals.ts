@@ -432,16 +432,13 @@ async function settle(
  * only when it moved.
  */
 export async function proposalsMark(db: Db, sessionId: string): Promise<string> {
-  const [made, decided] = await Promise.all([
-    db.sidebarProposal.aggregate({ where: { sessionId }, _count: true, _max: { id: true } }),
-    db.sidebarProposal.aggregate({
-      where: { sessionId, decidedAt: { not: null } },
-      _count: true,
-      _max: { decidedAt: true },
-    }),
-  ]);
-  const reoffered = await db.sidebarProposal.count({ where: { sessionId, replacedBy: { not: null } } });
-  return JSON.stringify([made._count, made._max.id, decided._count, decided._max.decidedAt, reoffered]);
+  // One aggregate: counting a column counts its non-null values (decided ones, re-offered ones).
+  const mark = await db.sidebarProposal.aggregate({
+    where: { sessionId },
+    _count: { _all: true, decidedAt: true, replacedBy: true },
+    _max: { id: true, decidedAt: true },
+  });
+  return JSON.stringify([mark._count, mark._max]);
 }
 
 /** A proposal's status and fresh offer, read alone (what a waiting agent polls); undefined when gone. */

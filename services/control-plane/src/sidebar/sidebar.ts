@@ -10,6 +10,7 @@ import {
   executeWrite,
   formatPointer,
   inferSchema,
+  OpError,
   parsePointer,
   resolveTokens,
   type JsonValue,
@@ -125,10 +126,13 @@ export class Sidebar {
       answer = await this.#run(actor, session, parseCommand(body.command), body.command.trim());
     } catch (error) {
       // A command's own fault is what the terminal prints; being refused service is an HTTP answer.
-      if (!(error instanceof DomainError) || PASSED_ON.has(error.code)) throw error;
+      // The engine's errors (a query's, say) are the command's faults as the domain's are.
+      const fault =
+        error instanceof OpError ? new DomainError(error.code, error.message, error.details) : error;
+      if (!(fault instanceof DomainError) || PASSED_ON.has(fault.code)) throw fault;
       return {
-        output: `error: ${error.message}`,
-        error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
+        output: `error: ${fault.message}`,
+        error: { code: fault.code, message: fault.message, ...(fault.details && { details: fault.details }) },
       };
     }
     const proposal = answer.proposal;
@@ -210,14 +214,12 @@ export class Sidebar {
         const expression = queryText(parsed.rest);
         if (expression === '') throw new DomainError('VALIDATION_FAILED', "usage: query 'JMESPATH'");
         const where = `${place.table.id}\u0000${formatPointer(place.tokens)}`;
-        const result = await fromOpErrorAsync(() =>
-          this.#options.queries.run(
-            { node: read.node, text: () => read.text(), key: `${where}\u0000${read.version}`, place: where },
-            { query: expression },
-            {},
-            this.#options.limits,
-            userId,
-          ),
+        const result = await this.#options.queries.run(
+          { node: read.node, text: () => read.text(), key: `${where}\u0000${read.version}`, place: where },
+          { query: expression },
+          {},
+          this.#options.limits,
+          userId,
         );
         return { output: formatValue(result) };
       }
@@ -518,16 +520,6 @@ function tableOf(row: { id: string; name: string; rules: unknown }): ProposalTab
 function resolved(node: JsonValue, path: string | undefined): JsonValue {
   const tokens = relativeTokens(path);
   return fromOpError(() => resolveTokens(node, tokens, { argument: 'path', pointer: formatPointer(tokens) }));
-}
-
-async function fromOpErrorAsync<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    return fromOpError(() => {
-      throw error;
-    });
-  }
 }
 
 /** A proposal as the terminal prints it: what changes, the rules' verdicts, what happens next. */
