@@ -19,10 +19,15 @@
  *   (0 = no database read for them in steady state) and, on PostgreSQL, where tables' versions came
  *   from (memory under the control plane's lease, or Redis).
  * Engines: embedded PGlite; PostgreSQL without Redis (tables' versions over LISTEN/NOTIFY); PostgreSQL
- * with REDIS_URL (BENCH_REDIS_URL, default the local Redis).
+ * with REDIS_URL (BENCH_REDIS_URL, default the local Redis); and, named only when asked for,
+ * `postgres+tracing`: PostgreSQL without Redis with OpenTelemetry traces on in both services, every
+ * call exported to a collector on loopback that keeps nothing (the cost of traces: compare its
+ * ratio with `postgres` in the same run).
  * Environment: BENCH_SECONDS (length of one run, default 3), BENCH_ROUNDS (runs per path, default
  * 3), BENCH_CALLS (calls per path at concurrency 1, default 1000), BENCH_WARMUP (rounds, default 500).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
@@ -50,18 +55,35 @@ const { values } = parseArgs({
   args: benchArgs(),
   options: { engine: { type: 'string', default: 'pglite,postgres,postgres+redis' } },
 });
-type Engine = 'pglite' | 'postgres' | 'postgres+redis';
+type Engine = 'pglite' | 'postgres' | 'postgres+redis' | 'postgres+tracing';
 const ENGINE_NAMES: Record<Engine, string> = {
   pglite: 'embedded PGlite',
   postgres: 'PostgreSQL without Redis (LISTEN/NOTIFY)',
   'postgres+redis': 'PostgreSQL with Redis',
+  'postgres+tracing': 'PostgreSQL without Redis, traces on (every call exported over OTLP/HTTP)',
 };
 const engines = values.engine.split(',').map((e) => {
-  if (!(e in ENGINE_NAMES)) throw new Error(`--engine: pglite, postgres or postgres+redis, not ${e}`);
+  if (!(e in ENGINE_NAMES))
+    throw new Error(`--engine: pglite, postgres, postgres+redis or postgres+tracing, not ${e}`);
   return e as Engine;
 });
 
 const agent = new Agent({ connections: 64, pipelining: 1 });
+
+/** An OTLP/HTTP collector that answers every export and keeps nothing; counts the spans' bytes. */
+async function spanSink(): Promise<{ url: string; bytes: () => number; close(): Promise<void> }> {
+  let bytes = 0;
+  const server = createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bytes: () => bytes,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<string> {
   const res = await request(url, {
@@ -132,11 +154,15 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
   // On PostgreSQL, control planes share tables' versions through Redis, or without it through the
   // database's LISTEN/NOTIFY: the set-ups several control planes run with.
   const postgres = engine !== 'pglite';
-  const cp = await startControlPlane(
-    postgres ? 'postgres' : 'pglite',
-    engine === 'postgres+redis' ? { REDIS_URL: REDIS_URL } : {},
-  );
-  const gw = await startGateway(cp.url);
+  // Traces on: both services export every call's spans to a collector that takes them and keeps
+  // nothing (spanSink), so the cost measured is the services' own.
+  const sink = engine === 'postgres+tracing' ? await spanSink() : undefined;
+  const tracing: Record<string, string> = sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {};
+  const cp = await startControlPlane(postgres ? 'postgres' : 'pglite', {
+    ...(engine === 'postgres+redis' && { REDIS_URL: REDIS_URL }),
+    ...tracing,
+  });
+  const gw = await startGateway(cp.url, tracing);
   const proxy = await spawnService(BENCH_DIR, { UPSTREAM_URL: cp.url }, [], 'support/reference-proxy.ts');
   try {
     const admin = async (path: string, body: unknown) =>
@@ -318,9 +344,11 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
           `${after.versionDatabase - before.versionDatabase} of the database (0 = no round trip on reads)`,
       );
     }
+    if (sink) console.log(`  traces: ${(sink.bytes() / 1024 / 1024).toFixed(1)} MiB of OTLP JSON exported`);
   } finally {
     await proxy.stop();
     await gw.stop();
     await cp.stop();
+    await sink?.close();
   }
 }

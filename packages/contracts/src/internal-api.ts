@@ -263,6 +263,19 @@ export const ExecuteRequest = Type.Object(
       }),
     ),
     input: Type.Optional(ClientInput),
+    trace: Type.Optional(
+      Type.Object(
+        {
+          traceparent: Type.String({ maxLength: 55 }),
+          tracestate: Type.Optional(Type.String({ maxLength: 512 })),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'the call’s W3C trace context, when the gateway traces: the control plane’s spans of the call continue it',
+        },
+      ),
+    ),
     resource: Type.Optional(
       Type.Object(
         {
@@ -448,6 +461,12 @@ export const AuditEvent = Type.Object({
   caller: Nullable(Type.String({ description: 'the caller of a caller entry (absent: an api_key session)' })),
   source_hint: Nullable(Type.String({ description: 'the source hint the call came with (seed 004)' })),
   source_used: Nullable(Type.String({ description: '"native", or "mcp:{server slug}"' })),
+  trace_id: Type.Optional(
+    Nullable(Type.String({ description: 'the call’s OpenTelemetry trace id, when the services trace' })),
+  ),
+  trace_url: Type.Optional(
+    Type.String({ description: 'the trace’s page in the operator’s tracing backend (TRACE_URL_TEMPLATE)' }),
+  ),
   details: Type.Optional(
     Type.Record(Type.String(), Type.Unknown(), {
       description:

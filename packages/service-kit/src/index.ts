@@ -40,6 +40,24 @@ export {
 } from './invalidation-subscriber.ts';
 export { refuseConnect, requestFramingProblem, requestTargetPath } from './request-framing.ts';
 export { closeOnSignals, type ShutdownOptions, type ShutdownTarget } from './shutdown.ts';
+export {
+  SpanKind,
+  activeCarrier,
+  activeTraceId,
+  carriedContext,
+  carriedTraceId,
+  inSpan,
+  openSpan,
+  spanFailed,
+  startTracing,
+  traceFields,
+  tracingOn,
+  tracingSettings,
+  type Span,
+  type TraceCarrier,
+  type Tracing,
+  type TracingSettings,
+} from './tracing.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

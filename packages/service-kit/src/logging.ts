@@ -7,6 +7,7 @@
  */
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import PinoPretty from 'pino-pretty';
+import { traceFields, tracingOn } from './tracing.ts';
 
 export type LogFormat = 'auto' | 'pretty' | 'json';
 
@@ -53,9 +54,17 @@ export interface LoggerSettings {
 export function loggerOptions(settings: LoggerSettings): FastifyServerOptions['logger'] {
   const { level, name, serializeRequest, destination } = settings;
   const serializers = serializeRequest && { req: serializeRequest };
+  // With traces on, a line written inside a call names its trace and span; off, nothing is added.
+  const traced = tracingOn() && { mixin: traceFields };
   const human = humanLogs(settings.format, (destination ?? process.stdout) as { isTTY?: boolean });
   if (!human)
-    return { level, name, ...(serializers && { serializers }), ...(destination && { stream: destination }) };
+    return {
+      level,
+      name,
+      ...(serializers && { serializers }),
+      ...(destination && { stream: destination }),
+      ...traced,
+    };
   const pretty = PinoPretty({
     destination: (destination as NodeJS.WritableStream | undefined) ?? 1,
     // Written as they come, so the last lines before a crash or an exit are never lost.
@@ -67,7 +76,7 @@ export function loggerOptions(settings: LoggerSettings): FastifyServerOptions['l
     singleLine: true,
     messageFormat: readableMessage,
   });
-  return { level, name, ...(serializers && { serializers }), stream: pretty };
+  return { level, name, ...(serializers && { serializers }), stream: pretty, ...traced };
 }
 
 /**

@@ -1,9 +1,14 @@
 // The live logs screen in a real headless Chromium against a real control plane: a tool call made
 // while the screen is open appears without a reload, newest first; a tool filter restarts the
 // stream and hides another tool's calls; pause holds new events back and resume brings the ones
-// written meanwhile (Last-Event-ID); no uncaught error nor console error. Its screenshot (light
-// theme, 1280 px wide) is docs/console/logs.png, which the README links.
+// written meanwhile (Last-Event-ID); a traced call links to its trace in the operator's tracing
+// backend (the control plane exports spans to a receiver on 127.0.0.1 and has TRACE_URL_TEMPLATE);
+// no uncaught error nor console error. Its screenshot (light theme, 1280 px wide) is
+// docs/console/logs.png, which the README links.
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -22,15 +27,27 @@ let browser: Browser;
 let page: Page;
 let errors: ReturnType<typeof watchErrors>;
 let aeiId: string;
+/** Takes the control plane's exported spans (OTLP/HTTP) and keeps nothing: traces are on. */
+let spanSink: Server;
 const tools: Record<string, { adiId: string; bindingId: string; args: Record<string, unknown> }> = {};
 
 /** Calls `tool` the way a gateway does: the control plane's internal executor route. */
-async function callTool(tool: 'list_customers' | 'count_customers', requestId: string): Promise<void> {
+async function callTool(
+  tool: 'list_customers' | 'count_customers',
+  requestId: string,
+  traceparent?: string,
+): Promise<void> {
   const { adiId, bindingId, args } = tools[tool]!;
   const answer = await fetch(`${cp.url}/internal/adi/${adiId}/execute`, {
     method: 'POST',
     headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ aei_id: aeiId, binding_id: bindingId, arguments: args, request_id: requestId }),
+    body: JSON.stringify({
+      aei_id: aeiId,
+      binding_id: bindingId,
+      arguments: args,
+      request_id: requestId,
+      ...(traceparent && { trace: { traceparent } }),
+    }),
   });
   expect(answer.status, await answer.clone().text()).toBe(200);
 }
@@ -49,7 +66,14 @@ async function waitLive(): Promise<void> {
 
 beforeAll(async () => {
   await mkdir(SCREENSHOTS, { recursive: true });
-  cp = await startControlPlane();
+  spanSink = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end('{}')));
+  await new Promise<void>((resolve) => spanSink.listen(0, '127.0.0.1', resolve));
+  cp = await startControlPlane({
+    env: {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(spanSink.address() as AddressInfo).port}`,
+      TRACE_URL_TEMPLATE: 'http://127.0.0.1:16686/trace/{trace_id}',
+    },
+  });
   const table = await cp.admin('POST', '/api/v2/tables', {
     name: 'crm',
     data: {
@@ -89,6 +113,7 @@ afterEach(() => {
 afterAll(async () => {
   await browser?.close();
   await cp?.close();
+  await new Promise((resolve) => spanSink?.close(resolve));
 });
 
 describe('live logs', () => {
@@ -114,6 +139,19 @@ describe('live logs', () => {
     expect(new URL(page.url()).pathname).toBe('/console/logs');
     await page.evaluate(() => document.fonts.ready);
     await page.screenshot({ path: `${SCREENSHOTS}logs.png`, fullPage: true });
+  });
+
+  it('links a traced call to its trace in the operator’s tracing backend', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    await callTool('list_customers', 'req-traced', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
+    const link = row('req-traced').getByRole('link', { name: /^trace / });
+    await link.waitFor({ timeout: 5_000 });
+    expect(await link.getAttribute('href')).toBe(`http://127.0.0.1:16686/trace/${traceId}`);
+    expect(await link.getAttribute('title')).toBe(traceId);
+    // A call that carried no trace is traced all the same, in a trace of its own.
+    const own = await row('req-list-2').locator('[data-trace-id]').getAttribute('data-trace-id');
+    expect(own).toMatch(/^[0-9a-f]{32}$/);
+    expect(own).not.toBe(traceId);
   });
 
   it('restarts the stream with a tool filter, which hides another tool’s calls', async () => {

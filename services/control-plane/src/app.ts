@@ -121,6 +121,7 @@ export interface AppOptions {
         | 'upstreamRefreshMs'
         | 'upstreamMessageMaxBytes'
         | 'upstreamCallMaxBytes'
+        | 'traceUrlTemplate'
         | 'tableVersionLeaseMs'
         | 'databaseUrl'
         | 'tableMaxBytes'
@@ -320,7 +321,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   });
   const auditStreams = new AuditStreamHub(
     app.domain.prisma,
-    options.auditStreams,
+    { ...options.auditStreams, traceUrl: options.config.traceUrlTemplate },
     app.log.child({ component: 'audit-stream' }),
   );
   app.decorate('auditStreams', auditStreams);
@@ -351,7 +352,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
       await v2.register(gatewayRoutes({ gatewayUrls: options.config.gatewayUrls ?? [], gatewayPublicUrl }));
       await v2.register(bindingRoutes);
       await v2.register(promptRoutes);
-      await v2.register(auditRoutes(auditStreams));
+      await v2.register(auditRoutes(auditStreams, options.config.traceUrlTemplate));
       await v2.register(exportImportRoutes);
       await v2.register(secretRoutes);
       await v2.register(upstreamServerRoutes({ registry: upstreams }));

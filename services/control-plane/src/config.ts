@@ -4,7 +4,7 @@
  * down. Nothing else reads `process.env`.
  */
 import { resolve } from 'node:path';
-import type { LogFormat } from '@bindery/service-kit';
+import { tracingSettings, type LogFormat, type TracingSettings } from '@bindery/service-kit';
 import {
   CONTROL_PLANE_SETTINGS,
   parseSettings,
@@ -62,6 +62,10 @@ export interface Config {
   idempotencyTtlMs: number;
   /** On SIGTERM/SIGINT, how long requests in flight may still run before they are cut. */
   shutdownGraceMs: number;
+  /** OpenTelemetry traces (`OTEL_*`): off unless an exporter is asked for. */
+  tracing: TracingSettings;
+  /** The console's link of a trace id: a URL with `{trace_id}`. */
+  traceUrlTemplate: string | undefined;
   /** How long the first audit row queued while none is being written waits for others (0: none). */
   auditFlushMs: number;
   /** Audit rows per INSERT at most. */
@@ -231,6 +235,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     seedDemo: v.BINDERY_SEED_DEMO,
     idempotencyTtlMs: v.IDEMPOTENCY_TTL_HOURS * 3_600_000,
     shutdownGraceMs: v.SHUTDOWN_GRACE_MS,
+    tracing: tracingSettings(v, 'bindery-control-plane'),
+    traceUrlTemplate: v.TRACE_URL_TEMPLATE,
     auditFlushMs: v.AUDIT_FLUSH_MS,
     auditBatchMax: v.AUDIT_BATCH_MAX,
     auditQueueMax: v.AUDIT_QUEUE_MAX,

@@ -5,7 +5,14 @@
  */
 import type { AddressInfo } from 'node:net';
 import { redactUrlPassword } from '@bindery/contracts';
-import { closeOnSignals, tellLauncher, underLauncher, type ControlPlaneStarted } from '@bindery/service-kit';
+import {
+  closeOnSignals,
+  startTracing,
+  tellLauncher,
+  underLauncher,
+  type ControlPlaneStarted,
+  type Tracing,
+} from '@bindery/service-kit';
 import { localUrl, unknownSettingWarnings } from '@bindery/service-kit/settings';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -22,8 +29,17 @@ import { ExposureInvalidation } from './exposure/exposure-invalidation.ts';
 let config: Config;
 let database: Database;
 let secretKeys: Awaited<ReturnType<typeof openSecretKeyring>>;
+let tracing: Tracing;
 try {
   config = loadConfig(process.env);
+  // Before the database and the app: Prisma's queries and the app's log lines join the traces.
+  tracing = await startTracing(config.tracing, {
+    outgoingRequests: true,
+    instrumentations: async () => {
+      const { PrismaInstrumentation } = await import('@prisma/instrumentation');
+      return [new PrismaInstrumentation()];
+    },
+  });
   database = await openDatabase(
     config.databaseUrl
       ? { kind: 'postgres', url: config.databaseUrl }
@@ -66,6 +82,7 @@ const app = await buildApp({
   },
 });
 for (const warning of unknownSettingWarnings(process.env)) app.log.warn(warning);
+app.addHook('onClose', () => tracing.shutdown());
 const invalidation = new ExposureInvalidation({
   gatewayUrls: config.gatewayUrls,
   opsToken: config.opsToken,

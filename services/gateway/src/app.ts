@@ -12,6 +12,7 @@ import {
   requestFramingProblem,
   requestTargetPath,
   subscribeInvalidations,
+  tracingOn,
   type Subscription,
 } from '@bindery/service-kit';
 import Fastify, {
@@ -35,6 +36,7 @@ import { lazyChildLogger } from './http/lazy-logger.ts';
 import { isMcpPath } from './http/mcp-paths.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
 import { RateLimiter } from './http/rate-limit.ts';
+import { keyLimits } from './http/shared-rate-limit.ts';
 import { mcpRoutes } from './routes/mcp.ts';
 import { restRoutes } from './routes/rest.ts';
 import { oauthMetadataRoutes } from './routes/oauth-metadata.ts';
@@ -166,7 +168,9 @@ export async function buildGateway(
   // Upstream resources a client subscribes to are watched through the control plane.
   sessions.subscriptions.watcher = (aeiId, serverId, uris) =>
     client.upstreamWatch(aeiId, { upstream_server_id: serverId, uris });
-  const limiter = new RateLimiter(config.rateLimit.perSecond, config.rateLimit.burst);
+  // One budget per key across the gateways with Redis, this gateway's own buckets without.
+  const rateLimits = keyLimits(config.rateLimit, config.redisUrl, { metrics, log: app.log });
+  const limiter = rateLimits.limiter;
   const executeLimiter = new RateLimiter(
     config.progressive.executePerSecond,
     config.progressive.executeBurst,
@@ -218,7 +222,9 @@ export async function buildGateway(
 
   // What the fast lane and the MCP routes serve with: one set, so both refuse and answer alike.
   const serving = { config, cache, client, sessions, limiter, metrics, store, executeLimiter };
-  lane.current = createFastLane({ ...serving, log: app.log });
+  // With traces on, every request takes the routes' path, where its span is made: the lane exists
+  // to skip per-request work, and a span is such work.
+  if (!tracingOn()) lane.current = createFastLane({ ...serving, log: app.log });
   app.addHook('preClose', async () => {
     lane.current?.stop();
     sessions.endStandingStreams();
@@ -238,6 +244,7 @@ export async function buildGateway(
       sessions,
       metrics,
       readiness: () => client.readiness(),
+      rateLimits: () => rateLimits.scope(),
     }),
   );
 
@@ -254,6 +261,7 @@ export async function buildGateway(
     await sessions.closeAll();
     await subscription?.close();
     await store.close();
+    await rateLimits.close();
     await client.close();
   });
   return app;

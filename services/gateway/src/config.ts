@@ -3,7 +3,7 @@
  * settings schema (`@bindery/service-kit/settings`, where every variable is declared), and passed
  * down. Nothing else reads `process.env`.
  */
-import type { LogFormat } from '@bindery/service-kit';
+import { tracingSettings, type LogFormat, type TracingSettings } from '@bindery/service-kit';
 import { GATEWAY_SETTINGS, parseSettings, settingsProblemsMessage } from '@bindery/service-kit/settings';
 
 export interface GatewayConfig {
@@ -33,6 +33,8 @@ export interface GatewayConfig {
   bodyLimitBytes: number;
   /** On SIGTERM/SIGINT, how long tool calls in flight may still run before they are cut. */
   shutdownGraceMs: number;
+  /** OpenTelemetry traces (`OTEL_*`): off unless an exporter is asked for. */
+  tracing: TracingSettings;
   cache: {
     maxEntries: number;
     /** Estimated heap bytes of all cached configs (see exposure-cache.ts for the estimate). */
@@ -48,8 +50,12 @@ export interface GatewayConfig {
   sessions: { max: number; maxPerKey: number; idleMs: number };
   /** The circuit breaker in front of the control plane (control-plane/circuit-breaker.ts). */
   breaker: { failureThreshold: number; cooldownMs: number; maxCooldownMs: number };
-  /** Per api_key: sustained requests per second and burst; 0 turns the limit off. */
-  rateLimit: { perSecond: number; burst: number };
+  /**
+   * Per api_key: sustained requests per second and burst; 0 turns the limit off. With `redisUrl`
+   * one budget across the gateways, each falling back to its own when Redis is slower than
+   * `redisTimeoutMs`.
+   */
+  rateLimit: { perSecond: number; burst: number; redisTimeoutMs: number };
   toolCallTimeoutMs: number;
   /** Context tool calls sent together in one exchange at most (0 or 1: each alone). */
   toolCallBatchMax: number;
@@ -127,6 +133,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     allowedOrigins: v.GATEWAY_ALLOWED_ORIGINS,
     bodyLimitBytes: v.GATEWAY_BODY_LIMIT_BYTES,
     shutdownGraceMs: v.SHUTDOWN_GRACE_MS,
+    tracing: tracingSettings(v, 'bindery-gateway'),
     cache: {
       maxEntries: v.CONFIG_CACHE_MAX,
       maxBytes: v.CONFIG_CACHE_MAX_BYTES,
@@ -145,7 +152,11 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
       cooldownMs: v.BREAKER_COOLDOWN_MS,
       maxCooldownMs: v.BREAKER_MAX_COOLDOWN_MS,
     },
-    rateLimit: { perSecond: v.RATE_LIMIT_PER_SECOND, burst: v.RATE_LIMIT_BURST },
+    rateLimit: {
+      perSecond: v.RATE_LIMIT_PER_SECOND,
+      burst: v.RATE_LIMIT_BURST,
+      redisTimeoutMs: v.RATE_LIMIT_REDIS_TIMEOUT_MS,
+    },
     toolCallTimeoutMs: v.TOOL_CALL_TIMEOUT_MS,
     toolCallBatchMax: v.TOOL_CALL_BATCH_MAX,
     configTimeoutMs: v.CONFIG_TIMEOUT_MS,

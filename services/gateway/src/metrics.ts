@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of one gateway (its own registry, so several gateways can share a process in
  * tests): requests, tool calls by status, config cache outcomes and size, control-plane latency and
- * circuit breaker, sessions and what bounds them.
+ * circuit breaker, sessions and what bounds them, and whether rate limits are shared through Redis.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -54,6 +54,16 @@ export function createMetrics() {
     malformedKeys: new Counter({
       name: 'gateway_malformed_keys_total',
       help: 'requests refused as unknown because the api_key is not in the shape the control plane issues (never looked up)',
+      registers: [registry],
+    }),
+    rateLimitShared: new Gauge({
+      name: 'gateway_rate_limit_shared',
+      help: '1 while the rate limits of api keys and personal keys are one budget across the gateways (Redis answers), 0 while this gateway applies its own (no REDIS_URL, or Redis unreachable)',
+      registers: [registry],
+    }),
+    rateLimitFallbacks: new Counter({
+      name: 'gateway_rate_limit_fallbacks_total',
+      help: 'times this gateway went from the shared rate limits to its own because Redis failed or was slower than RATE_LIMIT_REDIS_TIMEOUT_MS',
       registers: [registry],
     }),
     breakerState: new Gauge({

@@ -3,7 +3,7 @@
  * calls in flight are answered (for up to SHUTDOWN_GRACE_MS), then sessions and connections close.
  */
 import type { AddressInfo } from 'node:net';
-import { closeOnSignals, tellLauncher } from '@bindery/service-kit';
+import { closeOnSignals, startTracing, tellLauncher } from '@bindery/service-kit';
 import { localUrl, unknownSettingWarnings } from '@bindery/service-kit/settings';
 import { buildGateway } from './app.ts';
 import { GatewayConfigError, loadGatewayConfig, type GatewayConfig } from './config.ts';
@@ -16,7 +16,10 @@ try {
   process.stderr.write(`bindery gateway: ${error.message}\n`);
   process.exit(1);
 }
+// Before the app: its logger names the trace of each line once traces are on.
+const tracing = await startTracing(config.tracing);
 const app = await buildGateway(config);
+app.addHook('onClose', () => tracing.shutdown());
 for (const warning of unknownSettingWarnings(process.env)) app.log.warn(warning);
 closeOnSignals(app, { graceMs: config.shutdownGraceMs });
 await app.listen({ host: config.host, port: config.port });

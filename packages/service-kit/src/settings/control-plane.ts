@@ -22,6 +22,7 @@ import {
   OPS_TOKEN,
   REDIS_URL,
   SHUTDOWN_GRACE_MS,
+  TRACING_SETTINGS,
 } from './shared.ts';
 
 const MiB = 1024 * 1024;
@@ -101,6 +102,12 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
       ...OPS_TOKEN,
       doc: 'the gateways’ ops credential, sent with each invalidation; required with `GATEWAY_URLS`',
     },
+    ...TRACING_SETTINGS,
+    TRACE_URL_TEMPLATE: string({
+      doc:
+        'where the console’s live log links a call’s trace: your tracing backend’s page of a trace, with `{trace_id}` ' +
+        'where the id goes (`https://traces.example.com/trace/{trace_id}`); unset = the log shows the id alone',
+    }),
     REDIS_URL: {
       ...REDIS_URL,
       doc:
@@ -331,6 +338,10 @@ export const CONTROL_PLANE_SETTINGS = defineSettings(
     }),
   },
   [
+    (v) =>
+      v.TRACE_URL_TEMPLATE !== undefined && !/^https?:\/\/[^\s]*\{trace_id\}/.test(v.TRACE_URL_TEMPLATE)
+        ? 'TRACE_URL_TEMPLATE must be an http(s) URL with {trace_id} in it'
+        : undefined,
     (v) =>
       v.GATEWAY_URLS.length > 0 && v.OPS_TOKEN === undefined
         ? 'OPS_TOKEN must be set when GATEWAY_URLS is: it is the credential the gateways ask for on /cache/invalidate'

@@ -9,6 +9,7 @@ import {
   OPS_TOKEN,
   REDIS_URL,
   SHUTDOWN_GRACE_MS,
+  TRACING_SETTINGS,
 } from './shared.ts';
 
 const MiB = 1024 * 1024;
@@ -61,11 +62,13 @@ export const GATEWAY_SETTINGS = defineSettings(
       doc: 'credential for `POST /cache/invalidate`; unset = that route refuses everything',
     },
     METRICS_TOKEN,
+    ...TRACING_SETTINGS,
     REDIS_URL: {
       ...REDIS_URL,
       doc:
         'Redis for exposure-change messages (channel `bindery:config-invalidate`, each confirmed on ' +
-        '`bindery:config-invalidate:ack`) and progressive session state; unset = HTTP only, state in memory',
+        '`bindery:config-invalidate:ack`), progressive session state and rate limits shared by the ' +
+        'gateways; unset = HTTP only, state in memory, limits per gateway',
     },
     LOG_LEVEL,
     LOG_FORMAT,
@@ -168,13 +171,20 @@ export const GATEWAY_SETTINGS = defineSettings(
       min: 0,
       max: 1_000_000,
       default: 50,
-      doc: 'per-api_key token bucket: sustained requests per second (429 with Retry-After above); 0 = off',
+      doc: 'per-api_key (and per personal key) token bucket: sustained requests per second (429 with Retry-After above), one budget across the gateways with `REDIS_URL`, per gateway without; 0 = off',
     }),
     RATE_LIMIT_BURST: integer({
       min: 1,
       max: 10_000_000,
       default: 100,
       doc: 'per-api_key token bucket: requests at once',
+    }),
+    RATE_LIMIT_REDIS_TIMEOUT_MS: integer({
+      min: 10,
+      max: 10_000,
+      unit: 'ms',
+      default: 200,
+      doc: 'with `REDIS_URL`: a rate-limit check Redis has not answered within this falls back to this gateway’s own limits until Redis answers in time again',
     }),
     TOOL_CALL_TIMEOUT_MS: integer({
       min: 100,

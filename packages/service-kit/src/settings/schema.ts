@@ -215,7 +215,7 @@ export function boolean(o: { default?: boolean; doc: string }): Setting<boolean 
 /** One of a fixed set of words. */
 export function oneOf<const V extends string>(o: {
   values: readonly V[];
-  default: V;
+  default: V | DerivedDefault<V>;
   doc: string;
 }): Setting<V> {
   return {

@@ -196,6 +196,7 @@ export function Logs() {
                     </td>
                     <td>
                       <code>{row.request_id ?? '—'}</code>
+                      {row.trace_id && <TraceLink traceId={row.trace_id} url={row.trace_url} />}
                     </td>
                   </tr>
                 ))}
@@ -206,6 +207,27 @@ export function Logs() {
       </section>
       <UpstreamLogs />
     </>
+  );
+}
+
+/**
+ * A call's trace: a link to the operator's tracing backend when the control plane has its
+ * template (TRACE_URL_TEMPLATE), else the id to look up there (whole on hover).
+ */
+function TraceLink({ traceId, url }: { traceId: string; url: string | undefined }) {
+  const shown = `trace ${traceId.slice(0, 12)}…`;
+  return (
+    <div className="muted" data-trace-id={traceId}>
+      {url ? (
+        <a href={url} target="_blank" rel="noreferrer" title={traceId}>
+          {shown}
+        </a>
+      ) : (
+        <code title={traceId} aria-label={`trace ${traceId}`}>
+          {shown}
+        </code>
+      )}
+    </div>
   );
 }
 

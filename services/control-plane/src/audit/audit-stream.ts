@@ -37,6 +37,8 @@ export interface AuditStreamOptions {
   pageSize: number;
   /** How often an idle stream gets a `: keep-alive` comment, so proxies and browsers keep it open. */
   keepAliveMs: number;
+  /** The operator's trace page template (TRACE_URL_TEMPLATE): rows with a trace id link to it. */
+  traceUrl?: string | undefined;
 }
 
 export const AUDIT_STREAM_DEFAULTS: AuditStreamOptions = {
@@ -280,7 +282,7 @@ export class AuditStreamHub {
       for (const row of rows) {
         // Rows older than the window are never new to the poller: no need to remember them.
         if (row.id >= floor) sub.sent.add(row.id);
-        sink.event(auditBody(row));
+        sink.event(auditBody(row, this.#options.traceUrl));
       }
       if (rows.length < this.#options.pageSize) break;
       cursor = rows.at(-1)!.id;
@@ -330,7 +332,7 @@ export class AuditStreamHub {
         const user = this.#users.get(row.userId);
         if (!user?.ready || user.seen.has(row.id)) return;
         user.seen.add(row.id);
-        const event = auditBody(row);
+        const event = auditBody(row, this.#options.traceUrl);
         for (const sub of user.subscriptions) sub.offer(event);
       });
       for (const user of this.#users.values()) {

@@ -43,6 +43,8 @@ export interface ExecutionRecord {
   sourceHint?: string | null;
   /** Where the gateway found the tool: "native", or "mcp:{server slug}". */
   sourceUsed?: string | null;
+  /** The call's trace id, when the services trace (tracing.ts). */
+  traceId?: string | null;
 }
 
 /** JSON with object keys sorted, so equal values always give the same text (and digest). */
@@ -62,7 +64,11 @@ export function argumentsDigest(args: unknown): string {
   return createHash('sha256').update(canonicalJson(args)).digest('hex');
 }
 
-export function auditBody(e: AuditEvent): AuditEventBody {
+/**
+ * A row as the API answers it; `traceUrl`: the operator's trace page template (TRACE_URL_TEMPLATE),
+ * which gives a row with a trace id its link.
+ */
+export function auditBody(e: AuditEvent, traceUrl?: string): AuditEventBody {
   return {
     id: e.id,
     action: e.action,
@@ -79,13 +85,16 @@ export function auditBody(e: AuditEvent): AuditEventBody {
     caller: e.caller,
     source_hint: e.sourceHint,
     source_used: e.sourceUsed,
+    ...(e.traceId !== null && { trace_id: e.traceId }),
+    ...(e.traceId !== null &&
+      traceUrl !== undefined && { trace_url: traceUrl.replaceAll('{trace_id}', e.traceId) }),
     ...(e.details !== null && { details: e.details as Record<string, unknown> }),
     created_at: e.createdAt.toISOString(),
   };
 }
 
 /** The caller's own events, newest first. */
-export async function listAudit(db: Db, caller: Principal, query: AuditListQuery) {
+export async function listAudit(db: Db, caller: Principal, query: AuditListQuery, traceUrl?: string) {
   const w = pageWindow(query, 'desc');
   const rows = await db.auditEvent.findMany({
     where: {
@@ -98,5 +107,5 @@ export async function listAudit(db: Db, caller: Principal, query: AuditListQuery
     orderBy: w.orderBy,
     take: w.take,
   });
-  return toPage(rows, query, auditBody);
+  return toPage(rows, query, (row) => auditBody(row, traceUrl));
 }

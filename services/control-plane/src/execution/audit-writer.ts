@@ -49,6 +49,7 @@ interface AuditRow {
   caller: string | null;
   sourceHint: string | null;
   sourceUsed: string | null;
+  traceId: string | null;
 }
 
 interface Pending {
@@ -76,6 +77,7 @@ function auditRow(record: ExecutionRecord): AuditRow {
     caller: record.caller ?? null,
     sourceHint: record.sourceHint ?? null,
     sourceUsed: record.sourceUsed ?? null,
+    traceId: record.traceId ?? null,
   };
 }
 
@@ -97,25 +99,27 @@ const ORDER: readonly (keyof AuditRow)[] = [
   'caller',
   'sourceHint',
   'sourceUsed',
+  'traceId',
 ];
 
 const COLUMNS = `"id", "user_id", "action", "aei_id", "binding_id", "adi_id", "tool_name", "operation",
-  "status", "error_code", "duration_ms", "args_digest", "request_id", "caller", "source_hint", "source_used"`;
+  "status", "error_code", "duration_ms", "args_digest", "request_id", "caller", "source_hint", "source_used",
+  "trace_id"`;
 
 /** One row: the common case at low concurrency, where it costs less than the array form. */
 const INSERT_ONE = `INSERT INTO "audit_event" (${COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
   ON CONFLICT ("id") DO NOTHING`;
 
 /**
  * Many rows in one statement: one array per column, unnested into rows, so the statement and its
- * 16 parameters are the same whatever the batch size (Prisma's createMany builds and interprets 16
+ * 17 parameters are the same whatever the batch size (Prisma's createMany builds and interprets 17
  * parameters per row, ten to twenty times slower here for 500 rows).
  */
 const INSERT_MANY = `INSERT INTO "audit_event" (${COLUMNS})
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
     $7::text[], $8::text[], $9::text[], $10::text[], $11::int4[], $12::text[], $13::text[],
-    $14::text[], $15::text[], $16::text[])
+    $14::text[], $15::text[], $16::text[], $17::text[])
   ON CONFLICT ("id") DO NOTHING`;
 
 /**

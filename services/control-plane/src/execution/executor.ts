@@ -16,6 +16,7 @@ import {
   type ToolResult,
 } from '@bindery/contracts';
 import { OpError, type JsonValue } from '@bindery/context-ops';
+import { SpanKind, activeTraceId, carriedContext, inSpan, spanFailed, tracingOn } from '@bindery/service-kit';
 import { DomainError } from '../domain/errors.ts';
 import { ReplayedOutcome, keyedWrite } from '../kinds/idempotency.ts';
 import { checkAnswer, checkArguments } from '../kinds/arguments.ts';
@@ -187,10 +188,45 @@ export async function executeBinding(...call: Parameters<typeof runBinding>): Pr
   const inFlight = call[3].metrics.executionsInFlight;
   inFlight.inc();
   try {
-    return await runBinding(...call);
+    if (!tracingOn()) return await runBinding(...call);
+    // The call's span continues the trace its gateway sent with it (one per call, even in a batch).
+    const [, adiId, request] = call;
+    return await inSpan(
+      'bindery.execute',
+      {
+        kind: SpanKind.SERVER,
+        parent: carriedContext(request.trace),
+        attributes: {
+          'bindery.adi.id': adiId,
+          'bindery.aei.id': request.aei_id,
+          'bindery.binding.id': request.binding_id,
+        },
+      },
+      async (span) => {
+        const result = await runBinding(...call);
+        if (result.isError) spanFailed(span, 'the tool answered an error');
+        return result;
+      },
+    );
   } finally {
     inFlight.dec();
   }
+}
+
+/**
+ * Runs a kind's work in a span of its own ("context get_all", "http call", "mcp call", "custom
+ * run"), named once the binding is known; the outgoing requests and queries it makes are its
+ * children. With tracing off, the work alone.
+ */
+function kindSpan<T>(kind: string, operation: string, toolName: string, work: () => Promise<T>): Promise<T> {
+  if (!tracingOn()) return work();
+  return inSpan(
+    `${kind} ${operation}`,
+    {
+      attributes: { 'bindery.tool.kind': kind, 'gen_ai.tool.name': toolName, 'bindery.operation': operation },
+    },
+    () => work(),
+  );
 }
 
 async function runBinding(
@@ -225,6 +261,7 @@ async function runBinding(
     caller: request.caller ?? null,
     sourceHint: request.source_hint ?? null,
     sourceUsed: request.source_used ?? null,
+    traceId: activeTraceId() ?? null,
   } as const;
   const meter = options.metrics.execution(binding.adi.kind, operation);
   const structured = !resource && registered !== undefined && registered.outputSchema(columns) !== null;
@@ -246,7 +283,10 @@ async function runBinding(
           `tool ${binding.toolName} does not serve its context as a resource`,
         );
       }
-      return kind.readContext({ options, toolName: binding.toolName, adi: columns }, resource.pointer);
+      const read = kind.readContext;
+      return kindSpan(binding.adi.kind, 'get_all', binding.toolName, () =>
+        read({ options, toolName: binding.toolName, adi: columns }, resource.pointer),
+      );
     }
     const canonical = kind.inputSchema(columns);
     const checked =
@@ -263,29 +303,31 @@ async function runBinding(
     };
     const input =
       request.input && owner && callInput(request.input, owner, options, kind.carriesState === true);
-    const answer = await kind.run({
-      ctx,
-      options,
-      toolName: binding.toolName,
-      adiId: binding.adiId,
-      adi: columns,
-      args: checked,
-      userId: binding.aei.userId,
-      keyed: keyedWrite(
-        `aei:${binding.aeiId}`,
-        request.idempotency_key,
-        binding.id,
-        checked,
-        options.idempotencyTtlMs,
-      ),
-      meta,
-      signal,
-      session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
-      caller: `${binding.aeiId}:${request.caller ?? ''}`,
-      progress: heard.progress,
-      log: heard.log,
-      input,
-    });
+    const answer = await kindSpan(binding.adi.kind, operation, binding.toolName, () =>
+      kind.run({
+        ctx,
+        options,
+        toolName: binding.toolName,
+        adiId: binding.adiId,
+        adi: columns,
+        args: checked,
+        userId: binding.aei.userId,
+        keyed: keyedWrite(
+          `aei:${binding.aeiId}`,
+          request.idempotency_key,
+          binding.id,
+          checked,
+          options.idempotencyTtlMs,
+        ),
+        meta,
+        signal,
+        session: request.session_id === undefined ? undefined : `${binding.aeiId}:${request.session_id}`,
+        caller: `${binding.aeiId}:${request.caller ?? ''}`,
+        progress: heard.progress,
+        log: heard.log,
+        input,
+      }),
+    );
     if (answer instanceof ToolAnswer && answer.form === 'input' && owner) {
       const asked = answer.value as unknown as {
         requests: Record<string, InputRequest>;

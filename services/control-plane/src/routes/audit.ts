@@ -40,7 +40,7 @@ function frame(event: AuditEventBody): string {
   return `event: audit\nid: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
-export function auditRoutes(streams: AuditStreamHub) {
+export function auditRoutes(streams: AuditStreamHub, traceUrl: string | undefined) {
   return async (app: AdminApp): Promise<void> => {
     const db = app.domain.prisma;
     app.get(
@@ -54,7 +54,7 @@ export function auditRoutes(streams: AuditStreamHub) {
           response: { 200: Page(AuditEvent), ...errorResponses() },
         },
       },
-      async (request) => listAudit(db, request.principal, request.query),
+      async (request) => listAudit(db, request.principal, request.query, traceUrl),
     );
 
     app.get(

@@ -6,6 +6,7 @@
  * stay for gateways of the previous version during a rolling upgrade.
  */
 import { randomBytes } from 'node:crypto';
+import { carriedTraceId } from '@bindery/service-kit';
 import {
   CONTROL_PLANE_INSTANCE_HEADER,
   AdiIdParams,
@@ -256,6 +257,9 @@ export function internalRoutes(executor: ExecutorOptions) {
         // The gateway closing its request (its client cancelled, or went away) cancels the call
         // where a kind can pass that on.
         const signal = abortedOnClose(reply.raw, CALLER_GONE);
+        // A call alone in its request: the request's own lines name its trace too.
+        const traceId = carriedTraceId(request.body.trace);
+        if (traceId !== undefined) reply.log = request.log = request.log.child({ trace_id: traceId });
         const wants = { progress: request.body.progress === true, logLevel: request.body.log_level };
         if (!wants.progress && wants.logLevel === undefined) {
           return executeBinding(ctx, request.params.adi_id, request.body, executor, signal);

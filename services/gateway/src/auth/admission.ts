@@ -18,7 +18,7 @@ import { JSONRPC, type JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 import type { ResourceServer } from './oauth-resource.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { checkOrigin, type OriginPolicy } from '../http/origin-guard.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
+import type { KeyLimiter } from '../http/rate-limit.ts';
 
 export type Flavor = 'v2' | 'v1';
 
@@ -145,7 +145,7 @@ function wellFormedKey(key: string, flavor: Flavor): boolean {
  */
 export async function admitKey(
   deps: {
-    limiter: RateLimiter;
+    limiter: KeyLimiter;
     cache: ExposureCache;
     metrics: GatewayMetrics;
     log: FastifyBaseLogger;
@@ -170,9 +170,11 @@ export async function admitKey(
     deps.metrics.malformedKeys.inc();
     return { refusal: personal ? UNKNOWN_PERSONAL_KEY : UNKNOWN_KEY };
   }
-  const wait = deps.limiter.take(
+  const taken = deps.limiter.take(
     typeof key !== 'string' && key.kind === 'personal' ? keyHash(key.personalKey) : hash,
   );
+  // A promise only when the limit is shared and this gateway's share of it is spent.
+  const wait = typeof taken === 'number' ? taken : await taken;
   if (wait > 0) {
     return {
       refusal: {

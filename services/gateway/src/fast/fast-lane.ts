@@ -29,13 +29,13 @@ import { MCP_ROUTES, V1, V2 } from '../http/mcp-paths.ts';
 import { envelopeRefusal } from '../mcp/requests.ts';
 import { eraOf } from '../mcp/modern/envelope.ts';
 import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
+import type { KeyLimiter } from '../http/rate-limit.ts';
 import { MODERN_PROTOCOL_VERSIONS } from '../mcp/modern/envelope.ts';
 import { serveModern } from '../mcp/modern/serve.ts';
 import { requestServerDeps, type ServerServices } from '../mcp/request-server-deps.ts';
 
 export interface FastLaneDeps extends ServerServices {
-  limiter: RateLimiter;
+  limiter: KeyLimiter;
   log: FastifyBaseLogger;
 }
 

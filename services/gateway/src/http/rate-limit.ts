@@ -1,15 +1,31 @@
 /**
  * Per-api_key token buckets: `perSecond` sustained, `burst` at once. Over the limit a request gets
- * 429 with Retry-After. Buckets live in this process, bounded in number.
+ * 429 with Retry-After. Buckets live in this process, bounded in number. With Redis, the limit of
+ * api keys and personal keys is one budget across the gateways instead (shared-rate-limit.ts), which
+ * falls back to these buckets while Redis is away.
  */
 import { LRUCache } from 'lru-cache';
+
+/**
+ * What admission asks of the limiter of api keys and personal keys, whether its buckets live in
+ * this process (`RateLimiter`) or in Redis (`SharedRateLimiter`).
+ */
+export interface KeyLimiter {
+  /**
+   * 0 when a token was taken, else the seconds to wait before retrying (nothing taken). A promise
+   * only when the answer needs a round trip: the common case stays synchronous.
+   */
+  take(key: string): number | Promise<number>;
+  /** Whether `take` is expected to succeed now; takes nothing (the fast lane's prediction). */
+  available(key: string): boolean;
+}
 
 interface Bucket {
   tokens: number;
   updatedAt: number;
 }
 
-export class RateLimiter {
+export class RateLimiter implements KeyLimiter {
   readonly #buckets = new LRUCache<string, Bucket>({ max: 100_000 });
   readonly #perSecond: number;
   readonly #burst: number;

@@ -47,11 +47,12 @@ import { MCP_ROUTES } from '../http/mcp-paths.ts';
 import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
 import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
+import { inRequestSpan } from '../mcp/request-span.ts';
 import { eraOf, type Era } from '../mcp/modern/envelope.ts';
 import { serveModern } from '../mcp/modern/serve.ts';
 import { requestServerDeps } from '../mcp/request-server-deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
+import type { KeyLimiter, RateLimiter } from '../http/rate-limit.ts';
 import type { SessionStateStore } from '../mcp/tools/progressive-sessions.ts';
 import type { SessionRegistry } from '../mcp/sessions.ts';
 
@@ -62,7 +63,7 @@ export interface McpRouteDeps {
   cache: ExposureCache;
   client: ControlPlaneClient;
   sessions: SessionRegistry;
-  limiter: RateLimiter;
+  limiter: KeyLimiter;
   metrics: GatewayMetrics;
   oauth: ResourceServer;
 }
@@ -145,12 +146,14 @@ export async function mcpRoutes(app: FastifyInstance, deps: McpRouteDeps): Promi
     return admission.exposure;
   }
 
-  async function handle(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    entry: Credential | { kind: 'api_key'; apiKey: string | undefined } | TokenEntry,
-    flavor: Flavor,
-  ) {
+  type Entry = Credential | { kind: 'api_key'; apiKey: string | undefined } | TokenEntry;
+
+  /** Serves one request on an MCP route, in its span when traces are on (mcp/request-span.ts). */
+  function handle(request: FastifyRequest, reply: FastifyReply, entry: Entry, flavor: Flavor) {
+    return inRequestSpan(request, reply, () => serveRoute(request, reply, entry, flavor));
+  }
+
+  async function serveRoute(request: FastifyRequest, reply: FastifyReply, entry: Entry, flavor: Flavor) {
     let era: Era = { era: 'legacy' };
     if (request.method === 'POST') {
       // Part of reading the body, as parsing is: answered before the key is looked at, and no

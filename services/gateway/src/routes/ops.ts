@@ -1,9 +1,10 @@
 /**
- * Operator routes: liveness, readiness (the control plane's state as the gateway sees it),
- * Prometheus metrics (behind METRICS_TOKEN when it is set), and cache invalidation (ops token)
- * which also tells open sessions their tools changed, and carries the control plane's table
- * changes (resources/updated for the sessions subscribed to those tables' contexts) and upstream
- * resource updates (for the sessions subscribed to those resources).
+ * Operator routes: liveness, readiness (the control plane's state as the gateway sees it, and
+ * whether rate limits are shared through Redis), Prometheus metrics (behind METRICS_TOKEN when it
+ * is set), and cache invalidation (ops token) which also tells open sessions their tools changed,
+ * and carries the control plane's table changes (resources/updated for the sessions subscribed to
+ * those tables' contexts) and upstream resource updates (for the sessions subscribed to those
+ * resources).
  */
 import {
   RESOURCE_URI_MAX_CHARS,
@@ -18,6 +19,7 @@ import type { Readiness } from '../control-plane/client.ts';
 import { sendRestError } from '../http/rest-errors.ts';
 import type { ExposureCache } from '../control-plane/exposure-cache.ts';
 import type { GatewayMetrics } from '../metrics.ts';
+import type { RateLimitScope } from '../http/shared-rate-limit.ts';
 import type { SessionRegistry } from '../mcp/sessions.ts';
 
 export interface OpsRouteDeps {
@@ -28,6 +30,11 @@ export interface OpsRouteDeps {
   sessions: SessionRegistry;
   metrics: GatewayMetrics;
   readiness(): Readiness;
+  /**
+   * How api keys' rate limits apply now: one budget across the gateways, or this gateway's own
+   * (no Redis, or Redis unreachable: still ready, the gateway serves with local limits).
+   */
+  rateLimits(): RateLimitScope;
 }
 
 const READINESS: Record<Readiness, { status: number; message: string }> = {
@@ -133,7 +140,9 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
   app.get('/readyz', async (_request, reply) => {
     const state = deps.readiness();
     const { status, message } = READINESS[state];
-    return reply.status(status).send({ status: state, control_plane: message });
+    return reply
+      .status(status)
+      .send({ status: state, control_plane: message, rate_limits: deps.rateLimits() });
   });
   const metricsAllowed = deps.metricsToken === undefined ? undefined : bearerTokenCheck(deps.metricsToken);
   app.get('/metrics', async (request, reply) => {

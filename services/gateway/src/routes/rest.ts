@@ -43,7 +43,7 @@ import type { JsonRpcErrorAnswer } from '../http/jsonrpc-errors.ts';
 import { routeTool, unknownToolRefusal } from '../mcp/tools/source-routing.ts';
 import { unstorableArguments } from '../mcp/unstorable-arguments.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
+import type { KeyLimiter, RateLimiter } from '../http/rate-limit.ts';
 import { inPool, runWithin } from '../mcp/tools/batch.ts';
 import { toolIndex, type ExposedTool } from '../mcp/tools/tool-index.ts';
 import { openApiDocument } from './rest-openapi.ts';
@@ -52,7 +52,7 @@ export interface RestRouteDeps {
   config: GatewayConfig;
   cache: ExposureCache;
   client: ControlPlaneClient;
-  limiter: RateLimiter;
+  limiter: KeyLimiter;
   /** Buckets for calls, per credential (the same as execute_apis items use). */
   executeLimiter: RateLimiter;
   metrics: GatewayMetrics;

@@ -10,6 +10,7 @@
  * then SIGTERM, then SIGKILL), so none is left behind.
  */
 import { randomBytes } from 'node:crypto';
+import { activeCarrier } from '@bindery/service-kit';
 import {
   Client,
   ProtocolError,
@@ -604,6 +605,10 @@ export class UpstreamInstance {
       log?: LogWanted | undefined;
     },
   ): Promise<T | InputRequiredAnswer | TaskCreated> {
+    // The call's trace goes on to the upstream server in the request's `_meta` (MCP's keys for
+    // it, SEP-414), as well as in its HTTP headers when it is an HTTP server.
+    const carried = activeCarrier();
+    if (carried) params = { ...params, _meta: { ...(params._meta as object | undefined), ...carried } };
     const sent = {
       timeout: options.timeoutMs,
       ...(options.signal && { signal: options.signal }),
@@ -703,6 +708,7 @@ export class UpstreamInstance {
     logLevel?: string,
   ): Promise<Record<string, unknown>> {
     const meta = {
+      ...(params._meta as object | undefined),
       'io.modelcontextprotocol/clientCapabilities': capabilities,
       ...(logLevel !== undefined && { 'io.modelcontextprotocol/logLevel': logLevel }),
     };

@@ -1,0 +1,59 @@
+/**
+ * One span per MCP request the gateway serves, when traces are on (service-kit's tracing.ts):
+ * named after its method and target as OpenTelemetry's MCP conventions name them
+ * ("tools/call get_customer"), continuing the agent's own trace when it sent one: the request's
+ * `params._meta.traceparent` (MCP's keys for it, SEP-414), else its `traceparent` header. It ends
+ * when the answer is sent. The control plane's spans of the call are its children: the call
+ * carries the context to it (control-plane/client.ts).
+ */
+import { SpanKind, carriedContext, openSpan } from '@bindery/service-kit';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+interface Message {
+  id?: unknown;
+  method?: unknown;
+  params?: { name?: unknown; uri?: unknown; _meta?: unknown };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Runs `serve` (the route's work for `request`) inside the request's span; with traces off, or for
+ * a stream (GET) or a close (DELETE), just runs it.
+ */
+export function inRequestSpan<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  serve: () => Promise<T>,
+): Promise<T> {
+  if (request.method !== 'POST') return serve();
+  const message = (isObject(request.body) ? request.body : {}) as Message;
+  const method = typeof message.method === 'string' ? message.method : 'unknown';
+  const params = isObject(message.params) ? message.params : {};
+  const target =
+    typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
+  const session = request.headers['mcp-session-id'];
+  const opened = openSpan(target === undefined ? method : `${method} ${target}`, {
+    kind: SpanKind.SERVER,
+    parent: carriedContext(isObject(params._meta) ? params._meta : undefined, request.headers),
+    attributes: {
+      'mcp.method.name': method,
+      ...(method === 'tools/call' && target !== undefined && { 'gen_ai.tool.name': target }),
+      ...(method.startsWith('resources/') && target !== undefined && { 'mcp.resource.uri': target }),
+      ...((typeof message.id === 'string' || typeof message.id === 'number') && {
+        'jsonrpc.request.id': String(message.id),
+      }),
+      ...(typeof session === 'string' && { 'mcp.session.id': session }),
+      'network.transport': 'tcp',
+    },
+  });
+  if (!opened) return serve();
+  const { traceId, spanId } = opened.span.spanContext();
+  // The request's own log lines (its answer's line included) name the trace too.
+  reply.log = request.log = request.log.child({ trace_id: traceId, span_id: spanId });
+  reply.raw.once('close', () =>
+    opened.end(reply.raw.statusCode >= 500 ? `answered ${reply.raw.statusCode}` : undefined),
+  );
+  return opened.run(serve);
+}
