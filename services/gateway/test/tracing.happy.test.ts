@@ -5,6 +5,7 @@
 //   span and the outgoing request's, and the test API receives a `traceparent` of that trace;
 // - an upstream server's tool (a real SDK server over HTTP): the upstream sees the trace in the
 //   request's `_meta` and in its HTTP headers;
+// - a tool on the REST entry, continuing the caller's `traceparent` header;
 // - a context write, whose database queries are spans of the same trace;
 // and the audit rows and the services' log lines of those calls carry their trace id.
 import { randomBytes } from 'node:crypto';
@@ -125,6 +126,7 @@ let upstream: Awaited<ReturnType<typeof startUpstream>>;
 let stack: Stack;
 let token: string;
 let client: Client;
+let apiKey: string;
 
 beforeAll(async () => {
   [receiver, api, upstream] = await Promise.all([startReceiver(), startApi(), startUpstream()]);
@@ -179,6 +181,7 @@ beforeAll(async () => {
     upstream_server_id: remote.id,
     prefix: 'up',
   });
+  apiKey = String(aei.api_key);
   client = new Client({ name: 'traced-agent', version: '1.0.0' });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`/api/v2/mcp/server/${String(aei.api_key)}`, stack.gatewayUrl)),
@@ -236,6 +239,27 @@ describe('traces across the gateway, the control plane and what a tool calls', (
     const sent = api.received.at(-1)!.traceparent;
     expect(traceIdIn(sent)).toBe(agentTrace);
     expect(String(sent).split('-')[2]).toBe(outgoing!.spanId);
+  });
+
+  it('a call on the REST entry continues the caller’s traceparent header', async () => {
+    const callerTrace = randomBytes(16).toString('hex');
+    const callerSpan = randomBytes(8).toString('hex');
+    const answer = await fetch(`${stack.gatewayUrl}/api/v2/rest/tools/lookup`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        'content-type': 'application/json',
+        traceparent: `00-${callerTrace}-${callerSpan}-01`,
+      },
+      body: JSON.stringify({ id: 'r1' }),
+    });
+    expect(answer.status, await answer.clone().text()).toBe(200);
+    const spans = await traceOf(callerTrace, ['tools/call lookup', 'bindery.execute', 'GET']);
+    const gateway = spans.find((s) => s.name === 'tools/call lookup');
+    expect(gateway?.service).toBe('bindery-gateway');
+    expect(gateway!.parentSpanId).toBe(callerSpan);
+    expect(spans.find((s) => s.name === 'bindery.execute')!.parentSpanId).toBe(gateway!.spanId);
+    expect(traceIdIn(api.received.at(-1)!.traceparent)).toBe(callerTrace);
   });
 
   it('an upstream server’s tool gets the trace in its request’s _meta and its headers', async () => {

@@ -6,7 +6,7 @@
  * when the answer is sent. The control plane's spans of the call are its children: the call
  * carries the context to it (control-plane/client.ts).
  */
-import { SpanKind, carriedContext, openSpan } from '@bindery/service-kit';
+import { SpanKind, carriedContext, openSpan, tracingOn } from '@bindery/service-kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 interface Message {
@@ -27,17 +27,19 @@ export function inRequestSpan<T>(
   reply: FastifyReply,
   serve: () => Promise<T>,
 ): Promise<T> {
-  if (request.method !== 'POST') return serve();
+  if (request.method !== 'POST' || !tracingOn()) return serve();
   const message = (isObject(request.body) ? request.body : {}) as Message;
   const method = typeof message.method === 'string' ? message.method : 'unknown';
   const params = isObject(message.params) ? message.params : {};
   const target =
     typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
   const session = request.headers['mcp-session-id'];
-  const opened = openSpan(target === undefined ? method : `${method} ${target}`, {
-    kind: SpanKind.SERVER,
-    parent: carriedContext(isObject(params._meta) ? params._meta : undefined, request.headers),
-    attributes: {
+  return servedInSpan(
+    request,
+    reply,
+    target === undefined ? method : `${method} ${target}`,
+    isObject(params._meta) ? params._meta : undefined,
+    {
       'mcp.method.name': method,
       ...(method === 'tools/call' && target !== undefined && { 'gen_ai.tool.name': target }),
       ...(method.startsWith('resources/') && target !== undefined && { 'mcp.resource.uri': target }),
@@ -47,6 +49,28 @@ export function inRequestSpan<T>(
       ...(typeof session === 'string' && { 'mcp.session.id': session }),
       'network.transport': 'tcp',
     },
+    serve,
+  );
+}
+
+/**
+ * Runs `serve` in a server span named `name`, continuing the trace of `carrier` (a message's
+ * `_meta`) or else of the request's `traceparent` header; the span ends when the answer is sent,
+ * and the request's log lines name it. With traces off, just runs `serve`.
+ */
+export function servedInSpan<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  name: string,
+  carrier: Record<string, unknown> | undefined,
+  attributes: Record<string, string>,
+  serve: () => Promise<T>,
+): Promise<T> {
+  if (!tracingOn()) return serve();
+  const opened = openSpan(name, {
+    kind: SpanKind.SERVER,
+    parent: carriedContext(carrier, request.headers),
+    attributes,
   });
   if (!opened) return serve();
   const { traceId, spanId } = opened.span.spanContext();

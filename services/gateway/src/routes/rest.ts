@@ -28,6 +28,7 @@ import {
   type ToolError,
 } from '@bindery/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { servedInSpan } from '../mcp/request-span.ts';
 import { admitKey, originRefusal } from '../auth/admission.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
@@ -312,15 +313,37 @@ export async function restRoutes(app: FastifyInstance, deps: RestRouteDeps): Pro
     }
   }
 
-  app.post(`${REST_PATH}/tool-calls`, async (request, reply) => {
-    const items = parsed(request, reply, () => callItems(request.body));
-    if (!items) return reply;
-    const admitted = await admit(request, reply);
-    if (!admitted || !charge(request, reply, admitted, items.length)) return reply;
-    return runCalls(request, reply, admitted, items);
-  });
+  // Each call's spans are children of its request's span (mcp/request-span.ts), which continues
+  // the caller's `traceparent` header.
+  app.post(`${REST_PATH}/tool-calls`, (request, reply) =>
+    servedInSpan(
+      request,
+      reply,
+      'POST tool-calls',
+      undefined,
+      { 'http.route': `${REST_PATH}/tool-calls` },
+      async () => {
+        const items = parsed(request, reply, () => callItems(request.body));
+        if (!items) return reply;
+        const admitted = await admit(request, reply);
+        if (!admitted || !charge(request, reply, admitted, items.length)) return reply;
+        return runCalls(request, reply, admitted, items);
+      },
+    ),
+  );
 
-  app.post<{ Params: { tool: string } }>(`${REST_PATH}/tools/:tool`, async (request, reply) => {
+  app.post<{ Params: { tool: string } }>(`${REST_PATH}/tools/:tool`, (request, reply) =>
+    servedInSpan(
+      request,
+      reply,
+      `tools/call ${request.params.tool}`,
+      undefined,
+      { 'http.route': `${REST_PATH}/tools/:tool`, 'gen_ai.tool.name': request.params.tool },
+      () => callOne(request, reply),
+    ),
+  );
+
+  async function callOne(request: FastifyRequest<{ Params: { tool: string } }>, reply: FastifyReply) {
     const item = parsed(request, reply, () =>
       callItem({ id: 0, tool_name: request.params.tool, arguments: request.body ?? {} }, undefined),
     );
@@ -338,7 +361,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestRouteDeps): Pro
     if (!charge(request, reply, admitted, 1)) return reply;
     const [answer] = await runCalls(request, reply, admitted, [item]);
     return answer;
-  });
+  }
 
   app.get(`${REST_PATH}/openapi.json`, async (request, reply) => {
     const admitted = await admit(request, reply);
