@@ -15,7 +15,22 @@ export {
   type TestDatabase,
 } from './database.ts';
 export { resultJson, twoTableExposure, unusedApiKey, type AdminApi, type Exposed } from './exposures.ts';
+export { startBalancer, type Balancer } from './balancer.ts';
+export { crashEach, type Crash, type CrashOptions } from './crashes.ts';
+export {
+  checkLedger,
+  disruption,
+  ledgerExposure,
+  startLoad,
+  type Attempt,
+  type Disruption,
+  type Ledger,
+  type LedgerCheck,
+  type LoadOptions,
+  type LoadRun,
+} from './ledger-load.ts';
 export { freePort, reservePort, type ReservedPort } from './ports.ts';
+export { startReplicas, type Replicas, type ReplicasOptions } from './replicas.ts';
 export {
   reapAll,
   runToExit,
