@@ -46,6 +46,7 @@ export {
   activeTraceId,
   carriedContext,
   carriedTraceId,
+  detached,
   inSpan,
   openSpan,
   spanFailed,

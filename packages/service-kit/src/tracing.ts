@@ -97,41 +97,58 @@ const OFF: Tracing = { shutdown: async () => {} };
  */
 export async function startTracing(
   settings: TracingSettings,
-  options: { outgoingRequests?: boolean; instrumentations?: () => Promise<unknown[]> } = {},
+  options: {
+    outgoingRequests?: boolean;
+    instrumentations?: () => Promise<unknown[]>;
+    /**
+     * The process is a public entry (the gateway): a caller's `traceparent` names the trace its
+     * spans join, but whether they are recorded is this process's sampler's decision, not the
+     * caller's sampled flag (which anyone can set, before authentication).
+     */
+    publicEntry?: boolean;
+    /** Where a failed last export is said (shutdown never waits for it long). */
+    log?: { warn(details: object, message: string): void };
+  } = {},
 ): Promise<Tracing> {
   if (settings.exporter === 'none') return OFF;
-  const [{ NodeSDK }, { OTLPTraceExporter }, samplers, { UndiciInstrumentation }, more] = await Promise.all([
-    import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/sdk-trace'),
-    import('@opentelemetry/instrumentation-undici'),
-    options.instrumentations?.() ?? [],
-  ]);
+  const [{ NodeSDK }, { OTLPTraceExporter }, { W3CTraceContextPropagator }, samplers, more] =
+    await Promise.all([
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/core'),
+      import('@opentelemetry/sdk-trace'),
+      options.instrumentations?.() ?? [],
+    ]);
   const instrumentations = [
-    ...(options.outgoingRequests ? [new UndiciInstrumentation({ requireParentforSpans: true })] : []),
+    ...(options.outgoingRequests ? [await outgoingRequestsInstrumentation()] : []),
     ...more,
   ];
-  const inner = (() => {
-    const ratio = new samplers.TraceIdRatioBasedSampler(settings.samplerRatio);
+  const root = (() => {
     switch (settings.sampler) {
-      case 'always_on':
-        return new samplers.AlwaysOnSampler();
       case 'always_off':
+      case 'parentbased_always_off':
         return new samplers.AlwaysOffSampler();
       case 'traceidratio':
-        return ratio;
-      case 'parentbased_always_off':
-        return new samplers.ParentBasedSampler({ root: new samplers.AlwaysOffSampler() });
       case 'parentbased_traceidratio':
-        return new samplers.ParentBasedSampler({ root: ratio });
+        return new samplers.TraceIdRatioBasedSampler(settings.samplerRatio);
       default:
-        return new samplers.ParentBasedSampler({ root: new samplers.AlwaysOnSampler() });
+        return new samplers.AlwaysOnSampler();
     }
   })();
+  const inner = !settings.sampler.startsWith('parentbased_')
+    ? root
+    : new samplers.ParentBasedSampler({
+        root,
+        ...(options.publicEntry && { remoteParentSampled: root, remoteParentNotSampled: root }),
+      });
   const sdk = new NodeSDK({
     serviceName: settings.serviceName,
     traceExporter: new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers }),
     sampler: new UnderOurSpans(inner, samplers.SamplingDecision.NOT_RECORD),
+    // W3C trace context whatever OTEL_PROPAGATORS says: it is what the services and MCP carry.
+    textMapPropagator: new W3CTraceContextPropagator(),
+    // A caller's text (a tool name, a URI) is bounded where it becomes an attribute.
+    spanLimits: { attributeValueLengthLimit: 256 },
     // The type is the SDK's Instrumentation; the services pass theirs without importing its types.
     instrumentations: instrumentations as never,
     // Traces only: metrics stay Prometheus's (`/metrics`), logs stay pino's lines.
@@ -143,9 +160,37 @@ export async function startTracing(
   return {
     shutdown: async () => {
       on = false;
-      await sdk.shutdown();
+      // A collector that is down must not hold a shutdown for the exporter's 30 s.
+      const flushed = sdk.shutdown().catch((error: unknown) => {
+        options.log?.warn(
+          { err: error instanceof Error ? error.message : String(error) },
+          'the last traces were not exported',
+        );
+      });
+      await Promise.race([flushed, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_WAIT_MS).unref())]);
     },
   };
+}
+
+/** How long a shutdown waits for the last spans to leave. */
+const SHUTDOWN_WAIT_MS = 2_000;
+
+/**
+ * undici's instrumentation (every outgoing request, fetch included, gets a client span and carries
+ * `traceparent`), with the URL's query left out of the span: a filled URL may carry a secret there
+ * (an HTTP tool's `{{secret.…}}`, an upstream server's `?api_key=`).
+ */
+async function outgoingRequestsInstrumentation(): Promise<unknown> {
+  const { UndiciInstrumentation } = await import('@opentelemetry/instrumentation-undici');
+  return new UndiciInstrumentation({
+    requireParentforSpans: true,
+    requestHook: (span, request) => {
+      const at = request.path.indexOf('?');
+      if (at === -1) return;
+      span.setAttribute('url.full', `${request.origin}${request.path.slice(0, at)}?REDACTED`);
+      span.setAttribute('url.query', 'REDACTED');
+    },
+  });
 }
 
 /**
@@ -199,7 +244,8 @@ export function carriedContext(
     const fields: Record<string, string> = { traceparent: carrier.traceparent };
     if (typeof carrier.tracestate === 'string') fields.tracestate = carrier.tracestate;
     const extracted = propagation.extract(ROOT_CONTEXT, fields);
-    if (trace.getSpanContext(extracted) !== undefined) return extracted;
+    const found = trace.getSpanContext(extracted);
+    if (found !== undefined && trace.isSpanContextValid(found)) return extracted;
   }
   return ROOT_CONTEXT;
 }
@@ -207,7 +253,8 @@ export function carriedContext(
 /** The trace id a carrier names (a well-formed one), when tracing is on. */
 export function carriedTraceId(carrier: Readonly<Record<string, unknown>> | undefined): string | undefined {
   if (!on || carrier === undefined) return undefined;
-  return trace.getSpanContext(carriedContext(carrier))?.traceId;
+  const found = trace.getSpanContext(carriedContext(carrier));
+  return found && trace.isSpanContextValid(found) ? found.traceId : undefined;
 }
 
 /** The active trace's id (32 hex digits), when tracing is on and a span is active. */
@@ -243,22 +290,25 @@ export async function inSpan<T>(
   start: SpanStart,
   work: (span: Span | undefined) => Promise<T>,
 ): Promise<T> {
-  if (!on) return work(undefined);
-  const parent = start.parent ?? context.active();
-  const span = trace
-    .getTracer('bindery')
-    .startSpan(name, { kind: start.kind ?? SpanKind.INTERNAL, attributes: start.attributes ?? {} }, parent);
+  const opened = openSpan(name, start);
+  if (!opened) return work(undefined);
+  let failure: string | undefined;
   try {
-    return await context.with(trace.setSpan(parent, span), () => work(span));
+    return await opened.run(() => work(opened.span));
   } catch (error) {
-    span.setStatus({
-      code: SpanStatusCode.ERROR,
-      message: error instanceof Error ? error.message : 'failed',
-    });
+    failure = error instanceof Error ? error.message : 'failed';
     throw error;
   } finally {
-    span.end();
+    opened.end(failure);
   }
+}
+
+/**
+ * Runs `work` outside any trace: what a call starts that outlives it (an upstream server's
+ * connection, its standing stream, a notice to the gateways) is not part of that call's trace.
+ */
+export function detached<T>(work: () => T): T {
+  return on ? context.with(ROOT_CONTEXT, work) : work();
 }
 
 /**

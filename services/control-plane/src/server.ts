@@ -35,6 +35,7 @@ try {
   // Before the database and the app: Prisma's queries and the app's log lines join the traces.
   tracing = await startTracing(config.tracing, {
     outgoingRequests: true,
+    log: { warn: (details, message) => app.log.warn(details, message) },
     instrumentations: async () => {
       const { PrismaInstrumentation } = await import('@prisma/instrumentation');
       return [new PrismaInstrumentation()];

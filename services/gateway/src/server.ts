@@ -17,7 +17,10 @@ try {
   process.exit(1);
 }
 // Before the app: its logger names the trace of each line once traces are on.
-const tracing = await startTracing(config.tracing);
+const tracing = await startTracing(config.tracing, {
+  publicEntry: true,
+  log: { warn: (details, message) => app.log.warn(details, message) },
+});
 const app = await buildGateway(config);
 app.addHook('onClose', () => tracing.shutdown());
 for (const warning of unknownSettingWarnings(process.env)) app.log.warn(warning);

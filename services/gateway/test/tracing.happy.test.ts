@@ -7,7 +7,9 @@
 //   request's `_meta` and in its HTTP headers;
 // - a tool on the REST entry, continuing the caller's `traceparent` header;
 // - a context write, whose database queries are spans of the same trace;
-// and the audit rows and the services' log lines of those calls carry their trace id.
+// and the audit rows and the services' log lines of those calls carry their trace id. No span
+// holds the tool's secret (sent in its query) or the api key (in the MCP URL's path), and a
+// malformed or oversized trace context from a caller starts a trace of the gateway's own.
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -120,6 +122,7 @@ async function startUpstream(): Promise<{
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, calls };
 }
 
+const SECRET = `sv-${randomBytes(12).toString('hex')}`;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let api: Awaited<ReturnType<typeof startApi>>;
 let upstream: Awaited<ReturnType<typeof startUpstream>>;
@@ -141,17 +144,24 @@ beforeAll(async () => {
     gateway: gatewayProcess,
     gatewayEnv: tracing,
     // At debug, a custom tool's console is a line of the control plane's log.
-    controlPlaneEnv: { ...tracing, HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.0/8', LOG_LEVEL: 'debug' },
+    controlPlaneEnv: {
+      ...tracing,
+      HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.0/8',
+      LOG_LEVEL: 'debug',
+      BINDERY_SECRET_KEY: randomBytes(32).toString('base64'),
+    },
   });
   token = (await stack.admin('POST', '/api/v2/users', { name: 'traced' })).token as string;
   const as = (method: string, path: string, body?: unknown): Promise<Json> =>
     stack.admin(method, path, body, token);
+  await as('POST', '/api/v2/secrets', { name: 'THINGS_KEY', value: SECRET });
   const lookup = await as('POST', '/api/v2/adis', {
     kind: 'http',
     name: 'lookup',
     method: 'GET',
     url: `${api.url}/things/{id}`,
     params: [{ name: 'id', in: 'path', required: true }],
+    query: { key: '{{secret.THINGS_KEY}}' },
   });
   const table = await as('POST', '/api/v2/tables', { name: 'notes', data: { items: [] } });
   const add = await as('POST', '/api/v2/adis', {
@@ -239,6 +249,30 @@ describe('traces across the gateway, the control plane and what a tool calls', (
     const sent = api.received.at(-1)!.traceparent;
     expect(traceIdIn(sent)).toBe(agentTrace);
     expect(String(sent).split('-')[2]).toBe(outgoing!.spanId);
+    // The request carried the secret in its query; its span says only that there was one.
+    expect(outgoing!.attributes['url.full']).toBe(`${api.url}/things/a1?REDACTED`);
+  });
+
+  it('a caller’s malformed or oversized trace context is not taken: the gateway starts its own', async () => {
+    const zeros = `00-${'0'.repeat(32)}-${'0'.repeat(16)}-01`;
+    for (const traceparent of ['00-not-a-trace-01', zeros, `00-${'a'.repeat(4096)}-${'b'.repeat(16)}-01`]) {
+      const result = await client.callTool({
+        name: 'lookup',
+        arguments: { id: 'h1' },
+        _meta: { traceparent, tracestate: 'x'.repeat(100_000) },
+      });
+      expect(result.isError).toBeFalsy();
+      const sent = api.received.at(-1)!.traceparent;
+      const traceId = traceIdIn(sent);
+      expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(traceId).not.toBe('0'.repeat(32));
+      const spans = await traceOf(traceId, ['tools/call lookup', 'bindery.execute']);
+      expect(spans.find((s) => s.name === 'tools/call lookup')!.parentSpanId).toBe('');
+    }
+    // A name too long for any tool is not the span's name.
+    await client.callTool({ name: 'x'.repeat(5000), arguments: {} }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.spans.some((s) => s.name.includes('x'.repeat(200)))).toBe(false);
   });
 
   it('a call on the REST entry continues the caller’s traceparent header', async () => {
@@ -316,5 +350,12 @@ describe('traces across the gateway, the control plane and what a tool calls', (
       .split('\n')
       .find((l) => l.includes('custom tool console') && l.includes('hello Ada'));
     expect(line).toContain(`"trace_id":"${agentTrace}"`);
+  });
+
+  it('no exported span holds the tool’s secret or the api key', () => {
+    const exported = JSON.stringify(receiver.spans);
+    expect(receiver.spans.length).toBeGreaterThan(20);
+    expect(exported).not.toContain(SECRET);
+    expect(exported).not.toContain(apiKey);
   });
 });

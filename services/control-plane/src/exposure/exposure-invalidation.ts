@@ -22,7 +22,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ACK_CHANNEL, INVALIDATION_CHANNEL, MAX_TABLE_CHANGES } from '@bindery/service-kit';
+import { ACK_CHANNEL, INVALIDATION_CHANNEL, MAX_TABLE_CHANGES, detached } from '@bindery/service-kit';
 import { createClient } from 'redis';
 import { Agent, request } from 'undici';
 import type { ConfigChangeListener } from '../domain/context.ts';
@@ -409,13 +409,16 @@ export class ExposureInvalidation implements ConfigChangeListener {
   /** One POST; network errors, timeouts and 5xx are worth a retry, other answers are final. */
   async #attempt(url: string, body: string): Promise<Attempt> {
     try {
-      const response = await request(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${this.#opsToken}`, 'content-type': 'application/json' },
-        body,
-        dispatcher: this.#agent,
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
+      // A notice is no part of the call whose write it tells of: outside its trace.
+      const response = await detached(() =>
+        request(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${this.#opsToken}`, 'content-type': 'application/json' },
+          body,
+          dispatcher: this.#agent,
+          signal: AbortSignal.timeout(this.#timeoutMs),
+        }),
+      );
       // Read the answer to the end so the connection goes back to the pool.
       await response.body.dump();
       const status = response.statusCode;

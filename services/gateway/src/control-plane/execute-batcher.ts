@@ -37,6 +37,7 @@ import {
   type ToolResult,
 } from '@bindery/contracts';
 import { randomBytes } from 'node:crypto';
+import { detached } from '@bindery/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { ControlPlaneError } from './errors.ts';
 
@@ -158,7 +159,8 @@ export class ExecuteBatcher {
       this.#queue.push(call);
       if (!this.#scheduled) {
         this.#scheduled = true;
-        setImmediate(() => this.#flush());
+        // A batch serves many calls: it runs in none's trace (each line carries its own).
+        setImmediate(() => detached(() => this.#flush()));
       }
     });
   }

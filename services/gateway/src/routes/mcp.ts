@@ -47,7 +47,7 @@ import { MCP_ROUTES } from '../http/mcp-paths.ts';
 import { protocolVersionRefusal } from '../mcp/protocol-version.ts';
 import { RequestIds } from '../mcp/request-ids.ts';
 import { envelopeRefusal, guardRequests } from '../mcp/requests.ts';
-import { inRequestSpan } from '../mcp/request-span.ts';
+import { inRequestSpan } from '../http/request-span.ts';
 import { eraOf, type Era } from '../mcp/modern/envelope.ts';
 import { serveModern } from '../mcp/modern/serve.ts';
 import { requestServerDeps } from '../mcp/request-server-deps.ts';

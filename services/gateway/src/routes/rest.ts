@@ -28,7 +28,7 @@ import {
   type ToolError,
 } from '@bindery/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { servedInSpan } from '../mcp/request-span.ts';
+import { servedInSpan } from '../http/request-span.ts';
 import { admitKey, originRefusal } from '../auth/admission.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
@@ -336,9 +336,13 @@ export async function restRoutes(app: FastifyInstance, deps: RestRouteDeps): Pro
     servedInSpan(
       request,
       reply,
-      `tools/call ${request.params.tool}`,
+      // A name longer than any tool's (the path is not yet checked) is left out of the span.
+      request.params.tool.length <= 128 ? `tools/call ${request.params.tool}` : 'tools/call',
       undefined,
-      { 'http.route': `${REST_PATH}/tools/:tool`, 'gen_ai.tool.name': request.params.tool },
+      {
+        'http.route': `${REST_PATH}/tools/:tool`,
+        ...(request.params.tool.length <= 128 && { 'gen_ai.tool.name': request.params.tool }),
+      },
       () => callOne(request, reply),
     ),
   );

@@ -33,6 +33,7 @@ import type {
   Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
+import { detached } from '@bindery/service-kit';
 import { DomainError } from '../../domain/errors.ts';
 import { AnswerTooLarge } from './bounded-fetch.ts';
 import {
@@ -870,7 +871,8 @@ export class UpstreamPool {
         await sleep(wait, signal);
         if (this.circuitOpen()) throw this.refuseOpen(server);
       }
-      const started = this.take(await this.start(server, key));
+      // The connection outlives the call that needed it: its requests are no part of that trace.
+      const started = this.take(await detached(() => this.start(server, key)));
       // Calls that queued while it started share it, up to its concurrency.
       this.serveWaiters(started);
       return started;

@@ -19,6 +19,40 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
+ * The methods a span is named after; any other is `unknown`. A span's name and attributes come
+ * from a request that is not yet authenticated: nothing of it is kept unbounded.
+ */
+const MCP_METHODS = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'resources/list',
+  'resources/read',
+  'resources/templates/list',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+  'logging/setLevel',
+  'server/discover',
+  'subscriptions/listen',
+  'tasks/get',
+  'tasks/list',
+  'tasks/result',
+  'tasks/cancel',
+  'tasks/update',
+  'notifications/initialized',
+  'notifications/cancelled',
+  'notifications/progress',
+  'notifications/roots/list_changed',
+]);
+/** A tool name or URI longer than this is left out of the span (MCP's own names are far shorter). */
+const MAX_TARGET_CHARS = 128;
+const MAX_ID_CHARS = 64;
+
+/**
  * Runs `serve` (the route's work for `request`) inside the request's span; with traces off, or for
  * a stream (GET) or a close (DELETE), just runs it.
  */
@@ -29,10 +63,14 @@ export function inRequestSpan<T>(
 ): Promise<T> {
   if (request.method !== 'POST' || !tracingOn()) return serve();
   const message = (isObject(request.body) ? request.body : {}) as Message;
-  const method = typeof message.method === 'string' ? message.method : 'unknown';
+  const method =
+    typeof message.method === 'string' && MCP_METHODS.has(message.method) ? message.method : 'unknown';
   const params = isObject(message.params) ? message.params : {};
-  const target =
+  const named =
     typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined;
+  const target = named !== undefined && named.length <= MAX_TARGET_CHARS ? named : undefined;
+  const id =
+    typeof message.id === 'string' || typeof message.id === 'number' ? String(message.id) : undefined;
   const session = request.headers['mcp-session-id'];
   return servedInSpan(
     request,
@@ -43,9 +81,7 @@ export function inRequestSpan<T>(
       'mcp.method.name': method,
       ...(method === 'tools/call' && target !== undefined && { 'gen_ai.tool.name': target }),
       ...(method.startsWith('resources/') && target !== undefined && { 'mcp.resource.uri': target }),
-      ...((typeof message.id === 'string' || typeof message.id === 'number') && {
-        'jsonrpc.request.id': String(message.id),
-      }),
+      ...(id !== undefined && id.length <= MAX_ID_CHARS && { 'jsonrpc.request.id': id }),
       ...(typeof session === 'string' && { 'mcp.session.id': session }),
       'network.transport': 'tcp',
     },
