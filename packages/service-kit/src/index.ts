@@ -12,6 +12,7 @@ export {
   RequestLogController,
   humanLogs,
   loggerOptions,
+  noteRequestTrace,
   type LogFormat,
   type LoggerSettings,
 } from './logging.ts';

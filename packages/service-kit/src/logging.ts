@@ -79,6 +79,20 @@ export function loggerOptions(settings: LoggerSettings): FastifyServerOptions['l
   return { level, name, ...(serializers && { serializers }), stream: pretty, ...traced };
 }
 
+/** The trace a request was served in, for its answer's line (written after the trace's span). */
+const requestTraces = new WeakMap<FastifyRequest, { trace_id: string; span_id?: string }>();
+
+/**
+ * Names the trace `request` is served in on its answer's line. Lines written inside the trace
+ * name it already (the logger's mixin); the answer's line is written once the span has ended.
+ */
+export function noteRequestTrace(
+  request: FastifyRequest,
+  trace: { trace_id: string; span_id?: string },
+): void {
+  requestTraces.set(request, trace);
+}
+
 /**
  * Fastify's request lines as this module describes them: one line per answer (method, URL,
  * status, time) instead of two, at debug for probes. `enabled: false` drops them all.
@@ -101,7 +115,7 @@ export class RequestLogController extends LogController {
     reply: FastifyReply,
   ): void {
     if (!this.#enabled) return;
-    const line = { req: request, res: reply, responseTime: reply.elapsedTime };
+    const line = { ...requestTraces.get(request), req: request, res: reply, responseTime: reply.elapsedTime };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else if (PROBE_ROUTES.has(request.routeOptions.url ?? '')) reply.log.debug(line, 'request completed');
     else reply.log.info(line, 'request completed');

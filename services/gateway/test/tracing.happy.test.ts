@@ -332,6 +332,8 @@ describe('traces across the gateway, the control plane and what a tool calls', (
       .split('\n')
       .find((l) => l.includes(`"trace_id":"${agentTrace}"`));
     expect(gatewayLine).toContain('request completed');
+    // Once: a line that names its trace twice reads badly in every log tool.
+    expect(gatewayLine!.split('"trace_id"').length - 1).toBe(1);
   });
 
   it('a custom tool’s run is a span, and its console line in the control plane’s log names the trace', async () => {

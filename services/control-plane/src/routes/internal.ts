@@ -6,7 +6,7 @@
  * stay for gateways of the previous version during a rolling upgrade.
  */
 import { randomBytes } from 'node:crypto';
-import { carriedTraceId } from '@bindery/service-kit';
+import { carriedTraceId, noteRequestTrace } from '@bindery/service-kit';
 import {
   CONTROL_PLANE_INSTANCE_HEADER,
   AdiIdParams,
@@ -259,7 +259,7 @@ export function internalRoutes(executor: ExecutorOptions) {
         const signal = abortedOnClose(reply.raw, CALLER_GONE);
         // A call alone in its request: the request's own lines name its trace too.
         const traceId = carriedTraceId(request.body.trace);
-        if (traceId !== undefined) reply.log = request.log = request.log.child({ trace_id: traceId });
+        if (traceId !== undefined) noteRequestTrace(request, { trace_id: traceId });
         const wants = { progress: request.body.progress === true, logLevel: request.body.log_level };
         if (!wants.progress && wants.logLevel === undefined) {
           return executeBinding(ctx, request.params.adi_id, request.body, executor, signal);

@@ -36,7 +36,7 @@ import {
 } from '@bindery/contracts';
 import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { activeCarrier, tracingOn } from '@bindery/service-kit';
+import { activeCarrier } from '@bindery/service-kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -479,7 +479,7 @@ export class ControlPlaneClient {
     cuttable = false,
   ): Promise<ToolResult> {
     // The call carries its trace, batched or alone (a batch's exchange serves many traces).
-    const carried = tracingOn() ? activeCarrier() : undefined;
+    const carried = activeCarrier();
     if (carried) request = { ...request, trace: carried };
     if (!heard && this.#batcher) return this.#batcher.execute(adiId, request, signal, cuttable);
     return this.#executeAlone(adiId, request, signal, heard);

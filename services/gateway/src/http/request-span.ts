@@ -6,7 +6,7 @@
  * when the answer is sent. The control plane's spans of the call are its children: the call
  * carries the context to it (control-plane/client.ts).
  */
-import { SpanKind, carriedContext, openSpan, tracingOn } from '@bindery/service-kit';
+import { SpanKind, carriedContext, noteRequestTrace, openSpan, tracingOn } from '@bindery/service-kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 interface Message {
@@ -110,8 +110,8 @@ export function servedInSpan<T>(
   });
   if (!opened) return serve();
   const { traceId, spanId } = opened.span.spanContext();
-  // The request's own log lines (its answer's line included) name the trace too.
-  reply.log = request.log = request.log.child({ trace_id: traceId, span_id: spanId });
+  // Its answer's line names the trace too (that line is written once the span has ended).
+  noteRequestTrace(request, { trace_id: traceId, span_id: spanId });
   reply.raw.once('close', () =>
     opened.end(reply.raw.statusCode >= 500 ? `answered ${reply.raw.statusCode}` : undefined),
   );
