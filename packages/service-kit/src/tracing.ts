@@ -253,16 +253,13 @@ export function carriedContext(
 /** The trace id a carrier names (a well-formed one), when tracing is on. */
 export function carriedTraceId(carrier: Readonly<Record<string, unknown>> | undefined): string | undefined {
   if (!on || carrier === undefined) return undefined;
-  const found = trace.getSpanContext(carriedContext(carrier));
-  return found && trace.isSpanContextValid(found) ? found.traceId : undefined;
+  // carriedContext answers a valid context or none.
+  return trace.getSpanContext(carriedContext(carrier))?.traceId;
 }
 
 /** The active trace's id (32 hex digits), when tracing is on and a span is active. */
 export function activeTraceId(): string | undefined {
-  if (!on) return undefined;
-  const span = trace.getActiveSpan();
-  const id = span?.spanContext().traceId;
-  return id && span!.isRecording() ? id : undefined;
+  return traceFields().trace_id;
 }
 
 /** What a log line carries of the active span (pino's `mixin`), when there is one. */

@@ -225,7 +225,7 @@ function kindSpan<T>(kind: string, operation: string, toolName: string, work: ()
     {
       attributes: { 'bindery.tool.kind': kind, 'gen_ai.tool.name': toolName, 'bindery.operation': operation },
     },
-    () => work(),
+    work,
   );
 }
 

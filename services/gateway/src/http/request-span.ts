@@ -49,7 +49,7 @@ const MCP_METHODS = new Set([
   'notifications/roots/list_changed',
 ]);
 /** A tool name or URI longer than this is left out of the span (MCP's own names are far shorter). */
-const MAX_TARGET_CHARS = 128;
+export const MAX_TARGET_CHARS = 128;
 const MAX_ID_CHARS = 64;
 
 /**
@@ -102,7 +102,6 @@ export function servedInSpan<T>(
   attributes: Record<string, string>,
   serve: () => Promise<T>,
 ): Promise<T> {
-  if (!tracingOn()) return serve();
   const opened = openSpan(name, {
     kind: SpanKind.SERVER,
     parent: carriedContext(carrier, request.headers),

@@ -28,7 +28,7 @@ import {
   type ToolError,
 } from '@bindery/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { servedInSpan } from '../http/request-span.ts';
+import { MAX_TARGET_CHARS, servedInSpan } from '../http/request-span.ts';
 import { admitKey, originRefusal } from '../auth/admission.ts';
 import type { GatewayConfig } from '../config.ts';
 import type { ControlPlaneClient } from '../control-plane/client.ts';
@@ -313,7 +313,7 @@ export async function restRoutes(app: FastifyInstance, deps: RestRouteDeps): Pro
     }
   }
 
-  // Each call's spans are children of its request's span (mcp/request-span.ts), which continues
+  // Each call's spans are children of its request's span (http/request-span.ts), which continues
   // the caller's `traceparent` header.
   app.post(`${REST_PATH}/tool-calls`, (request, reply) =>
     servedInSpan(
@@ -332,20 +332,18 @@ export async function restRoutes(app: FastifyInstance, deps: RestRouteDeps): Pro
     ),
   );
 
-  app.post<{ Params: { tool: string } }>(`${REST_PATH}/tools/:tool`, (request, reply) =>
-    servedInSpan(
+  app.post<{ Params: { tool: string } }>(`${REST_PATH}/tools/:tool`, (request, reply) => {
+    // A name longer than any tool's (the path is not yet checked) is left out of the span.
+    const tool = request.params.tool.length <= MAX_TARGET_CHARS ? request.params.tool : undefined;
+    return servedInSpan(
       request,
       reply,
-      // A name longer than any tool's (the path is not yet checked) is left out of the span.
-      request.params.tool.length <= 128 ? `tools/call ${request.params.tool}` : 'tools/call',
+      tool === undefined ? 'tools/call' : `tools/call ${tool}`,
       undefined,
-      {
-        'http.route': `${REST_PATH}/tools/:tool`,
-        ...(request.params.tool.length <= 128 && { 'gen_ai.tool.name': request.params.tool }),
-      },
+      { 'http.route': `${REST_PATH}/tools/:tool`, ...(tool !== undefined && { 'gen_ai.tool.name': tool }) },
       () => callOne(request, reply),
-    ),
-  );
+    );
+  });
 
   async function callOne(request: FastifyRequest<{ Params: { tool: string } }>, reply: FastifyReply) {
     const item = parsed(request, reply, () =>
