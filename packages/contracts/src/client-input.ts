@@ -18,6 +18,13 @@ export const INPUT_REQUEST_METHODS: Record<ClientInputCapability, string> = {
 };
 /** MCP's MissingRequiredClientCapabilityError (2026-07-28). */
 export const MISSING_CLIENT_CAPABILITY_ERROR = -32021;
+/** MCP's URLElicitationRequiredError (2025-11-25 and later): the client must open a URL first. */
+export const URL_ELICITATION_REQUIRED_ERROR = -32042;
+/**
+ * What a client declared it can be asked, as the control plane is told: the input capabilities,
+ * and URL-mode elicitation (`elicitation: {url: {}}`) apart, since only some clients take it.
+ */
+export type ClientInputCapabilities = Partial<Record<ClientInputCapability | 'elicitation_url', boolean>>;
 /** Answers one retry carries at most, and the longest key of one. */
 export const MAX_INPUT_RESPONSES = 64;
 export const MAX_INPUT_KEY_CHARS = 128;
@@ -28,6 +35,9 @@ export const ClientInput = Type.Object(
     capabilities: Type.Object(
       {
         elicitation: Type.Optional(Type.Boolean()),
+        elicitation_url: Type.Optional(
+          Type.Boolean({ description: 'the client declared URL-mode elicitation (elicitation.url)' }),
+        ),
         sampling: Type.Optional(Type.Boolean()),
         roots: Type.Optional(Type.Boolean()),
       },

@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'RATE_LIMITED',
   'SESSION_NOT_INITIALIZED',
   'UPSTREAM_FAILED',
+  'UPSTREAM_AUTH_REQUIRED',
   'TIMEOUT',
   'LIMIT_EXCEEDED',
   'OUTCOME_UNKNOWN',
@@ -40,6 +41,10 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   RATE_LIMITED: 429,
   SESSION_NOT_INITIALIZED: 400,
   UPSTREAM_FAILED: 502,
+  // An upstream server requires OAuth and the person whose tools these are has not connected their
+  // account to it (or it asks for a scope they have not granted): they must connect it in the
+  // console (`details.connect_url`); the caller cannot fix it by retrying.
+  UPSTREAM_AUTH_REQUIRED: 403,
   TIMEOUT: 504,
   // A computation on the caller's input (a query, say) passed its time, step or memory budget:
   // retrying the same input fails the same way, so it is not a 5xx.

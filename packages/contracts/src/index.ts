@@ -130,6 +130,7 @@ export { compileUriTemplate, matchesUriTemplate, type UriTemplateMatcher } from 
 export {
   CLIENT_INPUT_CAPABILITIES,
   ClientInput,
+  type ClientInputCapabilities,
   type ClientInputCapability,
   INPUT_REQUEST_METHODS,
   type InputRequest,
@@ -138,6 +139,7 @@ export {
   MAX_INPUT_RESPONSES,
   MAX_REQUEST_STATE_CHARS,
   MISSING_CLIENT_CAPABILITY_ERROR,
+  URL_ELICITATION_REQUIRED_ERROR,
 } from './client-input.ts';
 export { ADI_KINDS, AdiKindSchema, DEFAULT_ADI_KIND, isAdiKind, type AdiKind } from './tool-kinds/kinds.ts';
 export { ToolAnnotations } from './tool-kinds/tool-annotations.ts';
@@ -164,8 +166,13 @@ export {
   UPSTREAM_CAPS,
   UPSTREAM_DEFAULTS,
   UPSTREAM_LIMITS,
+  UPSTREAM_OAUTH_FAILURES,
+  type UpstreamOAuthFailure,
   UpdateUpstreamServerBody,
+  UpstreamConnectAnswer,
+  UpstreamConnection,
   UpstreamLimits,
+  UpstreamOAuthSettings,
   UpstreamServer,
   UpstreamServerLogs,
   UpstreamStatus,

@@ -413,7 +413,7 @@ export const ToolResult = Type.Object({
       {
         additionalProperties: false,
         description:
-          'on an isError result: the JSON-RPC error a modern-era MCP client is answered instead (-32021 when the tool needed input capabilities the client did not declare, -32602 for a requestState or inputResponses that cannot be used)',
+          'on an isError result: the JSON-RPC error a modern-era MCP client is answered instead (-32021 when the tool needed input capabilities the client did not declare, -32602 for a requestState or inputResponses that cannot be used); -32042 (URL elicitation required: an upstream server that requires OAuth, not connected) also for a legacy client that declared URL-mode elicitation',
       },
     ),
   ),

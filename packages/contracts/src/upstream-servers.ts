@@ -114,6 +114,79 @@ const StdioFields = {
   cwd: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
 };
 
+const UpstreamAuth = Type.Union([Type.Literal('none'), Type.Literal('oauth')], {
+  description:
+    'none (default): only the headers given; oauth: the server requires OAuth and each person connects their own account in the console (Bindery is the OAuth client, decision 079). A server that answers 401 with a Bearer challenge is switched to oauth by its sync',
+});
+
+export const UpstreamOAuthSettings = Type.Object(
+  {
+    client_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description:
+          'a client an administrator registered with the authorization server; absent: Bindery registers itself (Client ID Metadata Document when the server supports one and the control plane’s public URL is https, else dynamic registration)',
+      }),
+    ),
+    client_secret: Type.Optional(
+      Type.String({
+        maxLength: UPSTREAM_LIMITS.maxEnvValueChars,
+        description: 'the pre-registered client’s secret, as a secret reference: {{secret.NAME}}',
+      }),
+    ),
+    scope: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description: 'the scopes to ask for; absent: those the server’s challenge or metadata names',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type UpstreamOAuthSettings = Static<typeof UpstreamOAuthSettings>;
+
+export const UpstreamConnection = Type.Object(
+  {
+    status: Type.Union(
+      [Type.Literal('not_connected'), Type.Literal('connected'), Type.Literal('needs_consent')],
+      {
+        description:
+          'not_connected: calls fail asking the person to connect; connected; needs_consent: the server asked for a scope the grant lacks (required_scope): connect again to grant it',
+      },
+    ),
+    issuer: Nullable(Type.String({ description: 'the authorization server that issued the tokens' })),
+    scope: Nullable(Type.String({ description: 'the scopes granted' })),
+    required_scope: Nullable(Type.String()),
+    expires_at: Nullable(Timestamp),
+    connected_at: Nullable(Timestamp),
+  },
+  { description: 'the calling person’s connection (tokens are never shown)' },
+);
+export type UpstreamConnection = Static<typeof UpstreamConnection>;
+
+/**
+ * Why a Connect did not end connected, as the callback tells the console (a fixed sentence each,
+ * so a link cannot make the console say anything else; the control plane's log has the detail).
+ */
+export const UPSTREAM_OAUTH_FAILURES = {
+  expired: 'This connection attempt is unknown, already used or expired: press Connect again.',
+  other_browser: 'This connection attempt was started in another browser: press Connect again in this one.',
+  denied: 'The authorization server did not grant access.',
+  failed:
+    'The authorization server’s answer could not be used: press Connect again (the control plane’s log says why).',
+} as const;
+export type UpstreamOAuthFailure = keyof typeof UPSTREAM_OAUTH_FAILURES;
+
+export const UpstreamConnectAnswer = Type.Object({
+  authorization_url: Type.String({
+    description:
+      'where to send the person’s browser; it comes back to the control plane, which sends it on to the console',
+  }),
+});
+export type UpstreamConnectAnswer = Static<typeof UpstreamConnectAnswer>;
+
 const HttpFields = {
   transport: Type.Literal('http'),
   url: Type.String({ minLength: 1, maxLength: 2048, description: 'the Streamable HTTP (or SSE) endpoint' }),
@@ -123,6 +196,8 @@ const HttpFields = {
       description: 'values may reference secrets: {{secret.NAME}}',
     }),
   ),
+  auth: Type.Optional(UpstreamAuth),
+  oauth: Type.Optional(UpstreamOAuthSettings),
 };
 
 export const CreateStdioUpstreamBody = Type.Object(
@@ -149,6 +224,8 @@ export const UpdateUpstreamServerBody = Type.Object(
     cwd: Type.Optional(Nullable(StdioFields.cwd)),
     url: Type.Optional(HttpFields.url),
     headers: Type.Optional(HttpFields.headers),
+    auth: Type.Optional(UpstreamAuth),
+    oauth: Type.Optional(Nullable(UpstreamOAuthSettings)),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -161,11 +238,13 @@ export const UpstreamStatus = Type.Union(
     Type.Literal('failing'),
     Type.Literal('circuit_open'),
     Type.Literal('stopped'),
+    Type.Literal('needs_connection'),
   ],
   {
     description:
       'ok: last sync or call worked; starting: not synced yet; failing: the last attempt failed (see last_error); ' +
-      'circuit_open: calls fail at once until a probe succeeds; stopped: no instance runs (idle)',
+      'circuit_open: calls fail at once until a probe succeeds; stopped: no instance runs (idle); ' +
+      'needs_connection: the server requires OAuth and its owner has not connected their account (or must connect again)',
   },
 );
 export type UpstreamStatus = Static<typeof UpstreamStatus>;
@@ -188,6 +267,9 @@ export const UpstreamServer = Type.Object({
   cwd: Type.Optional(Nullable(Type.String())),
   url: Type.Optional(Type.String()),
   headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+  auth: Type.Optional(UpstreamAuth),
+  oauth: Type.Optional(Nullable(UpstreamOAuthSettings)),
+  connection: Type.Optional(UpstreamConnection),
   expose_tools: Type.Array(Type.String()),
   session_mode: SessionMode,
   limits: Type.Object({

@@ -87,7 +87,8 @@ import { DomainError } from './domain/errors.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { signInRoutes, userRoutes } from './routes/users.ts';
-import { upstreamServerRoutes } from './routes/upstream-servers.ts';
+import { upstreamOAuthRoutes, upstreamServerRoutes } from './routes/upstream-servers.ts';
+import { UpstreamOAuth } from './kinds/mcp/oauth/broker.ts';
 import { syncUpstreamServer } from './kinds/mcp/upstream-servers.ts';
 import { UpstreamRegistry } from './kinds/mcp/registry.ts';
 import { TaskHandles } from './execution/task-handles.ts';
@@ -279,6 +280,17 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
   const converter = new OpenApiConverter();
   app.addHook('onClose', () => converter.close());
   const upstreams = upstreamRegistry(app, options, outbound, metrics);
+  // Servers that require OAuth: this control plane is each person's OAuth client of them.
+  upstreams.oauth = new UpstreamOAuth({
+    ctx: () => app.domain,
+    outbound,
+    publicUrl: () => options.config.oauthIssuer ?? listeningUrl(app),
+    changed: (serverId, connected) =>
+      void upstreams
+        .connectionChanged(serverId, connected)
+        .catch((error: unknown) => app.log.warn({ err: error, serverId }, 'upstream pool not restarted')),
+  });
+  await app.register(upstreamOAuthRoutes({ registry: upstreams }));
   const gatewayPublicUrl = options.config.gatewayPublicUrl ?? DEFAULT_GATEWAY_PUBLIC_URL;
   // A grant that goes: every gateway looks its person's exposures up afresh, and its tokens stop.
   const grantGone = async (userId: string) => {

@@ -1,13 +1,31 @@
 /**
  * Upstream MCP servers: the list (transport, status, circuit, pool, last sync, tools), a panel per
  * server (its spec and tools, "Sync now" with the sync's report, the stderr tail of its stdio
- * children, delete after a confirm step) and a form to add one over stdio or HTTP. Every refusal
- * shows the server's message.
+ * children, delete after a confirm step) and a form to add one over stdio or HTTP. A server that
+ * requires OAuth shows the person's account on it, with Connect (the browser goes to the server's
+ * authorization server and comes back here, `?server=` naming the server and `oauth=connected` or
+ * `oauth_error=` saying how it went, in a sentence of the console's) and Disconnect.
  */
 import { useEffect, useId, useState, type FormEvent } from 'react';
-import type { CreateUpstreamServerBody, UpstreamServer, UpstreamServerLogs } from '@bindery/contracts';
+import {
+  UPSTREAM_OAUTH_FAILURES,
+  type CreateUpstreamServerBody,
+  type UpstreamConnectAnswer,
+  type UpstreamConnection,
+  type UpstreamOAuthFailure,
+  type UpstreamServer,
+  type UpstreamServerLogs,
+} from '@bindery/contracts';
 import { api } from '../api.ts';
-import { NameField, RadioChoice, SelectField, SubmitAndClose, TextAreaField, TextField } from '../forms.tsx';
+import {
+  CheckField,
+  NameField,
+  RadioChoice,
+  SelectField,
+  SubmitAndClose,
+  TextAreaField,
+  TextField,
+} from '../forms.tsx';
 import { Link } from '../router.tsx';
 import { ErrorMessage, Notice, Opener, PagedList, useAction, useLoad, usePaged } from '../ui.tsx';
 import './editing.css';
@@ -31,6 +49,7 @@ const STATUS_TEXT: Record<UpstreamServer['status'], string> = {
   failing: 'failing',
   circuit_open: 'circuit open',
   stopped: 'stopped (idle)',
+  needs_connection: 'needs its owner to connect',
 };
 
 function StatusBadge({ status }: { status: UpstreamServer['status'] }) {
@@ -54,11 +73,76 @@ const where = (server: UpstreamServer) =>
     ? [server.command ?? '', ...(server.args ?? [])].join(' ')
     : (server.url ?? '');
 
+/** What the address says on arrival: the server to open, and how a Connect went. */
+interface Arrival {
+  server: string | null;
+  connected: boolean;
+  error: string | null;
+}
+
+/**
+ * What the console says of a Connect that failed: a sentence of its own for each reason the
+ * callback gives (never text from the address, which anyone can write into a link).
+ */
+function failureText(reason: string | null): string | null {
+  if (reason === null) return null;
+  return Object.hasOwn(UPSTREAM_OAUTH_FAILURES, reason)
+    ? UPSTREAM_OAUTH_FAILURES[reason as UpstreamOAuthFailure]
+    : UPSTREAM_OAUTH_FAILURES.failed;
+}
+
+/**
+ * Reads `?server=`, `oauth=connected` and `oauth_error=` once, and takes the last two out of the
+ * address (a reload must not announce the connection again).
+ */
+function useArrival(): Arrival {
+  const [arrival] = useState<Arrival>(() => {
+    const query = new URLSearchParams(window.location.search);
+    return {
+      server: query.get('server'),
+      connected: query.get('oauth') === 'connected',
+      error: failureText(query.get('oauth_error')),
+    };
+  });
+  useEffect(() => {
+    const query = new URLSearchParams(window.location.search);
+    if (!query.has('oauth') && !query.has('oauth_error')) return;
+    query.delete('oauth');
+    query.delete('oauth_error');
+    const rest = query.toString();
+    window.history.replaceState(null, '', `${window.location.pathname}${rest === '' ? '' : `?${rest}`}`);
+  }, []);
+  return arrival;
+}
+
+/** Reads of the list while a connected server's first sync runs in the background (one a second). */
+const SYNC_POLLS = 15;
+
+/** The server was connected and its tools were not synced since (the sync runs in the background). */
+const awaitingSync = (server: UpstreamServer) =>
+  server.connection?.status === 'connected' &&
+  server.connection.connected_at !== null &&
+  (server.last_sync_at === null || server.last_sync_at < server.connection.connected_at);
+
 export function Upstreams() {
   const servers = usePaged<UpstreamServer>('/api/v2/upstream-servers');
-  const [selected, setSelected] = useState<string | null>(null);
+  const arrival = useArrival();
+  const [selected, setSelected] = useState<string | null>(arrival.server);
+  const [polls, setPolls] = useState(0);
   const detailId = useId();
   const chosen = servers.items.find((server) => server.id === selected);
+  const connectedTo = arrival.connected
+    ? servers.items.find((server) => server.id === arrival.server)
+    : undefined;
+  // Back from a Connect: the list is read again until the sync the connection started is done.
+  useEffect(() => {
+    if (!connectedTo || !awaitingSync(connectedTo) || polls >= SYNC_POLLS) return;
+    const timer = setTimeout(() => {
+      setPolls((count) => count + 1);
+      servers.reload();
+    }, 1000);
+    return () => clearTimeout(timer);
+  }, [connectedTo, polls]);
   return (
     <>
       <p className="back-link">
@@ -69,6 +153,17 @@ export function Upstreams() {
         MCP servers the control plane runs (stdio) or reaches (HTTP): their tools become tools of kind mcp,
         synced when a server is added and whenever you ask.
       </p>
+      {connectedTo && (
+        <Notice>
+          Connected to <strong>{connectedTo.name}</strong>
+          {awaitingSync(connectedTo) ? ': its tools are being synced.' : '.'}
+        </Notice>
+      )}
+      {arrival.error !== null && (
+        <p className="error" role="alert">
+          Not connected: {arrival.error}
+        </p>
+      )}
       <section className="card" aria-labelledby="upstream-list">
         <h2 id="upstream-list">Your servers</h2>
         <PagedList list={servers} empty="No upstream servers yet.">
@@ -264,6 +359,17 @@ function ServerPanel({
                 </dd>
               </>
             )}
+            {server.auth === 'oauth' && server.connection && (
+              <AccountFact
+                path={path}
+                name={server.name}
+                connection={server.connection}
+                onChanged={(next) => {
+                  setServer(next);
+                  onChanged();
+                }}
+              />
+            )}
           </>
         )}
         <dt>Status</dt>
@@ -346,6 +452,117 @@ function ServerPanel({
       <LogTail path={`${path}/logs`} transport={server.transport} syncs={syncs} />
       <DeleteServer path={path} name={server.name} onDeleted={onDeleted} />
     </section>
+  );
+}
+
+const CONNECTION_TEXT: Record<UpstreamConnection['status'], string> = {
+  not_connected: 'Not connected',
+  connected: 'Connected',
+  needs_consent: 'Needs your consent again',
+};
+
+/**
+ * The person's account on a server that requires OAuth: the connection in words, and Connect (the
+ * browser leaves for the server's authorization server, which sends it back here), Connect again
+ * (a scope is missing: asked for with those granted) or Disconnect (the tokens are revoked).
+ */
+function AccountFact({
+  path,
+  name,
+  connection,
+  onChanged,
+}: {
+  path: string;
+  name: string;
+  connection: UpstreamConnection;
+  onChanged: (server: UpstreamServer) => void;
+}) {
+  const { busy, error, run } = useAction();
+  const [revoked, setRevoked] = useState<boolean | null>(null);
+  // Set once the browser is sent away: the buttons stay off until the page is gone.
+  const [leaving, setLeaving] = useState(false);
+  const connect = () =>
+    run(async () => {
+      setRevoked(null);
+      const answer = await api<UpstreamConnectAnswer>('POST', `${path}/oauth/connect`);
+      // The answer set the cookie that binds the flow to this browser, which leaves now.
+      setLeaving(true);
+      window.location.assign(answer.authorization_url);
+    });
+  const disconnect = () =>
+    run(async () => {
+      const answer = await api<{ revoked: boolean }>('DELETE', `${path}/oauth/connection`);
+      setRevoked(answer.revoked);
+      onChanged(await api<UpstreamServer>('GET', path));
+    });
+  const status = connection.status;
+  return (
+    <>
+      <dt>Account</dt>
+      <dd data-testid="server-account">
+        <div className={status === 'connected' ? undefined : 'warn'}>
+          <strong>{CONNECTION_TEXT[status]}</strong>
+          {status === 'not_connected' && ': calls of its tools fail until you connect your account'}
+          {status === 'needs_consent' && (
+            <>
+              : the server asks for{' '}
+              {connection.required_scope === null ? (
+                'a scope it did not name'
+              ) : (
+                <code>{connection.required_scope}</code>
+              )}
+              , which your account has not granted
+            </>
+          )}
+          .
+        </div>
+        {status !== 'not_connected' && (
+          <div className="muted">
+            Scope granted: {connection.scope === null ? 'not said' : <code>{connection.scope}</code>} · token{' '}
+            {connection.expires_at === null
+              ? 'without an expiry'
+              : `expires ${when(connection.expires_at)} (renewed on its own)`}
+            {connection.issuer !== null && (
+              <>
+                {' '}
+                · issued by <code>{connection.issuer}</code>
+              </>
+            )}
+          </div>
+        )}
+        <div className="actions">
+          {status === 'not_connected' && (
+            <button type="button" className="small" onClick={() => void connect()} disabled={busy || leaving}>
+              {busy || leaving ? 'Connecting…' : 'Connect'}
+            </button>
+          )}
+          {status === 'needs_consent' && (
+            <button type="button" className="small" onClick={() => void connect()} disabled={busy || leaving}>
+              {busy || leaving ? 'Connecting…' : 'Connect again'}
+            </button>
+          )}
+          {status !== 'not_connected' && (
+            <button
+              type="button"
+              className="secondary small"
+              onClick={() => void disconnect()}
+              disabled={busy || leaving}
+            >
+              Disconnect
+            </button>
+          )}
+        </div>
+        {revoked !== null && status === 'not_connected' && (
+          <Notice>
+            Disconnected from {name}:{' '}
+            {revoked
+              ? 'its authorization server revoked your tokens.'
+              : 'your tokens were deleted here (its authorization server did not confirm their revocation).'}
+          </Notice>
+        )}
+        <ErrorMessage error={error} />
+      </dd>
+    </>
   );
 }
 
@@ -495,6 +712,15 @@ function pairs(text: string, separator: '=' | ':', what: string): Record<string,
   return record;
 }
 
+/** The OAuth settings the form was given (only those filled in). */
+function oauthSettings(clientId: string, clientSecret: string, scope: string) {
+  return {
+    ...(clientId.trim() !== '' && { client_id: clientId.trim() }),
+    ...(clientSecret.trim() !== '' && { client_secret: clientSecret.trim() }),
+    ...(scope.trim() !== '' && { scope: scope.trim().split(/\s+/).join(' ') }),
+  };
+}
+
 function NewServerForm({
   onCreated,
   onClose,
@@ -510,6 +736,10 @@ function NewServerForm({
   const [cwd, setCwd] = useState('');
   const [url, setUrl] = useState('');
   const [headers, setHeaders] = useState('');
+  const [oauth, setOAuth] = useState(false);
+  const [clientId, setClientId] = useState('');
+  const [clientSecret, setClientSecret] = useState('');
+  const [scope, setScope] = useState('');
   const [exposeTools, setExposeTools] = useState('');
   const [sessionMode, setSessionMode] = useState<'shared' | 'per_session'>('shared');
   const { busy, error, setError, run } = useAction();
@@ -538,7 +768,13 @@ function NewServerForm({
               env: pairs(env, '=', 'Environment'),
               ...(cwd.trim() !== '' && { cwd: cwd.trim() }),
             }
-          : { ...common, transport: 'http', url: url.trim(), headers: pairs(headers, ':', 'Headers') };
+          : {
+              ...common,
+              transport: 'http',
+              url: url.trim(),
+              headers: pairs(headers, ':', 'Headers'),
+              ...(oauth && { auth: 'oauth', oauth: oauthSettings(clientId, clientSecret, scope) }),
+            };
     } catch (failure) {
       setError(failure);
       return;
@@ -631,6 +867,42 @@ function NewServerForm({
             literal={false}
             spellCheck={false}
           />
+          <CheckField checked={oauth} onChange={setOAuth}>
+            Requires OAuth: each person connects their own account to it
+          </CheckField>
+          {oauth && (
+            <>
+              <TextField
+                label="Client ID"
+                optional
+                hint="A client registered with the server’s authorization server; empty: Bindery registers itself."
+                value={clientId}
+                onChange={setClientId}
+                maxLength={512}
+              />
+              <TextField
+                label="Client secret"
+                optional
+                hint={
+                  <>
+                    That client’s secret, as a secret reference: <code>{'{{secret.NAME}}'}</code>.
+                  </>
+                }
+                className="mono"
+                value={clientSecret}
+                onChange={setClientSecret}
+                placeholder="{{secret.NAME}}"
+              />
+              <TextField
+                label="Scope"
+                optional
+                hint="The scopes to ask for, separated by spaces; empty: those the server names."
+                value={scope}
+                onChange={setScope}
+                maxLength={1024}
+              />
+            </>
+          )}
         </>
       )}
       <TextField
@@ -650,12 +922,19 @@ function NewServerForm({
         ]}
       />
       <ErrorMessage error={error} />
-      {created && (
+      {created && created.auth === 'oauth' && created.connection?.status !== 'connected' ? (
         <Notice>
-          Added <strong>{created.name}</strong>: {STATUS_TEXT[created.status]}, {created.tool_count} tool
-          {created.tool_count === 1 ? '' : 's'}
-          {created.last_error !== null && ` (${created.last_error})`}.
+          Added <strong>{created.name}</strong>: it requires OAuth. Press Connect in its panel to connect your
+          account, and its tools are listed.
         </Notice>
+      ) : (
+        created && (
+          <Notice>
+            Added <strong>{created.name}</strong>: {STATUS_TEXT[created.status]}, {created.tool_count} tool
+            {created.tool_count === 1 ? '' : 's'}
+            {created.last_error !== null && ` (${created.last_error})`}.
+          </Notice>
+        )
       )}
       <SubmitAndClose
         label="Add server"

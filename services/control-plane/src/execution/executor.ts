@@ -7,6 +7,7 @@
  */
 import {
   MISSING_CLIENT_CAPABILITY_ERROR,
+  URL_ELICITATION_REQUIRED_ERROR,
   toolError,
   type ClientInputCapability,
   type ErrorCode,
@@ -75,6 +76,15 @@ function failure(error: DomainError | OpError, meta: Meta = {}): ToolResult {
       code: MISSING_CLIENT_CAPABILITY_ERROR,
       message: error.message,
       data: { requiredCapabilities: required as Record<string, unknown> },
+    };
+  }
+  const elicitation = error instanceof DomainError ? error.details?.elicitation : undefined;
+  if (error instanceof DomainError && error.code === 'UPSTREAM_AUTH_REQUIRED' && elicitation) {
+    // MCP's URLElicitationRequiredError: the client opens the console page where the person connects.
+    result.protocol_error = {
+      code: URL_ELICITATION_REQUIRED_ERROR,
+      message: error.message,
+      data: { elicitations: [elicitation] },
     };
   }
   const missing = error instanceof DomainError ? missingCapabilities(error) : undefined;

@@ -6,13 +6,16 @@
 import { redactApiKeyInUrl } from '@bindery/contracts';
 import type { FastifyRequest } from 'fastify';
 
+const CODE_CALLBACKS = ['/api/v2/sign-in/oidc/callback', '/api/v2/upstream-oauth/callback'];
+
 /** Fastify's request serializer with the URL masked. */
 export function serializeRequest(request: FastifyRequest) {
   return {
     method: request.method,
-    // The external sign-in's callback carries a code and state in its query: never logged.
-    url: request.url.startsWith('/api/v2/sign-in/oidc/callback')
-      ? '/api/v2/sign-in/oidc/callback?…'
+    // The external sign-in's and the upstream OAuth callbacks carry a code and state in their
+    // query: never logged.
+    url: CODE_CALLBACKS.some((path) => request.url.startsWith(path))
+      ? `${request.url.split('?')[0]}?…`
       : redactApiKeyInUrl(request.url),
     host: request.host,
     remoteAddress: request.ip,

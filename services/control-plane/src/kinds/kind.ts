@@ -15,7 +15,7 @@
 import type {
   AdiKind,
   AdiRef,
-  ClientInputCapability,
+  ClientInputCapabilities,
   InputRequest,
   LogLevel,
   ToolAnnotations,
@@ -218,7 +218,7 @@ export interface ToolCall<Services extends KindServices = KindServices> {
 
 /** The client's side of a call's input requests (ToolCall.input). */
 export interface CallInput {
-  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  capabilities: ClientInputCapabilities;
   /**
    * The answers by key: all those given so far, or, for a kind that carries its own state, those
    * of this round only.

@@ -36,6 +36,7 @@ import { adminSecurity, errorResponses } from '../http/schemas.ts';
 import { INTERACTION_PATH, type AuthorizationServer } from '../oauth/authorization-server.ts';
 import { answerConsent, consentDetails } from '../oauth/consent.ts';
 import { listGrants, lookupForUser, lookupGrant, revokeGrant, type GrantLookup } from '../oauth/grants.ts';
+import { cookieValue } from '../http/cookies.ts';
 import { STATE_COOKIE, userOfExternalClaim, type ExternalSignIn } from '../oauth/external-sign-in.ts';
 import type { GrantGone } from '../oauth/oauth-store.ts';
 import { SignInThrottle } from '../accounts/passwords.ts';
@@ -372,11 +373,7 @@ export function externalSignInRoutes(options: {
     );
     app.get(callbackPath, hidden, async (request, reply) => {
       if (!external) throw new DomainError('NOT_FOUND', 'no external sign-in provider is set (OIDC_ISSUER)');
-      const cookie = (request.headers.cookie ?? '')
-        .split(';')
-        .map((part) => part.trim())
-        .find((part) => part.startsWith(`${STATE_COOKIE}=`))
-        ?.slice(STATE_COOKIE.length + 1);
+      const cookie = cookieValue(request.headers.cookie, STATE_COOKIE);
       void reply
         .header(
           'set-cookie',

@@ -4,6 +4,7 @@
  * are answered as written (`{{secret.NAME}}` references, never values).
  */
 import {
+  UpstreamConnectAnswer,
   ConfigUpstreamPrompt,
   ConfigUpstreamResource,
   ConfigUpstreamResourceTemplate,
@@ -20,9 +21,20 @@ import {
   getUpstreamServer,
   listUpstreamServers,
   syncUpstreamServer,
+  upstreamOAuthTarget,
   upstreamServerLogs,
   type UpstreamDeps,
 } from '../kinds/mcp/upstream-servers.ts';
+import {
+  CALLBACK_PATH,
+  CLIENT_METADATA_PATH,
+  CallbackRefused,
+  FLOW_TTL_MS,
+  type UpstreamOAuth,
+} from '../kinds/mcp/oauth/broker.ts';
+import { connectPagePath } from '../kinds/mcp/oauth/target.ts';
+import { DomainError } from '../domain/errors.ts';
+import { cookieValue } from '../http/cookies.ts';
 import { aeiUpstreamCatalog } from '../exposure/upstream-catalog.ts';
 import type { AdminApp } from '../http/admin-app.ts';
 import { adminSecurity, errorResponses } from '../http/schemas.ts';
@@ -170,6 +182,53 @@ export function upstreamServerRoutes(deps: UpstreamDeps) {
         return { ...report, server: await getUpstreamServer(db, request.principal, request.params.id, deps) };
       },
     );
+    app.post(
+      '/upstream-servers/:id/oauth/connect',
+      {
+        schema: {
+          tags,
+          summary:
+            'Connect your account to a server that requires OAuth: answers where to send your browser (authorization code with PKCE); the authorization server sends it back to the control plane, which keeps your tokens and opens the console again',
+          security: adminSecurity,
+          params: IdParams,
+          response: { 200: UpstreamConnectAnswer, ...errorResponses(404, 409, 502, 503) },
+        },
+      },
+      async (request, reply) => {
+        const target = await upstreamOAuthTarget(ctx, request.params.id, request.principal.userId);
+        const oauth = oauthOf(deps);
+        const started = await oauth.connect(target);
+        const secure = oauth.secureCookies() ? '; Secure' : '';
+        // Binds the flow to this browser: the callback is refused without it.
+        void reply
+          .header(
+            'set-cookie',
+            `${started.cookie}=${started.binding}; Path=${CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=${FLOW_TTL_MS / 1000}${secure}`,
+          )
+          .header('cache-control', 'no-store');
+        return { authorization_url: started.authorizationUrl };
+      },
+    );
+    app.delete(
+      '/upstream-servers/:id/oauth/connection',
+      {
+        schema: {
+          tags,
+          summary:
+            'Disconnect your account from a server that requires OAuth: its tokens are revoked at its authorization server (when it offers revocation) and deleted',
+          security: adminSecurity,
+          params: IdParams,
+          response: {
+            200: Type.Object({
+              revoked: Type.Boolean({ description: 'the authorization server accepted the revocation' }),
+            }),
+            ...errorResponses(404, 409),
+          },
+        },
+      },
+      async (request) =>
+        oauthOf(deps).disconnect(await upstreamOAuthTarget(ctx, request.params.id, request.principal.userId)),
+    );
     app.get(
       '/upstream-servers/:id/logs',
       {
@@ -182,6 +241,65 @@ export function upstreamServerRoutes(deps: UpstreamDeps) {
         },
       },
       async (request) => upstreamServerLogs(db, request.principal, request.params.id, deps),
+    );
+  };
+}
+
+function oauthOf(deps: UpstreamDeps): UpstreamOAuth {
+  const oauth = deps.registry.oauth;
+  if (!oauth)
+    throw new DomainError('NOT_CONFIGURED', 'this control plane does not run OAuth for upstream servers');
+  return oauth;
+}
+
+/**
+ * The OAuth client's public pages: the callback the upstream's authorization server sends the
+ * browser back to (then on to the console page of the server, saying how it went), and Bindery's
+ * Client ID Metadata Document.
+ */
+export function upstreamOAuthRoutes(deps: UpstreamDeps) {
+  return async function routes(app: AdminApp): Promise<void> {
+    const hidden = { schema: { hide: true } };
+    app.get(CLIENT_METADATA_PATH, hidden, async (_request, reply) =>
+      reply.header('cache-control', 'public, max-age=300').send(oauthOf(deps).clientDocument()),
+    );
+    app.get<{ Querystring: Record<string, string | undefined> }>(
+      CALLBACK_PATH,
+      hidden,
+      async (request, reply) => {
+        void reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+        const query = Object.fromEntries(
+          ['code', 'state', 'iss', 'error', 'error_description'].map((name) => {
+            const value = request.query[name];
+            return [name, typeof value === 'string' ? value : undefined];
+          }),
+        );
+        const ctx = app.domain;
+        try {
+          const done = await oauthOf(deps).finish(
+            query,
+            (name) => {
+              // The flow's cookie is spent either way.
+              void reply.header(
+                'set-cookie',
+                `${name}=; Path=${CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=0`,
+              );
+              return cookieValue(request.headers.cookie, name);
+            },
+            (serverId, userId) => upstreamOAuthTarget(ctx, serverId, userId),
+          );
+          return reply.redirect(`${connectPagePath(done.serverId)}&oauth=connected`, 303);
+        } catch (error) {
+          if (!(error instanceof CallbackRefused)) throw error;
+          // The console says a fixed sentence for the reason; the detail (no token in it) is logged.
+          request.log.info({ reason: error.reason, detail: error.detail }, 'upstream OAuth callback refused');
+          const where = new URLSearchParams({
+            ...(error.serverId !== undefined && { server: error.serverId }),
+            oauth_error: error.reason,
+          });
+          return reply.redirect(`/console/tools/upstreams?${where.toString()}`, 303);
+        }
+      },
     );
   };
 }

@@ -42,6 +42,8 @@ export interface CallOptions {
   /** Raw body text, sent as application/json as is (for malformed JSON). */
   raw?: string;
   headers?: Record<string, string>;
+  /** Answers a redirect as it is instead of following it. */
+  manualRedirects?: boolean;
 }
 
 export interface CallResult {
@@ -191,7 +193,12 @@ export async function startTestApp(
     if (opts.raw !== undefined) body = opts.raw;
     else if (opts.body !== undefined) body = JSON.stringify(opts.body);
     if (body !== undefined) headers['content-type'] ??= 'application/json';
-    const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers,
+      body,
+      ...(opts.manualRedirects && { redirect: 'manual' as const }),
+    });
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
   };

@@ -20,6 +20,7 @@ import {
   SdkHttpError,
   SSEClientTransport,
   StreamableHTTPClientTransport,
+  type AuthProvider,
   type DiscoverResult,
   type McpSubscription,
   type ServerCapabilities,
@@ -131,6 +132,8 @@ export type KnownEra = { era: 'modern'; discover: DiscoverResult } | { era: 'leg
 
 export interface ConnectOptions {
   transport: TransportSpec;
+  /** A server that requires OAuth: the person's bearer token, refreshed on a 401 (upstream-oauth.ts). */
+  authProvider?: AuthProvider;
   /** The era an earlier start found; absent: probe (modern first, then legacy). */
   knownEra?: KnownEra | undefined;
   /** The guarded dispatcher HTTP upstreams are reached through (the SSRF guard). */
@@ -274,7 +277,12 @@ export class UpstreamInstance {
     const streamable = new CutRelay();
     try {
       return await UpstreamInstance.handshake(
-        new StreamableHTTPClientTransport(url, { requestInit, fetch: streamable.fetch(options) }),
+        new StreamableHTTPClientTransport(url, {
+          requestInit,
+          fetch: streamable.fetch(options),
+          // A missing scope is the person's to grant in the console: never a redirect loop here.
+          ...(options.authProvider && { authProvider: options.authProvider, onInsufficientScope: 'throw' }),
+        }),
         options,
         () => null,
         streamable,
@@ -286,7 +294,12 @@ export class UpstreamInstance {
       const fetch = legacy.fetch(options);
       // The SSE transport is the 2025 era's alone: no probe on it.
       return UpstreamInstance.handshake(
-        new SSEClientTransport(url, { requestInit, fetch, eventSourceInit: { fetch } }),
+        new SSEClientTransport(url, {
+          requestInit,
+          fetch,
+          eventSourceInit: { fetch },
+          ...(options.authProvider && { authProvider: options.authProvider }),
+        }),
         { ...options, knownEra: { era: 'legacy' } },
         () => null,
         legacy,

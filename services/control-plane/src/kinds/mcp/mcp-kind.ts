@@ -4,6 +4,7 @@
  * goes to the server's pool (upstream/), with the call timeout and the caller's cancellation, and
  * its result comes back as the upstream gave it: content, structuredContent and isError unchanged.
  */
+import { randomUUID } from 'node:crypto';
 import {
   CreateMcpAdiBody,
   STDERR_META_KEY,
@@ -129,6 +130,26 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
       for (const key of Object.keys(meta)) if (key.startsWith(OWN_META_PREFIX)) delete meta[key];
     }
     return ToolAnswer.result(result as unknown as { content: JsonValue[] });
+  } catch (error) {
+    // A person must connect their account first: a client that takes URL-mode elicitation is
+    // pointed at the console page that does it (the executor answers a modern one -32042).
+    if (
+      error instanceof DomainError &&
+      error.code === 'UPSTREAM_AUTH_REQUIRED' &&
+      call.input?.capabilities.elicitation_url === true &&
+      typeof error.details?.connect_url === 'string'
+    ) {
+      throw new DomainError(error.code, error.message, {
+        ...error.details,
+        elicitation: {
+          mode: 'url',
+          elicitationId: randomUUID(),
+          url: error.details.connect_url,
+          message: error.message,
+        },
+      });
+    }
+    throw error;
   } finally {
     // On a failure too: what the server wrote then is what explains it.
     if (stderr.lines.length > 0) call.meta[STDERR_META_KEY] = stderr.lines;

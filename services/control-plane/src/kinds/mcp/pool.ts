@@ -15,6 +15,7 @@ import {
   MISSING_CLIENT_CAPABILITY_ERROR,
   TERMINAL_TASK_STATUSES,
   storableText,
+  type ClientInputCapabilities,
   type ClientInputCapability,
   type LogLevel,
   type ToolLogLine,
@@ -33,6 +34,7 @@ import type {
   Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Dispatcher } from 'undici';
+import type { AuthProvider } from '@modelcontextprotocol/client';
 import { detached } from '@bindery/service-kit';
 import { DomainError } from '../../domain/errors.ts';
 import { AnswerTooLarge } from './bounded-fetch.ts';
@@ -66,7 +68,7 @@ const START_TIMEOUT_MAX_MS = 15_000;
 /** Calls waiting for a free instance at most, per allowed call slot. */
 const QUEUE_PER_SLOT = 4;
 
-export type PoolState = 'ok' | 'starting' | 'failing' | 'circuit_open' | 'stopped';
+export type PoolState = 'ok' | 'starting' | 'failing' | 'circuit_open' | 'stopped' | 'needs_connection';
 
 /** What a call may come with besides its arguments. */
 export interface CallOptions {
@@ -102,7 +104,7 @@ interface CallLog {
 
 /** What the agent behind a tool call can be asked, and what it answered (the executor's CallInput). */
 export interface ToolCallInput {
-  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  capabilities: ClientInputCapabilities;
   /** This round's answers, by the keys the last round asked under. */
   responses: Record<string, unknown>;
   /** A modern server's own requestState of the last round. */
@@ -177,6 +179,10 @@ export interface ResolvedTransport {
   transport: TransportSpec;
   redact(text: string): string;
   redactJson<T>(value: T): T;
+  /** A server that requires OAuth: the person's tokens (upstream-oauth.ts). */
+  authProvider?: AuthProvider;
+  /** A transport failure about authorization, as the call answers it (connect again, a missing scope). */
+  authFailure?(error: unknown): DomainError | undefined;
 }
 
 const NO_SECRETS: Omit<ResolvedTransport, 'transport'> = {
@@ -978,6 +984,7 @@ export class UpstreamPool {
       const connected: { instance?: UpstreamInstance } = {};
       const instance = await UpstreamInstance.connect({
         transport: resolved.transport,
+        ...(resolved.authProvider && { authProvider: resolved.authProvider }),
         knownEra: this.knownEra,
         outbound: this.options.outbound,
         timeoutMs: Math.min(
@@ -1022,13 +1029,21 @@ export class UpstreamPool {
       // The server may have changed era (upgraded, or rolled back): the next start probes again.
       this.knownEra = undefined;
       let failure: DomainError;
+      // A person who must connect (again) is not a failure of the server: no backoff, no circuit.
+      const unauthorized = this.secrets.authFailure?.(error);
       if (error instanceof DomainError) failure = error;
+      else if (unauthorized) failure = unauthorized;
       else {
         const reason = `could not be started: ${this.describe(error)}`;
         this.failed(reason);
         failure = new DomainError('UPSTREAM_FAILED', `upstream server "${server}" ${reason}`, {
           upstream: server,
         });
+      }
+      // The server waits for its owner to connect: said so, in place of "starting".
+      if (failure.code === 'UPSTREAM_AUTH_REQUIRED' && this.instances.size === 0) {
+        this.lastError = failure.message;
+        this.setState('needs_connection');
       }
       if (this.instances.size === 0 || this.options.perSession) this.failWaiters(key, failure);
       throw failure;
@@ -1097,6 +1112,11 @@ export class UpstreamPool {
     timeoutMs: number,
   ): DomainError {
     if (error instanceof DomainError) return error;
+    const unauthorized = this.secrets.authFailure?.(error);
+    if (unauthorized) {
+      this.options.events.meter?.call('refused');
+      return unauthorized;
+    }
     if (error instanceof AnswerTooLarge) {
       // The upstream answered, too much: a refusal of this request, not a failure of the server.
       this.options.events.meter?.call('refused');

@@ -15,7 +15,7 @@ import type {
 import type { Dispatcher } from 'undici';
 import type { UpstreamServer as UpstreamServerRow } from '../../generated/prisma/client.ts';
 import type { DomainContext } from '../../domain/context.ts';
-import { resolveSecrets, secretReferences } from '../../secrets/secret-references.ts';
+import { ResolvedSecrets, resolveSecrets, secretReferences } from '../../secrets/secret-references.ts';
 import { DomainError } from '../../domain/errors.ts';
 import {
   UpstreamPool,
@@ -29,7 +29,9 @@ import {
   type ResolvedTransport,
 } from './pool.ts';
 import type { AnswerCaps, InputRequiredAnswer, UpstreamInput } from './instance.ts';
-import { resolvedLimits, type TransportSpec, type UpstreamSpec } from './spec.ts';
+import { resolvedLimits, type OAuthSpec, type TransportSpec, type UpstreamSpec } from './spec.ts';
+import type { UpstreamOAuth } from './oauth/broker.ts';
+import type { OAuthTarget } from './oauth/target.ts';
 import type { UpstreamTask } from './upstream-tasks.ts';
 import type { UpstreamLimits } from '@bindery/contracts';
 
@@ -80,6 +82,10 @@ export function specOfRow(row: UpstreamServerRow): UpstreamSpec {
           transport: 'http',
           url: String(stored.url),
           headers: (stored.headers as Record<string, string> | undefined) ?? {},
+          ...(typeof stored.oauth === 'object' &&
+            stored.oauth !== null && {
+              oauth: oauthOfStored(row.id, stored.oauth as Record<string, unknown>),
+            }),
         };
   return {
     transport,
@@ -99,10 +105,25 @@ export function knownServer(row: UpstreamServerRow): KnownServer {
   };
 }
 
-/** The secret names a transport's env or header values reference. */
+function oauthOfStored(serverId: string, stored: Record<string, unknown>): OAuthSpec {
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  return {
+    server: serverId,
+    clientId: text(stored.clientId),
+    clientSecret: text(stored.clientSecret),
+    scope: text(stored.scope),
+  };
+}
+
+/** The secret names a transport's env or header values (and its OAuth client secret) reference. */
 export function transportSecretNames(transport: TransportSpec): string[] {
   const values =
-    transport.transport === 'stdio' ? Object.values(transport.env) : Object.values(transport.headers);
+    transport.transport === 'stdio'
+      ? Object.values(transport.env)
+      : [
+          ...Object.values(transport.headers),
+          ...(transport.oauth?.clientSecret ? [transport.oauth.clientSecret] : []),
+        ];
   return [...new Set(values.flatMap((v) => secretReferences(v)))];
 }
 
@@ -132,6 +153,8 @@ export class UpstreamRegistry {
   private statusWrites: Promise<void> = Promise.resolve();
   /** Set by the app: how a server's tools are synced (upstream-servers.ts). */
   syncer: SyncRunner | undefined;
+  /** Set by the app: the OAuth client of servers that require OAuth (upstream-oauth.ts). */
+  oauth: UpstreamOAuth | undefined;
   /**
    * Set by the app: told when a resource some gateway watches changed upstream (it tells the
    * gateways, which notify their subscribers).
@@ -187,6 +210,32 @@ export class UpstreamRegistry {
     this.readAt.set(server.id, Date.now());
     if (before && before.fingerprint !== server.fingerprint) this.releaseFingerprint(before.fingerprint);
     return this.poolOf(server);
+  }
+
+  /**
+   * A person's OAuth connection to the server changed (connected, disconnected): its instances stop
+   * (their upstream sessions began with the old tokens) and, once connected, its tools are synced
+   * with the new ones.
+   */
+  async connectionChanged(serverId: string, connected: boolean): Promise<void> {
+    const server = this.servers.get(serverId);
+    if (server) {
+      const pool = this.pools.get(server.fingerprint);
+      this.pools.delete(server.fingerprint);
+      await pool?.close();
+    }
+    if (connected) this.runSync(serverId, 'oauth connection');
+    else {
+      await this.ctx()
+        .prisma.upstreamServer.updateMany({
+          where: { id: serverId },
+          data: {
+            status: 'needs_connection',
+            lastError: 'its owner disconnected their account: connect it again in the console',
+          },
+        })
+        .catch(() => undefined);
+    }
   }
 
   /** Forgets a deleted server; its pool stops when no other server shares it. */
@@ -404,19 +453,41 @@ export class UpstreamRegistry {
     return [...this.servers.values()].filter((s) => s.fingerprint === fingerprint);
   }
 
-  /** The transport with the owner's secrets filled into env values or headers, and their redaction. */
+  /**
+   * The transport with the owner's secrets filled into env values or headers, and their redaction;
+   * for a server that requires OAuth, the owner's tokens (a person who has not connected fails
+   * here, before anything is sent).
+   */
   private async resolveTransport(server: KnownServer): Promise<ResolvedTransport> {
     const transport = server.spec.transport;
     const secrets = await resolveSecrets(this.ctx(), server.userId, transportSecretNames(transport));
     const fill = (values: Record<string, string>) =>
       Object.fromEntries(Object.entries(values).map(([k, v]) => [k, secrets.fill(v)]));
+    const redacting = {
+      redact: (text: string) => secrets.redact(text),
+      redactJson: <T>(value: T) => secrets.redactJson(value),
+    };
+    if (transport.transport === 'stdio')
+      return { transport: { ...transport, env: fill(transport.env) }, ...redacting };
+    const resolved = { ...transport, headers: fill(transport.headers) };
+    if (!transport.oauth) return { transport: resolved, ...redacting };
+    const oauth = this.oauth;
+    if (!oauth) {
+      throw new DomainError(
+        'NOT_CONFIGURED',
+        `upstream server "${server.name}" requires OAuth, which this control plane does not run`,
+      );
+    }
+    const target = oauthTarget(server, transport.oauth, (value) => secrets.fill(value));
+    // An upstream may echo the token it was sent: the person's tokens (those held now: a refresh
+    // changes them) are taken out like secrets, in every form a secret is.
+    const tokens = () => new ResolvedSecrets(oauth.heldSecrets(target));
     return {
-      transport:
-        transport.transport === 'stdio'
-          ? { ...transport, env: fill(transport.env) }
-          : { ...transport, headers: fill(transport.headers) },
-      redact: (text) => secrets.redact(text),
-      redactJson: (value) => secrets.redactJson(value),
+      transport: resolved,
+      authProvider: await oauth.authProvider(target),
+      authFailure: (error) => oauth.authFailure(target, error),
+      redact: (text) => tokens().redact(secrets.redact(text)),
+      redactJson: (value) => tokens().redactJson(secrets.redactJson(value)),
     };
   }
 
@@ -461,4 +532,22 @@ export class UpstreamRegistry {
     await Promise.all(pools.map((p) => p.close()));
     await this.statusWrites;
   }
+}
+
+/** What the OAuth broker needs of a server that requires OAuth, its client secret filled in. */
+export function oauthTarget(
+  server: Pick<KnownServer, 'id' | 'name' | 'userId' | 'spec'>,
+  oauth: OAuthSpec,
+  fill: (value: string) => string,
+): OAuthTarget {
+  const transport = server.spec.transport;
+  return {
+    serverId: server.id,
+    name: server.name,
+    userId: server.userId,
+    url: transport.transport === 'http' ? transport.url : '',
+    clientId: oauth.clientId,
+    clientSecret: oauth.clientSecret === null ? null : fill(oauth.clientSecret),
+    scope: oauth.scope,
+  };
 }

@@ -22,6 +22,19 @@ export interface HttpSpec {
   transport: 'http';
   url: string;
   headers: Record<string, string>;
+  /**
+   * The server requires OAuth (decision 079): each person's tokens are brokered by the control
+   * plane. `server`: the row's id (the connections are the server's, so its pool is its own);
+   * `clientSecret` may reference a secret.
+   */
+  oauth?: OAuthSpec | undefined;
+}
+
+export interface OAuthSpec {
+  server: string;
+  clientId: string | null;
+  clientSecret: string | null;
+  scope: string | null;
 }
 
 export type TransportSpec = StdioSpec | HttpSpec;

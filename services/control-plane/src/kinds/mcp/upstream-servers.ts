@@ -17,6 +17,7 @@ import {
   unstorableMessage,
   type CreateUpstreamServerBody,
   type UpdateUpstreamServerBody,
+  type UpstreamOAuthSettings,
   type UpstreamServer as UpstreamServerBody,
   type UpstreamServerLogs,
 } from '@bindery/contracts';
@@ -28,13 +29,16 @@ import { DomainError, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import type { UpstreamListing, UpstreamPool } from './pool.ts';
 import type { UpstreamRegistry } from './registry.ts';
-import { knownServer, specOfRow, transportSecretNames } from './registry.ts';
+import { knownServer, oauthTarget, specOfRow, transportSecretNames } from './registry.ts';
+import type { OAuthTarget } from './oauth/target.ts';
 import {
   checkStdioCommand,
   checkUpstreamUrl,
   fingerprintOf,
   resolvedLimits,
   slugOf,
+  type HttpSpec,
+  type OAuthSpec,
   type TransportSpec,
   type UpstreamSpec,
 } from './spec.ts';
@@ -47,6 +51,7 @@ import {
   checkSecretReferenceSyntax,
   missingSecretError,
   missingSecretNames,
+  resolveSecrets,
 } from '../../secrets/secret-references.ts';
 import { prefixedToolName, quoted, skippedWarnings } from './upstream-names.ts';
 import {
@@ -63,16 +68,65 @@ export interface UpstreamDeps {
   registry: UpstreamRegistry;
 }
 
-function transportOf(body: CreateUpstreamServerBody): TransportSpec {
-  return body.transport === 'stdio'
-    ? {
-        transport: 'stdio',
-        command: body.command,
-        args: body.args ?? [],
-        env: body.env ?? {},
-        cwd: body.cwd ?? null,
-      }
-    : { transport: 'http', url: body.url, headers: body.headers ?? {} };
+function transportOf(id: string, body: CreateUpstreamServerBody): TransportSpec {
+  if (body.transport === 'stdio') {
+    return {
+      transport: 'stdio',
+      command: body.command,
+      args: body.args ?? [],
+      env: body.env ?? {},
+      cwd: body.cwd ?? null,
+    };
+  }
+  if (body.oauth !== undefined && body.auth !== 'oauth') throw oauthWithoutAuth();
+  return {
+    transport: 'http',
+    url: body.url,
+    headers: body.headers ?? {},
+    ...(body.auth === 'oauth' && { oauth: oauthSpec(id, body.oauth) }),
+  };
+}
+
+function oauthWithoutAuth(): DomainError {
+  return new DomainError('VALIDATION_FAILED', 'oauth: settings apply only to a server with auth "oauth"', {
+    field: 'oauth',
+  });
+}
+
+function oauthSpec(id: string, settings: UpstreamOAuthSettings | null | undefined): OAuthSpec {
+  return {
+    server: id,
+    clientId: settings?.client_id ?? null,
+    clientSecret: settings?.client_secret ?? null,
+    scope: settings?.scope ?? null,
+  };
+}
+
+/** What a server that requires OAuth needs: a client secret only by reference, no header of its own. */
+function checkOAuth(transport: TransportSpec): void {
+  if (transport.transport !== 'http' || !transport.oauth) return;
+  const { clientId, clientSecret } = transport.oauth;
+  if (clientSecret !== null) {
+    if (clientId === null) {
+      throw new DomainError('VALIDATION_FAILED', 'oauth/client_secret: a client secret needs its client_id', {
+        field: 'oauth/client_secret',
+      });
+    }
+    if (!/^\{\{\s*secret\.[^{}]+\}\}$/.test(clientSecret.trim())) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        'oauth/client_secret: give the client secret as a secret reference, {{secret.NAME}} (it is never stored in the clear)',
+        { field: 'oauth/client_secret' },
+      );
+    }
+  }
+  if (Object.keys(transport.headers).some((name) => name.toLowerCase() === 'authorization')) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'headers/Authorization: a server that requires OAuth gets each person’s token; remove the Authorization header',
+      { field: 'headers' },
+    );
+  }
 }
 
 /** Checks a spec before it is stored: allow-list, URL, secret references (syntax and existence). */
@@ -81,9 +135,13 @@ async function checkSpec(db: Db, caller: Principal, spec: UpstreamSpec, deps: Up
   if (transport.transport === 'stdio')
     checkStdioCommand(transport.command, deps.registry.options.stdioCommands);
   else checkUpstreamUrl(transport.url);
+  checkOAuth(transport);
   const values = transport.transport === 'stdio' ? transport.env : transport.headers;
   const part = transport.transport === 'stdio' ? 'env' : 'headers';
   for (const [key, value] of Object.entries(values)) checkSecretReferenceSyntax(value, `${part}/${key}`);
+  if (transport.transport === 'http' && transport.oauth?.clientSecret) {
+    checkSecretReferenceSyntax(transport.oauth.clientSecret, 'oauth/client_secret');
+  }
   const missing = await missingSecretNames(db, caller.userId, transportSecretNames(transport));
   if (missing.length > 0) throw missingSecretError(missing, part);
 }
@@ -114,7 +172,27 @@ async function freeSlug(db: Db, userId: string, name: string): Promise<string> {
   for (let i = 2; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
 }
 
-export async function serverBody(db: Db, row: Row, deps: UpstreamDeps): Promise<UpstreamServerBody> {
+/** The viewer's connection to a server that requires OAuth (its owner's: servers are their owner's). */
+async function connectionOf(deps: UpstreamDeps, row: Row, url: string, viewer: string | undefined) {
+  const oauth = deps.registry.oauth;
+  const none = {
+    status: 'not_connected' as const,
+    issuer: null,
+    scope: null,
+    required_scope: null,
+    expires_at: null,
+    connected_at: null,
+  };
+  if (!oauth) return none;
+  return oauth.view({ serverId: row.id, userId: viewer ?? row.userId, url });
+}
+
+export async function serverBody(
+  db: Db,
+  row: Row,
+  deps: UpstreamDeps,
+  viewer?: string,
+): Promise<UpstreamServerBody> {
   const spec = specOfRow(row);
   const adis = await db.adi.findMany({
     where: { upstreamServerId: row.id },
@@ -134,7 +212,19 @@ export async function serverBody(db: Db, row: Row, deps: UpstreamDeps): Promise<
     transport: transport.transport,
     ...(transport.transport === 'stdio'
       ? { command: transport.command, args: transport.args, env: transport.env, cwd: transport.cwd }
-      : { url: transport.url, headers: transport.headers }),
+      : {
+          url: transport.url,
+          headers: transport.headers,
+          auth: transport.oauth ? 'oauth' : 'none',
+          ...(transport.oauth && {
+            oauth: {
+              ...(transport.oauth.clientId !== null && { client_id: transport.oauth.clientId }),
+              ...(transport.oauth.clientSecret !== null && { client_secret: transport.oauth.clientSecret }),
+              ...(transport.oauth.scope !== null && { scope: transport.oauth.scope }),
+            },
+            connection: await connectionOf(deps, row, transport.url, viewer),
+          }),
+        }),
     expose_tools: row.exposeTools,
     session_mode: spec.sessionMode,
     limits: {
@@ -182,8 +272,9 @@ export async function createUpstreamServer(
   body: CreateUpstreamServerBody,
   deps: UpstreamDeps,
 ): Promise<UpstreamServerBody> {
+  const id = newId('ups');
   const spec: UpstreamSpec = {
-    transport: transportOf(body),
+    transport: transportOf(id, body),
     exposeTools: body.expose_tools ?? [],
     sessionMode: body.session_mode ?? 'shared',
     limits: resolvedLimits(body.limits),
@@ -195,7 +286,7 @@ export async function createUpstreamServer(
     try {
       row = await ctx.prisma.upstreamServer.create({
         data: {
-          id: newId('ups'),
+          id,
           userId: caller.userId,
           name: body.name,
           slug: await freeSlug(ctx.prisma, caller.userId, body.name),
@@ -214,6 +305,7 @@ export async function createUpstreamServer(
   }
   deps.registry.remember(knownServer(row));
   await syncOrRecord(ctx, row.id, deps, 'create');
+  await oauthIfAsked(ctx, row.id, deps);
   return serverBody(
     ctx.prisma,
     await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id: row.id } }),
@@ -230,6 +322,21 @@ export async function listUpstreamServers(db: Db, caller: Principal, deps: Upstr
   return { items: await Promise.all(rows.map((r) => serverBody(db, r, deps))), next_cursor: null };
 }
 
+/** A PATCH's auth and oauth fields over the server's: `oauth` changes settings, `auth` turns OAuth on or off. */
+function nextOAuth(
+  id: string,
+  transport: HttpSpec,
+  body: UpdateUpstreamServerBody,
+): { oauth: OAuthSpec | undefined } {
+  const on = body.auth === undefined ? transport.oauth !== undefined : body.auth === 'oauth';
+  if (!on) {
+    if (body.oauth) throw oauthWithoutAuth();
+    return { oauth: undefined };
+  }
+  if (body.oauth === undefined) return { oauth: transport.oauth ?? oauthSpec(id, undefined) };
+  return { oauth: oauthSpec(id, body.oauth) };
+}
+
 /**
  * Changes a server. A change of its spec gives it a new fingerprint: its old pool stops once no
  * other server shares it (its children killed), and its tools are synced again.
@@ -244,8 +351,9 @@ export async function updateUpstreamServer(
   const row = await findOwnServer(ctx.prisma, caller, id);
   const spec = specOfRow(row);
   const transport = spec.transport;
-  const fields = transport.transport === 'stdio' ? ['command', 'args', 'env', 'cwd'] : ['url', 'headers'];
-  for (const field of ['command', 'args', 'env', 'cwd', 'url', 'headers']) {
+  const fields =
+    transport.transport === 'stdio' ? ['command', 'args', 'env', 'cwd'] : ['url', 'headers', 'auth', 'oauth'];
+  for (const field of ['command', 'args', 'env', 'cwd', 'url', 'headers', 'auth', 'oauth']) {
     if (field in body && !fields.includes(field)) {
       throw new DomainError(
         'VALIDATION_FAILED',
@@ -268,12 +376,19 @@ export async function updateUpstreamServer(
             ...transport,
             ...(body.url !== undefined && { url: body.url }),
             ...(body.headers !== undefined && { headers: body.headers }),
+            ...nextOAuth(id, transport, body),
           },
     exposeTools: body.expose_tools === undefined ? spec.exposeTools : (body.expose_tools ?? []),
     sessionMode: body.session_mode ?? spec.sessionMode,
     limits: body.limits === undefined ? spec.limits : resolvedLimits(body.limits),
   };
   await checkSpec(ctx.prisma, caller, next, deps);
+  // Tokens were got for the server as it was: another URL, client or scope, or no OAuth, ends them.
+  if (transport.transport === 'http' && transport.oauth) {
+    const after = next.transport.transport === 'http' ? next.transport : undefined;
+    const same = after?.url === transport.url && isDeepStrictEqual(after.oauth, transport.oauth);
+    if (!same) await forgetConnections(ctx, row, deps);
+  }
   const fingerprint = fingerprintOf(caller.userId, next);
   const updated = await ctx.prisma.upstreamServer.update({
     where: { id },
@@ -287,14 +402,25 @@ export async function updateUpstreamServer(
     },
   });
   deps.registry.remember(knownServer(updated));
-  if (fingerprint !== row.fingerprint) await syncOrRecord(ctx, id, deps, 'spec change');
+  if (fingerprint !== row.fingerprint) {
+    await syncOrRecord(ctx, id, deps, 'spec change');
+    if (body.auth === undefined) await oauthIfAsked(ctx, id, deps);
+  }
   return serverBody(ctx.prisma, await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id } }), deps);
+}
+
+/** A server's OAuth connections end (revoked, deleted) with the spec they were got for. */
+async function forgetConnections(ctx: DomainContext, row: Row, deps: UpstreamDeps): Promise<void> {
+  const oauth = deps.registry.oauth;
+  const transport = specOfRow(row).transport;
+  if (!oauth || transport.transport !== 'http' || !transport.oauth) return;
+  await oauth.forgetServer(await upstreamOAuthTarget(ctx, row.id, row.userId));
 }
 
 /**
  * Deletes a server: its pool stops once no other server shares it (children killed and waited
  * for); its tools and all their bindings stay, unlinked, and their calls fail with a clear error
- * until unbound.
+ * until unbound. Its people's OAuth tokens are revoked and deleted.
  */
 export async function deleteUpstreamServer(
   ctx: DomainContext,
@@ -302,6 +428,7 @@ export async function deleteUpstreamServer(
   id: string,
   deps: UpstreamDeps,
 ): Promise<void> {
+  await forgetConnections(ctx, await findOwnServer(ctx.prisma, caller, id), deps);
   await changeExposure(ctx, async (tx) => {
     await findOwnServer(tx, caller, id);
     const adis = await tx.adi.findMany({ where: { upstreamServerId: id }, select: { id: true } });
@@ -346,6 +473,35 @@ export async function upstreamServerLogs(
  * Syncs after a create or a spec change; a failure to reach the upstream is not the request's: it
  * is recorded on the server (status, last_error), which the answer shows.
  */
+/**
+ * A server added without OAuth whose first sync failed: when it answers 401 with a Bearer
+ * challenge, it requires OAuth, and is switched to it (its owner then connects their account).
+ * One with an Authorization header of its own is left alone (the header may be wrong).
+ */
+async function oauthIfAsked(ctx: DomainContext, id: string, deps: UpstreamDeps): Promise<void> {
+  const oauth = deps.registry.oauth;
+  const row = await ctx.prisma.upstreamServer.findUniqueOrThrow({ where: { id } });
+  const spec = specOfRow(row);
+  const transport = spec.transport;
+  if (!oauth || row.status === 'ok' || transport.transport !== 'http' || transport.oauth) return;
+  // Only a refusal for want of credentials is worth asking about (an unreachable or hanging server
+  // would only be waited for again).
+  if (!/\b401\b|unauthori[sz]ed/i.test(row.lastError ?? '')) return;
+  if (Object.keys(transport.headers).some((name) => name.toLowerCase() === 'authorization')) return;
+  if (!(await oauth.requiresOAuth(transport.url))) return;
+  const next: UpstreamSpec = { ...spec, transport: { ...transport, oauth: oauthSpec(id, undefined) } };
+  const updated = await ctx.prisma.upstreamServer.update({
+    where: { id },
+    data: {
+      spec: storedSpec(next.transport),
+      fingerprint: fingerprintOf(row.userId, next),
+      status: 'needs_connection',
+      lastError: `upstream server "${row.name}" requires OAuth (it answered 401 with a Bearer challenge): its owner connects their account in the console`,
+    },
+  });
+  deps.registry.remember(knownServer(updated));
+}
+
 async function syncOrRecord(
   ctx: DomainContext,
   id: string,
@@ -564,9 +720,14 @@ async function syncNow(
     const malformed = error instanceof DomainError && error.details?.malformed === true;
     const message =
       (malformed ? null : lastError) ?? (error instanceof Error ? error.message : String(error));
+    // A server that requires OAuth and has no connection is not failing: it waits for its owner.
+    const unconnected = error instanceof DomainError && error.code === 'UPSTREAM_AUTH_REQUIRED';
     await ctx.prisma.upstreamServer.update({
       where: { id: serverId },
-      data: { status: state === 'circuit_open' ? 'circuit_open' : 'failing', lastError: message },
+      data: {
+        status: unconnected ? 'needs_connection' : state === 'circuit_open' ? 'circuit_open' : 'failing',
+        lastError: unconnected ? error.message : message,
+      },
     });
     throw error;
   }
@@ -862,4 +1023,28 @@ export async function attachUpstreamServer(
       changedAeis: [aeiId],
     };
   });
+}
+
+/**
+ * What the OAuth broker needs of a server that requires OAuth, for the person whose it is (its
+ * client secret filled in); a server without OAuth is a 409 saying so.
+ */
+export async function upstreamOAuthTarget(
+  ctx: DomainContext,
+  serverId: string,
+  userId: string,
+): Promise<OAuthTarget> {
+  const row = await ctx.prisma.upstreamServer.findFirst({ where: { id: serverId, userId } });
+  if (!row) throw notFound('upstream server', serverId);
+  const server = knownServer(row);
+  const transport = server.spec.transport;
+  if (transport.transport !== 'http' || !transport.oauth) {
+    throw new DomainError(
+      'CONFLICT',
+      `upstream server "${row.name}" does not require OAuth (auth "none"): set auth "oauth" to connect accounts to it`,
+      { field: 'auth' },
+    );
+  }
+  const secrets = await resolveSecrets(ctx, userId, transportSecretNames(transport));
+  return oauthTarget(server, transport.oauth, (value) => secrets.fill(value));
 }

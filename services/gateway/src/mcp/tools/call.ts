@@ -7,6 +7,7 @@
 import {
   progressiveTools,
   toolError,
+  URL_ELICITATION_REQUIRED_ERROR,
   type ToolLogLine,
   type ToolProgress,
   type ToolResult,
@@ -191,6 +192,10 @@ function clientResult(answer: ToolResult, input: RequestInput | undefined): Call
       requestState: asked.state,
     } as unknown as CallToolResult;
   }
-  if (refusal && modern) throw new WireError(refusal.code, refusal.message, refusal.data);
+  // URL elicitation (an upstream's OAuth connection to make) is asked of any client that declared
+  // it: the error exists since 2025-11-25, whose clients are legacy-era sessions here.
+  if (refusal && (modern || (input !== undefined && refusal.code === URL_ELICITATION_REQUIRED_ERROR))) {
+    throw new WireError(refusal.code, refusal.message, refusal.data);
+  }
   return result as CallToolResult;
 }

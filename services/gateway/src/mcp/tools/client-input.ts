@@ -18,7 +18,7 @@ import {
   MAX_INPUT_RESPONSES,
   MAX_REQUEST_STATE_CHARS,
   type ClientInput,
-  type ClientInputCapability,
+  type ClientInputCapabilities,
   type InputRequest,
 } from '@bindery/contracts';
 import {
@@ -51,7 +51,7 @@ export class ClientDidNotAnswer extends Error {
 
 /** What a call's client can be asked, and how (RequestExtra.input). */
 export interface RequestInput {
-  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  capabilities: ClientInputCapabilities;
   /** A modern retry: the client's answers to the previous round, by key. */
   responses?: Record<string, Record<string, unknown>> | undefined;
   /** A modern retry: the previous round's `requestState`, as the client sent it back. */
@@ -76,6 +76,11 @@ export function inputCapabilitiesOf(declared: unknown): RequestInput['capabiliti
     const value = (declared as Record<string, unknown>)[name];
     if (typeof value === 'object' && value !== null) out[name] = true;
   }
+  // URL-mode elicitation (2025-11-25 and later): `elicitation: {url: {}}`; an upstream's OAuth
+  // connection is asked for this way (decision 079).
+  const elicitation = (declared as { elicitation?: unknown }).elicitation;
+  if (typeof elicitation === 'object' && elicitation !== null && 'url' in elicitation)
+    out.elicitation_url = true;
   return out;
 }
 

@@ -7,7 +7,13 @@
  * the other (nor the sandbox).
  */
 import type { JsonValue } from '@bindery/context-ops';
-import type { ClientInputCapability, ErrorCode, InputRequest, LogLevel } from '@bindery/contracts';
+import type {
+  ClientInputCapabilities,
+  ClientInputCapability,
+  ErrorCode,
+  InputRequest,
+  LogLevel,
+} from '@bindery/contracts';
 import type { MessagePort } from 'node:worker_threads';
 import type { TaskClock } from '../../../workers/task-clock.ts';
 
@@ -102,7 +108,7 @@ export interface SandboxTask extends TaskClock {
 
 /** The client's side of a call's input requests (SandboxTask.input). */
 export interface ToolInput {
-  capabilities: Partial<Record<ClientInputCapability, boolean>>;
+  capabilities: ClientInputCapabilities;
   /** The client's answers by key: the value of `ctx.elicit` (and the others) asked under that key. */
   responses: Record<string, JsonValue>;
 }
