@@ -531,14 +531,9 @@ function AccountFact({
           </div>
         )}
         <div className="actions">
-          {status === 'not_connected' && (
+          {status !== 'connected' && (
             <button type="button" className="small" onClick={() => void connect()} disabled={busy || leaving}>
-              {busy || leaving ? 'Connecting…' : 'Connect'}
-            </button>
-          )}
-          {status === 'needs_consent' && (
-            <button type="button" className="small" onClick={() => void connect()} disabled={busy || leaving}>
-              {busy || leaving ? 'Connecting…' : 'Connect again'}
+              {busy || leaving ? 'Connecting…' : status === 'needs_consent' ? 'Connect again' : 'Connect'}
             </button>
           )}
           {status !== 'not_connected' && (

@@ -78,8 +78,8 @@ function failure(error: DomainError | OpError, meta: Meta = {}): ToolResult {
       data: { requiredCapabilities: required as Record<string, unknown> },
     };
   }
-  const elicitation = error instanceof DomainError ? error.details?.elicitation : undefined;
-  if (error instanceof DomainError && error.code === 'UPSTREAM_AUTH_REQUIRED' && elicitation) {
+  const elicitation = error.code === 'UPSTREAM_AUTH_REQUIRED' ? error.details?.elicitation : undefined;
+  if (elicitation) {
     // MCP's URLElicitationRequiredError: the client opens the console page where the person connects.
     result.protocol_error = {
       code: URL_ELICITATION_REQUIRED_ERROR,

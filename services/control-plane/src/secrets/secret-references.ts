@@ -51,6 +51,13 @@ export function parseSecretReferences(text: string): ParsedReferences {
   return { names: [...names], malformed };
 }
 
+/** Whether a text is one well-formed reference and nothing else (around it, spaces at most). */
+export function isOnlyReference(text: string): boolean {
+  const trimmed = text.trim();
+  const match = new RegExp(REFERENCE.source).exec(trimmed);
+  return match !== null && match.index === 0 && match[0].length === trimmed.length;
+}
+
 /** The names a text refers to, each once, in order of first appearance. */
 export function secretReferences(text: string): string[] {
   return parseSecretReferences(text).names;

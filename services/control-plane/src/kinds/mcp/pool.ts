@@ -1028,12 +1028,9 @@ export class UpstreamPool {
     } catch (error) {
       // The server may have changed era (upgraded, or rolled back): the next start probes again.
       this.knownEra = undefined;
-      let failure: DomainError;
       // A person who must connect (again) is not a failure of the server: no backoff, no circuit.
-      const unauthorized = this.secrets.authFailure?.(error);
-      if (error instanceof DomainError) failure = error;
-      else if (unauthorized) failure = unauthorized;
-      else {
+      let failure = error instanceof DomainError ? error : this.secrets.authFailure?.(error);
+      if (!failure) {
         const reason = `could not be started: ${this.describe(error)}`;
         this.failed(reason);
         failure = new DomainError('UPSTREAM_FAILED', `upstream server "${server}" ${reason}`, {

@@ -39,6 +39,11 @@ export interface OAuthSpec {
 
 export type TransportSpec = StdioSpec | HttpSpec;
 
+/** Whether an HTTP server's headers carry credentials of their own (`Authorization`, any case). */
+export function hasAuthorizationHeader(transport: HttpSpec): boolean {
+  return Object.keys(transport.headers).some((name) => name.toLowerCase() === 'authorization');
+}
+
 export interface ResolvedLimits {
   maxInstances: number;
   concurrentCalls: number;

@@ -30,11 +30,13 @@ import { newId } from '../../domain/ids.ts';
 import type { UpstreamListing, UpstreamPool } from './pool.ts';
 import type { UpstreamRegistry } from './registry.ts';
 import { knownServer, oauthTarget, specOfRow, transportSecretNames } from './registry.ts';
+import { NOT_CONNECTED } from './oauth/broker.ts';
 import type { OAuthTarget } from './oauth/target.ts';
 import {
   checkStdioCommand,
   checkUpstreamUrl,
   fingerprintOf,
+  hasAuthorizationHeader,
   resolvedLimits,
   slugOf,
   type HttpSpec,
@@ -50,6 +52,7 @@ import { uniqueViolation } from '../../domain/prisma-errors.ts';
 import {
   checkSecretReferenceSyntax,
   missingSecretError,
+  isOnlyReference,
   missingSecretNames,
   resolveSecrets,
 } from '../../secrets/secret-references.ts';
@@ -112,7 +115,7 @@ function checkOAuth(transport: TransportSpec): void {
         field: 'oauth/client_secret',
       });
     }
-    if (!/^\{\{\s*secret\.[^{}]+\}\}$/.test(clientSecret.trim())) {
+    if (!isOnlyReference(clientSecret)) {
       throw new DomainError(
         'VALIDATION_FAILED',
         'oauth/client_secret: give the client secret as a secret reference, {{secret.NAME}} (it is never stored in the clear)',
@@ -120,7 +123,7 @@ function checkOAuth(transport: TransportSpec): void {
       );
     }
   }
-  if (Object.keys(transport.headers).some((name) => name.toLowerCase() === 'authorization')) {
+  if (hasAuthorizationHeader(transport)) {
     throw new DomainError(
       'VALIDATION_FAILED',
       'headers/Authorization: a server that requires OAuth gets each person’s token; remove the Authorization header',
@@ -175,15 +178,7 @@ async function freeSlug(db: Db, userId: string, name: string): Promise<string> {
 /** The viewer's connection to a server that requires OAuth (its owner's: servers are their owner's). */
 async function connectionOf(deps: UpstreamDeps, row: Row, url: string, viewer: string | undefined) {
   const oauth = deps.registry.oauth;
-  const none = {
-    status: 'not_connected' as const,
-    issuer: null,
-    scope: null,
-    required_scope: null,
-    expires_at: null,
-    connected_at: null,
-  };
-  if (!oauth) return none;
+  if (!oauth) return NOT_CONNECTED;
   return oauth.view({ serverId: row.id, userId: viewer ?? row.userId, url });
 }
 
@@ -487,7 +482,7 @@ async function oauthIfAsked(ctx: DomainContext, id: string, deps: UpstreamDeps):
   // Only a refusal for want of credentials is worth asking about (an unreachable or hanging server
   // would only be waited for again).
   if (!/\b401\b|unauthori[sz]ed/i.test(row.lastError ?? '')) return;
-  if (Object.keys(transport.headers).some((name) => name.toLowerCase() === 'authorization')) return;
+  if (hasAuthorizationHeader(transport)) return;
   if (!(await oauth.requiresOAuth(transport.url))) return;
   const next: UpstreamSpec = { ...spec, transport: { ...transport, oauth: oauthSpec(id, undefined) } };
   const updated = await ctx.prisma.upstreamServer.update({

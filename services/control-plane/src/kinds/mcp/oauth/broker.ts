@@ -122,11 +122,17 @@ type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
 const heldKey = (target: Pick<OAuthTarget, 'serverId' | 'userId'>) =>
   `${target.serverId}\u0000${target.userId}`;
+/** A person's connection row to a server: its columns, and its unique key. */
+const rowOf = (target: Pick<OAuthTarget, 'serverId' | 'userId'>) => ({
+  upstreamServerId: target.serverId,
+  userId: target.userId,
+});
 const keyOf = (target: Pick<OAuthTarget, 'serverId' | 'userId'>) => ({
-  upstreamServerId_userId: { upstreamServerId: target.serverId, userId: target.userId },
+  upstreamServerId_userId: rowOf(target),
 });
 
-const NOT_CONNECTED: ConnectionView = {
+/** A person's view of a server they have not connected (or whose connection is for another URL). */
+export const NOT_CONNECTED: ConnectionView = {
   status: 'not_connected',
   issuer: null,
   scope: null,
@@ -440,7 +446,7 @@ export class UpstreamOAuth implements ClientSide {
     this.held.delete(heldKey(target));
     if (!row) return { revoked: false };
     await this.db().upstreamOAuthConnection.deleteMany({
-      where: { upstreamServerId: target.serverId, userId: target.userId },
+      where: rowOf(target),
     });
     this.options.changed?.(target.serverId, false);
     try {
@@ -626,7 +632,7 @@ export class UpstreamOAuth implements ClientSide {
     this.held.delete(heldKey(target));
     await this.db()
       .upstreamOAuthConnection.updateMany({
-        where: { upstreamServerId: target.serverId, userId: target.userId },
+        where: rowOf(target),
         data: { status: 'needs_consent', requiredScope: requiredScope?.slice(0, 1024) ?? null },
       })
       .catch(() => undefined);
@@ -707,7 +713,7 @@ export class UpstreamOAuth implements ClientSide {
     held: Held,
     resourceMetadataUrl?: URL,
   ): Promise<Held | undefined> {
-    const person = { upstreamServerId: target.serverId, userId: target.userId };
+    const person = rowOf(target);
     const these = { ...person, obtainedAt: new Date(held.obtainedAt) };
     if (!held.tokens.refresh_token) {
       await this.db().upstreamOAuthConnection.deleteMany({ where: these });
@@ -864,7 +870,7 @@ export class UpstreamOAuth implements ClientSide {
     };
     await this.db().upstreamOAuthConnection.upsert({
       where: keyOf(target),
-      create: { upstreamServerId: target.serverId, userId: target.userId, ...data },
+      create: { ...rowOf(target), ...data },
       update: data,
     });
     this.held.delete(heldKey(target));
