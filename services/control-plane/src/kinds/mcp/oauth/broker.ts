@@ -571,12 +571,17 @@ export class UpstreamOAuth implements ClientSide {
   /**
    * What an instance's transport authenticates with: the person's access token before every
    * request (refreshed first when it is about to expire), a refresh on a 401. A person who has not
-   * connected fails before anything is sent.
+   * connected, or whose connection ended since the instance started (a disconnect, a changed
+   * server), fails before anything is sent: never a request without their token.
    */
   async authProvider(target: OAuthTarget): Promise<AuthProvider> {
     if (!(await this.current(target))) throw this.authRequired(target);
     return {
-      token: async () => (await this.current(target, { refreshAhead: true }))?.tokens.access_token,
+      token: async () => {
+        const held = await this.current(target, { refreshAhead: true });
+        if (!held) throw this.authRequired(target);
+        return held.tokens.access_token;
+      },
       onUnauthorized: async (ctx: UnauthorizedContext) => {
         const held = await this.current(target);
         if (!held) throw this.authRequired(target);
