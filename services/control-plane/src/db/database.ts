@@ -71,7 +71,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       pool,
       sql: {
         exec: async (sql) => void (await pool.query(sql)),
-        query: async <T>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as T[],
+        query: async <T>(sql: string, params?: unknown[], name?: string) =>
+          (
+            await (name === undefined
+              ? pool.query(sql, params)
+              : pool.query({ name, text: sql, values: params }))
+          ).rows as T[],
       },
       close: async () => {
         await prisma.$disconnect();

@@ -11,7 +11,11 @@ import { fileURLToPath } from 'node:url';
 /** The SQL surface a migration needs: one session, multi-statement scripts, parameterised queries. */
 export interface SqlSession {
   exec(sql: string): Promise<void>;
-  query<T>(sql: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * `name` makes it a named prepared statement, for one run very often with the same text: the
+   * database parses and plans it once per connection (PGlite, in process, ignores it).
+   */
+  query<T>(sql: string, params?: unknown[], name?: string): Promise<T[]>;
 }
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../../prisma/migrations', import.meta.url));
