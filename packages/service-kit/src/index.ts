@@ -40,7 +40,12 @@ export {
   type Subscription,
 } from './invalidation-subscriber.ts';
 export { refuseConnect, requestFramingProblem, requestTargetPath } from './request-framing.ts';
-export { closeOnSignals, type ShutdownOptions, type ShutdownTarget } from './shutdown.ts';
+export {
+  closeOnSignals,
+  drainIdleWhileClosing,
+  type ShutdownOptions,
+  type ShutdownTarget,
+} from './shutdown.ts';
 export {
   SpanKind,
   activeCarrier,

@@ -1,3 +1,6 @@
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+
 /**
  * Graceful shutdown, the same for both services: on SIGINT or SIGTERM the HTTP server stops taking
  * connections, requests already received run to their answer (Fastify answers 503 to new requests
@@ -10,7 +13,7 @@
 /** What the shutdown needs of a Fastify app. */
 export interface ShutdownTarget {
   close(): PromiseLike<unknown>;
-  server: { closeAllConnections(): void; closeIdleConnections(): void };
+  server: { closeAllConnections(): void };
   log: {
     info(details: object, message: string): void;
     warn(details: object, message: string): void;
@@ -29,12 +32,44 @@ export interface ShutdownOptions {
 /** How long `afterClose` may take once the grace period is over, before the process exits anyway. */
 const RELEASE_AFTER_GRACE_MS = 5_000;
 /**
- * How often keep-alive connections that fell idle are closed while the server drains. Node closes
- * the idle ones once, when closing starts; one whose last answer comes later (a tool call, or a
- * stream written outside the framework's hooks) would otherwise keep the server open until its
- * keep-alive timeout.
+ * How often keep-alive connections that fell idle are closed while the server drains
+ * (`drainIdleWhileClosing`, which each service's app installs). Node closes the idle ones once,
+ * when closing starts; one whose last answer comes later (a tool call, or a stream written outside
+ * the framework's hooks) would otherwise keep the server open until its keep-alive timeout.
  */
 const IDLE_SWEEP_MS = 100;
+
+/**
+ * Makes every close of `app` (on a signal, or `app.close()` by whoever embeds it) drain its
+ * connections: from the start of closing until the server is closed, each keep-alive connection is
+ * closed as soon as it falls idle, and so is each connection on which no byte has arrived yet.
+ * Without it, a connection whose last answer ended after closing began (a standing stream ended by
+ * a `preClose` hook, a tool call answered) held the close until its keep-alive timeout (72 s by
+ * default), and one a client opened ahead and never used (a pooled or speculative connection) until
+ * Node's headers timeout (60 s and more): Node counts neither as idle. Closing a connection that
+ * carried nothing loses nothing; its client sees it closed before sending, and can send again.
+ */
+export function drainIdleWhileClosing(app: FastifyInstance): void {
+  const open = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+  let sweep: NodeJS.Timeout | undefined;
+  app.addHook('preClose', (done) => {
+    const drain = () => {
+      app.server.closeIdleConnections();
+      for (const socket of open) if (socket.bytesRead === 0) socket.destroy();
+    };
+    drain();
+    sweep = setInterval(drain, IDLE_SWEEP_MS);
+    done();
+  });
+  app.addHook('onClose', (_instance, done) => {
+    clearInterval(sweep);
+    done();
+  });
+}
 
 /** Installs the signal handlers; answers a function that starts the same shutdown by hand. */
 export function closeOnSignals(app: ShutdownTarget, options: ShutdownOptions): (reason: string) => void {
@@ -45,11 +80,9 @@ export function closeOnSignals(app: ShutdownTarget, options: ShutdownOptions): (
     started = true;
     app.log.info({ reason, grace_ms: options.graceMs }, 'shutting down: finishing requests in flight');
     let graceOver = false;
-    const sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
     const release = () => (options.afterClose ? options.afterClose() : Promise.resolve());
     const grace = setTimeout(() => {
       graceOver = true;
-      clearInterval(sweep);
       app.log.warn(
         { grace_ms: options.graceMs },
         'shutdown grace period over: cutting the connections of requests still running',
@@ -66,7 +99,6 @@ export function closeOnSignals(app: ShutdownTarget, options: ShutdownOptions): (
       .then(async () => {
         if (graceOver) return;
         clearTimeout(grace);
-        clearInterval(sweep);
         await release();
         app.log.info({}, 'stopped');
         exit(0);
@@ -74,7 +106,6 @@ export function closeOnSignals(app: ShutdownTarget, options: ShutdownOptions): (
       .catch((error: unknown) => {
         if (graceOver) return;
         clearTimeout(grace);
-        clearInterval(sweep);
         app.log.error({ err: error }, 'shutdown failed');
         exit(1);
       });

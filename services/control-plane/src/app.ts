@@ -8,6 +8,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   RequestLogController,
+  drainIdleWhileClosing,
   invalidatesConfig,
   loggerOptions,
   subscribeInvalidations,
@@ -197,6 +198,7 @@ export async function buildApp(options: AppOptions): Promise<AdminApp> {
     http: { requireHostHeader: false },
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  drainIdleWhileClosing(app);
   app.setValidatorCompiler(requestValidatorCompiler());
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   const metrics = createMetrics({ pool: options.pool });

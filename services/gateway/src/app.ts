@@ -7,6 +7,7 @@ import { createServer } from 'node:http';
 import { redactApiKeyInUrl, type ErrorCode } from '@bindery/contracts';
 import {
   RequestLogController,
+  drainIdleWhileClosing,
   loggerOptions,
   refuseConnect,
   requestFramingProblem,
@@ -229,6 +230,8 @@ export async function buildGateway(
     lane.current?.stop();
     sessions.endStandingStreams();
   });
+  // Those streams' connections, and those of calls answered meanwhile, close once idle.
+  drainIdleWhileClosing(app);
   // The MCP endpoints and the REST entry answer browsers of allowed origins (CORS); ops routes do not.
   await app.register(async (scope) => {
     await registerCors(scope, config);
