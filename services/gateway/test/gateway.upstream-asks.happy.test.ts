@@ -272,25 +272,52 @@ describe('callers are kept apart', () => {
           ResourceUpdatedNotificationSchema,
           (n) => void updated.push(n.params.uri),
         );
-        await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}${paths.news}`)));
+        const transport = new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}${paths.news}`));
+        await client.connect(transport);
+        // What reaches this agent's connection, in order: the gateway's part ends there. (The SDK
+        // Client hands a notification to its handler a microtask after it arrives but settles a
+        // response at once, so a report read in the same turn as the answer can miss `onprogress`.)
+        const wire: string[] = [];
+        const deliver = transport.onmessage!;
+        transport.onmessage = (message) => {
+          const seen = message as {
+            id?: unknown;
+            method?: string;
+            params?: { progressToken?: unknown; message?: unknown };
+            result?: { content?: unknown };
+          };
+          if (seen.method === 'notifications/progress') {
+            wire.push(`${String(seen.params?.progressToken)}: ${String(seen.params?.message)}`);
+          } else if (seen.result?.content !== undefined) {
+            wire.push(`${String(seen.id)}: answer`);
+          }
+          deliver(message);
+        };
         await client.subscribeResource({ uri: `test://news/${name}` });
-        return { name, client, updated };
+        return { name, client, updated, wire };
       }),
     );
     try {
-      const reports = await Promise.all(
-        agents.map(async ({ client }) => {
-          const heard: string[] = [];
-          await client.callTool({ name: 'progress', arguments: { steps: 3 } }, undefined, {
-            onprogress: (progress) => void heard.push(String(progress.message)),
-          });
-          return heard;
-        }),
+      await Promise.all(
+        agents.map(({ client }) =>
+          client.callTool({ name: 'progress', arguments: { steps: 3 } }, undefined, {
+            onprogress: () => undefined,
+          }),
+        ),
       );
-      expect(reports).toEqual([
-        ['step 1', 'step 2', 'step 3'],
-        ['step 1', 'step 2', 'step 3'],
-      ]);
+      // Both agents numbered the call alike (same id, same progress token): each heard its own
+      // three reports on its own stream, before its answer, and none of the other's.
+      const [one, two] = agents.map((agent) => agent.wire);
+      const token = one![0]!.split(':')[0]!;
+      expect(two![0]!.split(':')[0]).toBe(token);
+      for (const wire of [one, two]) {
+        expect(wire).toEqual([
+          `${token}: step 1`,
+          `${token}: step 2`,
+          `${token}: step 3`,
+          `${token}: answer`,
+        ]);
+      }
       await agents[0]!.client.callTool({ name: 'touch', arguments: { text: 'test://news/one' } });
       await agents[1]!.client.callTool({ name: 'touch', arguments: { text: 'test://news/two' } });
       for (let tries = 0; tries < 100; tries += 1) {
