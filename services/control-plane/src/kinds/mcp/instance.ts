@@ -407,8 +407,17 @@ export class UpstreamInstance {
       throw new HandshakeTimeout(options.timeoutMs);
     }
     // A tools/call answered with a task gets past the SDK's decoding in _meta (upstream-tasks.ts).
+    // The SDK hands a notification to its handler a microtask after it arrives but settles an
+    // answer at once, and a transport hands over every message of one read in one go: a call's
+    // last progress report or log line, read with its answer, would come after the call ended and
+    // be dropped. An answer waits one microtask, behind what came before it.
     const delivered = transport.onmessage;
-    if (delivered) transport.onmessage = (message, extra) => delivered(carryTask(message), extra);
+    if (delivered)
+      transport.onmessage = (message, extra) => {
+        const carried = carryTask(message);
+        if ('method' in carried) delivered(carried, extra);
+        else queueMicrotask(() => delivered(carried, extra));
+      };
     connected.instance = new UpstreamInstance(client, transport, pidOf(), options.caps);
     cuts.instance = connected.instance;
     return connected.instance;

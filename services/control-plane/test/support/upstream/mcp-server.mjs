@@ -8,8 +8,8 @@
 //   hang                   -> never answers (writes `hang cancelled` to stderr when cancelled)
 //   crash                  -> the process exits at once (stdio) / the session is dropped (HTTP)
 //   fail                   -> an isError result
-//   progress {steps, pad?} -> notifications/progress steps times (with a progress token; each message
-//                             padded to `pad` characters), then answers
+//   progress {steps, pad?} -> notifications/progress steps times, 20 ms apart (with a progress token;
+//                             each message padded to `pad` characters), then answers at once
 //   set_tools {extra?: [..], resources?: [..], prompts?: [..]}
 //                          -> adds tools named in `extra` (each echoes), resources of the URIs in
 //                             `resources` (each a text naming its URI), prompts named in `prompts`
@@ -360,7 +360,9 @@ export function createMcpServer(onCrash = () => process.exit(1)) {
               },
             });
           }
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          // Between reports, a pause; the last one goes out right before the answer (in one chunk,
+          // as a server that reports and answers in the same turn sends them).
+          if (step < steps) await new Promise((resolve) => setTimeout(resolve, 20));
         }
         return text(`done after ${steps} steps`);
       }
