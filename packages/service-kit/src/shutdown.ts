@@ -38,31 +38,42 @@ const RELEASE_AFTER_GRACE_MS = 5_000;
  * the framework's hooks) would otherwise keep the server open until its keep-alive timeout.
  */
 const IDLE_SWEEP_MS = 100;
+/**
+ * A connection on which nothing arrived for this long counts as unused (opened ahead by a client);
+ * a younger one may have its request on the way.
+ */
+const UNUSED_AFTER_MS = 1_000;
 
 /**
  * Makes every close of `app` (on a signal, or `app.close()` by whoever embeds it) drain its
  * connections: from the start of closing until the server is closed, each keep-alive connection is
- * closed as soon as it falls idle, and so is each connection on which no byte has arrived yet.
- * Without it, a connection whose last answer ended after closing began (a standing stream ended by
- * a `preClose` hook, a tool call answered) held the close until its keep-alive timeout (72 s by
- * default), and one a client opened ahead and never used (a pooled or speculative connection) until
- * Node's headers timeout (60 s and more): Node counts neither as idle. Closing a connection that
- * carried nothing loses nothing; its client sees it closed before sending, and can send again.
+ * closed as soon as it falls idle, and so is each connection on which no byte has arrived for a
+ * second. Without it, a connection whose last answer ended after closing began (a standing stream
+ * ended by a `preClose` hook, a tool call answered) held the close until its keep-alive timeout (72 s
+ * by default), and one a client opened ahead and never used (a pooled or speculative connection)
+ * until the client dropped it or the grace period cut it: Node counts neither as idle. Closing a
+ * connection that carried nothing loses nothing; its client sees it closed before sending, and can
+ * send again.
  */
 export function drainIdleWhileClosing(app: FastifyInstance): void {
-  const open = new Set<Socket>();
+  /** Each open connection, with when it was accepted. */
+  const open = new Map<Socket, number>();
   app.server.on('connection', (socket: Socket) => {
-    open.add(socket);
+    open.set(socket, performance.now());
     socket.once('close', () => open.delete(socket));
   });
   let sweep: NodeJS.Timeout | undefined;
   app.addHook('preClose', (done) => {
     const drain = () => {
       app.server.closeIdleConnections();
-      for (const socket of open) if (socket.bytesRead === 0) socket.destroy();
+      const before = performance.now() - UNUSED_AFTER_MS;
+      for (const [socket, accepted] of open) {
+        if (socket.bytesRead === 0 && accepted <= before) socket.destroy();
+      }
     };
     drain();
     sweep = setInterval(drain, IDLE_SWEEP_MS);
+    sweep.unref();
     done();
   });
   app.addHook('onClose', (_instance, done) => {

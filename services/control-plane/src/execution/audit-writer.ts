@@ -106,9 +106,14 @@ const COLUMNS = `"id", "user_id", "action", "aei_id", "binding_id", "adi_id", "t
   "status", "error_code", "duration_ms", "args_digest", "request_id", "caller", "source_hint", "source_used",
   "trace_id"`;
 
-/** One row: the common case at low concurrency, where it costs less than the array form. */
+/**
+ * One row: the common case at low concurrency, where it costs less than the array form. Its
+ * parameters' types are spelled out, as the array form's are: a named statement keeps the types
+ * it was prepared with.
+ */
 const INSERT_ONE = `INSERT INTO "audit_event" (${COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+  VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text,
+    $10::text, $11::int4, $12::text, $13::text, $14::text, $15::text, $16::text, $17::text)
   ON CONFLICT ("id") DO NOTHING`;
 
 /**
