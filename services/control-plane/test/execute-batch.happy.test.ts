@@ -266,11 +266,15 @@ describe('cutting one call of a named batch', () => {
 
   const hangLine = (tag: string) =>
     `${http.adiId}\t${JSON.stringify({ aei_id: http.aeiId, binding_id: http.bindingId, arguments: { tag } })}\n`;
-  const post = (path: string, init: { body: string; headers: Record<string, string> }) =>
+  const post = (
+    path: string,
+    init: { body: string; headers: Record<string, string>; signal?: AbortSignal },
+  ) =>
     fetch(`${other.baseUrl}/internal${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${INTERNAL_TOKEN}`, ...init.headers },
       body: init.body,
+      ...(init.signal && { signal: init.signal }),
     });
   const cut = (batchId: string, lines: number[]) =>
     post('/execute-batch/cancel', {
@@ -303,6 +307,27 @@ describe('cutting one call of a named batch', () => {
     expect(closed).toContain('a');
     expect(closed).not.toContain('b');
     await reader.cancel();
+  });
+
+  it('closing a named batch’s connection cuts every call of it still running', async () => {
+    const id = 'batch-cut-0000000003';
+    const gone = new AbortController();
+    const res = await post('/execute-batch', {
+      body: hangLine('e') + hangLine('f'),
+      headers: { 'content-type': 'application/x-ndjson', 'x-bindery-batch': id },
+      signal: gone.signal,
+    });
+    expect(res.status).toBe(200);
+    for (let i = 0; i < 200 && arrived.filter((t) => t === 'e' || t === 'f').length < 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(closed).not.toContain('e');
+    gone.abort();
+    // Both requests to the API are cut long before their 20 s limit.
+    for (let i = 0; i < 200 && closed.filter((t) => t === 'e' || t === 'f').length < 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(closed).toEqual(expect.arrayContaining(['e', 'f']));
   });
 
   it('a cut that arrives before its batch cuts the line when the batch comes', async () => {

@@ -138,7 +138,6 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions, inst
       const socket = request.raw.socket;
       reply.hijack();
       const raw = reply.raw;
-      const cancelled = abortedOnClose(raw, CALLER_GONE);
       // A named batch's calls can be cancelled one by one while it runs (not a name in use).
       const named = request.headers[EXECUTE_BATCH_ID_HEADER];
       const batchId =
@@ -147,9 +146,16 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions, inst
           : undefined;
       const own: (AbortController | undefined)[] | undefined =
         batchId === undefined ? undefined : lines.map(() => new AbortController());
+      // The connection closing cancels every call still running: one signal for an unnamed batch;
+      // a named batch's lines each have their own, which the close aborts too (rather than a
+      // signal per line combining two: AbortSignal.any costs about 26 µs of CPU on Node 20).
+      const cancelled = own === undefined ? abortedOnClose(raw, CALLER_GONE) : undefined;
       if (batchId !== undefined && own !== undefined) {
         running.set(batchId, own);
-        raw.once('close', () => running.delete(batchId));
+        raw.once('close', () => {
+          running.delete(batchId);
+          if (!raw.writableFinished) for (const controller of own) controller?.abort(CALLER_GONE);
+        });
         const cut = early.get(batchId);
         early.delete(batchId);
         if (cut !== undefined && performance.now() - cut.at < EARLY_CUT_MS) {
@@ -210,7 +216,7 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions, inst
         if ('refused' in line) {
           return answer(i, () => JSON.stringify({ i, status: line.status, body: line.refused }));
         }
-        const signal = own?.[i] ? AbortSignal.any([cancelled, own[i].signal]) : cancelled;
+        const signal = own?.[i]?.signal ?? cancelled;
         executeBinding(ctx, line.adiId, line.body, executor, signal).then(
           (result) => answer(i, () => `{"i":${i},"status":200,"body":${serialize(result)}}`),
           (error: unknown) => {
