@@ -227,7 +227,12 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
           { authorization: `Bearer ${INTERNAL_TOKEN}` },
         ).then((text) => void executorResult(text, 'bare Node proxy')),
     };
-    const names = Object.keys(paths);
+    // BENCH_PATHS (comma-separated words of the paths' names, e.g. `naive,JSON-RPC`) keeps only the
+    // paths named, for a profile of one of them (a ratio whose paths did not run prints NaN).
+    const only = process.env.BENCH_PATHS?.split(',');
+    const names = Object.keys(paths).filter(
+      (n) => only === undefined || only.some((word) => n.includes(word)),
+    );
     for (let i = 0; i < WARMUP; i++) for (const name of names) await paths[name]!(0);
     await throughput(CONCURRENCY, 1, paths['gateway (JSON-RPC over HTTP)']!);
 
@@ -244,13 +249,15 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
       ),
       batches: await metric(gw.url, 'gateway_execute_batch_calls_count'),
       batched: await metric(gw.url, 'gateway_execute_batch_calls_sum'),
+      auditInserts: await metric(cp.url, 'controlplane_audit_batch_rows_count'),
+      auditRows: await metric(cp.url, 'controlplane_audit_batch_rows_sum'),
     });
     const before = await lookups();
-    const rates: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+    const rates: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((n) => [n, []]));
     // CPU time each process spent on each path's calls (gateway, control plane, database, Redis,
     // this benchmark), over all its runs.
     const cpu: Record<string, { calls: number; parts: CpuParts }> = Object.fromEntries(
-      names.map((n) => [n, { calls: 0, parts: {} }]),
+      Object.keys(paths).map((n) => [n, { calls: 0, parts: {} }]),
     );
     const reading = () =>
       cpuReading(
@@ -268,7 +275,7 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
         rates[name]!.push(run.rate);
       }
     }
-    const c1: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+    const c1: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((n) => [n, []]));
     for (let i = 0; i < CALLS_C1; i++) {
       for (const name of names) {
         const t0 = performance.now();
@@ -336,6 +343,11 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
     console.log(
       `  gateway -> control plane: ${batched} of the gateway's ${gatewayCalls} calls went in ${batches} shared exchanges ` +
         `(${batches > 0 ? (batched / batches).toFixed(1) : '0'} calls each); the others alone`,
+    );
+    const inserts = after.auditInserts - before.auditInserts;
+    console.log(
+      `  audit: ${after.auditRows - before.auditRows} rows in ${inserts} INSERTs ` +
+        `(${inserts > 0 ? ((after.auditRows - before.auditRows) / inserts).toFixed(1) : '0'} rows each)`,
     );
     if (postgres) {
       console.log(

@@ -31,9 +31,15 @@ export function spawnService(
 
 /**
  * Node flags that write a CPU profile of a service to `BENCH_PROFILE_DIR` when it is set (a folder per
- * service; open the `.cpuprofile` in Chrome DevTools); none otherwise.
+ * service; open the `.cpuprofile` in Chrome DevTools); none otherwise. With `BENCH_PERF=1` instead,
+ * the services write the map of their compiled functions for Linux `perf` (`perf record -g -p PID`),
+ * which samples only time spent on a CPU: V8's own profiler samples a thread preempted in a system
+ * call as busy there, which on a loaded host made socket writes look several times their cost.
  */
 export function profileArgs(service: string): string[] {
+  if (process.env.BENCH_PERF === '1') {
+    return ['--perf-basic-prof-only-functions', '--interpreted-frames-native-stack'];
+  }
   const dir = process.env.BENCH_PROFILE_DIR;
   // One folder per service: the main thread's profile is the largest file in it.
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, service)}`] : [];
