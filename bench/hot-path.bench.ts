@@ -17,14 +17,17 @@
  *   steadier than calls per second on a noisy host;
  * - what the control plane looked up during the measured calls: binding and context cache misses
  *   (0 = no database read for them in steady state) and, on PostgreSQL, where tables' versions came
- *   from (memory under the control plane's lease, or Redis).
+ *   from (memory under the control plane's lease, or Redis);
+ * - the audit rows each INSERT carried at concurrency 32 (the audit trail's group commit).
  * Engines: embedded PGlite; PostgreSQL without Redis (tables' versions over LISTEN/NOTIFY); PostgreSQL
  * with REDIS_URL (BENCH_REDIS_URL, default the local Redis); and, named only when asked for,
  * `postgres+tracing`: PostgreSQL without Redis with OpenTelemetry traces on in both services, every
  * call exported to a collector on loopback that keeps nothing (the cost of traces: compare its
  * ratio with `postgres` in the same run).
  * Environment: BENCH_SECONDS (length of one run, default 3), BENCH_ROUNDS (runs per path, default
- * 3), BENCH_CALLS (calls per path at concurrency 1, default 1000), BENCH_WARMUP (rounds, default 500).
+ * 3), BENCH_CALLS (calls per path at concurrency 1, default 1000), BENCH_WARMUP (rounds, default 500),
+ * BENCH_PATHS (words of the paths to run, e.g. `naive,JSON-RPC`; the others are skipped), BENCH_PERF=1
+ * (services started for Linux perf, support/control-plane.ts; it takes the place of BENCH_PROFILE_DIR).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -234,7 +237,7 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
       (n) => only === undefined || only.some((word) => n.includes(word)),
     );
     for (let i = 0; i < WARMUP; i++) for (const name of names) await paths[name]!(0);
-    await throughput(CONCURRENCY, 1, paths['gateway (JSON-RPC over HTTP)']!);
+    for (const name of names) if (!name.startsWith('naive')) await throughput(CONCURRENCY, 1, paths[name]!);
 
     const lookups = async () => ({
       bindingMiss: await metric(cp.url, 'controlplane_binding_cache_total', '{result="miss"}'),
@@ -275,6 +278,8 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
         rates[name]!.push(run.rate);
       }
     }
+    // The audit rows per INSERT of the runs at concurrency 32 (at 1, every INSERT carries one row).
+    const atC32 = await lookups();
     const c1: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((n) => [n, []]));
     for (let i = 0; i < CALLS_C1; i++) {
       for (const name of names) {
@@ -334,20 +339,19 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
         `context cache misses ${after.contextMiss - before.contextMiss} (0 = read from memory, no database round trip)`,
     );
     // Both eras' calls go through the gateway (the modern one too).
-    const gatewayCalls =
-      cpu['gateway (JSON-RPC over HTTP)']!.calls +
-      cpu['gateway, modern era (no session)']!.calls +
-      2 * CALLS_C1;
+    const throughGateway = names.filter((name) => name.startsWith('gateway'));
+    const gatewayCalls = throughGateway.reduce((sum, name) => sum + cpu[name]!.calls + CALLS_C1, 0);
     const batches = after.batches - before.batches;
     const batched = after.batched - before.batched;
     console.log(
       `  gateway -> control plane: ${batched} of the gateway's ${gatewayCalls} calls went in ${batches} shared exchanges ` +
         `(${batches > 0 ? (batched / batches).toFixed(1) : '0'} calls each); the others alone`,
     );
-    const inserts = after.auditInserts - before.auditInserts;
+    const inserts = atC32.auditInserts - before.auditInserts;
+    const rows = atC32.auditRows - before.auditRows;
     console.log(
-      `  audit: ${after.auditRows - before.auditRows} rows in ${inserts} INSERTs ` +
-        `(${inserts > 0 ? ((after.auditRows - before.auditRows) / inserts).toFixed(1) : '0'} rows each)`,
+      `  audit at c=${CONCURRENCY}: ${rows} rows in ${inserts} INSERTs ` +
+        `(${inserts > 0 ? (rows / inserts).toFixed(1) : '0'} rows each)`,
     );
     if (postgres) {
       console.log(

@@ -5,10 +5,16 @@
 // while its batch runs ends alone, the others still get theirs; a failed exchange fails only the
 // unanswered calls and never sends them again; a batch refused whole is sent again call by call
 // and no batch goes for a while (also when a proxy refuses it in HTML, through the real client);
-// every answer counts for the breaker, a server error as a failure.
+// every answer counts for the breaker, a server error as a failure; no two batches of a process share
+// a name.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ExecuteBatchAnswer, ExecuteRequest, ToolResult } from '@bindery/contracts';
+import {
+  EXECUTE_BATCH_ID_RE,
+  type ExecuteBatchAnswer,
+  type ExecuteRequest,
+  type ToolResult,
+} from '@bindery/contracts';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { ControlPlaneClient } from '../src/control-plane/client.ts';
@@ -111,6 +117,21 @@ describe('ExecuteBatcher', () => {
     ]);
     expect(h.records).toEqual([true, true, false]);
     expect(ex.signal.aborted).toBe(false);
+  });
+
+  it('names every batch of the process differently, whichever batcher sends it', async () => {
+    // Two gateways in one process (as tests build them) talk to one control plane: a name in use
+    // there would make a batch unnamed, and a cut would reach the other's line.
+    const [a, b] = [harness(), harness()];
+    for (let round = 0; round < 3; round++) {
+      for (const h of [a, b]) void [0, 1].map((n) => outcome(h.batcher.execute(ADI, request(n))));
+      await a.turn();
+    }
+    const names = [...a.exchanges, ...b.exchanges].map((ex) => ex.batchId);
+    expect(names).toHaveLength(6);
+    expect(new Set(names).size).toBe(6);
+    for (const name of names) expect(name).toMatch(EXECUTE_BATCH_ID_RE);
+    for (const ex of [...a.exchanges, ...b.exchanges]) ex.end(new Error('done'));
   });
 
   it('a lone call goes alone, as does a call too large for a batch', async () => {

@@ -57,6 +57,8 @@ const INSTANCE_MEMORY_MS = 10 * 60_000;
  * plane serves without a draw of random bytes per batch (about 9 µs of CPU each).
  */
 const BATCH_ID_PREFIX = randomBytes(12).toString('base64url');
+/** Batches this process sent so far (the count in their names; one count for all its batchers). */
+let batchesSent = 0;
 /**
  * Statuses of a batch refused whole before anything ran, by the control plane (no such route in
  * an older version, a body over its limit, a batch it cannot read) or by a proxy in between. Its
@@ -113,8 +115,6 @@ interface Queued {
 export class ExecuteBatcher {
   readonly #options: ExecuteBatcherOptions;
   #queue: Queued[] = [];
-  /** Batches sent so far (the count in their names). */
-  #sent = 0;
   #scheduled = false;
   /** Until when (`performance.now()`) batches are not sent: the control plane had no route for them. */
   #unsupportedUntil = 0;
@@ -243,7 +243,7 @@ export class ExecuteBatcher {
 
   #send(calls: Queued[]): void {
     const { timeoutMs } = this.#options;
-    const batchId = `${BATCH_ID_PREFIX}${(this.#sent++).toString(36)}`;
+    const batchId = `${BATCH_ID_PREFIX}${(batchesSent++).toString(36)}`;
     // Ends the exchange once no call waits for it any more because the last one timed out or was
     // cancelled. (After the last answer the control plane ends it: aborting then would cost the
     // connection.)
