@@ -5,7 +5,7 @@
 // circuits; the happy suites run on both).
 import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
-import { BUILD_SETUP, LONG_SUITE_WORKERS, sourceResolution } from '../../vitest.shared.ts';
+import { BUILD_SETUP, sourceResolution } from '../../vitest.shared.ts';
 
 // One template database per run, so runs from several checkouts on one server never drop each
 // other's template (the config is read once, in the main process; test workers inherit the env).
@@ -40,7 +40,6 @@ export default defineConfig({
     // them again for every file cost about a tenth of the suite's time. Each file still builds its
     // own app on its own database, and no test mocks a module or leans on module state.
     isolate: false,
-    maxWorkers: LONG_SUITE_WORKERS,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [

@@ -4,7 +4,7 @@
 // legacy migration) run
 // again with the control plane on embedded PGlite.
 import { defineConfig } from 'vitest/config';
-import { BUILD_SETUP, LONG_SUITE_WORKERS, sourceResolution } from '../../vitest.shared.ts';
+import { BUILD_SETUP, sourceResolution } from '../../vitest.shared.ts';
 
 const ON_BOTH_ENGINES = [
   'test/gateway.happy.test.ts',
@@ -22,7 +22,6 @@ export default defineConfig({
     // Test files share their worker's modules (see the control plane's config): each file still
     // starts its own control plane and gateway.
     isolate: false,
-    maxWorkers: LONG_SUITE_WORKERS,
     testTimeout: 60_000,
     hookTimeout: 90_000,
     projects: [
