@@ -5,11 +5,16 @@
  */
 import type { ServerResponse } from 'node:http';
 
+/** Runs `gone` when the answer's connection closes before the answer was written whole. */
+export function onCallerGone(raw: ServerResponse, gone: () => void): void {
+  raw.once('close', () => {
+    if (!raw.writableFinished) gone();
+  });
+}
+
 /** Aborted with `reason` when the answer's connection closes before the answer was written whole. */
 export function abortedOnClose(raw: ServerResponse, reason: string): AbortSignal {
   const cancel = new AbortController();
-  raw.once('close', () => {
-    if (!raw.writableFinished) cancel.abort(reason);
-  });
+  onCallerGone(raw, () => cancel.abort(reason));
   return cancel.signal;
 }

@@ -33,7 +33,7 @@ import { Type } from 'typebox';
 import { executeBinding, type ExecutorOptions } from '../execution/executor.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { AdminApp } from '../http/admin-app.ts';
-import { abortedOnClose } from '../http/caller-gone.ts';
+import { abortedOnClose, onCallerGone } from '../http/caller-gone.ts';
 import { INTERNAL_ERROR, errorBody, mapError } from '../http/error-handler.ts';
 import { jsonTextParser } from '../http/json-body.ts';
 import { errorResponses } from '../http/schemas.ts';
@@ -152,9 +152,9 @@ export function executeBatchRoute(app: AdminApp, executor: ExecutorOptions, inst
       const cancelled = own === undefined ? abortedOnClose(raw, CALLER_GONE) : undefined;
       if (batchId !== undefined && own !== undefined) {
         running.set(batchId, own);
-        raw.once('close', () => {
-          running.delete(batchId);
-          if (!raw.writableFinished) for (const controller of own) controller?.abort(CALLER_GONE);
+        raw.once('close', () => running.delete(batchId));
+        onCallerGone(raw, () => {
+          for (const controller of own) controller?.abort(CALLER_GONE);
         });
         const cut = early.get(batchId);
         early.delete(batchId);
