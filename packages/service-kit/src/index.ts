@@ -16,6 +16,7 @@ export {
   type LogFormat,
   type LoggerSettings,
 } from './logging.ts';
+export { createClient as createRedisClient } from './redis-client.ts';
 export {
   isStartedMessage,
   tellLauncher,

@@ -10,7 +10,7 @@
  * answers its admin only once every process that received it has dropped the old config (a
  * publish is done when Redis has the message, not when a gateway across a slow link has read it).
  */
-import { createClient } from 'redis';
+import { createClient } from './redis-client.ts';
 
 /** The channel control planes publish exposure changes on. */
 export const INVALIDATION_CHANNEL = 'bindery:config-invalidate';

@@ -36,7 +36,7 @@
  * channels (PUBLISH, SUBSCRIBE) besides its keys, or every write is refused.
  */
 import { randomBytes } from 'node:crypto';
-import { createClient } from 'redis';
+import { createRedisClient } from '@bindery/service-kit';
 
 export interface VersionLeasesOptions {
   url: string;
@@ -489,7 +489,7 @@ export class VersionLeases {
 }
 
 function createLeaseClient(url: string, timeoutMs: number, name: string) {
-  return createClient({
+  return createRedisClient({
     url,
     name,
     // RESP3: one connection carries the subscriptions and the commands, so a renewal's answer is

@@ -24,7 +24,7 @@
  * A version above the committed one (a write raised it, then rolled back) is harmless: readers
  * find no cached node at that version and read the database, which has the committed one.
  */
-import { createClient } from 'redis';
+import { createRedisClient } from '@bindery/service-kit';
 import { LRUCache } from 'lru-cache';
 import { DomainError } from '../domain/errors.ts';
 import { RAISE_VERSION_LUA, VersionLeases } from './table-version-leases.ts';
@@ -166,7 +166,7 @@ export interface RedisTableVersionsOptions {
 }
 
 function createVersionsClient(url: string, timeoutMs: number) {
-  return createClient({
+  return createRedisClient({
     url,
     // A command while Redis is away fails at once: a read then asks the database instead, a write
     // is refused, rather than waiting for Redis to come back.

@@ -22,8 +22,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ACK_CHANNEL, INVALIDATION_CHANNEL, MAX_TABLE_CHANGES, detached } from '@bindery/service-kit';
-import { createClient } from 'redis';
+import {
+  ACK_CHANNEL,
+  INVALIDATION_CHANNEL,
+  MAX_TABLE_CHANGES,
+  createRedisClient,
+  detached,
+} from '@bindery/service-kit';
 import { Agent, request } from 'undici';
 import type { ConfigChangeListener } from '../domain/context.ts';
 
@@ -76,8 +81,8 @@ export interface ResourceUpdate {
 }
 
 /** A Redis client for publishing invalidations; it reconnects on its own until closed. */
-function createRedisClient(url: string, timeoutMs: number) {
-  return createClient({
+function newRedisClient(url: string, timeoutMs: number) {
+  return createRedisClient({
     url,
     // A PUBLISH while Redis is away fails at once rather than piling up until it is back:
     // an invalidation delivered minutes late is worth less than the TTL it races.
@@ -89,7 +94,7 @@ function createRedisClient(url: string, timeoutMs: number) {
   });
 }
 
-type RedisClient = ReturnType<typeof createRedisClient>;
+type RedisClient = ReturnType<typeof newRedisClient>;
 
 type Attempt =
   { ok: true; status: number } | { ok: false; retryable: boolean; details: Record<string, unknown> };
@@ -430,7 +435,7 @@ export class ExposureInvalidation implements ConfigChangeListener {
   }
 
   #connectRedis(url: string): RedisClient {
-    const client = createRedisClient(url, this.#timeoutMs);
+    const client = newRedisClient(url, this.#timeoutMs);
     client.on('ready', () => {
       this.#log.info(
         { channel: INVALIDATION_CHANNEL },

@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { createClient } from 'redis';
+import { createRedisClient } from '@bindery/service-kit';
 import type { GatewayMetrics } from '../metrics.ts';
 import { RateLimiter, type KeyLimiter } from './rate-limit.ts';
 
@@ -137,7 +137,7 @@ export class SharedRateLimiter implements KeyLimiter {
     this.#timeoutMs = options.timeoutMs;
     this.#metrics = options.metrics;
     this.#log = options.log;
-    this.#client = createClient({
+    this.#client = createRedisClient({
       url: options.url,
       // A command while disconnected fails at once (then the local buckets answer) instead of
       // waiting in a queue for a Redis that may be gone for minutes.

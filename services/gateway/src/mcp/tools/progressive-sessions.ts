@@ -6,7 +6,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { createClient } from 'redis';
+import { createRedisClient } from '@bindery/service-kit';
 import type { ApiSummary, Category } from './catalog.ts';
 
 export interface SessionState {
@@ -78,7 +78,7 @@ export class MemorySessionStore implements SessionStateStore {
 }
 
 const PREFIX = 'bindery:session:';
-const newClient = (url: string) => createClient({ url });
+const newClient = (url: string) => createRedisClient({ url });
 type RedisClient = ReturnType<typeof newClient>;
 
 export class RedisSessionStore implements SessionStateStore {
