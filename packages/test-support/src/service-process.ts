@@ -1,7 +1,8 @@
 /**
  * A service (the control plane, the gateway, a benchmark's stand-in server) as its own process:
- * `node --import tsx <entry>` in its folder for TypeScript, plain `node <entry>` for a built file
- * (`dist/server.js`, what production runs). It binds the port it is given (0 for any) and is
+ * plain `node <entry>` in its folder for a built file (`dist/server.js` by default: what production
+ * runs, and what every suite builds before it starts), `node --import tsx <entry>` for TypeScript
+ * (a stand-in's source, say). It binds the port it is given (0 for any) and is
  * ready once it logs "Server listening at <url>" (Fastify's line at level info; the stand-ins print
  * the same), which also says its real port. Every process started here is killed when the test
  * process exits, and by `reapAll()` (call it in afterAll), also when a test failed halfway.
@@ -10,6 +11,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 
 const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
 const STOP_TIMEOUT_MS = 60_000;
+/** A service's build, which it runs unless told otherwise. */
+const BUILT_ENTRY = 'dist/server.js';
 
 /** Every process still running, with a promise that resolves once it is gone. */
 const running = new Map<ChildProcess, Promise<number | null>>();
@@ -25,7 +28,10 @@ process.once('exit', () => {
 export interface ServiceOptions {
   /** The folder it runs in (a service's, or the benchmarks'). */
   dir: string;
-  /** The file to run, relative to `dir`: TypeScript through tsx, JavaScript with plain node. */
+  /**
+   * The file to run, relative to `dir` (`dist/server.js` by default): JavaScript with plain node,
+   * TypeScript through tsx, which costs each start over a second of CPU more.
+   */
   entry?: string;
   /** Its environment besides PATH and LOG_LEVEL=info (which this may override). */
   env?: Record<string, string>;
@@ -56,7 +62,7 @@ export interface ServiceProcess {
 }
 
 function launch(options: ServiceOptions) {
-  const { dir, entry = 'src/server.ts', env = {}, nodeArgs = [] } = options;
+  const { dir, entry = BUILT_ENTRY, env = {}, nodeArgs = [] } = options;
   const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
   const child = spawn(process.execPath, [...nodeArgs, ...loader, entry], {
     cwd: dir,
@@ -89,7 +95,7 @@ export function startService(options: ServiceOptions): Promise<ServiceProcess> {
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const name = `${options.dir}/${options.entry ?? 'src/server.ts'}`;
+  const name = `${options.dir}/${options.entry ?? BUILT_ENTRY}`;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

@@ -17,12 +17,12 @@ const SERVICES = fileURLToPath(new URL('../../', import.meta.url));
 const children: ChildProcessWithoutNullStreams[] = [];
 let dataDir: string | undefined;
 
-/** Starts one service's `src/server.ts` and resolves with its output so far once it listens. */
+/** Starts one service's build (`dist/server.js`) and resolves with its output so far once it listens. */
 function startService(
   service: 'control-plane' | 'gateway',
   env: Record<string, string>,
 ): Promise<{ output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, ['dist/server.js'], {
     cwd: join(SERVICES, service),
     env: { PATH: process.env.PATH ?? '', ...env },
   });

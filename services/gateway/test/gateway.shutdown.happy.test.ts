@@ -52,7 +52,7 @@ async function controlPlaneInFlight(): Promise<number> {
 describe('gateway shutdown', { timeout: 120_000 }, () => {
   it('answers twenty tool calls in flight at SIGTERM, ends standing streams, and exits 0', async () => {
     const port = await freePort();
-    const gateway = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const gateway = spawn(process.execPath, ['dist/server.js'], {
       cwd: GATEWAY_DIR,
       env: {
         PATH: process.env.PATH ?? '',

@@ -151,7 +151,7 @@ describe('pnpm start', { timeout: 180_000 }, () => {
   });
 
   it('a second start says where the demo is without its key, logs JSON off a terminal, stops on SIGTERM', async () => {
-    const start = launch(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    const start = launch(process.execPath, ['scripts/dist/start.js'], {
       ...ports,
       BINDERY_DATA_DIR: dataDir,
     });
@@ -174,7 +174,7 @@ describe('pnpm start', { timeout: 180_000 }, () => {
   });
 
   it('a service that dies is restarted with a backoff, saying so, while the other goes on', async () => {
-    const start = launch(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    const start = launch(process.execPath, ['scripts/dist/start.js'], {
       ...ports,
       BINDERY_DATA_DIR: dataDir,
     });
@@ -230,7 +230,7 @@ describe('pnpm start', { timeout: 180_000 }, () => {
   });
 
   it('a bad setting stops the start with its message and exit code 1', async () => {
-    const start = launch(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    const start = launch(process.execPath, ['scripts/dist/start.js'], {
       PORT: 'eighty',
       BINDERY_DATA_DIR: dataDir,
     });

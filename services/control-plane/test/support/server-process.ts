@@ -1,5 +1,5 @@
 /**
- * Control planes as real processes (`node --import tsx src/server.ts`) for tests about the process
+ * Control planes as real processes (`node dist/server.js`, the build every suite makes first) for tests about the process
  * itself: start-up refusals, restarts, crashes. Every process started here is reaped by `reapAll()`
  * (call it in afterAll), also when a test failed halfway.
  */
