@@ -19,12 +19,15 @@ export { ADMIN_TOKEN, INTERNAL_TOKEN, databaseUrl } from '@bindery/test-support'
 /** The services run as production runs them: their build, with plain node (`pnpm bench` builds first). */
 const BUILT = 'dist/server.js';
 
-/** Spawns `tsx <entry>` in `dir` (a service, or a stand-in of the benchmarks) and resolves once it listens. */
+/**
+ * Spawns `entry` in `dir` (a service's build, `dist/server.js`, or a stand-in's source, run through
+ * tsx) and resolves once it listens.
+ */
 export function spawnService(
   dir: string,
   env: Record<string, string>,
-  nodeArgs: string[] = [],
-  entry = 'src/server.ts',
+  nodeArgs: string[],
+  entry: string,
 ): Promise<ServiceProcess> {
   return startService({ dir, entry, nodeArgs, env: { LOG_REQUESTS: 'false', ...env } });
 }

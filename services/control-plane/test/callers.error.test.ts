@@ -152,6 +152,7 @@ describe('the caller map', () => {
     });
     expect(over.status).toBe(409);
     expect(over.body.error).toMatchObject({ code: 'CONFLICT', details: { limit: MAX_CALLERS } });
+    expect(await t.database.prisma.callerProfile.count({ where: { userId: carol.id } })).toBe(MAX_CALLERS);
     const again = await t.call('PUT', '/api/v2/callers/c0', { ...as(carol.token), body: { aei_id: aei.id } });
     expect(again.status).toBe(200);
   });

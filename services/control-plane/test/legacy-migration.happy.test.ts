@@ -272,6 +272,11 @@ describe('rollback', () => {
     const shown = await t.call('GET', `/api/v1/mcp/${instance.id}`, { token: user.token });
     expect(shown.body).toMatchObject({ status: 'enabled', migrated_to_aei_id: null, migrated_at: null });
     expect(answer(await legacyCall(instance.id, 'get_all_data')).value).toEqual(DATA.customers);
+    // Audited as the instance's call again, under no AEI.
+    const audit = await t.call('GET', '/api/v2/audit?limit=1', { token: user.token });
+    expect(
+      audit.body.items.map((e: { action: string; aei_id: string | null }) => [e.action, e.aei_id]),
+    ).toEqual([['legacy.execute', null]]);
 
     const again = await t.call('POST', `/api/v1/mcp/${instance.id}/rollback`, { token: user.token });
     expect(again.body.outcome).toBe('not_migrated');
