@@ -3,60 +3,19 @@
 // the internal token `pnpm start` generates); the demo MCP URL the control plane prints is at
 // GATEWAY_PORT, and an MCP client listing its tools there goes through the gateway to the control
 // plane at PORT. A misspelt setting in the same environment gets a warning naming the right one.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CONTROL_PLANE_DIR, GATEWAY_DIR, reapAll, startService } from '@bindery/test-support';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from './support/stack.ts';
 
-const SERVICES = fileURLToPath(new URL('../../', import.meta.url));
-const children: ChildProcessWithoutNullStreams[] = [];
 let dataDir: string | undefined;
 
-/** Starts one service's build (`dist/server.js`) and resolves with its output so far once it listens. */
-function startService(
-  service: 'control-plane' | 'gateway',
-  env: Record<string, string>,
-): Promise<{ output: () => string }> {
-  const child = spawn(process.execPath, ['dist/server.js'], {
-    cwd: join(SERVICES, service),
-    env: { PATH: process.env.PATH ?? '', ...env },
-  });
-  children.push(child);
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${service} did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Server listening at')) {
-        clearTimeout(timer);
-        resolve({ output: () => output });
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${service} exited with ${code}:\n${output}`));
-    });
-  });
-}
-
 afterAll(async () => {
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          child.once('close', () => resolve());
-          child.kill('SIGKILL');
-        }),
-    ),
-  );
+  await reapAll();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
@@ -70,8 +29,8 @@ describe('derived addresses', { timeout: 120_000 }, () => {
       LOG_REQUESTS: 'false',
     };
     const [controlPlane, gateway] = await Promise.all([
-      startService('control-plane', { ...env, BINDERY_DATA_DIR: dataDir }),
-      startService('gateway', { ...env, GATEWAY_PROT: '1' }),
+      startService({ dir: CONTROL_PLANE_DIR, env: { ...env, BINDERY_DATA_DIR: dataDir } }),
+      startService({ dir: GATEWAY_DIR, env: { ...env, GATEWAY_PROT: '1' } }),
     ]);
     expect(gateway.output()).toContain('unknown setting GATEWAY_PROT is ignored: did you mean GATEWAY_PORT?');
 

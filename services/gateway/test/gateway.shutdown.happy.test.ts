@@ -2,16 +2,13 @@
 // (sent by MCP clients that also hold their standing SSE streams open) are all answered, the
 // standing streams end, and the process exits 0 before its grace period is over; the control plane
 // audited every call.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json } from '@bindery/test-support';
-import { freePort, INTERNAL_TOKEN, OPS_TOKEN, startStack, type Stack } from './support/stack.ts';
+import { startGateway, type Json } from '@bindery/test-support';
+import { startStack, type Stack } from './support/stack.ts';
 
 const CALLS = 20;
-const GATEWAY_DIR = fileURLToPath(new URL('..', import.meta.url));
 /** Runs far longer than the control plane's query budget here over a 1,000-item array. */
 const SLOW_QUERY = 'map(&map(&map(&map(&map(&map(&map(&@, $), $), $), $), $), $), $)';
 
@@ -51,36 +48,15 @@ async function controlPlaneInFlight(): Promise<number> {
 
 describe('gateway shutdown', { timeout: 120_000 }, () => {
   it('answers twenty tool calls in flight at SIGTERM, ends standing streams, and exits 0', async () => {
-    const port = await freePort();
-    const gateway = spawn(process.execPath, ['dist/server.js'], {
-      cwd: GATEWAY_DIR,
-      env: {
-        PATH: process.env.PATH ?? '',
-        GATEWAY_PORT: String(port),
-        CONTROL_PLANE_URL: stack.controlPlaneUrl,
-        INTERNAL_TOKEN,
-        OPS_TOKEN,
-        LOG_REQUESTS: 'false',
-      },
-    });
-    let output = '';
-    gateway.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    gateway.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => gateway.once('close', resolve));
+    const gateway = await startGateway(stack.controlPlaneUrl);
     try {
       const deadline = Date.now() + 60_000;
-      while (!output.includes('Server listening at')) {
-        if (Date.now() > deadline || gateway.exitCode !== null) throw new Error(`no gateway:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
       // Four clients, each with its standing SSE stream, five calls each.
       const clients = await Promise.all(
         Array.from({ length: 4 }, async () => {
           const client = new Client({ name: 'shutdown-test', version: '1.0.0' });
           await client.connect(
-            new StreamableHTTPClientTransport(
-              new URL(`http://127.0.0.1:${port}/api/v2/mcp/server/${apiKey}`),
-            ),
+            new StreamableHTTPClientTransport(new URL(`${gateway.url}/api/v2/mcp/server/${apiKey}`)),
           );
           return client;
         }),
@@ -92,9 +68,9 @@ describe('gateway shutdown', { timeout: 120_000 }, () => {
         if (Date.now() > deadline) throw new Error('the calls never all reached the control plane');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      gateway.kill('SIGTERM');
+      const stopped = gateway.stop(); // SIGTERM
       const results = await Promise.all(calls);
-      const code = await exited;
+      const code = await stopped;
 
       for (const result of results as Json[]) {
         expect(result.isError).toBe(true);
@@ -103,13 +79,12 @@ describe('gateway shutdown', { timeout: 120_000 }, () => {
       // 0, not 1: an open standing stream or keep-alive connection would have held the process until
       // its grace period was over, and then it exits 1.
       expect(code).toBe(0);
-      expect(output).toContain('shutting down: finishing requests in flight');
+      expect(gateway.output()).toContain('shutting down: finishing requests in flight');
       const audit = await stack.admin('GET', `/api/v2/audit?aei_id=${aeiId}&limit=100`, undefined, token);
       expect(audit.items).toHaveLength(CALLS);
       for (const client of clients) await client.close().catch(() => undefined);
     } finally {
-      if (gateway.exitCode === null) gateway.kill('SIGKILL');
-      await exited;
+      await gateway.kill();
     }
   });
 });

@@ -1,7 +1,7 @@
 /**
- * Control planes as real processes (`node dist/server.js`, the build every suite makes first) for tests about the process
- * itself: start-up refusals, restarts, crashes. Every process started here is reaped by `reapAll()`
- * (call it in afterAll), also when a test failed halfway.
+ * Control planes as real processes (`node dist/server.js`, the build every suite makes first) for
+ * tests about the process itself: start-up refusals, restarts, crashes. Every process started here
+ * is reaped by `reapAll()` (call it in afterAll), also when a test failed halfway.
  */
 import {
   CONTROL_PLANE_DIR,
