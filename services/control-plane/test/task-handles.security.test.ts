@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { TaskHandles } from '../src/execution/task-handles.ts';
 
 const holder = { aeiId: 'aei_1', caller: null, holder: 'key-digest-1' };
-const place = { serverId: 'ups_secret_server', instance: 'i3', taskId: 'upstream-task-7f3a' };
+// Each value long enough that a random handle cannot contain it by chance (a two-character
+// instance name turned up in about one handle in forty).
+const place = { serverId: 'ups_secret_server', instance: 'instance-3-of-pool', taskId: 'upstream-task-7f3a' };
 
 describe('a task handle', () => {
   const handles = new TaskHandles('internal-token');
