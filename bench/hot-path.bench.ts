@@ -18,7 +18,11 @@
  * - what the control plane looked up during the measured calls: binding and context cache misses
  *   (0 = no database read for them in steady state) and, on PostgreSQL, where tables' versions came
  *   from (memory under the control plane's lease, or Redis);
- * - the audit rows each INSERT carried at concurrency 32 (the audit trail's group commit).
+ * - the audit rows each INSERT carried at concurrency 32 (the audit trail's group commit), and at
+ *   each concurrency how long a call waited for its row's commit and how long its tool ran;
+ * - at concurrency 1, each process's CPU time per call and, on PostgreSQL, the database's own
+ *   round trips between those calls (`SELECT 1`; a one-row INSERT with its commit, what each lone
+ *   call waits for at least).
  * Engines: embedded PGlite; PostgreSQL without Redis (tables' versions over LISTEN/NOTIFY); PostgreSQL
  * with REDIS_URL (BENCH_REDIS_URL, default the local Redis); and, named only when asked for,
  * `postgres+tracing`: PostgreSQL without Redis with OpenTelemetry traces on in both services, every
@@ -34,6 +38,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
+import pg from 'pg';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
@@ -138,6 +143,49 @@ async function metric(url: string, name: string, labels = ''): Promise<number> {
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
   return line === undefined ? 0 : Number(line.split(' ')[1]);
 }
+
+/** The sum of a metric over all its labels' series (a histogram's `_sum` or `_count`, say). */
+async function metricTotal(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) total += Number(line.split(' ').at(-1));
+  }
+  return total;
+}
+
+/**
+ * The database's own round trips from this process on the control plane's database, taken at
+ * concurrency 1 between the paths' calls (so under the same conditions: a backend that idled
+ * meanwhile): `SELECT 1`, and a one-row INSERT with its commit, as each call's audit row is at
+ * c=1 (decision 045 answers a call once its row committed). The floor that guarantee puts under a
+ * call's latency on this host, in the same run.
+ */
+async function databaseProbe(url: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('CREATE TABLE bench_commit_probe (id int PRIMARY KEY, at timestamptz NOT NULL)');
+  let id = 0;
+  return {
+    select: () => client.query({ name: 'probe_select', text: 'SELECT 1' }),
+    insert: () =>
+      client.query({
+        name: 'probe_insert',
+        text: 'INSERT INTO bench_commit_probe (id, at) VALUES ($1, now())',
+        values: [id++],
+      }),
+    async close() {
+      await client.query('DROP TABLE bench_commit_probe');
+      await client.end();
+    },
+  };
+}
+
+/** Milliseconds per event from two readings of a histogram's seconds `sum` and `count`. */
+const perEvent = (from: { sum: number; count: number }, to: { sum: number; count: number }): string => {
+  const count = to.count - from.count;
+  return count > 0 ? `${(((to.sum - from.sum) / count) * 1000).toFixed(2)} ms` : 'n/a';
+};
 
 const naive = await spawnService(BENCH_DIR, {}, [], 'support/naive-mcp-server.ts');
 try {
@@ -254,6 +302,15 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
       batched: await metric(gw.url, 'gateway_execute_batch_calls_sum'),
       auditInserts: await metric(cp.url, 'controlplane_audit_batch_rows_count'),
       auditRows: await metric(cp.url, 'controlplane_audit_batch_rows_sum'),
+      // What a call waits for its audit row's commit, and what running its tool took.
+      auditWait: {
+        sum: await metric(cp.url, 'controlplane_audit_write_seconds_sum'),
+        count: await metric(cp.url, 'controlplane_audit_write_seconds_count'),
+      },
+      execution: {
+        sum: await metricTotal(cp.url, 'controlplane_tool_execution_seconds_sum'),
+        count: await metricTotal(cp.url, 'controlplane_tool_execution_seconds_count'),
+      },
     });
     const before = await lookups();
     const rates: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((n) => [n, []]));
@@ -281,13 +338,27 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
     // The audit rows per INSERT of the runs at concurrency 32 (at 1, every INSERT carries one row).
     const atC32 = await lookups();
     const c1: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((n) => [n, []]));
-    for (let i = 0; i < CALLS_C1; i++) {
-      for (const name of names) {
-        const t0 = performance.now();
-        await paths[name]!(0);
-        c1[name]!.push(performance.now() - t0);
+    const probe = postgres && cp.databaseUrl !== undefined ? await databaseProbe(cp.databaseUrl) : undefined;
+    const database = { select: [] as number[], insert: [] as number[] };
+    const timed = async (into: number[], work: () => Promise<unknown>) => {
+      const t0 = performance.now();
+      await work();
+      into.push(performance.now() - t0);
+    };
+    const c1Cpu = reading();
+    try {
+      for (let i = 0; i < CALLS_C1; i++) {
+        for (const name of names) await timed(c1[name]!, () => paths[name]!(0));
+        if (probe) {
+          await timed(database.select, probe.select);
+          await timed(database.insert, probe.insert);
+        }
       }
+    } finally {
+      await probe?.close();
     }
+    const c1Parts: CpuParts = {};
+    addCpu(c1Parts, c1Cpu, reading());
     const after = await lookups();
 
     console.log(`hot path, ${ENGINE_NAMES[engine]}: tools/call of a query tool on a 100-item context`);
@@ -326,11 +397,30 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
         `  c=1  ${name.padEnd(30)} n=${s.n}  p50 ${ms(s.p50).padStart(9)}  p99 ${ms(s.p99).padStart(9)}`,
       );
     }
+    // Each process's CPU over the c=1 calls of the paths through it (the paths took turns, so a
+    // process's time is shared by those paths' calls alone): beside the p50s, how much of a lone
+    // call's latency is CPU.
+    const servedBy: Record<string, string[]> = {
+      gateway: names.filter((name) => name.startsWith('gateway')),
+      'control plane': names.filter((name) => !name.startsWith('naive')),
+      proxy: names.filter((name) => name.startsWith('bare')),
+      naive: names.filter((name) => name.startsWith('naive')),
+    };
+    const c1Spent = Object.entries(servedBy)
+      .filter(([part, served]) => served.length > 0 && c1Parts[part] !== undefined)
+      .map(([part, served]) => `${part} ${((c1Parts[part]! * 1e6) / (CALLS_C1 * served.length)).toFixed(0)}`);
+    if (c1Spent.length > 0) console.log(`  c=1  CPU µs per call of each process: ${c1Spent.join(', ')}`);
     const p50 = summarize(c1['gateway (JSON-RPC over HTTP)']!).p50;
     if (postgres) {
       const naiveP50 = summarize(c1['naive SDK server (reference)']!).p50;
       console.log(
         `  gateway p50 at c=1: ${ms(p50)}, naive SDK server ${ms(naiveP50)} (target <= 1.5 ms on PostgreSQL: ${p50 <= 1.5 ? 'met' : 'NOT met'})`,
+      );
+    }
+    if (probe) {
+      console.log(
+        `  the database alone at c=1, between those calls: SELECT 1 p50 ${ms(summarize(database.select).p50)}, ` +
+          `a one-row INSERT with its commit p50 ${ms(summarize(database.insert).p50)} (each call waits for one: its audit row)`,
       );
     }
     const calls = after.bindingHit + after.bindingMiss - before.bindingHit - before.bindingMiss;
@@ -353,6 +443,17 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
       `  audit at c=${CONCURRENCY}: ${rows} rows in ${inserts} INSERTs ` +
         `(${inserts > 0 ? (rows / inserts).toFixed(1) : '0'} rows each)`,
     );
+    // Averages over the control plane's calls of each phase (at c=1: the gateway's, the modern
+    // era's and the proxy's calls, taking turns).
+    for (const [phase, from, to] of [
+      [`c=${CONCURRENCY}`, before, atC32],
+      ['c=1', atC32, after],
+    ] as const) {
+      console.log(
+        `  control plane at ${phase}: a call waited ${perEvent(from.auditWait, to.auditWait)} on average ` +
+          `for its audit row's commit; running its tool took ${perEvent(from.execution, to.execution)}`,
+      );
+    }
     if (postgres) {
       console.log(
         `  tables' versions: ${after.versionMemory - before.versionMemory} from memory under the lease, ` +
