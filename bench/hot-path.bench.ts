@@ -20,9 +20,9 @@
  *   from (memory under the control plane's lease, or Redis);
  * - the audit rows each INSERT carried at concurrency 32 (the audit trail's group commit), and at
  *   each concurrency how long a call waited for its row's commit and how long its tool ran;
- * - at concurrency 1, each process's CPU time per call and, on PostgreSQL, the database's own
+ * - at concurrency 1, each service's CPU time per call and, on PostgreSQL, the database's own
  *   round trips between those calls (`SELECT 1`; a one-row INSERT with its commit, what each lone
- *   call waits for at least).
+ *   call through the control plane waits for at least).
  * Engines: embedded PGlite; PostgreSQL without Redis (tables' versions over LISTEN/NOTIFY); PostgreSQL
  * with REDIS_URL (BENCH_REDIS_URL, default the local Redis); and, named only when asked for,
  * `postgres+tracing`: PostgreSQL without Redis with OpenTelemetry traces on in both services, every
@@ -42,6 +42,7 @@ import pg from 'pg';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
+  databaseUrl,
   spawnService,
   startControlPlane,
   startGateway,
@@ -158,13 +159,20 @@ async function metricTotal(url: string, name: string): Promise<number> {
  * The database's own round trips from this process on the control plane's database, taken at
  * concurrency 1 between the paths' calls (so under the same conditions: a backend that idled
  * meanwhile): `SELECT 1`, and a one-row INSERT with its commit, as each call's audit row is at
- * c=1 (decision 045 answers a call once its row committed). The floor that guarantee puts under a
- * call's latency on this host, in the same run.
+ * c=1 on PostgreSQL (decision 045 answers a call once its row committed). The floor that guarantee
+ * puts under a call's latency on this host, in the same run. Its scratch table goes with the
+ * database, which the run drops (with FORCE: hence the error listener, for a client still open).
  */
 async function databaseProbe(url: string) {
   const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
   await client.connect();
-  await client.query('CREATE TABLE bench_commit_probe (id int PRIMARY KEY, at timestamptz NOT NULL)');
+  try {
+    await client.query('CREATE TABLE bench_commit_probe (id int PRIMARY KEY, at timestamptz NOT NULL)');
+  } catch (error) {
+    await client.end();
+    throw error;
+  }
   let id = 0;
   return {
     select: () => client.query({ name: 'probe_select', text: 'SELECT 1' }),
@@ -174,10 +182,7 @@ async function databaseProbe(url: string) {
         text: 'INSERT INTO bench_commit_probe (id, at) VALUES ($1, now())',
         values: [id++],
       }),
-    async close() {
-      await client.query('DROP TABLE bench_commit_probe');
-      await client.end();
-    },
+    close: () => client.end(),
   };
 }
 
@@ -335,10 +340,15 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
         rates[name]!.push(run.rate);
       }
     }
-    // The audit rows per INSERT of the runs at concurrency 32 (at 1, every INSERT carries one row).
+    // Between the two phases: the audit rows per INSERT at concurrency 32 (at 1, every INSERT
+    // carries one row), and the averages of each phase.
     const atC32 = await lookups();
     const c1: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((n) => [n, []]));
-    const probe = postgres && cp.databaseUrl !== undefined ? await databaseProbe(cp.databaseUrl) : undefined;
+    // Only beside calls that write an audit row (a path through the control plane).
+    const probe =
+      postgres && names.some((name) => !name.startsWith('naive'))
+        ? await databaseProbe(databaseUrl(cp.database))
+        : undefined;
     const database = { select: [] as number[], insert: [] as number[] };
     const timed = async (into: number[], work: () => Promise<unknown>) => {
       const t0 = performance.now();
@@ -397,9 +407,10 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
         `  c=1  ${name.padEnd(30)} n=${s.n}  p50 ${ms(s.p50).padStart(9)}  p99 ${ms(s.p99).padStart(9)}`,
       );
     }
-    // Each process's CPU over the c=1 calls of the paths through it (the paths took turns, so a
-    // process's time is shared by those paths' calls alone): beside the p50s, how much of a lone
-    // call's latency is CPU.
+    // Each service's CPU over the c=1 calls of the paths through it (the paths took turns, so a
+    // process's time is shared by those paths' calls alone; its background work and helper threads
+    // are in it too). The database is left out (the probe's statements run on it as well), and so
+    // are the client and Redis. On PGlite the control plane's figure includes its database.
     const servedBy: Record<string, string[]> = {
       gateway: names.filter((name) => name.startsWith('gateway')),
       'control plane': names.filter((name) => !name.startsWith('naive')),
@@ -409,7 +420,7 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
     const c1Spent = Object.entries(servedBy)
       .filter(([part, served]) => served.length > 0 && c1Parts[part] !== undefined)
       .map(([part, served]) => `${part} ${((c1Parts[part]! * 1e6) / (CALLS_C1 * served.length)).toFixed(0)}`);
-    if (c1Spent.length > 0) console.log(`  c=1  CPU µs per call of each process: ${c1Spent.join(', ')}`);
+    if (c1Spent.length > 0) console.log(`  c=1  CPU µs per call of each service: ${c1Spent.join(', ')}`);
     const p50 = summarize(c1['gateway (JSON-RPC over HTTP)']!).p50;
     if (postgres) {
       const naiveP50 = summarize(c1['naive SDK server (reference)']!).p50;
@@ -420,7 +431,7 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
     if (probe) {
       console.log(
         `  the database alone at c=1, between those calls: SELECT 1 p50 ${ms(summarize(database.select).p50)}, ` +
-          `a one-row INSERT with its commit p50 ${ms(summarize(database.insert).p50)} (each call waits for one: its audit row)`,
+          `a one-row INSERT with its commit p50 ${ms(summarize(database.insert).p50)} (a call through the control plane waits for one: its audit row)`,
       );
     }
     const calls = after.bindingHit + after.bindingMiss - before.bindingHit - before.bindingMiss;

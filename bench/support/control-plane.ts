@@ -51,8 +51,6 @@ export function profileArgs(service: string): string[] {
 export interface RunningControlPlane {
   url: string;
   database: string;
-  /** The PostgreSQL database's URL (undefined on PGlite). */
-  databaseUrl: string | undefined;
   /** The process's id, for its CPU time and memory (/proc). */
   pid: number | undefined;
   stop(): Promise<void>;
@@ -95,7 +93,6 @@ export async function startControlPlane(
   return {
     url: controlPlane.url,
     database: database.name,
-    databaseUrl: database.url,
     pid: controlPlane.pid,
     async stop() {
       await controlPlane.stop();
