@@ -139,20 +139,25 @@ async function throughput(workers: number, seconds: number, call: (w: number) =>
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
-async function metric(url: string, name: string, labels = ''): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
-  return line === undefined ? 0 : Number(line.split(' ')[1]);
-}
-
-/** The sum of a metric over all its labels' series (a histogram's `_sum` or `_count`, say). */
-async function metricTotal(url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) total += Number(line.split(' ').at(-1));
-  }
-  return total;
+/** One reading of a service's `/metrics`, from which any number of values are read. */
+async function metricsOf(url: string) {
+  const lines = (await (await fetch(`${url}/metrics`)).text()).split('\n');
+  return {
+    /** One series' value (`labels` as printed, e.g. `{result="miss"}`); 0 when absent. */
+    value(name: string, labels = ''): number {
+      const line = lines.find((l) => l.startsWith(`${name}${labels} `));
+      return line === undefined ? 0 : Number(line.split(' ')[1]);
+    },
+    /** The sum over all its labels' series (a histogram's `_sum` or `_count`, say). */
+    total(name: string): number {
+      let total = 0;
+      for (const line of lines) {
+        if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+          total += Number(line.split(' ').at(-1));
+      }
+      return total;
+    },
+  };
 }
 
 /**
@@ -292,31 +297,31 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
     for (let i = 0; i < WARMUP; i++) for (const name of names) await paths[name]!(0);
     for (const name of names) if (!name.startsWith('naive')) await throughput(CONCURRENCY, 1, paths[name]!);
 
-    const lookups = async () => ({
-      bindingMiss: await metric(cp.url, 'controlplane_binding_cache_total', '{result="miss"}'),
-      bindingHit: await metric(cp.url, 'controlplane_binding_cache_total', '{result="hit"}'),
-      contextMiss: await metric(cp.url, 'controlplane_context_cache_total', '{result="miss"}'),
-      versionMemory: await metric(cp.url, 'controlplane_table_version_lookups_total', '{source="memory"}'),
-      versionRedis: await metric(cp.url, 'controlplane_table_version_lookups_total', '{source="redis"}'),
-      versionDatabase: await metric(
-        cp.url,
-        'controlplane_table_version_lookups_total',
-        '{source="database"}',
-      ),
-      batches: await metric(gw.url, 'gateway_execute_batch_calls_count'),
-      batched: await metric(gw.url, 'gateway_execute_batch_calls_sum'),
-      auditInserts: await metric(cp.url, 'controlplane_audit_batch_rows_count'),
-      auditRows: await metric(cp.url, 'controlplane_audit_batch_rows_sum'),
-      // What a call waits for its audit row's commit, and what running its tool took.
-      auditWait: {
-        sum: await metric(cp.url, 'controlplane_audit_write_seconds_sum'),
-        count: await metric(cp.url, 'controlplane_audit_write_seconds_count'),
-      },
-      execution: {
-        sum: await metricTotal(cp.url, 'controlplane_tool_execution_seconds_sum'),
-        count: await metricTotal(cp.url, 'controlplane_tool_execution_seconds_count'),
-      },
-    });
+    // One reading of each service's metrics per lookup (no calls are in flight meanwhile).
+    const lookups = async () => {
+      const [control, gateway] = await Promise.all([metricsOf(cp.url), metricsOf(gw.url)]);
+      return {
+        bindingMiss: control.value('controlplane_binding_cache_total', '{result="miss"}'),
+        bindingHit: control.value('controlplane_binding_cache_total', '{result="hit"}'),
+        contextMiss: control.value('controlplane_context_cache_total', '{result="miss"}'),
+        versionMemory: control.value('controlplane_table_version_lookups_total', '{source="memory"}'),
+        versionRedis: control.value('controlplane_table_version_lookups_total', '{source="redis"}'),
+        versionDatabase: control.value('controlplane_table_version_lookups_total', '{source="database"}'),
+        batches: gateway.value('gateway_execute_batch_calls_count'),
+        batched: gateway.value('gateway_execute_batch_calls_sum'),
+        auditInserts: control.value('controlplane_audit_batch_rows_count'),
+        auditRows: control.value('controlplane_audit_batch_rows_sum'),
+        // What a call waits for its audit row's commit, and what running its tool took.
+        auditWait: {
+          sum: control.value('controlplane_audit_write_seconds_sum'),
+          count: control.value('controlplane_audit_write_seconds_count'),
+        },
+        execution: {
+          sum: control.total('controlplane_tool_execution_seconds_sum'),
+          count: control.total('controlplane_tool_execution_seconds_count'),
+        },
+      };
+    };
     const before = await lookups();
     const rates: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((n) => [n, []]));
     // CPU time each process spent on each path's calls (gateway, control plane, database, Redis,
