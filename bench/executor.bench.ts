@@ -26,6 +26,7 @@ import {
 import { CITIES, generateCustomers } from './support/customers.ts';
 import { cpuMs, ms, summarize, throughput, timeSequential } from './support/stats.ts';
 import { benchArgs } from './support/args.ts';
+import { readMetrics } from './support/metrics.ts';
 
 const { values } = parseArgs({
   args: benchArgs(),
@@ -279,12 +280,10 @@ async function cheapReads(
     await res.body.dump();
   };
   const audit = async () => {
-    const text = await (await fetch(`${cp.url}/metrics`)).text();
-    const value = (name: string) =>
-      Number(new RegExp(`^${name} ([0-9.e+]+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+    const metrics = await readMetrics(cp.url);
     return {
-      rows: value('controlplane_audit_write_seconds_count'),
-      inserts: value('controlplane_audit_batch_rows_count'),
+      rows: metrics.value('controlplane_audit_write_seconds_count'),
+      inserts: metrics.value('controlplane_audit_batch_rows_count'),
     };
   };
   await throughput(CHEAP_WORKERS, 10, read); // warm-up

@@ -24,6 +24,7 @@ import {
   spawnService,
   startControlPlane,
 } from './support/control-plane.ts';
+import { readMetrics } from './support/metrics.ts';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const GC_PRELOAD = fileURLToPath(new URL('./support/gc-on-signal.mjs', import.meta.url));
@@ -101,17 +102,15 @@ async function sample(gateway: {
 }): Promise<Sample> {
   gateway.child.kill('SIGUSR2');
   await new Promise((r) => setTimeout(r, 500));
-  const text = await (await fetch(`${gateway.url}/metrics`)).text();
-  const value = (name: string) =>
-    Number(new RegExp(`^${name} ([0-9.e+]+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const metrics = await readMetrics(gateway.url);
   return {
-    rss: value('gateway_process_resident_memory_bytes'),
-    heap: value('gateway_nodejs_heap_size_used_bytes'),
-    heapTotal: value('gateway_nodejs_heap_size_total_bytes'),
-    external: value('gateway_nodejs_external_memory_bytes'),
-    sessions: value('gateway_sessions'),
-    cached: value('gateway_config_cache_entries'),
-    cacheBytes: value('gateway_config_cache_bytes'),
+    rss: metrics.value('gateway_process_resident_memory_bytes'),
+    heap: metrics.value('gateway_nodejs_heap_size_used_bytes'),
+    heapTotal: metrics.value('gateway_nodejs_heap_size_total_bytes'),
+    external: metrics.value('gateway_nodejs_external_memory_bytes'),
+    sessions: metrics.value('gateway_sessions'),
+    cached: metrics.value('gateway_config_cache_entries'),
+    cacheBytes: metrics.value('gateway_config_cache_bytes'),
   };
 }
 

@@ -18,6 +18,7 @@ import {
 } from './support/control-plane.ts';
 import { cpuMs, ms, summarize } from './support/stats.ts';
 import { executorResult, toolCallResult } from './support/answers.ts';
+import { readMetrics } from './support/metrics.ts';
 
 const CALLS_C1 = Number(process.env.BENCH_CALLS ?? 1500);
 const CALLS_PER_WORKER_C32 = 40;
@@ -47,10 +48,11 @@ async function admin(method: string, path: string, body?: unknown) {
 
 /** Config requests the gateway sent so far, and how many of them were ETag revalidations (304). */
 async function configRequests(): Promise<{ all: number; revalidated: number }> {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
-  const all = /^gateway_config_fetches_total (\d+)/m.exec(text);
-  const revalidated = /^gateway_config_cache_total\{result="revalidated"\} (\d+)/m.exec(text);
-  return { all: Number(all?.[1] ?? Number.NaN), revalidated: Number(revalidated?.[1] ?? 0) };
+  const metrics = await readMetrics(gw.url);
+  return {
+    all: metrics.value('gateway_config_fetches_total'),
+    revalidated: metrics.value('gateway_config_cache_total', '{result="revalidated"}', 0),
+  };
 }
 
 /** Runs `workers` loops of `perWorker` timed calls at once; answers every call's milliseconds. */

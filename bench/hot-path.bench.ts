@@ -51,6 +51,7 @@ import { ms, summarize } from './support/stats.ts';
 import { benchArgs } from './support/args.ts';
 import { addCpu, cpuReading, type CpuParts } from './support/cpu-time.ts';
 import { executorResult, toolCallResult } from './support/answers.ts';
+import { readMetrics } from './support/metrics.ts';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -138,27 +139,6 @@ async function throughput(workers: number, seconds: number, call: (w: number) =>
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-
-/** One reading of a service's `/metrics`, from which any number of values are read. */
-async function metricsOf(url: string) {
-  const lines = (await (await fetch(`${url}/metrics`)).text()).split('\n');
-  return {
-    /** One series' value (`labels` as printed, e.g. `{result="miss"}`); 0 when absent. */
-    value(name: string, labels = ''): number {
-      const line = lines.find((l) => l.startsWith(`${name}${labels} `));
-      return line === undefined ? 0 : Number(line.split(' ')[1]);
-    },
-    /** The sum over all its labels' series (a histogram's `_sum` or `_count`, say). */
-    total(name: string): number {
-      let total = 0;
-      for (const line of lines) {
-        if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
-          total += Number(line.split(' ').at(-1));
-      }
-      return total;
-    },
-  };
-}
 
 /**
  * The database's own round trips from this process on the control plane's database, taken at
@@ -299,14 +279,14 @@ async function benchEngine(engine: Engine, naiveCall: (w: number) => Promise<voi
 
     // One reading of each service's metrics per lookup (no calls are in flight meanwhile).
     const lookups = async () => {
-      const [control, gateway] = await Promise.all([metricsOf(cp.url), metricsOf(gw.url)]);
+      const [control, gateway] = await Promise.all([readMetrics(cp.url), readMetrics(gw.url)]);
       return {
-        bindingMiss: control.value('controlplane_binding_cache_total', '{result="miss"}'),
-        bindingHit: control.value('controlplane_binding_cache_total', '{result="hit"}'),
-        contextMiss: control.value('controlplane_context_cache_total', '{result="miss"}'),
-        versionMemory: control.value('controlplane_table_version_lookups_total', '{source="memory"}'),
-        versionRedis: control.value('controlplane_table_version_lookups_total', '{source="redis"}'),
-        versionDatabase: control.value('controlplane_table_version_lookups_total', '{source="database"}'),
+        bindingMiss: control.value('controlplane_binding_cache_total', '{result="miss"}', 0),
+        bindingHit: control.value('controlplane_binding_cache_total', '{result="hit"}', 0),
+        contextMiss: control.value('controlplane_context_cache_total', '{result="miss"}', 0),
+        versionMemory: control.value('controlplane_table_version_lookups_total', '{source="memory"}', 0),
+        versionRedis: control.value('controlplane_table_version_lookups_total', '{source="redis"}', 0),
+        versionDatabase: control.value('controlplane_table_version_lookups_total', '{source="database"}', 0),
         batches: gateway.value('gateway_execute_batch_calls_count'),
         batched: gateway.value('gateway_execute_batch_calls_sum'),
         auditInserts: control.value('controlplane_audit_batch_rows_count'),

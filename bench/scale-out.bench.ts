@@ -36,6 +36,7 @@ import {
   type LoadRun,
 } from '@bindery/test-support';
 import { addCpu, cpuReading, type CpuParts } from './support/cpu-time.ts';
+import { readMetrics } from './support/metrics.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -48,20 +49,6 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The sum of a counter's series whose labels include `labels` (each `key="value"`), from /metrics. */
-async function counter(url: string, name: string, labels: string[]): Promise<number> {
-  const text = await fetch(`${url}/metrics`).then(
-    (res) => res.text(),
-    () => '',
-  );
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) || !labels.every((l) => line.includes(l))) continue;
-    sum += Number(line.split(' ').at(-1));
-  }
-  return sum;
-}
 
 const replicas = await startReplicas({ purpose: 'bench', redisUrl: REDIS_URL });
 try {
@@ -144,7 +131,11 @@ try {
   const executions = (outcome: string) =>
     Promise.all(
       replicas.controlPlanes.map((cp) =>
-        counter(cp.url, 'controlplane_tool_execution_seconds_count', [`outcome="${outcome}"`]),
+        // A replica that does not answer (none should: both run when these are read) reads NaN.
+        readMetrics(cp.url).then(
+          (metrics) => metrics.total('controlplane_tool_execution_seconds_count', [`outcome="${outcome}"`]),
+          () => Number.NaN,
+        ),
       ),
     );
   const run = startLoad({ url: replicas.gatewayBalancer.url, ledger, ...LOAD, label: 'crash' });
