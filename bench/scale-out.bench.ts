@@ -134,7 +134,10 @@ try {
         // A replica that does not answer (none should: both run when these are read) reads NaN.
         readMetrics(cp.url).then(
           (metrics) => metrics.total('controlplane_tool_execution_seconds_count', [`outcome="${outcome}"`]),
-          () => Number.NaN,
+          (error: unknown) => {
+            console.warn(`  ${cp.url}/metrics not read (${String(error)}): its count reads NaN`);
+            return Number.NaN;
+          },
         ),
       ),
     );

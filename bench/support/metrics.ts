@@ -37,7 +37,9 @@ export async function readMetrics(url: string): Promise<MetricsReading> {
       let sum = 0;
       for (const line of lines) {
         if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-        if (match.every((label) => line.includes(label))) sum += valueOf(line);
+        // A label counts where it starts the set or follows a comma (not inside another's name).
+        if (match.every((label) => line.includes(`{${label}`) || line.includes(`,${label}`)))
+          sum += valueOf(line);
       }
       return sum;
     },
