@@ -278,6 +278,14 @@ export const CUSTOM_TOOLS = [
     `for (const data of ['one', 'two', 'three']) ctx.log('info', data);
     ${text("'logged'")}`,
   ),
+  // An argument mirrored into a header (x-mcp-header, SEP-2243): http-custom-header-server-validation.
+  tool(
+    'test_header_param',
+    'Answers the region it was asked for, which also travels in the Mcp-Param-Region header',
+    text("'region ' + args.region"),
+    { region: { type: 'string', 'x-mcp-header': 'Region' } },
+    ['region'],
+  ),
 ];
 
 /**

@@ -37,15 +37,17 @@ export class ModernGateway {
 
   /**
    * POSTs `request`; resolves once the gateway accepted it (its answer comes as a message),
-   * rejects with a SendError when it did not get through. `signal` abandons it (a cancel).
+   * rejects with a SendError when it did not get through. `signal` abandons it (a cancel);
+   * `headers` go with this POST alone (a tools/call's Mcp-Param-*).
    */
-  async send(request: JSONRPCMessage, signal?: AbortSignal): Promise<void> {
+  async send(request: JSONRPCMessage, signal?: AbortSignal, headers?: Record<string, string>): Promise<void> {
     this.#started ??= this.#transport.start();
     await this.#started;
     const id = (request as { id?: RequestId }).id;
     try {
       await this.#transport.send(request as Parameters<StreamableHTTPClientTransport['send']>[0], {
         ...(signal && { requestSignal: signal }),
+        ...(headers && { headers }),
         ...(id !== undefined && {
           onRequestStreamEnd: () => {
             if (!this.#closed) this.#events.answerStreamEnded(id);

@@ -34,6 +34,7 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Readable, Writable } from 'node:stream';
+import { headerParamsOf, paramHeaders, type HeaderParam } from '@bindery/contracts/param-headers';
 import { GatewayConnection, SendError, type Failure, type RpcError, type StreamLoss } from './connection.ts';
 import type { Logger } from './log.ts';
 import {
@@ -61,6 +62,10 @@ const MAX_WAITING = 1_000;
 /** Where a tools/call carries its idempotency key (as in @bindery/contracts' internal API). */
 const IDEMPOTENCY_META_KEY = 'bindery/idempotency_key';
 /** Network failures that happen before a request is sent: it did not reach the gateway. */
+/** The code of the gateway's refusal of headers that do not match the body (MCP 2026-07-28). */
+const HEADER_MISMATCH = -32020;
+/** At most this many pages of the gateway's tools/list are read for their header marks. */
+const MAX_MARK_PAGES = 50;
 const NOT_SENT = /^(?:ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/;
 
 export interface RelayTimings {
@@ -172,6 +177,20 @@ export class Relay {
   #probing: Promise<'modern' | 'legacy' | Failure> | undefined;
   /** Modern requests the gateway is answering, by id key: the controller that cancels one. */
   readonly #modernPending = new Map<string, AbortController>();
+  /** The tools whose arguments the gateway wants in Mcp-Param-* headers, by name (#paramHeadersOf). */
+  #marks: Promise<Map<string, readonly HeaderParam[]>> | undefined;
+  /** The modern tools/calls not answered yet, to send once more if refused for their headers. */
+  readonly #headerCalls = new Map<
+    string,
+    {
+      request: JSONRPCRequest;
+      envelope: Envelope;
+      cancel: AbortController;
+      resent: boolean;
+      /** The refused POST's stream has ended (#modernStreamEnded waits for the new one's). */
+      refusedStreamEnded?: boolean;
+    }
+  >();
   /** Modern requests on a legacy session (an older gateway): their methods, by id key (see #toClient). */
   readonly #bridged = new Map<string, string>();
   /** The first attempt at the legacy session a modern client's requests share (an older gateway). */
@@ -391,7 +410,7 @@ export class Relay {
     this.#modernPending.set(keyOf(request.id), cancel);
     const era = await this.#eraOfGateway(envelope);
     if (!this.#stillPending(request, cancel)) return;
-    if (era === 'modern') await this.#sendModern(request, cancel);
+    if (era === 'modern') await this.#sendModern(request, envelope, cancel);
     else if (era === 'legacy') await this.#bridge(request, envelope, cancel);
     else {
       this.#modernPending.delete(keyOf(request.id));
@@ -443,16 +462,25 @@ export class Relay {
     return this.#modernGateway;
   }
 
-  /** One POST; the answer comes through #fromModern, a failure is answered here. */
-  async #sendModern(request: JSONRPCRequest, cancel: AbortController): Promise<void> {
+  /**
+   * One POST; the answer comes through #fromModern, a failure is answered here. A tools/call goes
+   * with the Mcp-Param-* headers its tool's marks ask for (#paramHeadersOf), and is remembered
+   * until answered: refused for them, it is sent once more (#resendForHeaders).
+   */
+  async #sendModern(request: JSONRPCRequest, envelope: Envelope, cancel: AbortController): Promise<void> {
     const key = keyOf(request.id);
     try {
-      await this.#modernGatewayOf().send(request, cancel.signal);
+      const headers = await this.#paramHeadersOf(request, envelope);
+      if (request.method === 'tools/call' && !this.#headerCalls.has(key)) {
+        this.#headerCalls.set(key, { request, envelope, cancel, resent: false });
+      }
+      await this.#modernGatewayOf().send(request, cancel.signal, headers);
     } catch (error) {
       const failure = (error as SendError).failure;
       // Answered meanwhile, or cancelled (its abort is the failure): nothing to say.
       if (this.#modernPending.get(key) !== cancel) return;
       this.#modernPending.delete(key);
+      this.#headerCalls.delete(key);
       if (failure.kind === 'aborted' || this.#closing()) return;
       this.#log.debug(`${request.method} failed (${describe(failure)})`);
       this.#reply(
@@ -464,11 +492,76 @@ export class Relay {
     }
   }
 
+  /**
+   * The Mcp-Param-* headers of a modern tools/call (MCP 2026-07-28, SEP-2243): a client on stdio
+   * sends none, and the relay is the one on HTTP. The marks are read from the gateway's tools/list
+   * (the relay's own, every page) at the first call, and again after a refusal.
+   */
+  async #paramHeadersOf(
+    request: JSONRPCRequest,
+    envelope: Envelope,
+  ): Promise<Record<string, string> | undefined> {
+    const params = request.params as { name?: unknown; arguments?: unknown } | undefined;
+    if (request.method !== 'tools/call' || typeof params?.name !== 'string') return undefined;
+    const learning = (this.#marks ??= this.#learnMarks(envelope));
+    const marks = (await learning).get(params.name);
+    return marks === undefined ? undefined : paramHeaders(marks, params.arguments);
+  }
+
+  async #learnMarks(envelope: Envelope): Promise<Map<string, readonly HeaderParam[]>> {
+    const marks = new Map<string, readonly HeaderParam[]>();
+    try {
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_MARK_PAGES; page += 1) {
+        const listed = await this.#ownRequest(this.#modernGatewayOf(), 'tools/list', {
+          ...(cursor !== undefined && { cursor }),
+          _meta: probeMeta(envelope),
+        });
+        for (const tool of Array.isArray(listed.tools)
+          ? (listed.tools as { name?: unknown; inputSchema?: unknown }[])
+          : []) {
+          const scan = headerParamsOf(tool?.inputSchema);
+          if (typeof tool?.name === 'string' && scan.ok && scan.params.length > 0)
+            marks.set(tool.name, scan.params);
+        }
+        cursor = typeof listed.nextCursor === 'string' ? listed.nextCursor : undefined;
+        if (cursor === undefined) break;
+      }
+    } catch (failure) {
+      // Sent without them; a refusal for their lack tries to learn them again.
+      this.#log.debug(
+        `could not read the gateway's tools for their header marks (${describe(failure as Failure)})`,
+      );
+      this.#marks = undefined;
+    }
+    return marks;
+  }
+
+  /**
+   * A tools/call the gateway refused for its Mcp-Param-* headers (HeaderMismatch: the tool's marks
+   * changed since the relay read them) did not run: the marks are read again and it is sent once
+   * more, as the spec advises a client. True when it was.
+   */
+  #resendForHeaders(id: RequestId, answer: JSONRPCMessage): boolean {
+    const key = keyOf(id);
+    const call = this.#headerCalls.get(key);
+    this.#headerCalls.delete(key);
+    const code = (answer as { error?: { code?: unknown } }).error?.code;
+    if (!call || call.resent || code !== HEADER_MISMATCH || !this.#stillPending(call.request, call.cancel)) {
+      return false;
+    }
+    this.#marks = undefined;
+    this.#headerCalls.set(key, { ...call, resent: true });
+    void this.#sendModern(call.request, call.envelope, call.cancel);
+    return true;
+  }
+
   #fromModern(message: JSONRPCMessage): void {
     if (this.#state === 'closing') return;
     const id = (message as { id?: RequestId }).id;
     if (!('method' in message) && id !== undefined) {
       if (this.#answerOwn(id, message)) return;
+      if (this.#resendForHeaders(id, message)) return;
       if (!this.#modernPending.delete(keyOf(id))) {
         this.#log.debug(`dropped an answer to request ${JSON.stringify(id)}: already answered or cancelled`);
         return;
@@ -479,6 +572,13 @@ export class Relay {
 
   #modernStreamEnded(id: RequestId): void {
     setTimeout(() => {
+      // The stream of a POST refused for its headers, the call sent again: the new one answers.
+      const resent = this.#headerCalls.get(keyOf(id));
+      if (resent?.resent && !resent.refusedStreamEnded) {
+        resent.refusedStreamEnded = true;
+        return;
+      }
+      this.#headerCalls.delete(keyOf(id));
       if (!this.#modernPending.delete(keyOf(id))) return;
       this.#reply(id, {
         code: UNREACHABLE_CODE,
@@ -494,6 +594,7 @@ export class Relay {
     const cancel = id === undefined ? undefined : this.#modernPending.get(keyOf(id));
     if (!cancel || id === undefined) return false;
     this.#modernPending.delete(keyOf(id));
+    this.#headerCalls.delete(keyOf(id));
     cancel.abort();
     this.#log.debug(`request ${JSON.stringify(id)} cancelled`);
     return true;

@@ -95,7 +95,13 @@ let gateway: Gateway | undefined;
 /** Session ids of the GET streams the relay opened on the current gateway. */
 let relayStreams: string[] = [];
 /** The MCP headers of every POST the current gateway received. */
-let gatewayPosts: { version?: string; method?: string; session?: string }[] = [];
+let gatewayPosts: {
+  version?: string;
+  method?: string;
+  session?: string;
+  /** Its Mcp-Param-* headers, by lowercase name. */
+  params: Record<string, string>;
+}[] = [];
 
 async function startGateway(): Promise<void> {
   const started = await buildGateway(loadGatewayConfig(stack.gatewayEnv(port)), false);
@@ -115,6 +121,12 @@ async function startGateway(): Promise<void> {
         version: header('mcp-protocol-version'),
         method: header('mcp-method'),
         session: header('mcp-session-id'),
+        params: Object.fromEntries(
+          Object.entries(request.headers).filter(
+            (entry): entry is [string, string] =>
+              entry[0].startsWith('mcp-param-') && typeof entry[1] === 'string',
+          ),
+        ),
       });
     }
   });
@@ -527,6 +539,66 @@ describe('bindery-mcp for both protocol eras', () => {
       expect(legacy.errors).toEqual([]);
     } finally {
       await Promise.all([modern.client.close(), legacy.client.close()]);
+    }
+  });
+
+  it('a modern stdio client calls a tool that wants an argument in a header: the relay, the HTTP client, sends it', async () => {
+    const tenantSchema = (mark: string) => ({
+      type: 'object',
+      properties: { tenant: { type: 'string', 'x-mcp-header': mark } },
+      required: ['tenant'],
+    });
+    const tool = await admin('POST', '/api/v2/adis', {
+      kind: 'custom',
+      name: 'tenant_echo',
+      code: 'export default (args) => "tenant " + args.tenant',
+      input_schema: tenantSchema('Tenant'),
+    });
+    const aei = await admin('POST', '/api/v2/aeis', { name: 'marked' });
+    await admin('POST', `/api/v2/aeis/${String(aei.id)}/bindings`, { adi_id: tool.id });
+    const posts = gatewayPosts.length;
+    const modern = await modernRelay({ BINDERY_KEY: String(aei.api_key) }, []);
+    const calls = () => gatewayPosts.slice(posts).filter((post) => post.method === 'tools/call');
+    const lists = () => gatewayPosts.slice(posts).filter((post) => post.method === 'tools/list').length;
+    try {
+      expect(modern.client.getProtocolEra()).toBe('modern');
+      // Called before the client listed anything: the relay read the marks from the gateway first.
+      const first = await modern.client.callTool({ name: 'tenant_echo', arguments: { tenant: 'acme ' } });
+      expect(resultJson(first)).toBe('tenant acme ');
+      expect(calls().map((post) => post.params)).toEqual([{ 'mcp-param-tenant': '=?base64?YWNtZSA=?=' }]);
+      expect(lists()).toBe(1);
+      await modern.client.callTool({ name: 'tenant_echo', arguments: { tenant: 'globex' } });
+      expect(lists()).toBe(1);
+
+      // The tool now wants another header: the gateway refuses what the relay learnt, and the
+      // relay learns again and sends the call once more (refused, it had not run).
+      await admin('PATCH', `/api/v2/adis/${String(tool.id)}`, { input_schema: tenantSchema('Org') });
+      const watcher = new Client({ name: 'watcher', version: '1.0.0' });
+      await watcher.connect(
+        new StreamableHTTPClientTransport(new URL(`${gatewayUrl}/api/v2/mcp/server/${String(aei.api_key)}`)),
+      );
+      try {
+        let marked: unknown;
+        for (let tries = 0; tries < 100 && marked !== 'Org'; tries += 1) {
+          const listed = (await watcher.listTools()).tools[0]?.inputSchema.properties as
+            Record<string, Record<string, unknown>> | undefined;
+          marked = listed?.tenant?.['x-mcp-header'];
+          if (marked !== 'Org') await sleep(100);
+        }
+        expect(marked).toBe('Org');
+      } finally {
+        await watcher.close();
+      }
+      const third = await modern.client.callTool({ name: 'tenant_echo', arguments: { tenant: 'initech' } });
+      expect(resultJson(third)).toBe('tenant initech');
+      expect(
+        calls()
+          .slice(2)
+          .map((post) => post.params),
+      ).toEqual([{ 'mcp-param-tenant': 'initech' }, { 'mcp-param-org': 'initech' }]);
+      expect(lists()).toBe(2);
+    } finally {
+      await modern.client.close();
     }
   });
 

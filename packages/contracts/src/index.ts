@@ -128,6 +128,17 @@ export {
 export { toolError, type ToolFailure } from './tool-error.ts';
 export { compileUriTemplate, matchesUriTemplate, type UriTemplateMatcher } from './uri-template.ts';
 export {
+  PARAM_HEADER_PREFIX,
+  X_MCP_HEADER,
+  decodeHeaderValue,
+  encodeHeaderValue,
+  headerParamsOf,
+  paramHeaderMismatch,
+  paramHeaders,
+  type HeaderParam,
+  type HeaderParams,
+} from './param-headers.ts';
+export {
   CLIENT_INPUT_CAPABILITIES,
   ClientInput,
   type ClientInputCapabilities,

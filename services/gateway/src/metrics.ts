@@ -20,7 +20,7 @@ export function createMetrics() {
     }),
     toolCalls: new Counter({
       name: 'gateway_tool_calls_total',
-      help: 'tools/call by outcome: ok, error (tool isError), upstream_failed, unknown_tool',
+      help: 'tools/call by outcome: ok, error (tool isError), upstream_failed, unknown_tool, header_mismatch',
       labelNames: ['status'] as const,
       registers: [registry],
     }),

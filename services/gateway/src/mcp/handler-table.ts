@@ -4,6 +4,7 @@
  * (`modern/`) dispatches from by method name. One registration serves both eras, so a handler is
  * written once.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { getLiteralValue, getObjectShape, safeParse } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import type { RequestId, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
@@ -20,7 +21,16 @@ export interface RequestExtra {
   sendNotification(notification: ServerNotification): Promise<void>;
   /** What the client can be asked for input, and its answers of the previous round (modern). */
   input?: RequestInput | undefined;
+  /**
+   * A modern tools/call's HTTP headers, its `Mcp-Param-*` checked against the tool's marked
+   * arguments (`tools/call.ts`); absent in the legacy era, which has no such headers.
+   */
+  paramHeaders?: IncomingHttpHeaders | undefined;
 }
+
+/** The modern request's headers in a handler's `extra` (undefined for a legacy request's). */
+export const paramHeadersOf = (extra: unknown): IncomingHttpHeaders | undefined =>
+  (extra as RequestExtra).paramHeaders;
 
 type Handler = (request: unknown, extra: RequestExtra) => unknown;
 

@@ -9,6 +9,7 @@ import {
   CONSOLE_META_KEY,
   CreateCustomAdiBody,
   CustomToolConfig,
+  headerParamsOf,
   type ToolAnnotations,
   type UpdateAdiBody,
 } from '@bindery/contracts';
@@ -119,6 +120,9 @@ async function check(columns: KindColumns, scope: SaveScope): Promise<KindColumn
     throw invalid('context', 'write: true needs a context (table_id and json_path)');
   }
   checkObjectSchema(config.input_schema, 'input_schema');
+  // Marks a client on HTTP would refuse the whole tool for (SEP-2243) are refused here instead.
+  const marks = headerParamsOf(config.input_schema);
+  if (!marks.ok) throw invalid('input_schema', marks.reason);
   if (config.output_schema !== undefined) checkObjectSchema(config.output_schema, 'output_schema');
   const allowedHosts = normaliseAllowedHosts(config.allowed_hosts);
   await checkSecretsExist(scope.db, scope.caller.userId, config.secrets, 'secrets');

@@ -5,7 +5,13 @@
  * `result_path` and an authored input schema that matches the parameters. Every error is a
  * VALIDATION_FAILED whose `details.field` names the part of the config at fault.
  */
-import { HTTP_TOOL_LIMITS, HttpToolConfig, type HttpToolParam, type HttpMethod } from '@bindery/contracts';
+import {
+  HTTP_TOOL_LIMITS,
+  HttpToolConfig,
+  headerParamsOf,
+  type HttpToolParam,
+  type HttpMethod,
+} from '@bindery/contracts';
 import {
   OpError,
   compileQuery,
@@ -194,6 +200,9 @@ function checkInputSchema(schema: JsonSchemaObject, params: readonly HttpToolPar
   }
   if (schema.type !== 'object')
     throw invalid('input_schema', 'must have "type": "object" (tool arguments are an object)');
+  // Marks a client on HTTP would refuse the whole tool for (SEP-2243) are refused here instead.
+  const marks = headerParamsOf(schema);
+  if (!marks.ok) throw invalid('input_schema', marks.reason);
   const properties = isObject(schema.properties) ? schema.properties : {};
   const required = Array.isArray(schema.required) ? schema.required : [];
   for (const param of params) {

@@ -465,6 +465,8 @@ export class UpstreamInstance {
       input?: UpstreamInput | undefined;
       /** The caller hears log messages at `level` (a modern server: see logSlot). */
       log?: LogWanted | undefined;
+      /** The call's `Mcp-Param-*` headers (the tool's marked arguments), sent in the modern era. */
+      paramHeaders?: Record<string, string> | undefined;
     },
   ): Promise<CallToolResult | InputRequiredAnswer | TaskCreated> {
     const progress = options.progress;
@@ -494,6 +496,7 @@ export class UpstreamInstance {
       signal,
       input: options.input,
       log: options.log,
+      paramHeaders: options.paramHeaders,
       what: `tools/call of ${name}`,
       ...onprogress,
     });
@@ -625,6 +628,7 @@ export class UpstreamInstance {
       /** How the plain request is named in errors (default: its method). */
       what?: string;
       log?: LogWanted | undefined;
+      paramHeaders?: Record<string, string> | undefined;
     },
   ): Promise<T | InputRequiredAnswer | TaskCreated> {
     // The call's trace goes on to the upstream server in the request's `_meta` (MCP's keys for
@@ -635,6 +639,9 @@ export class UpstreamInstance {
       timeout: options.timeoutMs,
       ...(options.signal && { signal: options.signal }),
       ...(options.onprogress && { onprogress: options.onprogress }),
+      // A modern server over HTTP checks a marked argument against its Mcp-Param-* header (SEP-2243);
+      // stdio carries no headers, and the 2025 era defines none.
+      ...(options.paramHeaders && this.era === 'modern' && { headers: options.paramHeaders }),
     };
     const input = options.input;
     // A modern server is told what the agent can be asked, or that it wants log messages.

@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import {
   CreateMcpAdiBody,
   STDERR_META_KEY,
+  headerParamsOf,
+  paramHeaders,
   type InputRequest,
   type ToolAnnotations,
 } from '@bindery/contracts';
@@ -91,6 +93,9 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
   try {
     const input = call.input;
     const carried = input?.carried ?? {};
+    // The arguments the upstream's schema marks travel in headers too (sync took only valid marks).
+    const marks = headerParamsOf(config.input_schema);
+    const headers = marks.ok && marks.params.length > 0 ? paramHeaders(marks.params, call.args) : undefined;
     const result = await upstreams.callTool(serverId, tool, call.args, {
       signal: call.signal,
       session: call.session,
@@ -99,6 +104,7 @@ async function run(call: ToolCall<McpKindServices>): Promise<ToolAnswer> {
       progress: call.progress,
       stderr: (line) => stderr.push(line),
       log: call.log,
+      ...(headers && { paramHeaders: headers }),
       ...(input && {
         input: {
           capabilities: input.capabilities,

@@ -94,6 +94,8 @@ export interface CallOptions {
   caller?: string | undefined;
   /** The most JSON the questions of one round may take (a result's limit): past it the call is ended. */
   maxAskBytes?: number | undefined;
+  /** The call's `Mcp-Param-*` headers: the values of the arguments the tool marks (x-mcp-header). */
+  paramHeaders?: Record<string, string> | undefined;
 }
 
 /** Where a call's log lines go: its caller's level, and the sink (the executor's ToolLog). */
@@ -380,6 +382,7 @@ export class UpstreamPool {
           },
         }),
         ...(hears && call.log && { log: { level: call.log.level, hear: hears } }),
+        ...(call.paramHeaders && { paramHeaders: call.paramHeaders }),
       });
       this.succeeded();
       this.options.events.meter?.call('ok');

@@ -13,6 +13,7 @@ import {
   UPSTREAM_CATALOG_LIMITS,
   UPSTREAM_LIMITS,
   findUnstorable,
+  headerParamsOf,
   storableText,
   unstorableMessage,
   type CreateUpstreamServerBody,
@@ -592,6 +593,13 @@ function takenTools(listed: UpstreamListing<Tool>, exposeTools: string[], warnin
       warnings.push(
         `tool "${tool.name}": its input schema is over ${UPSTREAM_LIMITS.maxSchemaBytes} bytes; skipped`,
       );
+      continue;
+    }
+    // A tool whose x-mcp-header marks break the rules is left out, as a client of the modern era
+    // over HTTP leaves it out (SEP-2243): Bindery is one, and its own clients would be the next.
+    const marks = headerParamsOf(tool.inputSchema);
+    if (!marks.ok) {
+      warnings.push(`tool ${quoted(tool.name)} was skipped: ${marks.reason}`);
       continue;
     }
     unusableSchemaWarnings(tool, warnings);

@@ -124,6 +124,8 @@ export async function serveModern(
       requestId: id,
       signal: cancel.signal,
       sendNotification: (notification) => stream.notify(notification),
+      // Its Mcp-Param-* headers are checked against the tool's marked arguments (tools/call.ts).
+      ...(message.method === 'tools/call' && { paramHeaders: headers }),
       // Tools may ask the client what it declared; the answers of a retry come with the request.
       ...(INPUT_METHODS.has(message.method) && {
         input: {
@@ -142,8 +144,12 @@ export async function serveModern(
       stream.finish({ jsonrpc: '2.0', id, error: { code: mcp.code, message: mcp.message } }, 404);
       return;
     }
-    // The spec's status for a capability the client did not declare.
-    if (mcp?.code === MODERN_ERRORS.MISSING_REQUIRED_CLIENT_CAPABILITY) {
+    // The spec's status for a capability the client did not declare, and for headers that do not
+    // match the body (Mcp-Param-*, tools/call.ts).
+    if (
+      mcp?.code === MODERN_ERRORS.MISSING_REQUIRED_CLIENT_CAPABILITY ||
+      (mcp?.code === MODERN_ERRORS.HEADER_MISMATCH && !stream.started)
+    ) {
       stream.finish({ jsonrpc: '2.0', id, error: errorOf(mcp) }, 400);
       return;
     }

@@ -4,7 +4,10 @@
  * tool (`source-routing.ts`), its arguments checked, and it runs through the control plane. The
  * client hears the call's log lines (`call-log.ts`) and, given a progress token, its progress.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import {
+  headerParamsOf,
+  paramHeaderMismatch,
   progressiveTools,
   toolError,
   URL_ELICITATION_REQUIRED_ERROR,
@@ -14,6 +17,7 @@ import {
 } from '@bindery/contracts';
 import { ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ControlPlaneError } from '../../control-plane/errors.ts';
+import { MODERN_ERRORS } from '../modern/envelope.ts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
 import type { ClientLog, McpSessionContext, Notify } from '../session-context.ts';
 import { unstorableArguments } from '../unstorable-arguments.ts';
@@ -44,12 +48,32 @@ export interface ToolCall {
    * tool that asks fails with a tool error naming the capability.
    */
   input?: RequestInput | undefined;
+  /**
+   * A modern request's HTTP headers: the `Mcp-Param-*` of the tool's marked arguments must match
+   * them (MCP 2026-07-28, SEP-2243). Absent in the legacy era.
+   */
+  paramHeaders?: IncomingHttpHeaders | undefined;
 }
 
 export type ToolCallContext = Pick<
   McpSessionContext,
   'exposure' | 'client' | 'metrics' | 'log' | 'progressive' | 'clientLog'
 >;
+
+/** Why `headers` do not match the arguments `inputSchema` marks (x-mcp-header), if they do not. */
+function headerMismatch(
+  inputSchema: Record<string, unknown>,
+  args: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+): string | undefined {
+  const marks = headerParamsOf(inputSchema);
+  // A tool whose marks break the rules is not listed by the control plane; none is checked here.
+  if (!marks.ok || marks.params.length === 0) return undefined;
+  return paramHeaderMismatch(marks.params, args, (name) => {
+    const value = headers[name];
+    return typeof value === 'string' ? value : undefined;
+  });
+}
 
 /** Milliseconds since `started` (a performance.now() reading), to two decimals. */
 const msSince = (started: number) => Math.round((performance.now() - started) * 100) / 100;
@@ -99,6 +123,13 @@ export async function callTool(
     );
     await log(call.notify, refusalLine(name, refusal.message));
     throw new WireError(ErrorCode.InvalidParams, refusal.message, refusal.details);
+  }
+  // A modern call's Mcp-Param-* headers say what its marked arguments are: a header missing or
+  // saying otherwise is refused (400, HeaderMismatch), before anything is sent to the client.
+  const mismatch = call.paramHeaders && headerMismatch(tool.inputSchema, args, call.paramHeaders);
+  if (mismatch) {
+    session.metrics.toolCalls.inc({ status: 'header_mismatch' });
+    throw new WireError(MODERN_ERRORS.HEADER_MISMATCH, `Header mismatch: ${mismatch}`);
   }
   // A number that overflowed to Infinity would reach the control plane as null: only here can
   // it still be seen, so the gateway refuses it as the control plane refuses a NUL.
