@@ -19,7 +19,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modernHttpUpstream } from '../../control-plane/test/support/upstream-servers.ts';
 import { headerParamsHandler } from '../../control-plane/test/support/upstream/header-params-server.mjs';
-import { rawPost } from './support/raw-post.ts';
+import { modernNamedPost } from './support/mcp-raw.ts';
 import { startStack, type Stack } from './support/stack.ts';
 
 let stack: Stack;
@@ -82,34 +82,14 @@ async function modernCall(
   status: number;
   body: { result?: Record<string, unknown>; error?: { code: number; message: string } };
 }> {
-  const version = '2026-07-28';
-  const res = await rawPost(
+  const answer = await modernNamedPost(
     stack.gatewayUrl,
     at.pathname,
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: {
-        name,
-        arguments: args,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': version,
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    }),
-    {
-      headers: {
-        'mcp-protocol-version': version,
-        'mcp-method': 'tools/call',
-        'mcp-name': name,
-        accept: 'application/json',
-        ...params,
-      },
-    },
+    { id: 1, method: 'tools/call', params: { name, arguments: args } },
+    {},
+    params,
   );
-  return { status: res.status, body: JSON.parse(res.text) };
+  return { status: answer.status, body: answer.message as never };
 }
 
 const textOf = (result: Record<string, unknown> | undefined) =>

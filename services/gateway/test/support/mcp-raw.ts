@@ -145,6 +145,17 @@ export async function modernNamedRequest(
   capabilities: Record<string, unknown>,
   headers: Record<string, string> = {},
 ): Promise<Json> {
+  return (await modernNamedPost(gatewayUrl, path, request, capabilities, headers)).message;
+}
+
+/** modernNamedRequest, with the answer's HTTP status. */
+export async function modernNamedPost(
+  gatewayUrl: string,
+  path: string,
+  request: { id: number; method: string; params: Record<string, unknown> },
+  capabilities: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; message: Json }> {
   const version = '2026-07-28';
   const res = await rawPost(
     gatewayUrl,
@@ -172,5 +183,5 @@ export async function modernNamedRequest(
       },
     },
   );
-  return readAnswer(res).messages.at(-1);
+  return { status: res.status, message: readAnswer(res).messages.at(-1) };
 }
