@@ -26,7 +26,7 @@ import {
 import { CITIES, generateCustomers } from './support/customers.ts';
 import { cpuMs, ms, summarize, throughput, timeSequential } from './support/stats.ts';
 import { benchArgs } from './support/args.ts';
-import { readMetrics } from './support/metrics.ts';
+import { readMetrics } from '@bindery/test-support';
 
 const { values } = parseArgs({
   args: benchArgs(),

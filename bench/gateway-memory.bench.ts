@@ -24,7 +24,7 @@ import {
   spawnService,
   startControlPlane,
 } from './support/control-plane.ts';
-import { readMetrics } from './support/metrics.ts';
+import { readMetrics } from '@bindery/test-support';
 
 const GATEWAY_DIR = fileURLToPath(new URL('../services/gateway', import.meta.url));
 const GC_PRELOAD = fileURLToPath(new URL('./support/gc-on-signal.mjs', import.meta.url));

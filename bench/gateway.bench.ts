@@ -18,7 +18,7 @@ import {
 } from './support/control-plane.ts';
 import { cpuMs, ms, summarize } from './support/stats.ts';
 import { executorResult, toolCallResult } from './support/answers.ts';
-import { readMetrics } from './support/metrics.ts';
+import { readMetrics } from '@bindery/test-support';
 
 const CALLS_C1 = Number(process.env.BENCH_CALLS ?? 1500);
 const CALLS_PER_WORKER_C32 = 40;

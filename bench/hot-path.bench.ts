@@ -51,7 +51,7 @@ import { ms, summarize } from './support/stats.ts';
 import { benchArgs } from './support/args.ts';
 import { addCpu, cpuReading, type CpuParts } from './support/cpu-time.ts';
 import { executorResult, toolCallResult } from './support/answers.ts';
-import { readMetrics } from './support/metrics.ts';
+import { readMetrics } from '@bindery/test-support';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);

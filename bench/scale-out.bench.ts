@@ -29,6 +29,7 @@ import {
   crashEach,
   disruption,
   ledgerExposure,
+  readMetrics,
   startLoad,
   startReplicas,
   type Crash,
@@ -36,7 +37,6 @@ import {
   type LoadRun,
 } from '@bindery/test-support';
 import { addCpu, cpuReading, type CpuParts } from './support/cpu-time.ts';
-import { readMetrics } from './support/metrics.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

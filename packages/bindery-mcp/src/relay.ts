@@ -61,11 +61,11 @@ export const UNREACHABLE_CODE = -32000;
 const MAX_WAITING = 1_000;
 /** Where a tools/call carries its idempotency key (as in @bindery/contracts' internal API). */
 const IDEMPOTENCY_META_KEY = 'bindery/idempotency_key';
-/** Network failures that happen before a request is sent: it did not reach the gateway. */
 /** The code of the gateway's refusal of headers that do not match the body (MCP 2026-07-28). */
 const HEADER_MISMATCH = -32020;
 /** At most this many pages of the gateway's tools/list are read for their header marks. */
 const MAX_MARK_PAGES = 50;
+/** Network failures that happen before a request is sent: it did not reach the gateway. */
 const NOT_SENT = /^(?:ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|UND_ERR_CONNECT_TIMEOUT)$/;
 
 export interface RelayTimings {
@@ -177,19 +177,15 @@ export class Relay {
   #probing: Promise<'modern' | 'legacy' | Failure> | undefined;
   /** Modern requests the gateway is answering, by id key: the controller that cancels one. */
   readonly #modernPending = new Map<string, AbortController>();
-  /** The tools whose arguments the gateway wants in Mcp-Param-* headers, by name (#paramHeadersOf). */
+  /**
+   * The tools whose arguments the gateway wants in Mcp-Param-* headers, by name, once a refusal
+   * made the relay read them (#resendForHeaders); none until then.
+   */
   #marks: Promise<Map<string, readonly HeaderParam[]>> | undefined;
   /** The modern tools/calls not answered yet, to send once more if refused for their headers. */
   readonly #headerCalls = new Map<
     string,
-    {
-      request: JSONRPCRequest;
-      envelope: Envelope;
-      cancel: AbortController;
-      resent: boolean;
-      /** The refused POST's stream has ended (#modernStreamEnded waits for the new one's). */
-      refusedStreamEnded?: boolean;
-    }
+    { request: JSONRPCRequest; envelope: Envelope; cancel: AbortController; resent: boolean }
   >();
   /** Modern requests on a legacy session (an older gateway): their methods, by id key (see #toClient). */
   readonly #bridged = new Map<string, string>();
@@ -464,16 +460,22 @@ export class Relay {
 
   /**
    * One POST; the answer comes through #fromModern, a failure is answered here. A tools/call goes
-   * with the Mcp-Param-* headers its tool's marks ask for (#paramHeadersOf), and is remembered
-   * until answered: refused for them, it is sent once more (#resendForHeaders).
+   * with the Mcp-Param-* headers its tool's marks ask for, as far as the relay knows them
+   * (#paramHeadersOf), and is remembered until answered: refused for its headers, the marks are
+   * read and it is sent once more (#resendForHeaders).
    */
-  async #sendModern(request: JSONRPCRequest, envelope: Envelope, cancel: AbortController): Promise<void> {
+  async #sendModern(
+    request: JSONRPCRequest,
+    envelope: Envelope,
+    cancel: AbortController,
+    resent = false,
+  ): Promise<void> {
     const key = keyOf(request.id);
     try {
-      const headers = await this.#paramHeadersOf(request, envelope);
-      if (request.method === 'tools/call' && !this.#headerCalls.has(key)) {
-        this.#headerCalls.set(key, { request, envelope, cancel, resent: false });
-      }
+      const headers = await this.#paramHeadersOf(request);
+      // Cancelled while the marks were read: nothing to send, nothing to keep.
+      if (!this.#stillPending(request, cancel)) return;
+      if (request.method === 'tools/call') this.#headerCalls.set(key, { request, envelope, cancel, resent });
       await this.#modernGatewayOf().send(request, cancel.signal, headers);
     } catch (error) {
       const failure = (error as SendError).failure;
@@ -494,20 +496,18 @@ export class Relay {
 
   /**
    * The Mcp-Param-* headers of a modern tools/call (MCP 2026-07-28, SEP-2243): a client on stdio
-   * sends none, and the relay is the one on HTTP. The marks are read from the gateway's tools/list
-   * (the relay's own, every page) at the first call, and again after a refusal.
+   * sends none, and the relay is the one on HTTP. Until a refusal made it read the gateway's marks
+   * a call goes without, as the SDK's client sends one whose tool it has not listed: an exposure
+   * whose tools mark nothing costs nothing.
    */
-  async #paramHeadersOf(
-    request: JSONRPCRequest,
-    envelope: Envelope,
-  ): Promise<Record<string, string> | undefined> {
+  async #paramHeadersOf(request: JSONRPCRequest): Promise<Record<string, string> | undefined> {
     const params = request.params as { name?: unknown; arguments?: unknown } | undefined;
-    if (request.method !== 'tools/call' || typeof params?.name !== 'string') return undefined;
-    const learning = (this.#marks ??= this.#learnMarks(envelope));
-    const marks = (await learning).get(params.name);
+    if (request.method !== 'tools/call' || typeof params?.name !== 'string' || !this.#marks) return undefined;
+    const marks = (await this.#marks).get(params.name);
     return marks === undefined ? undefined : paramHeaders(marks, params.arguments);
   }
 
+  /** The marks of the gateway's tools (its tools/list, every page); none when it could not be read. */
   async #learnMarks(envelope: Envelope): Promise<Map<string, readonly HeaderParam[]>> {
     const marks = new Map<string, readonly HeaderParam[]>();
     try {
@@ -517,9 +517,10 @@ export class Relay {
           ...(cursor !== undefined && { cursor }),
           _meta: probeMeta(envelope),
         });
-        for (const tool of Array.isArray(listed.tools)
+        const tools = Array.isArray(listed.tools)
           ? (listed.tools as { name?: unknown; inputSchema?: unknown }[])
-          : []) {
+          : [];
+        for (const tool of tools) {
           const scan = headerParamsOf(tool?.inputSchema);
           if (typeof tool?.name === 'string' && scan.ok && scan.params.length > 0)
             marks.set(tool.name, scan.params);
@@ -528,11 +529,10 @@ export class Relay {
         if (cursor === undefined) break;
       }
     } catch (failure) {
-      // Sent without them; a refusal for their lack tries to learn them again.
+      // The call goes once more without; the next refusal reads them again.
       this.#log.debug(
         `could not read the gateway's tools for their header marks (${describe(failure as Failure)})`,
       );
-      this.#marks = undefined;
     }
     return marks;
   }
@@ -550,9 +550,8 @@ export class Relay {
     if (!call || call.resent || code !== HEADER_MISMATCH || !this.#stillPending(call.request, call.cancel)) {
       return false;
     }
-    this.#marks = undefined;
-    this.#headerCalls.set(key, { ...call, resent: true });
-    void this.#sendModern(call.request, call.envelope, call.cancel);
+    this.#marks = this.#learnMarks(call.envelope);
+    void this.#sendModern(call.request, call.envelope, call.cancel, true);
     return true;
   }
 
@@ -572,12 +571,6 @@ export class Relay {
 
   #modernStreamEnded(id: RequestId): void {
     setTimeout(() => {
-      // The stream of a POST refused for its headers, the call sent again: the new one answers.
-      const resent = this.#headerCalls.get(keyOf(id));
-      if (resent?.resent && !resent.refusedStreamEnded) {
-        resent.refusedStreamEnded = true;
-        return;
-      }
       this.#headerCalls.delete(keyOf(id));
       if (!this.#modernPending.delete(keyOf(id))) return;
       this.#reply(id, {

@@ -542,7 +542,7 @@ describe('bindery-mcp for both protocol eras', () => {
     }
   });
 
-  it('a modern stdio client calls a tool that wants an argument in a header: the relay, the HTTP client, sends it', async () => {
+  it('a modern stdio client calls a tool that wants an argument in a header: the relay, its HTTP client, sends it', async () => {
     const tenantSchema = (mark: string) => ({
       type: 'object',
       properties: { tenant: { type: 'string', 'x-mcp-header': mark } },
@@ -562,12 +562,19 @@ describe('bindery-mcp for both protocol eras', () => {
     const lists = () => gatewayPosts.slice(posts).filter((post) => post.method === 'tools/list').length;
     try {
       expect(modern.client.getProtocolEra()).toBe('modern');
-      // Called before the client listed anything: the relay read the marks from the gateway first.
+      // The relay knows no marks yet: the call goes without, is refused before it runs, and the
+      // relay reads the gateway's tools and sends it once more with its header.
       const first = await modern.client.callTool({ name: 'tenant_echo', arguments: { tenant: 'acme ' } });
       expect(resultJson(first)).toBe('tenant acme ');
-      expect(calls().map((post) => post.params)).toEqual([{ 'mcp-param-tenant': '=?base64?YWNtZSA=?=' }]);
+      expect(calls().map((post) => post.params)).toEqual([{}, { 'mcp-param-tenant': '=?base64?YWNtZSA=?=' }]);
       expect(lists()).toBe(1);
+      // Known now: one POST, with its header.
       await modern.client.callTool({ name: 'tenant_echo', arguments: { tenant: 'globex' } });
+      expect(
+        calls()
+          .slice(2)
+          .map((post) => post.params),
+      ).toEqual([{ 'mcp-param-tenant': 'globex' }]);
       expect(lists()).toBe(1);
 
       // The tool now wants another header: the gateway refuses what the relay learnt, and the
@@ -593,7 +600,7 @@ describe('bindery-mcp for both protocol eras', () => {
       expect(resultJson(third)).toBe('tenant initech');
       expect(
         calls()
-          .slice(2)
+          .slice(3)
           .map((post) => post.params),
       ).toEqual([{ 'mcp-param-tenant': 'initech' }, { 'mcp-param-org': 'initech' }]);
       expect(lists()).toBe(2);

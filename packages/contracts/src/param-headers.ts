@@ -140,7 +140,8 @@ export function headerParamsOf(inputSchema: unknown): HeaderParams {
 const SENTINEL_PREFIX = '=?base64?';
 const SENTINEL_SUFFIX = '?=';
 const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const CANONICAL_DECIMAL = /^-?\d+(\.\d+)?$/;
+// An integer as a header may write it: digits, and a fraction of zeros at most (`42`, `42.0`).
+const INTEGER_TEXT = /^-?\d+(\.0+)?$/;
 // TextEncoder, btoa and atob rather than Buffer: this package is the console's too.
 const utf8 = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -230,7 +231,7 @@ export function paramHeaders(params: readonly HeaderParam[], args: unknown): Rec
  * Why the `Mcp-Param-*` headers of a call do not match its arguments, or undefined when they do.
  * `header(name)`: the request's one value of the lowercase header `name` (undefined when absent).
  * A marked argument that is present and not null needs its header, decoded equal to it (integers
- * as numbers: `42.0` is `42`); a header for an absent argument is not looked at.
+ * as numbers: `42.0` is `42`, `42.5` is not); a header for an absent argument is not looked at.
  */
 export function paramHeaderMismatch(
   params: readonly HeaderParam[],
@@ -249,7 +250,7 @@ export function paramHeaderMismatch(
       return `the ${param.header} header carries characters a header value may not, or a =?base64?...?= value that is not canonical Base64 of UTF-8`;
     }
     const same =
-      param.type === 'integer' && typeof value === 'number' && CANONICAL_DECIMAL.test(decoded)
+      param.type === 'integer' && typeof value === 'number' && INTEGER_TEXT.test(decoded)
         ? Number(decoded) === value
         : decoded === text;
     if (!same) return `the ${param.header} header does not match the value of ${where} in the arguments`;

@@ -138,6 +138,13 @@ describe('the headers of a call', () => {
     expect(
       paramHeaderMismatch(marked, args, from({ 'mcp-param-region': 'us-west1', 'mcp-param-rows': '42.0' })),
     ).toBeUndefined();
+    expect(
+      paramHeaderMismatch(
+        marked,
+        args,
+        from({ 'mcp-param-region': 'us-west1', 'mcp-param-rows': '42.000000000000001' }),
+      ),
+    ).toMatch(/Mcp-Param-Rows header does not match/);
     // A header for an argument the call does not carry is not looked at.
     expect(
       paramHeaderMismatch(marked, { query: 'q' }, from({ 'mcp-param-region': 'anything' })),

@@ -29,6 +29,7 @@ export {
   type LoadOptions,
   type LoadRun,
 } from './ledger-load.ts';
+export { readMetrics, sample, type MetricsReading } from './metrics.ts';
 export { freePort, reservePort, type ReservedPort } from './ports.ts';
 export { startReplicas, type Replicas, type ReplicasOptions } from './replicas.ts';
 export {

@@ -5,7 +5,7 @@
 // could not be audited) and has none.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { buildFixture, toolAnswer, type Fixture } from './support/tools.ts';
 
 const BATCH = 10;

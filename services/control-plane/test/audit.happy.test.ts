@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditWriter } from '../src/execution/audit-writer.ts';
 import { createMetrics } from '../src/metrics.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { buildFixture, toolAnswer, type Fixture } from './support/tools.ts';
 
 let t: TestApp;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BindingCache } from '../src/execution/binding-cache.ts';
 import { INTERNAL_TOKEN, engine, startTestApp, type TestApp } from './support/app.ts';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';

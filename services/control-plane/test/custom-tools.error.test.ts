@@ -9,7 +9,7 @@
 // while another user's calls are answered.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { SUM_TOOL, customTool, customToolUser, type CustomToolUser } from './support/custom-tools.ts';
 
 let t: TestApp;

@@ -12,7 +12,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../src/generated/prisma/client.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
 
 const ITEMS = Array.from({ length: 1_000 }, (_, i) => i);

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeExpiredOutcomes } from '../src/kinds/idempotency.ts';
 import { INTERNAL_TOKEN, startTestApp, type TestApp } from './support/app.ts';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { buildFixture, execute, tableState, toolAnswer, type Fixture } from './support/tools.ts';
 
 let t: TestApp;

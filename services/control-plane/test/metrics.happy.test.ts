@@ -5,7 +5,7 @@
 // /metrics stays out of the OpenAPI document.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTERNAL_TOKEN, engine, startTestApp, type TestApp } from './support/app.ts';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { buildFixture, execute, toolAnswer, type Fixture } from './support/tools.ts';
 
 let t: TestApp;

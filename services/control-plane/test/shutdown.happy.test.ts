@@ -3,7 +3,7 @@
 // is closed cleanly (a restart sees every audit row); a request that outlives
 // SHUTDOWN_GRACE_MS has its connection cut and the process exits 1, saying so.
 import { afterAll, describe, expect, it } from 'vitest';
-import { sample } from './support/metrics.ts';
+import { sample } from '@bindery/test-support';
 import { adminCall, processDatabase, reapAll, startServer, PROCESS_TEST } from './support/server-process.ts';
 
 const ADMIN = 'bnd_admin_shutdown-test-root-token';

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../src/app.ts';
 import { loadGatewayConfig } from '../src/config.ts';
 import { twoTableExposure, type Exposed, type Json } from '@bindery/test-support';
+import { servedByLane } from './support/mcp-raw.ts';
 import { rawPost, type RawPostOptions } from './support/raw-post.ts';
 import { INTERNAL_TOKEN, startStack, type Stack } from './support/stack.ts';
 
@@ -81,22 +82,11 @@ const keyPath = () => `/api/v2/mcp/server/${exposed.apiKey}`;
 const call = (id: number, name: string, args: unknown) =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
-/** gateway_requests_total summed per lane, from one /metrics read. */
-async function served(): Promise<{ fast: number; framework: number }> {
-  const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
-  const sums = { fast: 0, framework: 0 };
-  for (const line of text.split('\n')) {
-    const match = /^gateway_requests_total\{.*lane="(fast|framework)".*\} (\d+)$/.exec(line);
-    if (match) sums[match[1] as 'fast' | 'framework'] += Number(match[2]);
-  }
-  return sums;
-}
-
 /** Runs `work` and answers how many requests each lane served meanwhile. */
 async function lanes(work: () => Promise<unknown>): Promise<{ fast: number; framework: number }> {
-  const before = await served();
+  const before = await servedByLane(stack.gatewayUrl);
   await work();
-  const after = await served();
+  const after = await servedByLane(stack.gatewayUrl);
   // The first /metrics read is itself one framework request.
   return { fast: after.fast - before.fast, framework: after.framework - before.framework - 1 };
 }

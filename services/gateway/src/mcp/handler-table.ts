@@ -22,7 +22,7 @@ export interface RequestExtra {
   /** What the client can be asked for input, and its answers of the previous round (modern). */
   input?: RequestInput | undefined;
   /**
-   * A modern tools/call's HTTP headers, its `Mcp-Param-*` checked against the tool's marked
+   * A modern tools/call's `Mcp-Param-*` headers (those alone), checked against the tool's marked
    * arguments (`tools/call.ts`); absent in the legacy era, which has no such headers.
    */
   paramHeaders?: IncomingHttpHeaders | undefined;

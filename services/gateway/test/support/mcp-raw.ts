@@ -3,7 +3,7 @@
  * session opened by hand, the paths a request can take to an answer, and answers read alike
  * whether they came as JSON or as an SSE stream.
  */
-import type { Json } from '@bindery/test-support';
+import { readMetrics, type Json } from '@bindery/test-support';
 import { rawPost, type RawAnswer } from './raw-post.ts';
 
 export const PROTOCOL_VERSION = '2025-06-18';
@@ -123,13 +123,11 @@ export async function lanesFor(
 
 /** gateway_requests_total summed per lane, from one /metrics read. */
 export async function servedByLane(gatewayUrl: string): Promise<{ fast: number; framework: number }> {
-  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
-  const sums = { fast: 0, framework: 0 };
-  for (const line of text.split('\n')) {
-    const match = /^gateway_requests_total\{.*lane="(fast|framework)".*\} (\d+)$/.exec(line);
-    if (match) sums[match[1] as 'fast' | 'framework'] += Number(match[2]);
-  }
-  return sums;
+  const metrics = await readMetrics(gatewayUrl);
+  return {
+    fast: metrics.total('gateway_requests_total', ['lane="fast"']),
+    framework: metrics.total('gateway_requests_total', ['lane="framework"']),
+  };
 }
 
 /**

@@ -49,7 +49,7 @@ export interface ToolCall {
    */
   input?: RequestInput | undefined;
   /**
-   * A modern request's HTTP headers: the `Mcp-Param-*` of the tool's marked arguments must match
+   * A modern request's `Mcp-Param-*` headers: those of the tool's marked arguments must match
    * them (MCP 2026-07-28, SEP-2243). Absent in the legacy era.
    */
   paramHeaders?: IncomingHttpHeaders | undefined;
