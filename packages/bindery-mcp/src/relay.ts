@@ -182,10 +182,19 @@ export class Relay {
    * made the relay read them (#resendForHeaders); none until then.
    */
   #marks: Promise<Map<string, readonly HeaderParam[]>> | undefined;
+  /** How many reads of the marks have started: a refusal of a call sent before the last one needs no other. */
+  #marksRead = 0;
   /** The modern tools/calls not answered yet, to send once more if refused for their headers. */
   readonly #headerCalls = new Map<
     string,
-    { request: JSONRPCRequest; envelope: Envelope; cancel: AbortController; resent: boolean }
+    {
+      request: JSONRPCRequest;
+      envelope: Envelope;
+      cancel: AbortController;
+      resent: boolean;
+      /** #marksRead when it was sent. */
+      read: number;
+    }
   >();
   /** Modern requests on a legacy session (an older gateway): their methods, by id key (see #toClient). */
   readonly #bridged = new Map<string, string>();
@@ -475,7 +484,9 @@ export class Relay {
       const headers = await this.#paramHeadersOf(request);
       // Cancelled while the marks were read: nothing to send, nothing to keep.
       if (!this.#stillPending(request, cancel)) return;
-      if (request.method === 'tools/call') this.#headerCalls.set(key, { request, envelope, cancel, resent });
+      if (request.method === 'tools/call') {
+        this.#headerCalls.set(key, { request, envelope, cancel, resent, read: this.#marksRead });
+      }
       await this.#modernGatewayOf().send(request, cancel.signal, headers);
     } catch (error) {
       const failure = (error as SendError).failure;
@@ -507,8 +518,14 @@ export class Relay {
     return marks === undefined ? undefined : paramHeaders(marks, params.arguments);
   }
 
-  /** The marks of the gateway's tools (its tools/list, every page); none when it could not be read. */
-  async #learnMarks(envelope: Envelope): Promise<Map<string, readonly HeaderParam[]>> {
+  /**
+   * The marks of the gateway's tools (its tools/list, every page); those of `known` (the last read)
+   * when it could not be read.
+   */
+  async #learnMarks(
+    envelope: Envelope,
+    known: Promise<Map<string, readonly HeaderParam[]>> | undefined,
+  ): Promise<Map<string, readonly HeaderParam[]>> {
     const marks = new Map<string, readonly HeaderParam[]>();
     try {
       let cursor: string | undefined;
@@ -529,10 +546,11 @@ export class Relay {
         if (cursor === undefined) break;
       }
     } catch (failure) {
-      // The call goes once more without; the next refusal reads them again.
+      // The call goes once more with what was known; the next refusal reads them again.
       this.#log.debug(
         `could not read the gateway's tools for their header marks (${describe(failure as Failure)})`,
       );
+      return (await known) ?? marks;
     }
     return marks;
   }
@@ -550,7 +568,11 @@ export class Relay {
     if (!call || call.resent || code !== HEADER_MISMATCH || !this.#stillPending(call.request, call.cancel)) {
       return false;
     }
-    this.#marks = this.#learnMarks(call.envelope);
+    // Calls refused together read the marks once: a read started since this one was sent will do.
+    if (call.read === this.#marksRead) {
+      this.#marksRead += 1;
+      this.#marks = this.#learnMarks(call.envelope, this.#marks);
+    }
     void this.#sendModern(call.request, call.envelope, call.cancel, true);
     return true;
   }
