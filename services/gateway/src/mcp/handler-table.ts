@@ -4,7 +4,6 @@
  * (`modern/`) dispatches from by method name. One registration serves both eras, so a handler is
  * written once.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { getLiteralValue, getObjectShape, safeParse } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import type { RequestId, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
@@ -22,15 +21,17 @@ export interface RequestExtra {
   /** What the client can be asked for input, and its answers of the previous round (modern). */
   input?: RequestInput | undefined;
   /**
-   * A modern tools/call's `Mcp-Param-*` headers (those alone), checked against the tool's marked
-   * arguments (`tools/call.ts`); absent in the legacy era, which has no such headers.
+   * A modern tools/call's `Mcp-Param-*` header of a lowercase name (no other), checked against the
+   * tool's marked arguments (`tools/call.ts`); absent in the legacy era, which has no such headers.
    */
-  paramHeaders?: IncomingHttpHeaders | undefined;
+  paramHeader?: ParamHeader | undefined;
 }
 
-/** The modern request's headers in a handler's `extra` (undefined for a legacy request's). */
-export const paramHeadersOf = (extra: unknown): IncomingHttpHeaders | undefined =>
-  (extra as RequestExtra).paramHeaders;
+/** A request's one value of the lowercase `Mcp-Param-*` header `name`, if it has one. */
+export type ParamHeader = (name: string) => string | undefined;
+
+/** The modern request's Mcp-Param-* headers in a handler's `extra` (undefined for a legacy request's). */
+export const paramHeaderOf = (extra: unknown): ParamHeader | undefined => (extra as RequestExtra).paramHeader;
 
 type Handler = (request: unknown, extra: RequestExtra) => unknown;
 

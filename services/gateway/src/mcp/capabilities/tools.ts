@@ -11,7 +11,7 @@ import {
 import { SOURCE_META_KEY } from '@bindery/contracts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
 import { idempotencyKeyOf } from '../requests.ts';
-import { paramHeadersOf, type HandlerRegistry } from '../handler-table.ts';
+import { paramHeaderOf, type HandlerRegistry } from '../handler-table.ts';
 import type { InputOf } from '../tools/client-input.ts';
 import type { McpSessionContext } from '../session-context.ts';
 import { callTool, type ToolCall, type ToolCallContext } from '../tools/call.ts';
@@ -58,7 +58,7 @@ export function registerTools(server: HandlerRegistry, session: ToolsContext, in
       notify: (n) => extra.sendNotification(n),
       signal: extra.signal,
       input: input?.(extra),
-      paramHeaders: paramHeadersOf(extra),
+      paramHeader: paramHeaderOf(extra),
       ...(request.params._meta?.progressToken !== undefined && {
         progressToken: request.params._meta.progressToken,
       }),

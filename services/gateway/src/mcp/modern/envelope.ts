@@ -66,7 +66,7 @@ function claimsModern(message: unknown): boolean {
 }
 
 /** The header's one value (a repeated header is not one). */
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return typeof value === 'string' ? value : undefined;
 }

@@ -27,6 +27,7 @@ import type { SessionRegistry } from '../sessions.ts';
 import {
   META,
   MODERN_ERRORS,
+  header,
   MODERN_PROTOCOL_VERSIONS,
   type Envelope,
   type ModernRequest,
@@ -35,13 +36,6 @@ import { inputCapabilitiesOf, modernInputOf, retryOf } from '../tools/client-inp
 import { listenFilterOf } from './listen.ts';
 import { declaresTasks, isTaskMethod, serveTask, tasksNotDeclared } from './tasks.ts';
 import { TASKS_EXTENSION } from '@bindery/contracts';
-
-/** The `mcp-param-*` headers among `headers` (the others, credentials among them, stay here). */
-function paramHeadersIn(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const params: IncomingHttpHeaders = {};
-  for (const name in headers) if (name.startsWith('mcp-param-')) params[name] = headers[name];
-  return params;
-}
 
 /** Results a client may cache, and for how long (`server/utilities/caching.mdx`). */
 const CACHEABLE: ReadonlySet<string> = new Set([
@@ -132,7 +126,10 @@ export async function serveModern(
       signal: cancel.signal,
       sendNotification: (notification) => stream.notify(notification),
       // Its Mcp-Param-* headers are checked against the tool's marked arguments (tools/call.ts).
-      ...(message.method === 'tools/call' && { paramHeaders: paramHeadersIn(headers) }),
+      // Only those: the others, credentials among them, stay here.
+      ...(message.method === 'tools/call' && {
+        paramHeader: (name: string) => (name.startsWith('mcp-param-') ? header(headers, name) : undefined),
+      }),
       // Tools may ask the client what it declared; the answers of a retry come with the request.
       ...(INPUT_METHODS.has(message.method) && {
         input: {

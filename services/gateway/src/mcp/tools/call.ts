@@ -4,7 +4,6 @@
  * tool (`source-routing.ts`), its arguments checked, and it runs through the control plane. The
  * client hears the call's log lines (`call-log.ts`) and, given a progress token, its progress.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import {
   headerParamsOf,
   paramHeaderMismatch,
@@ -18,6 +17,7 @@ import {
 import { ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ControlPlaneError } from '../../control-plane/errors.ts';
 import { MODERN_ERRORS } from '../modern/envelope.ts';
+import type { ParamHeader } from '../handler-table.ts';
 import type { Exposure } from '../../control-plane/exposure-cache.ts';
 import type { ClientLog, McpSessionContext, Notify } from '../session-context.ts';
 import { unstorableArguments } from '../unstorable-arguments.ts';
@@ -52,7 +52,7 @@ export interface ToolCall {
    * A modern request's `Mcp-Param-*` headers: those of the tool's marked arguments must match
    * them (MCP 2026-07-28, SEP-2243). Absent in the legacy era.
    */
-  paramHeaders?: IncomingHttpHeaders | undefined;
+  paramHeader?: ParamHeader | undefined;
 }
 
 export type ToolCallContext = Pick<
@@ -60,19 +60,16 @@ export type ToolCallContext = Pick<
   'exposure' | 'client' | 'metrics' | 'log' | 'progressive' | 'clientLog'
 >;
 
-/** Why `headers` do not match the arguments `inputSchema` marks (x-mcp-header), if they do not. */
+/** Why the request's headers do not match the arguments `inputSchema` marks (x-mcp-header), if they do not. */
 function headerMismatch(
   inputSchema: Record<string, unknown>,
   args: Record<string, unknown>,
-  headers: IncomingHttpHeaders,
+  header: ParamHeader,
 ): string | undefined {
   const marks = headerParamsOf(inputSchema);
-  // A tool whose marks break the rules is not listed by the control plane; none is checked here.
+  // Marks that break the rules are refused at sync and save; one stored before is not checked.
   if (!marks.ok || marks.params.length === 0) return undefined;
-  return paramHeaderMismatch(marks.params, args, (name) => {
-    const value = headers[name];
-    return typeof value === 'string' ? value : undefined;
-  });
+  return paramHeaderMismatch(marks.params, args, header);
 }
 
 /** Milliseconds since `started` (a performance.now() reading), to two decimals. */
@@ -126,7 +123,7 @@ export async function callTool(
   }
   // A modern call's Mcp-Param-* headers say what its marked arguments are: a header missing or
   // saying otherwise is refused (400, HeaderMismatch), before anything is sent to the client.
-  const mismatch = call.paramHeaders && headerMismatch(tool.inputSchema, args, call.paramHeaders);
+  const mismatch = call.paramHeader && headerMismatch(tool.inputSchema, args, call.paramHeader);
   if (mismatch) {
     session.metrics.toolCalls.inc({ status: 'header_mismatch' });
     throw new WireError(MODERN_ERRORS.HEADER_MISMATCH, `Header mismatch: ${mismatch}`);
