@@ -51,7 +51,16 @@ export class TableFolds {
       this.#tables.set(tableId, pending);
     }
     pending.patches += 1;
-    if (pending.patches < this.#policy.patches || pending.running) return;
+    this.#consider(tableId, pending);
+  }
+
+  /**
+   * Starts a fold when enough patches were written and none is under way. A fold that ends
+   * considers again: patches written while it ran would otherwise wait for the table's next write
+   * (an idle table would keep them unfolded).
+   */
+  #consider(tableId: string, pending: Pending): void {
+    if (this.#closed || pending.patches < this.#policy.patches || pending.running) return;
     pending.patches = 0;
     const { patches, bytesPerPatch } = this.#policy;
     pending.running = foldPatches(this.#prisma, tableId, (bytes) => Math.max(patches, bytes / bytesPerPatch))
@@ -63,9 +72,9 @@ export class TableFolds {
         },
       )
       .finally(() => {
-        const current = this.#tables.get(tableId);
-        if (current) current.running = undefined;
-        if (current?.patches === 0) this.#tables.delete(tableId);
+        pending.running = undefined;
+        if (pending.patches === 0) this.#tables.delete(tableId);
+        else this.#consider(tableId, pending);
       });
   }
 

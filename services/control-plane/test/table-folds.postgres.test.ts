@@ -1,0 +1,81 @@
+// Pins background folds (context/table-folds.ts) against writes that land while a fold runs: once
+// the fold ends, the patches written meanwhile are folded too, without waiting for another write
+// (an idle table would otherwise keep them unfolded, and every read would replay them). PostgreSQL
+// only: the test holds the fold at a row lock another connection takes, which the embedded
+// database (one connection) cannot do; writes do not wait for that lock.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import pg from 'pg';
+import { startTestApp, type TestApp } from './support/app.ts';
+import { buildFixture, execute, tableState, toolAnswer, type Fixture } from './support/tools.ts';
+
+const THRESHOLD = 5;
+
+let t: TestApp;
+let f: Fixture;
+
+beforeAll(async () => {
+  t = await startTestApp({ foldPolicy: { patches: THRESHOLD, bytesPerPatch: Number.MAX_SAFE_INTEGER } });
+  f = await buildFixture(t, { items: [] }, { add: { json_path: '/items', operation_type: 'create' } });
+});
+afterAll(() => t.close());
+
+async function snapshotVersion(): Promise<number> {
+  const snapshot = await t.database.prisma.tableSnapshot.findUniqueOrThrow({ where: { tableId: f.tableId } });
+  return snapshot.version;
+}
+
+/** Reads every 20 ms until `done` holds or `ms` have passed; answers the last value read. */
+async function within<T>(ms: number, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > end) return value;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+it('patches written while a fold runs are folded when it ends, with no write after', async () => {
+  const add = async (value: number) => toolAnswer(await execute(t, f, 'add', { value }));
+  for (let i = 0; i < THRESHOLD - 1; i += 1) await add(i);
+  const start = await snapshotVersion();
+
+  // Another connection locks the patch rows written so far: the fold the next write starts takes
+  // the snapshot, then waits at deleting them.
+  const locker = new pg.Client({ connectionString: t.databaseUrl });
+  await locker.connect();
+  try {
+    await locker.query('BEGIN');
+    const locked = await locker.query('SELECT version FROM table_patch WHERE table_id = $1 FOR SHARE', [
+      f.tableId,
+    ]);
+    expect(locked.rowCount).toBe(THRESHOLD - 1);
+    await add(THRESHOLD - 1);
+    const waiting = await within(
+      10_000,
+      // Asked outside the locker's transaction, which would see one snapshot of the activity.
+      async () =>
+        (
+          await t.database.prisma.$queryRaw<{ n: number }[]>`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'
+              AND query LIKE 'DELETE FROM table_patch%'`
+        )[0]!.n,
+      (n) => n > 0,
+    );
+    expect(waiting).toBe(1);
+    // More than a threshold of patches while the fold waits; writes do not wait for it.
+    for (let i = THRESHOLD; i < 3 * THRESHOLD; i += 1) await add(i);
+    expect(await snapshotVersion()).toBe(start);
+  } finally {
+    await locker.query('COMMIT');
+    await locker.end();
+  }
+
+  // No write from here on: the fold ends and the next one folds what was written meanwhile.
+  const last = (await tableState(t, f)).version;
+  expect(await within(10_000, snapshotVersion, (version) => version === last)).toBe(last);
+  expect(toolAnswer(await execute(t, f, 'add', { value: 'after' })).isError).toBe(false);
+  expect((await tableState(t, f)).data).toEqual({
+    items: [...Array.from({ length: 3 * THRESHOLD }, (_, i) => i), 'after'],
+  });
+});
