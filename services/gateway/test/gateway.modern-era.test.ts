@@ -193,6 +193,38 @@ describe('modern refusals', () => {
     expect(call.body.result.resultType).toBe('complete');
   });
 
+  // The spec's value encoding is strict: only Mcp-Name (and Mcp-Param-*) may be wrapped, in
+  // canonical Base64 of UTF-8, and a plain value is visible ASCII. Each of these was once read
+  // leniently and served.
+  it.each([
+    [
+      'a name in Base64 without its padding',
+      'tools/call',
+      { name: 'find_customers', arguments: { query: 'length(@)' } },
+      { 'mcp-name': `=?base64?${Buffer.from('find_customers').toString('base64').replace(/=+$/, '')}?=` },
+      /Mcp-Name header carries characters a header value may not, or a =\?base64\?\.\.\.\?= value that is not canonical/,
+    ],
+    [
+      'a name with a character outside ASCII, sent plain',
+      'tools/call',
+      { name: 'find_customersé', arguments: {} },
+      { 'mcp-name': 'find_customersé' },
+      /Mcp-Name header carries characters a header value may not/,
+    ],
+    [
+      'a method wrapped in Base64',
+      'tools/list',
+      {},
+      { 'mcp-method': `=?base64?${Buffer.from('tools/list').toString('base64')}?=` },
+      /Mcp-Method header value '=\?base64\?dG9vbHMvbGlzdA==\?=' does not match body value 'tools\/list'/,
+    ],
+  ])('%s is 400 -32020', async (_what, method, params, headers, message) => {
+    const { status, body } = await modern({ id: 13, method, params, headers });
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ id: 13, error: { code: -32020 } });
+    expect(body.error.message).toMatch(message);
+  });
+
   it.each([
     ['no client capabilities', { 'io.modelcontextprotocol/protocolVersion': VERSION }],
     ['a version that is no string', { ...ENVELOPE, 'io.modelcontextprotocol/protocolVersion': 7 }],

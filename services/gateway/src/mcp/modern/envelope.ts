@@ -11,7 +11,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { LoggingLevel, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { JSONRPC, type JsonRpcErrorAnswer } from '../../http/jsonrpc-errors.ts';
-import { LOG_LEVELS, isLogLevel } from '@bindery/contracts';
+import { LOG_LEVELS, decodeHeaderValue, isLogLevel } from '@bindery/contracts';
 
 /** The modern revisions the gateway serves, newest first. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -69,13 +69,6 @@ function claimsModern(message: unknown): boolean {
 export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return typeof value === 'string' ? value : undefined;
-}
-
-/** A header value as sent: `=?base64?...?=` carries UTF-8 that is not plain ASCII. */
-function decoded(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const match = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/.exec(value);
-  return match ? Buffer.from(match[1] ?? '', 'base64').toString('utf8') : value;
 }
 
 /** Whether a version string names the modern era or later (they are dates). */
@@ -187,7 +180,8 @@ export function eraOf(body: unknown, headers: IncomingHttpHeaders): Era {
       }),
     };
   }
-  const method = decoded(header(headers, 'mcp-method'));
+  // Mcp-Method is compared as sent: only Mcp-Name and Mcp-Param-* may use the Base64 wrapping.
+  const method = header(headers, 'mcp-method');
   if (method !== body.method) {
     return mismatch(
       method === undefined
@@ -197,9 +191,17 @@ export function eraOf(body: unknown, headers: IncomingHttpHeaders): Era {
   }
   const named = NAMED[body.method];
   if (named !== undefined) {
-    const name = decoded(header(headers, 'mcp-name'));
+    const sent = header(headers, 'mcp-name');
+    if (sent === undefined) return mismatch('the Mcp-Name header is missing');
+    // The spec's value encoding, shared with Mcp-Param-*: plain visible ASCII, or canonical Base64
+    // of UTF-8 in `=?base64?...?=`; anything else is refused rather than read leniently.
+    const name = decodeHeaderValue(sent);
+    if (name === undefined) {
+      return mismatch(
+        'the Mcp-Name header carries characters a header value may not, or a =?base64?...?= value that is not canonical Base64 of UTF-8',
+      );
+    }
     const value = params[named];
-    if (name === undefined) return mismatch('the Mcp-Name header is missing');
     if (name !== value) {
       return mismatch(
         `Mcp-Name header value '${shown(name)}' does not match body value '${shown(String(value))}'`,
