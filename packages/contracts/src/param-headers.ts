@@ -183,6 +183,8 @@ export function decodeHeaderValue(value: string): string | undefined {
   if (!CANONICAL_BASE64.test(base64)) return undefined;
   try {
     const binary = atob(base64);
+    // Canonical: the unused bits of the last character are zero (`SGVsbG9=` is not `SGVsbG8=`).
+    if (btoa(binary) !== base64) return undefined;
     const bytes = new Uint8Array(binary.length);
     for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
     return strictUtf8.decode(bytes);

@@ -107,6 +107,9 @@ describe('a value in a header', () => {
     expect(decodeHeaderValue('=?base64?SGVsbG8=')).toBe('=?base64?SGVsbG8=');
     // Wrapped, but not canonical Base64 (padding, alphabet) or not UTF-8.
     expect(decodeHeaderValue('=?base64?SGVsbG8?=')).toBeUndefined();
+    // Padded, but the last character's unused bits are not zero ("Hello" is SGVsbG8=).
+    expect(decodeHeaderValue('=?base64?SGVsbG9=?=')).toBeUndefined();
+    expect(decodeHeaderValue('=?base64?SGVsbG8=?=')).toBe('Hello');
     expect(decodeHeaderValue('=?base64?SGVs!!!bG8=?=')).toBeUndefined();
     expect(decodeHeaderValue('=?base64?/w==?=')).toBeUndefined();
     // A plain value with a character a header may not carry (as Node hands over a raw byte).

@@ -50,15 +50,16 @@ it('patches written while a fold runs are folded when it ends, with no write aft
     ]);
     expect(locked.rowCount).toBe(THRESHOLD - 1);
     await add(THRESHOLD - 1);
+    // The fold waits for the locker: asked outside the locker's transaction, which would see one
+    // snapshot of the server's activity.
+    const lockerPid = (await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
     const waiting = await within(
       10_000,
-      // Asked outside the locker's transaction, which would see one snapshot of the activity.
       async () =>
         (
           await t.database.prisma.$queryRaw<{ n: number }[]>`
             SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock'
-              AND query LIKE 'DELETE FROM table_patch%'`
+            WHERE ${lockerPid}::int = ANY(pg_blocking_pids(pid))`
         )[0]!.n,
       (n) => n > 0,
     );

@@ -194,14 +194,22 @@ describe('modern refusals', () => {
   });
 
   // The spec's value encoding is strict: only Mcp-Name (and Mcp-Param-*) may be wrapped, in
-  // canonical Base64 of UTF-8, and a plain value is visible ASCII. Each of these was once read
-  // leniently and served.
+  // canonical Base64 of UTF-8, and a plain value is visible ASCII (space and tab too). Each of these
+  // once passed the header check (the second then failed only at the tool lookup).
   it.each([
     [
       'a name in Base64 without its padding',
       'tools/call',
       { name: 'find_customers', arguments: { query: 'length(@)' } },
       { 'mcp-name': `=?base64?${Buffer.from('find_customers').toString('base64').replace(/=+$/, '')}?=` },
+      /Mcp-Name header carries characters a header value may not, or a =\?base64\?\.\.\.\?= value that is not canonical/,
+    ],
+    [
+      'a name in Base64 whose last character has bits set it does not use',
+      'tools/call',
+      { name: 'find_customers', arguments: { query: 'length(@)' } },
+      // find_customers is ZmluZF9jdXN0b21lcnM=; M to N sets a bit past the last byte.
+      { 'mcp-name': '=?base64?ZmluZF9jdXN0b21lcnN=?=' },
       /Mcp-Name header carries characters a header value may not, or a =\?base64\?\.\.\.\?= value that is not canonical/,
     ],
     [

@@ -193,7 +193,7 @@ export function eraOf(body: unknown, headers: IncomingHttpHeaders): Era {
   if (named !== undefined) {
     const sent = header(headers, 'mcp-name');
     if (sent === undefined) return mismatch('the Mcp-Name header is missing');
-    // The spec's value encoding, shared with Mcp-Param-*: plain visible ASCII, or canonical Base64
+    // The spec's value encoding, shared with Mcp-Param-*: plain (visible ASCII, space, tab), or canonical Base64
     // of UTF-8 in `=?base64?...?=`; anything else is refused rather than read leniently.
     const name = decodeHeaderValue(sent);
     if (name === undefined) {
