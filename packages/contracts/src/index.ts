@@ -135,6 +135,7 @@ export {
   headerParamsOf,
   paramHeaderMismatch,
   paramHeaders,
+  undecodableHeader,
   type HeaderParam,
   type HeaderParams,
 } from './param-headers.ts';

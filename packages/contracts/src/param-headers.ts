@@ -139,7 +139,6 @@ export function headerParamsOf(inputSchema: unknown): HeaderParams {
 
 const SENTINEL_PREFIX = '=?base64?';
 const SENTINEL_SUFFIX = '?=';
-const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // An integer as a header may write it: digits, and a fraction of zeros at most (`42`, `42.0`).
 const INTEGER_TEXT = /^-?\d+(\.0+)?$/;
 // TextEncoder, btoa and atob rather than Buffer: this package is the console's too.
@@ -180,10 +179,10 @@ export function encodeHeaderValue(value: string): string {
 export function decodeHeaderValue(value: string): string | undefined {
   if (!isSentinel(value)) return plainHeaderSafe(value) ? value : undefined;
   const base64 = value.slice(SENTINEL_PREFIX.length, value.length - SENTINEL_SUFFIX.length);
-  if (!CANONICAL_BASE64.test(base64)) return undefined;
   try {
+    // Canonical Base64 is what encoding its bytes gives back: padded, no whitespace, and the unused
+    // bits of the last character zero (`SGVsbG9=` is not `SGVsbG8=`). atob throws outside the alphabet.
     const binary = atob(base64);
-    // Canonical: the unused bits of the last character are zero (`SGVsbG9=` is not `SGVsbG8=`).
     if (btoa(binary) !== base64) return undefined;
     const bytes = new Uint8Array(binary.length);
     for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
@@ -192,6 +191,10 @@ export function decodeHeaderValue(value: string): string | undefined {
     return undefined;
   }
 }
+
+/** Why a header value `decodeHeaderValue` refuses is refused (it names the header, not the value). */
+export const undecodableHeader = (header: string): string =>
+  `the ${header} header carries characters a header value may not, or a =?base64?...?= value that is not canonical Base64 of UTF-8`;
 
 /** The argument at `path`, if any. */
 function valueAt(args: unknown, path: readonly string[]): unknown {
@@ -249,7 +252,7 @@ export function paramHeaderMismatch(
     if (sent === undefined) return `the ${param.header} header is missing (the arguments carry ${where})`;
     const decoded = decodeHeaderValue(sent);
     if (decoded === undefined) {
-      return `the ${param.header} header carries characters a header value may not, or a =?base64?...?= value that is not canonical Base64 of UTF-8`;
+      return undecodableHeader(param.header);
     }
     const same =
       param.type === 'integer' && typeof value === 'number' && INTEGER_TEXT.test(decoded)

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { buildFixture, execute, tableState, toolAnswer, type Fixture } from './support/tools.ts';
+import { until } from './support/upstream-servers.ts';
 
 const THRESHOLD = 5;
 
@@ -22,16 +23,6 @@ afterAll(() => t.close());
 async function snapshotVersion(): Promise<number> {
   const snapshot = await t.database.prisma.tableSnapshot.findUniqueOrThrow({ where: { tableId: f.tableId } });
   return snapshot.version;
-}
-
-/** Reads every 20 ms until `done` holds or `ms` have passed; answers the last value read. */
-async function within<T>(ms: number, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > end) return value;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 it('patches written while a fold runs are folded when it ends, with no write after', async () => {
@@ -53,8 +44,7 @@ it('patches written while a fold runs are folded when it ends, with no write aft
     // The fold waits for the locker: asked outside the locker's transaction, which would see one
     // snapshot of the server's activity.
     const lockerPid = (await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-    const waiting = await within(
-      10_000,
+    const waiting = await until(
       async () =>
         (
           await t.database.prisma.$queryRaw<{ n: number }[]>`
@@ -74,7 +64,7 @@ it('patches written while a fold runs are folded when it ends, with no write aft
 
   // No write from here on: the fold ends and the next one folds what was written meanwhile.
   const last = (await tableState(t, f)).version;
-  expect(await within(10_000, snapshotVersion, (version) => version === last)).toBe(last);
+  expect(await until(snapshotVersion, (version) => version === last)).toBe(last);
   expect(toolAnswer(await execute(t, f, 'add', { value: 'after' })).isError).toBe(false);
   expect((await tableState(t, f)).data).toEqual({
     items: [...Array.from({ length: 3 * THRESHOLD }, (_, i) => i), 'after'],

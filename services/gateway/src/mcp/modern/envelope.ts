@@ -11,7 +11,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { LoggingLevel, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { JSONRPC, type JsonRpcErrorAnswer } from '../../http/jsonrpc-errors.ts';
-import { LOG_LEVELS, decodeHeaderValue, isLogLevel } from '@bindery/contracts';
+import { LOG_LEVELS, decodeHeaderValue, isLogLevel, undecodableHeader } from '@bindery/contracts';
 
 /** The modern revisions the gateway serves, newest first. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -193,14 +193,10 @@ export function eraOf(body: unknown, headers: IncomingHttpHeaders): Era {
   if (named !== undefined) {
     const sent = header(headers, 'mcp-name');
     if (sent === undefined) return mismatch('the Mcp-Name header is missing');
-    // The spec's value encoding, shared with Mcp-Param-*: plain (visible ASCII, space, tab), or canonical Base64
-    // of UTF-8 in `=?base64?...?=`; anything else is refused rather than read leniently.
+    // The spec's value encoding, shared with Mcp-Param-*: plain (visible ASCII, space, tab), or
+    // canonical Base64 of UTF-8 in `=?base64?...?=`; anything else is refused, not read leniently.
     const name = decodeHeaderValue(sent);
-    if (name === undefined) {
-      return mismatch(
-        'the Mcp-Name header carries characters a header value may not, or a =?base64?...?= value that is not canonical Base64 of UTF-8',
-      );
-    }
+    if (name === undefined) return mismatch(undecodableHeader('Mcp-Name'));
     const value = params[named];
     if (name !== value) {
       return mismatch(
